@@ -1,0 +1,103 @@
+/**
+ * The environment, read once and validated with zod. Plays the role that
+ * `fresh.config.ts` plays in a Fresh project: every setting the program reads
+ * is named here, with its default and what it means (the README's table is the
+ * same list).
+ */
+import { z } from "zod";
+
+const int = (min: number, max: number) =>
+  z.string().trim().refine((s) => {
+    const n = Number(s);
+    return /^\d+$/.test(s) && n >= min && n <= max;
+  }, `an integer from ${min} to ${max}`).transform(Number);
+
+const msList = z.string().trim().regex(
+  /^\d+(,\d+)*$/,
+  "a comma-separated list of milliseconds, such as 1000,5000,25000",
+).transform((s) => s.split(",").map(Number));
+
+const postgresUrl = z.string().trim().regex(
+  /^postgres(ql)?:\/\//,
+  "a postgres:// URL",
+);
+
+const schema = z.object({
+  PORT: int(0, 65535).default(8000),
+  HOST: z.string().trim().min(1, "a host name or address").default(
+    "127.0.0.1",
+  ),
+  DATABASE_URL: postgresUrl.optional(),
+  DATA_DIR: z.string().trim().min(1, "a directory").default(".data"),
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+  PUBLIC_URL: z.string().trim().url("an absolute URL").optional(),
+  STRIPE_SECRET_KEY: z.string().trim().startsWith(
+    "sk_",
+    "a Stripe secret key starting with sk_",
+  ).optional(),
+  STRIPE_WEBHOOK_SECRET: z.string().trim().startsWith(
+    "whsec_",
+    "a Stripe webhook secret starting with whsec_",
+  ).optional(),
+  POLL_INTERVAL_MS: int(10, 3_600_000).default(5000),
+  RELAY_RETRY_MS: int(0, 86_400_000).default(30000),
+  DELIVERY_TIMEOUT_MS: int(1, 600_000).default(5000),
+  RETRY_DELAYS_MS: msList.default([1000, 5000, 25000]),
+  REPLAY_HORIZON_DAYS: int(1, 3650).default(30),
+  WORKERS: z.enum(["on", "off"]).default("on"),
+});
+
+/** The validated settings. */
+export type Config = z.output<typeof schema>;
+
+/** A setting that is missing or malformed; `message` is one line for people. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/**
+ * Validates an environment. Empty strings count as unset, so `PORT= deno task
+ * start` means the default, as it does in most tools.
+ *
+ * @example
+ * ```ts
+ * const config = parseConfig({ PORT: "8080" });
+ * config.PORT; // 8080
+ * ```
+ */
+export function parseConfig(env: Record<string, string | undefined>): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== "") input[key] = value;
+  }
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const name = String(issue.path[0]);
+  const given = input[name];
+  throw new ConfigError(
+    `${name} must be ${describe(issue)}` +
+      (given === undefined ? "" : ` (got ${JSON.stringify(given)})`),
+  );
+}
+
+function describe(issue: z.core.$ZodIssue): string {
+  if (issue.code === "invalid_value") {
+    return `one of ${issue.values.map(String).join(", ")}`;
+  }
+  return issue.message;
+}
+
+/** Reads `Deno.env` once; on a bad setting prints one line and exits 1. */
+export function loadConfig(): Config {
+  try {
+    return parseConfig(Deno.env.toObject());
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`config error: ${error.message}`);
+      Deno.exit(1);
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Forward-only migrations: numbered plain SQL files (`0001_name.sql`), applied
+ * in order, each in its own transaction, recorded with a checksum in
+ * `public.schema_migrations`. Every transaction first takes one advisory lock,
+ * so processes that start together apply each file exactly once.
+ */
+import type { Sql } from "./connect.ts";
+import type { Logger } from "../log/mod.ts";
+
+/** One advisory lock key for the whole migration history ("bakery migrations"). */
+const LOCK_KEY = 7_316_024_001;
+
+/** A migration file failed; the database is as it was before that file. */
+export class MigrationError extends Error {
+  override name = "MigrationError";
+}
+
+/** The database user may not create the roles and schemas the program needs. */
+export class PrivilegeError extends Error {
+  override name = "PrivilegeError";
+}
+
+export interface MigrationFile {
+  name: string;
+  sql: string;
+}
+
+/** Reads `NNNN_name.sql` files from a folder, in order. */
+export async function readMigrations(dir: URL | string): Promise<MigrationFile[]> {
+  const files: MigrationFile[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    if (entry.isFile && /^\d{4}_[a-z0-9_]+\.sql$/.test(entry.name)) {
+      const base = dir instanceof URL ? dir : new URL(`file://${dir}/`);
+      files.push({
+        name: entry.name,
+        sql: await Deno.readTextFile(new URL(entry.name, base)),
+      });
+    }
+  }
+  return files.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** The migrations folder of this project. */
+export const MIGRATIONS_DIR = new URL("../../migrations/", import.meta.url);
+
+/**
+ * Applies what is not yet applied. Returns the names applied by this call
+ * (empty when the database was up to date).
+ */
+export async function migrate(
+  sql: Sql,
+  log: Logger,
+  files?: MigrationFile[],
+): Promise<string[]> {
+  await assertPrivileges(sql);
+  const all = files ?? await readMigrations(MIGRATIONS_DIR);
+  const applied: string[] = [];
+  for (const file of all) {
+    const checksum = await sha256(file.sql);
+    const done = await sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(${LOCK_KEY})`;
+      await tx`create table if not exists public.schema_migrations (
+        name text primary key,
+        checksum text not null,
+        applied_at timestamptz not null default now()
+      )`;
+      const [row] = await tx<{ checksum: string }[]>`
+        select checksum from public.schema_migrations where name = ${file.name}`;
+      if (row) {
+        if (row.checksum !== checksum) {
+          log.warn("migration_changed", { file: file.name });
+        }
+        return false;
+      }
+      try {
+        // A migration is a trusted file of many statements: the simple query
+        // protocol runs it whole. No value from outside is ever part of it.
+        await tx.unsafe(file.sql);
+      } catch (error) {
+        throw new MigrationError(
+          `migration ${file.name} failed: ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
+      await tx`insert into public.schema_migrations (name, checksum)
+        values (${file.name}, ${checksum})`;
+      return true;
+    });
+    if (done) {
+      applied.push(file.name);
+      log.info("migration_applied", { file: file.name });
+    }
+  }
+  return applied;
+}
+
+async function assertPrivileges(sql: Sql) {
+  const [me] = await sql<
+    { name: string; rolsuper: boolean; rolcreaterole: boolean; cancreate: boolean }[]
+  >`
+    select current_user as name, rolsuper, rolcreaterole,
+           has_database_privilege(current_database(), 'CREATE') as cancreate
+      from pg_roles where rolname = current_user`;
+  if (!me.rolsuper && !(me.rolcreaterole && me.cancreate)) {
+    throw new PrivilegeError(
+      `database user ${me.name} must be a superuser, or have CREATEROLE and CREATE on the database, to create the service roles and schemas`,
+    );
+  }
+}
+
+async function sha256(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(text),
+  );
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0"))
+    .join("");
+}

@@ -1,0 +1,51 @@
+/**
+ * The one way to work as a service: a transaction that begins with
+ * `SET LOCAL ROLE <service>` and names the sandbox it works in. PostgreSQL
+ * enforces the rest: the role reaches its own schema only, and row-level
+ * security shows it only the rows of that sandbox.
+ */
+import type { Sql, TxSql } from "./connect.ts";
+
+/** Whose rows a transaction may see: one sandbox, or all (relays, consumers). */
+export type Scope = { sandboxId: string } | "workers";
+
+/** A service transaction: the handle, and who it works as. */
+export interface ServiceTx {
+  sql: TxSql;
+  service: string;
+  scope: Scope;
+}
+
+const SERVICE_NAME = /^[a-z][a-z_]{1,30}$/;
+
+/**
+ * Runs `fn` in one transaction as `service`, inside `scope`. The transaction
+ * commits when `fn` resolves and rolls back when it throws.
+ *
+ * @example
+ * ```ts
+ * await asService(sql, "orders", { sandboxId }, async ({ sql }) => {
+ *   await sql`insert into orders.orders ${sql(row)}`;
+ * });
+ * ```
+ */
+export async function asService<T>(
+  sql: Sql,
+  service: string,
+  scope: Scope,
+  fn: (tx: ServiceTx) => Promise<T>,
+): Promise<T> {
+  if (!SERVICE_NAME.test(service)) {
+    throw new TypeError(`not a service name: ${JSON.stringify(service)}`);
+  }
+  return await sql.begin(async (tx) => {
+    // set_config(..., true) is SET LOCAL with a bound value: the role, the
+    // sandbox and the scope end with the transaction.
+    await tx`select set_config('role', ${service}, true),
+      set_config('app.sandbox_id', ${
+      scope === "workers" ? "" : scope.sandboxId
+    }, true),
+      set_config('app.scope', ${scope === "workers" ? "workers" : ""}, true)`;
+    return await fn({ sql: tx, service, scope });
+  }) as T;
+}

@@ -1,0 +1,39 @@
+/**
+ * `deno task start`: one process runs the whole bakery. It opens the database
+ * (embedded, or DATABASE_URL), migrates it, serves the web app and runs the
+ * workers; SIGINT or SIGTERM stops them in the reverse order, PostgreSQL last.
+ */
+import { loadConfig } from "./config.ts";
+import { createLogger } from "./lib/log/mod.ts";
+import { openDatabase } from "./lib/db/open.ts";
+import { connect } from "./lib/db/connect.ts";
+import { migrate } from "./lib/db/migrate.ts";
+import { createApp } from "./app.tsx";
+import { onShutdown, runUntilSignal } from "./lib/process.ts";
+
+const config = loadConfig();
+const log = createLogger(config.LOG_LEVEL);
+
+await runUntilSignal(log, async () => {
+  const db = await openDatabase({
+    databaseUrl: config.DATABASE_URL,
+    dataDir: config.DATA_DIR,
+    log,
+  });
+  if (db.cluster) onShutdown(() => db.cluster!.stop());
+  const sql = connect(db.url);
+  onShutdown(() => sql.end({ timeout: 5 }));
+  await migrate(sql, log);
+
+  const app = createApp({ config, sql, log });
+  const server = Deno.serve({
+    port: config.PORT,
+    hostname: config.HOST,
+    onListen: ({ hostname, port }) => {
+      const url = `http://${hostname === "0.0.0.0" ? "localhost" : hostname}:${port}/`;
+      log.info("listening", { url });
+      console.error(`\n  Outbox Bakery is open at ${url}\n`);
+    },
+  }, app.fetch);
+  onShutdown(() => server.shutdown());
+});
