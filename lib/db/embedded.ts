@@ -53,6 +53,9 @@ export async function startEmbedded(
   const { log } = options;
   await Deno.mkdir(options.dataDir, { recursive: true });
   const dataDir = await Deno.realPath(options.dataDir);
+  // As root, PostgreSQL runs as the user `postgres`, which must be able to
+  // reach the cluster directory inside.
+  if (Deno.uid() === 0) await Deno.chmod(dataDir, 0o755);
   const clusterDir = `${dataDir}/pg`;
   const lock = await Deno.open(`${dataDir}/lock`, {
     create: true,

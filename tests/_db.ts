@@ -1,0 +1,66 @@
+/**
+ * Each test file gets its own database, cloned from the template that
+ * tests/run.ts migrated once: isolated, and ready in milliseconds.
+ */
+import { connect, type Sql, withDatabase } from "../lib/db/connect.ts";
+import { ensureDatabase } from "../lib/db/open.ts";
+
+export interface TestDatabase {
+  url: string;
+  sql: Sql;
+  /** Closes the pool and drops the database. */
+  drop(): Promise<void>;
+}
+
+let counter = 0;
+
+function env(name: string): string {
+  const value = Deno.env.get(name);
+  if (!value) {
+    throw new Error(
+      `${name} is not set: run the tests with 'deno task test', which starts PostgreSQL`,
+    );
+  }
+  return value;
+}
+
+/** The server's superuser URL, for tests that create or drop databases. */
+export function adminUrl(): string {
+  return env("TEST_ADMIN_URL");
+}
+
+/** A fresh migrated database for one test or one file. */
+export async function testDatabase(
+  options: { max?: number } = {},
+): Promise<TestDatabase> {
+  const name = `t_${env("TEST_RUN_ID")}_${Deno.pid}_${++counter}`;
+  await ensureDatabase(adminUrl(), name, env("TEST_TEMPLATE_DB"));
+  const url = withDatabase(adminUrl(), name);
+  const sql = connect(url, { max: options.max ?? 10, applicationName: "test" });
+  return {
+    url,
+    sql,
+    drop: async () => {
+      await sql.end({ timeout: 5 });
+      const admin = connect(adminUrl(), { max: 1 });
+      try {
+        await admin`drop database if exists ${admin(name)} with (force)`;
+      } finally {
+        await admin.end();
+      }
+    },
+  };
+}
+
+/** Runs `fn` with a fresh database and always drops it after. */
+export async function withTestDatabase(
+  fn: (db: TestDatabase) => Promise<void>,
+  options?: { max?: number },
+) {
+  const db = await testDatabase(options);
+  try {
+    await fn(db);
+  } finally {
+    await db.drop();
+  }
+}

@@ -1,0 +1,41 @@
+import assert from "node:assert/strict";
+import { ConfigError, parseConfig } from "../config.ts";
+
+Deno.test("config: defaults when nothing is set", () => {
+  const config = parseConfig({});
+  assert.equal(config.PORT, 8000);
+  assert.equal(config.DATA_DIR, ".data");
+  assert.deepEqual(config.RETRY_DELAYS_MS, [1000, 5000, 25000]);
+  assert.equal(config.DATABASE_URL, undefined);
+});
+
+Deno.test("config: a bad value names the variable and what it expected", () => {
+  assert.throws(
+    () => parseConfig({ PORT: "eighty" }),
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      e.message === 'PORT must be an integer from 0 to 65535 (got "eighty")',
+  );
+  assert.throws(
+    () => parseConfig({ LOG_LEVEL: "loud" }),
+    /LOG_LEVEL must be one of debug, info, warn, error/,
+  );
+  assert.throws(
+    () => parseConfig({ RETRY_DELAYS_MS: "1000,,5" }),
+    /RETRY_DELAYS_MS must be a comma-separated list/,
+  );
+});
+
+Deno.test("config: a bad setting stops the program with one line, exit 1", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "main.ts"],
+    env: { PORT: "not-a-port", DATABASE_URL: "" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 1);
+  const lines = new TextDecoder().decode(out.stderr).trim().split("\n");
+  assert.deepEqual(lines, [
+    'config error: PORT must be an integer from 0 to 65535 (got "not-a-port")',
+  ]);
+});

@@ -1,0 +1,91 @@
+import assert from "node:assert/strict";
+import { withTestDatabase } from "./_db.ts";
+import { connect } from "../lib/db/connect.ts";
+import { migrate, MigrationError, readMigrations, MIGRATIONS_DIR } from "../lib/db/migrate.ts";
+import { memoryLogger } from "../lib/log/mod.ts";
+import { adminUrl } from "./_db.ts";
+import { ensureDatabase } from "../lib/db/open.ts";
+import { withDatabase } from "../lib/db/connect.ts";
+
+/** An empty database (not cloned from the migrated template). */
+async function emptyDatabase(fn: (url: string) => Promise<void>) {
+  const name = `t_empty_${Deno.pid}_${crypto.randomUUID().slice(0, 8)}`;
+  await ensureDatabase(adminUrl(), name);
+  try {
+    await fn(withDatabase(adminUrl(), name));
+  } finally {
+    const admin = connect(adminUrl(), { max: 1 });
+    await admin`drop database if exists ${admin(name)} with (force)`;
+    await admin.end();
+  }
+}
+
+Deno.test("migrations apply on an empty database, then re-running is a no-op", async () => {
+  await emptyDatabase(async (url) => {
+    const sql = connect(url, { max: 2 });
+    try {
+      const files = await readMigrations(MIGRATIONS_DIR);
+      assert.ok(files.length >= 1);
+      const { logger } = memoryLogger();
+      const first = await migrate(sql, logger);
+      assert.deepEqual(first, files.map((f) => f.name));
+      const second = await migrate(sql, logger);
+      assert.deepEqual(second, []);
+      const [{ count }] = await sql`select count(*)::int as count from public.schema_migrations`;
+      assert.equal(count, files.length);
+    } finally {
+      await sql.end();
+    }
+  });
+});
+
+Deno.test("two processes migrating at once apply each file once", async () => {
+  await emptyDatabase(async (url) => {
+    const script = `
+      import { connect } from "./lib/db/connect.ts";
+      import { migrate } from "./lib/db/migrate.ts";
+      import { createLogger } from "./lib/log/mod.ts";
+      const sql = connect(Deno.env.get("URL"), { max: 1 });
+      const applied = await migrate(sql, createLogger("error"));
+      console.log(JSON.stringify(applied));
+      await sql.end();`;
+    const run = () =>
+      new Deno.Command(Deno.execPath(), {
+        args: ["eval", "--ext=ts", script],
+        env: { URL: url },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+    const [a, b] = await Promise.all([run(), run()]);
+    assert.equal(a.code, 0, new TextDecoder().decode(a.stderr));
+    assert.equal(b.code, 0, new TextDecoder().decode(b.stderr));
+    const appliedA: string[] = JSON.parse(new TextDecoder().decode(a.stdout));
+    const appliedB: string[] = JSON.parse(new TextDecoder().decode(b.stdout));
+    const files = (await readMigrations(MIGRATIONS_DIR)).map((f) => f.name);
+    // Every file applied by exactly one of the two processes.
+    assert.deepEqual([...appliedA, ...appliedB].sort(), files);
+    const sql = connect(url, { max: 1 });
+    const rows = await sql`select name from public.schema_migrations order by name`;
+    await sql.end();
+    assert.deepEqual(rows.map((r) => r.name), files);
+  });
+});
+
+Deno.test("a failing migration leaves the database as it was and names the file", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    const { logger } = memoryLogger();
+    const bad = [{
+      name: "9999_broken.sql",
+      sql: "create table public.half_done (id int); select no_such_function();",
+    }];
+    await assert.rejects(
+      () => migrate(sql, logger, bad),
+      (e: unknown) =>
+        e instanceof MigrationError && e.message.startsWith("migration 9999_broken.sql failed:"),
+    );
+    const [t] = await sql`select to_regclass('public.half_done') as t`;
+    assert.equal(t.t, null);
+    const [m] = await sql`select count(*)::int as n from public.schema_migrations where name = '9999_broken.sql'`;
+    assert.equal(m.n, 0);
+  });
+});

@@ -1,0 +1,69 @@
+/**
+ * `deno task test`: one PostgreSQL for the whole run (embedded in a temporary
+ * directory, or TEST_DATABASE_URL), a template database migrated once, then
+ * `deno test`, whose files each clone the template (tests/_db.ts). PostgreSQL
+ * is stopped at the end however the tests went. Extra arguments go to
+ * `deno test` (a file or `--filter`).
+ */
+import { connect, withDatabase } from "../lib/db/connect.ts";
+import { startEmbedded } from "../lib/db/embedded.ts";
+import { migrate } from "../lib/db/migrate.ts";
+import { ensureDatabase } from "../lib/db/open.ts";
+import { createLogger } from "../lib/log/mod.ts";
+
+const log = createLogger(
+  (Deno.env.get("TEST_LOG_LEVEL") as "info" | undefined) ?? "warn",
+);
+const external = Deno.env.get("TEST_DATABASE_URL");
+const dataDir = external ? undefined : await Deno.makeTempDir({ prefix: "bakery-test-" });
+const cluster = dataDir
+  ? await startEmbedded({
+    dataDir,
+    log,
+    // A throwaway cluster: durability buys nothing here and costs seconds.
+    postgresFlags: ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=300"],
+  })
+  : undefined;
+const adminUrl = external ?? cluster!.url;
+const template = `bakery_template_${Deno.pid}`;
+
+let code = 1;
+try {
+  await ensureDatabase(adminUrl, template);
+  const sql = connect(withDatabase(adminUrl, template), { max: 1 });
+  try {
+    await migrate(sql, log);
+  } finally {
+    await sql.end();
+  }
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["test", "-A", ...(Deno.args.length ? Deno.args : ["tests/"])],
+    env: {
+      TEST_ADMIN_URL: adminUrl,
+      TEST_TEMPLATE_DB: template,
+      TEST_RUN_ID: String(Deno.pid),
+    },
+    stdin: "null",
+  }).spawn();
+  const stopChild = () => child.kill("SIGTERM");
+  Deno.addSignalListener("SIGINT", stopChild);
+  code = (await child.status).code;
+  Deno.removeSignalListener("SIGINT", stopChild);
+} catch (error) {
+  console.error(`test setup failed: ${(error as Error).message}`);
+} finally {
+  if (external) {
+    const admin = connect(adminUrl, { max: 1 });
+    await admin`drop database if exists ${admin(template)} with (force)`.catch(() => {});
+    // Test files drop their own databases; a crashed file may leave one.
+    const leftovers = await admin<{ datname: string }[]>`
+      select datname from pg_database where datname like ${`t_${Deno.pid}_%`}`;
+    for (const { datname } of leftovers) {
+      await admin`drop database if exists ${admin(datname)} with (force)`.catch(() => {});
+    }
+    await admin.end();
+  }
+  await cluster?.stop();
+  if (dataDir) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+}
+Deno.exit(code);
