@@ -30,7 +30,9 @@ await runUntilSignal(log, async () => {
     port: config.PORT,
     hostname: config.HOST,
     onListen: ({ hostname, port }) => {
-      const url = `http://${hostname === "0.0.0.0" ? "localhost" : hostname}:${port}/`;
+      const url = `http://${
+        hostname === "0.0.0.0" ? "localhost" : hostname
+      }:${port}/`;
       log.info("listening", { url });
       console.error(`\n  Outbox Bakery is open at ${url}\n`);
     },

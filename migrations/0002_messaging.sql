@@ -138,6 +138,9 @@ create table queue.deliveries (
   state text not null default 'pending'
     check (state in ('pending', 'in_flight', 'done', 'dead', 'refused')),
   attempts int not null default 0,
+  -- null: the consumers' default (1 + the number of retry delays). A redrive
+  -- grants one more attempt: max_attempts = attempts + 1.
+  max_attempts int,
   created_at timestamptz not null default now(),
   next_attempt_at timestamptz not null default now(),
   lease_owner text,

@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { withTestDatabase } from "./_db.ts";
 import { connect } from "../lib/db/connect.ts";
-import { migrate, MigrationError, readMigrations, MIGRATIONS_DIR } from "../lib/db/migrate.ts";
+import {
+  migrate,
+  MigrationError,
+  MIGRATIONS_DIR,
+  readMigrations,
+} from "../lib/db/migrate.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { adminUrl } from "./_db.ts";
 import { ensureDatabase } from "../lib/db/open.ts";
@@ -31,7 +36,8 @@ Deno.test("migrations apply on an empty database, then re-running is a no-op", a
       assert.deepEqual(first, files.map((f) => f.name));
       const second = await migrate(sql, logger);
       assert.deepEqual(second, []);
-      const [{ count }] = await sql`select count(*)::int as count from public.schema_migrations`;
+      const [{ count }] =
+        await sql`select count(*)::int as count from public.schema_migrations`;
       assert.equal(count, files.length);
     } finally {
       await sql.end();
@@ -65,7 +71,8 @@ Deno.test("two processes migrating at once apply each file once", async () => {
     // Every file applied by exactly one of the two processes.
     assert.deepEqual([...appliedA, ...appliedB].sort(), files);
     const sql = connect(url, { max: 1 });
-    const rows = await sql`select name from public.schema_migrations order by name`;
+    const rows =
+      await sql`select name from public.schema_migrations order by name`;
     await sql.end();
     assert.deepEqual(rows.map((r) => r.name), files);
   });
@@ -81,11 +88,13 @@ Deno.test("a failing migration leaves the database as it was and names the file"
     await assert.rejects(
       () => migrate(sql, logger, bad),
       (e: unknown) =>
-        e instanceof MigrationError && e.message.startsWith("migration 9999_broken.sql failed:"),
+        e instanceof MigrationError &&
+        e.message.startsWith("migration 9999_broken.sql failed:"),
     );
     const [t] = await sql`select to_regclass('public.half_done') as t`;
     assert.equal(t.t, null);
-    const [m] = await sql`select count(*)::int as n from public.schema_migrations where name = '9999_broken.sql'`;
+    const [m] =
+      await sql`select count(*)::int as n from public.schema_migrations where name = '9999_broken.sql'`;
     assert.equal(m.n, 0);
   });
 });

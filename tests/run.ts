@@ -15,13 +15,24 @@ const log = createLogger(
   (Deno.env.get("TEST_LOG_LEVEL") as "info" | undefined) ?? "warn",
 );
 const external = Deno.env.get("TEST_DATABASE_URL");
-const dataDir = external ? undefined : await Deno.makeTempDir({ prefix: "bakery-test-" });
+const dataDir = external
+  ? undefined
+  : await Deno.makeTempDir({ prefix: "bakery-test-" });
 const cluster = dataDir
   ? await startEmbedded({
     dataDir,
     log,
     // A throwaway cluster: durability buys nothing here and costs seconds.
-    postgresFlags: ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=300"],
+    postgresFlags: [
+      "-c",
+      "fsync=off",
+      "-c",
+      "synchronous_commit=off",
+      "-c",
+      "full_page_writes=off",
+      "-c",
+      "max_connections=300",
+    ],
   })
   : undefined;
 const adminUrl = external ?? cluster!.url;
@@ -54,12 +65,16 @@ try {
 } finally {
   if (external) {
     const admin = connect(adminUrl, { max: 1 });
-    await admin`drop database if exists ${admin(template)} with (force)`.catch(() => {});
+    await admin`drop database if exists ${admin(template)} with (force)`.catch(
+      () => {},
+    );
     // Test files drop their own databases; a crashed file may leave one.
     const leftovers = await admin<{ datname: string }[]>`
       select datname from pg_database where datname like ${`t_${Deno.pid}_%`}`;
     for (const { datname } of leftovers) {
-      await admin`drop database if exists ${admin(datname)} with (force)`.catch(() => {});
+      await admin`drop database if exists ${admin(datname)} with (force)`.catch(
+        () => {},
+      );
     }
     await admin.end();
   }

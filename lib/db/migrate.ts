@@ -26,7 +26,9 @@ export interface MigrationFile {
 }
 
 /** Reads `NNNN_name.sql` files from a folder, in order. */
-export async function readMigrations(dir: URL | string): Promise<MigrationFile[]> {
+export async function readMigrations(
+  dir: URL | string,
+): Promise<MigrationFile[]> {
   const files: MigrationFile[] = [];
   for await (const entry of Deno.readDir(dir)) {
     if (entry.isFile && /^\d{4}_[a-z0-9_]+\.sql$/.test(entry.name)) {
@@ -96,7 +98,12 @@ export async function migrate(
 
 async function assertPrivileges(sql: Sql) {
   const [me] = await sql<
-    { name: string; rolsuper: boolean; rolcreaterole: boolean; cancreate: boolean }[]
+    {
+      name: string;
+      rolsuper: boolean;
+      rolcreaterole: boolean;
+      cancreate: boolean;
+    }[]
   >`
     select current_user as name, rolsuper, rolcreaterole,
            has_database_privilege(current_database(), 'CREATE') as cancreate
@@ -113,6 +120,9 @@ async function sha256(text: string): Promise<string> {
     "SHA-256",
     new TextEncoder().encode(text),
   );
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0"))
+  return Array.from(
+    new Uint8Array(digest),
+    (b) => b.toString(16).padStart(2, "0"),
+  )
     .join("");
 }

@@ -39,7 +39,8 @@ export async function ensureDatabase(
 ) {
   const admin = connect(adminUrl, { max: 1 });
   try {
-    const [found] = await admin`select 1 from pg_database where datname = ${name}`;
+    const [found] =
+      await admin`select 1 from pg_database where datname = ${name}`;
     if (found) return;
     if (template) {
       await admin`create database ${admin(name)} template ${admin(template)}`;

@@ -10,7 +10,12 @@
  */
 export type Level = "debug" | "info" | "warn" | "error";
 
-const rank: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+const rank: Record<Level, number> = {
+  debug: 10,
+  info: 20,
+  warn: 30,
+  error: 40,
+};
 
 /** Where lines go; tests pass their own sink to read what was logged. */
 export type Sink = (line: string) => void;
@@ -32,13 +37,20 @@ export function createLogger(
   sink: Sink = stdoutSink,
   base: Record<string, unknown> = {},
 ): Logger {
-  const write = (at: Level) => (event: string, fields?: Record<string, unknown>) => {
-    if (rank[at] < rank[level]) return;
-    sink(JSON.stringify(
-      { time: new Date().toISOString(), level: at, event, ...base, ...fields },
-      errorReplacer,
-    ));
-  };
+  const write =
+    (at: Level) => (event: string, fields?: Record<string, unknown>) => {
+      if (rank[at] < rank[level]) return;
+      sink(JSON.stringify(
+        {
+          time: new Date().toISOString(),
+          level: at,
+          event,
+          ...base,
+          ...fields,
+        },
+        errorReplacer,
+      ));
+    };
   return {
     debug: write("debug"),
     info: write("info"),
@@ -49,7 +61,9 @@ export function createLogger(
 }
 
 function errorReplacer(_key: string, value: unknown) {
-  if (value instanceof Error) return { name: value.name, message: value.message };
+  if (value instanceof Error) {
+    return { name: value.name, message: value.message };
+  }
   if (typeof value === "bigint") return value.toString();
   return value;
 }

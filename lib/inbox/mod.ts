@@ -1,0 +1,9 @@
+/** The idempotent receiver: apply a message once, in the receiver's transaction. */
+export { NotYet, Refused } from "./errors.ts";
+export {
+  type Apply,
+  receive,
+  type Received,
+  type ReceiveOptions,
+} from "./receive.ts";
+export { inboxHandler, type InboxHandlerOptions } from "./handler.ts";

@@ -1,0 +1,57 @@
+/**
+ * Appending messages to the outbox of the service whose transaction this is.
+ * The rows commit or roll back with the caller's own change: that is the
+ * whole promise of the transactional outbox.
+ */
+import type { ServiceTx } from "../db/service.ts";
+import { type Envelope, envelopeSchema } from "./envelope.ts";
+
+/** The channel relays LISTEN on; the payload is the service name. */
+export const OUTBOX_CHANNEL = "outbox";
+
+export interface AppendOptions {
+  /**
+   * Send `NOTIFY outbox` in the transaction (delivered at commit, only then).
+   * Where the relay runs in the same process, a caller may wake it in
+   * process after commit instead (see lib/relay).
+   */
+  notify?: boolean;
+}
+
+/**
+ * Writes `envelopes` into `<service>.outbox` in the caller's transaction, and
+ * flushes the service's outbox: rows of this sandbox that wait for a retry
+ * (or were parked by the loop guard) become due now, so every command of a
+ * service also retries what it still owes, oldest first.
+ *
+ * @example
+ * ```ts
+ * await asService(sql, "orders", { sandboxId }, async (tx) => {
+ *   await tx.sql`insert into orders.orders ${tx.sql(order)}`;
+ *   await append(tx, [newEnvelope({ type: "OrderPlaced", ... })]);
+ * });
+ * ```
+ */
+export async function append(
+  tx: ServiceTx,
+  envelopes: Envelope[],
+  options: AppendOptions = {},
+): Promise<void> {
+  if (envelopes.length === 0) return;
+  for (const e of envelopes) envelopeSchema.parse(e);
+  const table = tx.sql(`${tx.service}.outbox`);
+  // One statement for the batch: the envelopes as one jsonb array, unpacked
+  // by the server; the columns are copies of envelope fields.
+  await tx.sql`
+    insert into ${table} (sandbox_id, message_id, type, envelope)
+    select (e->>'sandboxId')::uuid, (e->>'messageId')::uuid, e->>'type', e
+      from jsonb_array_elements(${tx.sql.json(envelopes as never)}) as e`;
+  const sandboxes = [...new Set(envelopes.map((e) => e.sandboxId))];
+  await tx.sql`
+    update ${table} set next_attempt_at = now()
+     where state = 'pending' and next_attempt_at > now()
+       and sandbox_id = any(${sandboxes}::uuid[])`;
+  if (options.notify ?? true) {
+    await tx.sql`select pg_notify(${OUTBOX_CHANNEL}, ${tx.service})`;
+  }
+}

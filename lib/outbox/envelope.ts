@@ -1,0 +1,64 @@
+/**
+ * The message envelope: what a sender stores in its outbox and what every
+ * receiver gets, byte for byte. Version 1 of the envelope format.
+ */
+import { z } from "zod";
+
+/** A UUID of version 7: time-ordered, so ids sort roughly by creation. */
+export function uuidv7(now = Date.now()): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  // 48 bits of milliseconds since the epoch, big-endian.
+  let ms = now;
+  for (let i = 5; i >= 0; i--) {
+    bytes[i] = ms % 256;
+    ms = Math.floor(ms / 256);
+  }
+  bytes[6] = (bytes[6] & 0x0f) | 0x70; // version 7
+  bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 9562 variant
+  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join(
+    "",
+  );
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${
+    hex.slice(16, 20)
+  }-${hex.slice(20)}`;
+}
+
+const uuid = z.string().regex(
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+  "a lower-case UUID",
+);
+
+/** The envelope schema; receivers parse every delivery with it. */
+export const envelopeSchema = z.object({
+  /** Stable forever: the receivers' inboxes are keyed by it. */
+  messageId: uuid,
+  type: z.string().regex(
+    /^[A-Z][A-Za-z]{1,60}$/,
+    "an event type such as OrderPaid",
+  ),
+  /** Version of `payload`'s shape for this type. */
+  schemaVersion: z.number().int().min(1),
+  /** The object the message is about, e.g. an order id. */
+  aggregateId: z.string().min(1).max(100),
+  /** The object's version after the change; receivers ignore stale ones. */
+  aggregateVersion: z.number().int().min(1),
+  sandboxId: uuid,
+  occurredAt: z.string().datetime({ offset: true }),
+  payload: z.record(z.string(), z.unknown()),
+}).strict();
+
+export type Envelope = z.output<typeof envelopeSchema>;
+
+/** Builds a new envelope with a fresh UUIDv7 and the current time. */
+export function newEnvelope(
+  fields: Omit<Envelope, "messageId" | "occurredAt" | "schemaVersion"> & {
+    schemaVersion?: number;
+  },
+): Envelope {
+  return {
+    messageId: uuidv7(),
+    occurredAt: new Date().toISOString(),
+    schemaVersion: 1,
+    ...fields,
+  };
+}

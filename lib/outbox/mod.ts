@@ -1,0 +1,9 @@
+/** The transactional outbox: append messages in the sender's own transaction. */
+export { append, type AppendOptions, OUTBOX_CHANNEL } from "./append.ts";
+export {
+  type Envelope,
+  envelopeSchema,
+  newEnvelope,
+  uuidv7,
+} from "./envelope.ts";
+export { OUTBOX_STATES, type OutboxState } from "./states.ts";

@@ -1,0 +1,252 @@
+/**
+ * The consumer: claim due deliveries, POST each envelope to its subscriber,
+ * classify the answer, and record the batch. At least once delivery; the
+ * receivers' inboxes make a repeat harmless.
+ *
+ * | answer                          | what happens                         |
+ * | ------------------------------- | ------------------------------------ |
+ * | 2xx                             | done                                 |
+ * | 409, 5xx, timeout, network      | retry after the next delay; dead     |
+ * |                                 | after the last one                   |
+ * | 422                             | refused by the receiver: dead at once|
+ * | other 4xx (400, 404, ...)       | cannot succeed as sent: dead at once |
+ */
+import type { Sql } from "../db/connect.ts";
+import type { Logger } from "../log/mod.ts";
+import { type FaultReader, isOn } from "../faults/mod.ts";
+import type { Dispatcher } from "./transport.ts";
+import {
+  type AttemptResult,
+  claimDeliveries,
+  type ClaimedDelivery,
+  finishDeliveries,
+  nextDeliveryDue,
+} from "./deliveries_sql.ts";
+import type { TickResult } from "../wake/loop.ts";
+
+/** Fault switches the consumers obey. */
+export const CONSUMER_FAULTS = {
+  /** The receiver commits, then the consumer sees a failure. */
+  lostAcks: "lostAcks",
+  /** Every delivery is sent twice in a row. */
+  duplicateDeliveries: "duplicateDeliveries",
+} as const;
+
+export interface Subscriber {
+  url: string;
+  /** Used in error text: "Kitchen answered 503". */
+  label: string;
+}
+
+export interface ConsumerOptions {
+  sql: Sql;
+  owner: string;
+  dispatcher: Dispatcher;
+  subscribers: Readonly<Record<string, Subscriber>>;
+  /** Delays before each retry; their count is the number of retries. */
+  retryDelaysMs: readonly number[];
+  timeoutMs: number;
+  log: Logger;
+  faults: FaultReader;
+  /** Deliveries per claim; 10 keeps a batch's lock time short. */
+  batchSize?: number;
+  /** Must outlast the timeout; default 4 x timeout, at least 10 s. */
+  leaseMs?: number;
+}
+
+/** The answer of one POST, before it is judged. */
+export type Outcome =
+  | { kind: "answered"; status: number; reason: string }
+  | { kind: "timeout" }
+  | { kind: "network"; message: string };
+
+/**
+ * Judges an answer: done, retry or dead, with the error in words. Pure, so
+ * the table above is tested directly.
+ */
+export function classify(
+  outcome: Outcome,
+  label: string,
+  timeoutMs: number,
+  attempt: number,
+  maxAttempts: number,
+): { state: "done" | "pending" | "dead"; error: string | null } {
+  if (
+    outcome.kind === "answered" && outcome.status >= 200 && outcome.status < 300
+  ) {
+    return { state: "done", error: null };
+  }
+  let error: string;
+  let retryable: boolean;
+  if (outcome.kind === "timeout") {
+    error = `${label} timed out after ${timeoutMs} ms`;
+    retryable = true;
+  } else if (outcome.kind === "network") {
+    error = `${label} could not be reached: ${outcome.message}`;
+    retryable = true;
+  } else {
+    const { status, reason } = outcome;
+    error = `${label} answered ${status}` + (reason ? `: ${reason}` : "");
+    retryable = status === 409 || status === 429 || status >= 500;
+  }
+  const state = retryable && attempt < maxAttempts ? "pending" : "dead";
+  return { state, error };
+}
+
+/** The delay before retry number `attempt` (1-based), with up to 10 % jitter. */
+export function retryDelay(delays: readonly number[], attempt: number): number {
+  const base = delays[Math.min(attempt, delays.length) - 1] ?? 0;
+  return Math.round(base * (1 + Math.random() * 0.1));
+}
+
+/** One claim-deliver-record round. */
+export async function consumeOnce(
+  options: ConsumerOptions,
+): Promise<TickResult> {
+  const batchSize = options.batchSize ?? 10;
+  const leaseMs = options.leaseMs ?? Math.max(10_000, options.timeoutMs * 4);
+  const claimed = await claimDeliveries(
+    options.sql,
+    options.owner,
+    batchSize,
+    leaseMs,
+  );
+  if (claimed.length === 0) {
+    const next = await nextDeliveryDue(options.sql);
+    return { more: false, nextDueAt: next ?? undefined };
+  }
+  const faults = await options.faults([
+    ...new Set(claimed.map((d) => d.sandboxId)),
+  ]);
+  // Deliveries of one aggregate to one subscriber go in order (OrderPlaced
+  // before OrderPaid); different ones go in parallel.
+  const groups = new Map<string, ClaimedDelivery[]>();
+  for (const d of claimed) {
+    const key = `${d.subscriber}\u0000${d.aggregateId}`;
+    groups.set(key, [...(groups.get(key) ?? []), d]);
+  }
+  const results: AttemptResult[] = [];
+  await Promise.all([...groups.values()].map(async (group) => {
+    for (const d of group) results.push(await attempt(options, d, faults));
+  }));
+  const finished = await finishDeliveries(options.sql, options.owner, results);
+  if (finished < results.length) {
+    options.log.warn("lease_lost", {
+      owner: options.owner,
+      lost: results.length - finished,
+    });
+  }
+  for (const r of results) {
+    if (r.state === "dead") {
+      options.log.warn("dead_letter", { delivery: r.id, error: r.error });
+    }
+  }
+  return { more: claimed.length === batchSize };
+}
+
+async function attempt(
+  options: ConsumerOptions,
+  d: ClaimedDelivery,
+  faults: Awaited<ReturnType<FaultReader>>,
+): Promise<AttemptResult> {
+  const subscriber = options.subscribers[d.subscriber];
+  const maxAttempts = d.maxAttempts ?? options.retryDelaysMs.length + 1;
+  const startedAt = new Date();
+  const t0 = performance.now();
+  let outcome: Outcome;
+  if (!subscriber) {
+    outcome = {
+      kind: "network",
+      message: `no subscriber named ${d.subscriber}`,
+    };
+  } else {
+    outcome = await post(options, subscriber, d);
+    if (isOn(faults, d.sandboxId, CONSUMER_FAULTS.duplicateDeliveries)) {
+      outcome = await post(options, subscriber, d);
+    }
+  }
+  const label = subscriber?.label ?? d.subscriber;
+  let judged = classify(
+    outcome,
+    label,
+    options.timeoutMs,
+    d.attempt,
+    maxAttempts,
+  );
+  if (
+    judged.state === "done" &&
+    isOn(faults, d.sandboxId, CONSUMER_FAULTS.lostAcks)
+  ) {
+    judged = {
+      state: d.attempt < maxAttempts ? "pending" : "dead",
+      error: `acknowledgement lost after ${label} answered (lostAcks fault)`,
+    };
+  }
+  return {
+    id: d.id,
+    state: judged.state,
+    attempt: d.attempt,
+    status: outcome.kind === "answered" ? outcome.status : null,
+    error: judged.error,
+    delayMs: judged.state === "pending"
+      ? retryDelay(options.retryDelaysMs, d.attempt)
+      : 0,
+    startedAt,
+    durationMs: Math.round(performance.now() - t0),
+  };
+}
+
+async function post(
+  options: ConsumerOptions,
+  subscriber: Subscriber,
+  d: ClaimedDelivery,
+): Promise<Outcome> {
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<Outcome>((resolve) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      resolve({ kind: "timeout" });
+    }, options.timeoutMs);
+  });
+  const request = new Request(subscriber.url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-message-id": d.messageId,
+      "x-delivery-attempt": String(d.attempt),
+    },
+    body: JSON.stringify(d.envelope),
+    signal: controller.signal,
+  });
+  const send = (async (): Promise<Outcome> => {
+    try {
+      const response = await options.dispatcher.send(request);
+      const text = await response.text();
+      return {
+        kind: "answered",
+        status: response.status,
+        reason: reasonOf(text),
+      };
+    } catch (error) {
+      return { kind: "network", message: (error as Error).message };
+    }
+  })();
+  try {
+    return await Promise.race([send, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The receiver's words: `reason` or `error` of a JSON body, else the text. */
+function reasonOf(text: string): string {
+  try {
+    const body = JSON.parse(text);
+    const reason = body?.reason ?? body?.error;
+    if (typeof reason === "string") return reason.slice(0, 500);
+  } catch {
+    // not JSON: the text itself
+  }
+  return text.trim().slice(0, 200);
+}

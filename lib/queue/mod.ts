@@ -1,0 +1,28 @@
+/**
+ * The queue the relay publishes to: PostgreSQL tables behind the `Queue`
+ * interface, consumers that deliver to subscribers, and dead letter handling.
+ */
+export {
+  classify,
+  consumeOnce,
+  CONSUMER_FAULTS,
+  type ConsumerOptions,
+  type Outcome,
+  retryDelay,
+  type Subscriber,
+} from "./consumer.ts";
+export {
+  type DeadLetterFilter,
+  MAX_BATCH,
+  redrive,
+  refuse,
+} from "./dead_letters.ts";
+export {
+  type OutgoingMessage,
+  PgQueue,
+  type Queue,
+  QUEUE_CHANNEL,
+  type Routing,
+} from "./publish.ts";
+export { DELIVERY_STATES, type DeliveryState } from "./states.ts";
+export { Dispatcher, type Handler } from "./transport.ts";

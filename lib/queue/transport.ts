@@ -1,0 +1,27 @@
+/**
+ * How a consumer reaches a subscriber. Subscribers are addressed by URL. A
+ * handler that lives in the same process is registered under its origin and
+ * called with a real Request, without a socket; anything else goes out with
+ * fetch. Either way the subscriber answers with a Response, so status codes
+ * mean the same everywhere.
+ */
+
+/** A subscriber's endpoint, as a Request -> Response function. */
+export type Handler = (request: Request) => Response | Promise<Response>;
+
+export class Dispatcher {
+  #local = new Map<string, Handler>();
+
+  /** Serves requests to `origin` (e.g. `http://bakery.internal`) in process. */
+  register(origin: string, handler: Handler): this {
+    this.#local.set(new URL(origin).origin, handler);
+    return this;
+  }
+
+  /** Sends `request` to its subscriber. Rejects on network errors. */
+  async send(request: Request): Promise<Response> {
+    const local = this.#local.get(new URL(request.url).origin);
+    if (local) return await local(request);
+    return await fetch(request);
+  }
+}

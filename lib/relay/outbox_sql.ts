@@ -1,0 +1,138 @@
+/**
+ * Queries on a service's outbox for the relay: claim with a lease, mark
+ * published, and record a failed publish. Each runs in its own transaction as
+ * the service, for every sandbox; marking and failing are fenced by the lease.
+ */
+import type { Sql } from "../db/connect.ts";
+import { asService } from "../db/service.ts";
+import type { Envelope } from "../outbox/envelope.ts";
+
+export interface ClaimedRow {
+  id: number;
+  sandboxId: string;
+  envelope: Envelope;
+}
+
+/**
+ * Claims up to `limit` due rows, oldest first, skipping rows that another
+ * relay holds. Rows whose lease has expired are due again (the lease expiry
+ * is written into next_attempt_at), so a dead relay's rows are taken over.
+ * No watermark: a transaction that commits late is claimed when it is seen.
+ */
+export async function claimOutbox(
+  sql: Sql,
+  service: string,
+  owner: string,
+  limit: number,
+  leaseMs: number,
+): Promise<ClaimedRow[]> {
+  const rows = await asService(sql, service, "workers", ({ sql }) => {
+    const table = sql(`${service}.outbox`);
+    return sql<{ id: string; sandbox_id: string; envelope: Envelope }[]>`
+      with due as (
+        select id from ${table}
+         where state <> 'published' and next_attempt_at <= now()
+         order by id
+         limit ${limit}
+         for update skip locked
+      )
+      update ${table} o
+         set state = 'claimed',
+             lease_owner = ${owner},
+             lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
+             next_attempt_at = now() + ${leaseMs} * interval '1 millisecond'
+        from due where o.id = due.id
+      returning o.id, o.sandbox_id, o.envelope`;
+  });
+  return rows.map((r) => ({
+    id: Number(r.id),
+    sandboxId: r.sandbox_id,
+    envelope: r.envelope,
+  })).sort((a, b) => a.id - b.id);
+}
+
+/** Marks rows published; only rows still leased by `owner` change. */
+export async function markPublished(
+  sql: Sql,
+  service: string,
+  owner: string,
+  ids: number[],
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  return await asService(sql, service, "workers", async ({ sql }) => {
+    const rows = await sql`
+      update ${sql(`${service}.outbox`)}
+         set state = 'published', published_at = now(),
+             lease_owner = null, lease_expires_at = null
+       where id = any(${ids}::bigint[])
+         and lease_owner = ${owner} and state = 'claimed'
+      returning id`;
+    return rows.length;
+  });
+}
+
+export interface FailedPublish {
+  ids: number[];
+  sandboxIds: string[];
+  error: string;
+  retryMs: number;
+  /** Automatic re-arms allowed per sandbox and UTC day. */
+  guardLimit: number;
+}
+
+/**
+ * Records a failed publish: the rows stay, attempts + 1, the error kept, the
+ * next attempt set. Each affected sandbox spends one re-arm of its daily
+ * allowance; a sandbox over the allowance gets its rows parked (next attempt
+ * at infinity) until the service's next command or an operator flushes them.
+ * Returns the sandboxes whose rows were parked.
+ */
+export async function failPublish(
+  sql: Sql,
+  service: string,
+  owner: string,
+  failed: FailedPublish,
+): Promise<string[]> {
+  if (failed.ids.length === 0) return [];
+  return await asService(sql, service, "workers", async ({ sql }) => {
+    const sandboxes = [...new Set(failed.sandboxIds)];
+    const guard = await sql<{ sandbox_id: string; rearms: number }[]>`
+      insert into ${sql(`${service}.relay_guard`)} (sandbox_id, day, rearms)
+      select s, (now() at time zone 'utc')::date, 1
+        from unnest(${sandboxes}::uuid[]) as s
+      on conflict (sandbox_id, day)
+      do update set rearms = ${sql(`${service}.relay_guard`)}.rearms + 1
+      returning sandbox_id, rearms`;
+    const parked = guard.filter((g) => g.rearms > failed.guardLimit)
+      .map((g) => g.sandbox_id);
+    await sql`
+      update ${sql(`${service}.outbox`)}
+         set state = 'pending',
+             attempts = attempts + 1,
+             last_error = ${failed.error},
+             next_attempt_at = case when sandbox_id = any(${parked}::uuid[])
+               then 'infinity'::timestamptz
+               else now() + ${failed.retryMs} * interval '1 millisecond' end,
+             lease_owner = null, lease_expires_at = null
+       where id = any(${failed.ids}::bigint[])
+         and lease_owner = ${owner} and state = 'claimed'`;
+    return parked;
+  });
+}
+
+/** When the earliest waiting row becomes due (null when none waits). */
+export async function nextOutboxDue(
+  sql: Sql,
+  service: string,
+): Promise<Date | null> {
+  const [row] = await asService(
+    sql,
+    service,
+    "workers",
+    ({ sql }) =>
+      sql<{ at: Date | null }[]>`
+      select min(next_attempt_at) as at from ${sql(`${service}.outbox`)}
+       where state <> 'published' and next_attempt_at < 'infinity'`,
+  );
+  return row.at;
+}

@@ -1,0 +1,134 @@
+/**
+ * The relay: move what a service owes from its outbox into the queue.
+ *
+ * 1. Claim due rows (a lease, in the service's transaction, committed).
+ * 2. Publish the batch to the queue in one statement (the queue ignores ids
+ *    it already has).
+ * 3. Mark the rows published, fenced by the lease.
+ *
+ * A crash between 2 and 3 leaves the rows claimed; when the lease expires
+ * they are claimed and published again, and the queue ignores the duplicate.
+ * So the worst case is a duplicate, never a loss.
+ */
+import type { Sql } from "../db/connect.ts";
+import type { Logger } from "../log/mod.ts";
+import { type FaultReader, isOn } from "../faults/mod.ts";
+import type { Queue } from "../queue/publish.ts";
+import type { TickResult } from "../wake/loop.ts";
+import {
+  type ClaimedRow,
+  claimOutbox,
+  failPublish,
+  markPublished,
+  nextOutboxDue,
+} from "./outbox_sql.ts";
+
+/** Fault switches the relay obeys. */
+export const RELAY_FAULTS = {
+  /** The queue refuses the publish of this sandbox's messages. */
+  queueRefusesSends: "queueRefusesSends",
+  /** The relay "crashes" after publishing, before marking published. */
+  crashBeforeMark: "crashBeforeMark",
+} as const;
+
+export interface RelayOptions {
+  sql: Sql;
+  /** The service whose outbox this relay drains. */
+  service: string;
+  queue: Queue;
+  owner: string;
+  log: Logger;
+  faults: FaultReader;
+  /** Delay before the next try after a failed publish (RELAY_RETRY_MS). */
+  retryMs: number;
+  /** Rows per claim: 100 is one round trip and well under 1 ms of locks. */
+  batchSize?: number;
+  leaseMs?: number;
+  /** Automatic re-arms per sandbox and UTC day before the guard parks rows. */
+  guardLimit?: number;
+}
+
+/** One claim-publish-mark round for one service. */
+export async function relayOnce(options: RelayOptions): Promise<TickResult> {
+  const { sql, service, owner, log } = options;
+  const batchSize = options.batchSize ?? 100;
+  const claimed = await claimOutbox(
+    sql,
+    service,
+    owner,
+    batchSize,
+    options.leaseMs ?? 30_000,
+  );
+  if (claimed.length === 0) {
+    const next = await nextOutboxDue(sql, service);
+    return { more: false, nextDueAt: next ?? undefined };
+  }
+  const faults = await options.faults([
+    ...new Set(claimed.map((r) => r.sandboxId)),
+  ]);
+  const refused: ClaimedRow[] = [];
+  const sendable: ClaimedRow[] = [];
+  for (const row of claimed) {
+    (isOn(faults, row.sandboxId, RELAY_FAULTS.queueRefusesSends)
+      ? refused
+      : sendable)
+      .push(row);
+  }
+  if (refused.length > 0) {
+    await fail(
+      options,
+      refused,
+      "the queue refused the send (queueRefusesSends fault)",
+    );
+  }
+  if (sendable.length > 0) {
+    try {
+      await options.queue.publish(
+        sendable.map((row) => ({ source: service, envelope: row.envelope })),
+      );
+    } catch (error) {
+      await fail(
+        options,
+        sendable,
+        `publish failed: ${(error as Error).message}`,
+      );
+      return { more: false };
+    }
+    const crashed = sendable.filter((r) =>
+      isOn(faults, r.sandboxId, RELAY_FAULTS.crashBeforeMark)
+    );
+    if (crashed.length > 0) {
+      log.warn("relay_crash_fault", { service, rows: crashed.length });
+    }
+    const toMark = sendable.filter((r) => !crashed.includes(r)).map((r) =>
+      r.id
+    );
+    const marked = await markPublished(sql, service, owner, toMark);
+    if (marked < toMark.length) {
+      // Another relay took these rows over after our lease expired; it will
+      // publish them again and the queue will ignore the repeat.
+      log.warn("lease_lost", { service, owner, lost: toMark.length - marked });
+    }
+  }
+  return { more: claimed.length === batchSize };
+}
+
+async function fail(options: RelayOptions, rows: ClaimedRow[], error: string) {
+  const { sql, service, owner, log } = options;
+  log.warn("relay_error", { service, rows: rows.length, error });
+  const parked = await failPublish(sql, service, owner, {
+    ids: rows.map((r) => r.id),
+    sandboxIds: rows.map((r) => r.sandboxId),
+    error,
+    retryMs: options.retryMs,
+    guardLimit: options.guardLimit ?? 100,
+  });
+  for (const sandboxId of parked) {
+    log.error("alarm_guard", {
+      service,
+      sandboxId,
+      message:
+        "automatic re-arms for today are used up; rows wait for the next command or an operator",
+    });
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * Runs the messaging machinery of one process: a relay loop per sending
+ * service, a few consumer loops, and one LISTEN connection that wakes them.
+ * Any number of processes may run this against one database: leases and
+ * SKIP LOCKED keep them off each other's rows.
+ */
+import type { Sql } from "../db/connect.ts";
+import type { Logger } from "../log/mod.ts";
+import type { FaultReader } from "../faults/mod.ts";
+import { OUTBOX_CHANNEL } from "../outbox/append.ts";
+import { consumeOnce, type Subscriber } from "../queue/consumer.ts";
+import { type Queue, QUEUE_CHANNEL } from "../queue/publish.ts";
+import type { Dispatcher } from "../queue/transport.ts";
+import { relayOnce } from "../relay/relay.ts";
+import { Listener } from "../wake/listener.ts";
+import { Loop } from "../wake/loop.ts";
+
+export interface MessagingOptions {
+  /** For the dedicated LISTEN connection. */
+  url: string;
+  sql: Sql;
+  log: Logger;
+  faults: FaultReader;
+  /** Services that have an outbox. */
+  senders: readonly string[];
+  queue: Queue;
+  dispatcher: Dispatcher;
+  subscribers: Readonly<Record<string, Subscriber>>;
+  pollMs: number;
+  relayRetryMs: number;
+  retryDelaysMs: readonly number[];
+  timeoutMs: number;
+  /** Consumer loops in this process; each holds up to 10 deliveries. */
+  consumers?: number;
+  relayLeaseMs?: number;
+  consumerLeaseMs?: number;
+  /** Whether to run relays, consumers, or both (default both). */
+  roles?: { relay?: boolean; consume?: boolean };
+}
+
+export interface Messaging {
+  /** The owner id written into leases by this process. */
+  owner: string;
+  /** Wakes the relay of `service` now (an in-process hint after a commit). */
+  wakeRelay(service: string): void;
+  wakeConsumers(): void;
+  /** Stops claiming, finishes what is in flight, closes the listener. */
+  stop(): Promise<void>;
+}
+
+/** Starts the loops and the listener; resolves once listening. */
+export async function startMessaging(
+  options: MessagingOptions,
+): Promise<Messaging> {
+  const owner = `worker-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`;
+  const log = options.log.child({ owner });
+  const relays = new Map<string, Loop>();
+  const consumers: Loop[] = [];
+  if (options.roles?.relay ?? true) {
+    for (const service of options.senders) {
+      relays.set(
+        service,
+        new Loop({
+          name: `relay:${service}`,
+          log,
+          pollMs: options.pollMs,
+          tick: () =>
+            relayOnce({
+              sql: options.sql,
+              service,
+              queue: options.queue,
+              owner,
+              log,
+              faults: options.faults,
+              retryMs: options.relayRetryMs,
+              leaseMs: options.relayLeaseMs,
+            }),
+        }),
+      );
+    }
+  }
+  if (options.roles?.consume ?? true) {
+    for (let i = 0; i < (options.consumers ?? 4); i++) {
+      consumers.push(
+        new Loop({
+          name: `consumer:${i}`,
+          log,
+          pollMs: options.pollMs,
+          tick: () =>
+            consumeOnce({
+              sql: options.sql,
+              owner,
+              log,
+              faults: options.faults,
+              dispatcher: options.dispatcher,
+              subscribers: options.subscribers,
+              retryDelaysMs: options.retryDelaysMs,
+              timeoutMs: options.timeoutMs,
+              leaseMs: options.consumerLeaseMs,
+            }),
+        }),
+      );
+    }
+  }
+  const wakeConsumers = () => consumers.forEach((c) => c.wake());
+  const wakeAll = () => {
+    relays.forEach((r) => r.wake());
+    wakeConsumers();
+  };
+  const listener = new Listener({
+    url: options.url,
+    channels: [OUTBOX_CHANNEL, QUEUE_CHANNEL],
+    log,
+    onNotify: (channel, payload) => {
+      if (channel === OUTBOX_CHANNEL) relays.get(payload)?.wake();
+      else wakeConsumers();
+    },
+    // After a reconnect, notifications sent meanwhile are lost: look now.
+    onReconnect: wakeAll,
+  });
+  await listener.start();
+  relays.forEach((r) => r.start());
+  consumers.forEach((c) => c.start());
+  log.info("messaging_started", {
+    relays: [...relays.keys()],
+    consumers: consumers.length,
+  });
+  return {
+    owner,
+    wakeRelay: (service) => relays.get(service)?.wake(),
+    wakeConsumers,
+    stop: async () => {
+      await Promise.all(
+        [...relays.values(), ...consumers].map((l) => l.stop()),
+      );
+      await listener.stop();
+      log.info("messaging_stopped", {});
+    },
+  };
+}
