@@ -1,0 +1,78 @@
+/**
+ * `GET /health` tells whether the database answers, and the app's fallbacks
+ * answer unknown API routes with JSON and unknown pages with HTML.
+ */
+import assert from "node:assert/strict";
+import { createApp } from "../app.tsx";
+import { parseConfig } from "../config.ts";
+import { connect } from "../lib/db/connect.ts";
+import { memoryLogger } from "../lib/log/mod.ts";
+import { adminUrl, testDatabase, withTestDatabase } from "./_db.ts";
+
+function appFor(sql: ReturnType<typeof connect>) {
+  return createApp({
+    config: parseConfig({}),
+    sql,
+    log: memoryLogger().logger,
+  });
+}
+
+Deno.test("health: 200 while the database answers, 503 once it is gone", async () => {
+  const db = await testDatabase({ max: 2 });
+  try {
+    const app = appFor(db.sql);
+    const up = await app.fetch(new Request("http://x/health"));
+    assert.equal(up.status, 200);
+    assert.deepEqual(await up.json(), { status: "ok", database: "up" });
+
+    const name = new URL(db.url).pathname.slice(1);
+    const admin = connect(adminUrl(), { max: 1 });
+    try {
+      await admin`drop database ${admin(name)} with (force)`;
+    } finally {
+      await admin.end();
+    }
+
+    const started = Date.now();
+    const down = await app.fetch(new Request("http://x/health"));
+    assert.equal(down.status, 503);
+    assert.deepEqual(await down.json(), {
+      status: "degraded",
+      database: "down",
+    });
+    // The answer comes from the failed query, well before the 2 s timeout.
+    assert.ok(Date.now() - started < 2000, `took ${Date.now() - started} ms`);
+  } finally {
+    await db.drop();
+  }
+});
+
+Deno.test("health: an unknown API route is a 404 in JSON", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    const app = appFor(sql);
+    for (const [method, path] of [["GET", "/api/nothing"], ["POST", "/api"]]) {
+      const res = await app.fetch(
+        new Request(`http://x${path}`, { method }),
+      );
+      assert.equal(res.status, 404);
+      assert.match(res.headers.get("content-type") ?? "", /application\/json/);
+      assert.deepEqual(await res.json(), {
+        error: `no route ${method} ${path}`,
+      });
+    }
+  });
+});
+
+Deno.test("health: an unknown page is a 404 in HTML", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    const res = await appFor(sql).fetch(
+      new Request("http://x/no/such/page?<b>"),
+    );
+    assert.equal(res.status, 404);
+    assert.equal(res.headers.get("content-type"), "text/html; charset=utf-8");
+    const body = await res.text();
+    assert.ok(body.startsWith("<!doctype html>"), body.slice(0, 40));
+    assert.match(body, /<h1>Not found<\/h1>/);
+    assert.match(body, /<code>\/no\/such\/page<\/code>/);
+  });
+});
