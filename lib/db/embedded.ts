@@ -175,23 +175,34 @@ async function stopOrphan(clusterDir: string, log: Logger) {
     return;
   }
   if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return;
-  // A pid can be reused: only a process that is a postgres is ours to stop.
+  // A pid can be reused: only a postgres serving this very cluster is ours.
   const cmdline = await Deno.readTextFile(`/proc/${pid}/cmdline`).catch(() =>
-    "postgres"
+    clusterDir
   );
-  if (!cmdline.includes("postgres")) return;
+  if (!cmdline.includes(clusterDir)) return;
   log.warn("postgres_orphan_stopped", { pid });
   Deno.kill(pid, "SIGINT");
   for (let i = 0; i < 300 && alive(pid); i++) {
     await new Promise((r) => setTimeout(r, 100));
   }
+  if (alive(pid)) {
+    throw new Error(
+      `an earlier PostgreSQL (pid ${pid}) still runs on ${clusterDir} and did not stop; stop it and start again`,
+    );
+  }
 }
 
+/** True for a running process; a zombie (exited, not yet reaped) is dead. */
 function alive(pid: number): boolean {
   try {
     Deno.kill(pid, "SIGCONT");
-    return true;
   } catch {
     return false;
+  }
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return true;
   }
 }
