@@ -1,22 +1,63 @@
 /** The page shell shared by the storefront and the console. */
 import type { ComponentChildren } from "preact";
+import { islandsScriptSrc } from "../lib/http/islands.ts";
 
-export function Layout(
-  props: { title: string; children: ComponentChildren },
-) {
+/** What a page gives the shell. */
+export interface LayoutProps {
+  title: string;
+  children: ComponentChildren;
+  /**
+   * The session's CSRF token; when given it goes in
+   * `<meta name="csrf-token">`, where islands read it for `X-CSRF-Token`.
+   */
+  csrfToken?: string;
+  /** Links for the header, right of the brand. */
+  nav?: ComponentChildren;
+}
+
+/**
+ * The HTML document: head, header, main. Loads the one islands bundle, which
+ * hydrates whatever islands the page holds and does nothing on a page
+ * without any.
+ */
+export function Layout(props: LayoutProps) {
   return (
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
+        {props.csrfToken && (
+          <meta
+            name="csrf-token"
+            content={props.csrfToken}
+          />
+        )}
         <title>{props.title} · Outbox Bakery</title>
+        <link
+          rel="icon"
+          href="/static/icons/favicon.svg"
+          type="image/svg+xml"
+        />
         <link rel="stylesheet" href="/static/style.css" />
+        <script type="module" src={islandsScriptSrc()} />
       </head>
       <body>
         <header class="top">
-          <a href="/" class="brand">Outbox Bakery</a>
+          <a href="/" class="brand">
+            <img
+              src="/static/icons/favicon.svg"
+              alt=""
+              width="28"
+              height="28"
+            />
+            Outbox Bakery
+          </a>
+          {props.nav && <nav class="top-nav">{props.nav}</nav>}
         </header>
         <main>{props.children}</main>
+        <footer class="foot">
+          Baked before dawn. Orders are kept, never lost, never doubled.
+        </footer>
       </body>
     </html>
   );
