@@ -1,0 +1,199 @@
+-- The bakery's own state, one schema per service. Every table carries
+-- sandbox_id and the sandbox policy (platform.enable_sandbox_rls).
+
+-- orders -------------------------------------------------------------------
+
+-- Order states (services/orders/states.ts mirrors this CHECK):
+--   placed         : ordered, not paid. Moved out by the orders service when
+--                    PaymentSucceeded (paid), PaymentFailed (payment_failed)
+--                    arrives, or when the visitor cancels (cancelled).
+--   payment_failed : the card was declined; can still be paid or cancelled,
+--                    moved out the same way as placed.
+--   paid           : final for the visitor (no cancel once paid).
+--   cancelled      : final.
+create table orders.orders (
+  id uuid primary key,
+  sandbox_id uuid not null,
+  state text not null default 'placed'
+    check (state in ('placed', 'payment_failed', 'paid', 'cancelled')),
+  version int not null default 1,
+  customer_name text not null,
+  customer_email text not null,
+  fulfilment text not null check (fulfilment in ('pickup', 'delivery')),
+  day date not null,
+  total_cents int not null check (total_cents >= 0),
+  payment_ref text,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now()
+);
+create index orders_by_sandbox on orders.orders (sandbox_id, created_at desc);
+
+create table orders.lines (
+  order_id uuid not null references orders.orders (id),
+  sku text not null,
+  sandbox_id uuid not null,
+  name text not null,
+  qty int not null check (qty between 1 and 50),
+  unit_cents int not null check (unit_cents >= 0),
+  primary key (order_id, sku)
+);
+
+-- What each sandbox has promised per day and product, to refuse an order
+-- over the day's capacity before payment, atomically.
+create table orders.day_counts (
+  sandbox_id uuid not null,
+  day date not null,
+  sku text not null,
+  qty int not null check (qty >= 0),
+  primary key (sandbox_id, day, sku)
+);
+
+-- The order's history: every state change, with the version it made.
+create table orders.events (
+  id bigint generated always as identity primary key,
+  sandbox_id uuid not null,
+  order_id uuid not null references orders.orders (id),
+  type text not null,
+  version int not null,
+  message_id uuid,
+  payload jsonb not null default '{}',
+  at timestamptz not null default now()
+);
+create index events_by_order on orders.events (order_id, id);
+
+-- Idempotency keys of commands: the same key returns the same order; the
+-- same key with another body is refused.
+create table orders.commands_seen (
+  sandbox_id uuid not null,
+  idempotency_key text not null,
+  request_hash text not null,
+  order_id uuid not null,
+  created_at timestamptz not null default now(),
+  primary key (sandbox_id, idempotency_key)
+);
+
+-- billing ------------------------------------------------------------------
+
+-- Payment states: pending (sent to the card network; moved out by a Stripe
+-- event), succeeded (final), failed (final for this payment; the order may
+-- be paid again with a new payment).
+create table billing.payments (
+  id text primary key,
+  sandbox_id uuid not null,
+  order_id uuid not null,
+  amount_cents int not null check (amount_cents >= 0),
+  state text not null default 'pending'
+    check (state in ('pending', 'succeeded', 'failed')),
+  card_last4 text,
+  failure_reason text,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now()
+);
+create index payments_by_order on billing.payments (order_id);
+
+-- Every Stripe event id, once: a replay changes nothing.
+create table billing.stripe_events (
+  event_id text primary key,
+  -- null when the event names no sandbox of ours (written in the workers
+  -- scope, visible to operators through the logs and this table)
+  sandbox_id uuid,
+  type text not null,
+  payment_id text,
+  order_id uuid,
+  -- what billing did with it, in words (shown to the operator)
+  outcome text not null,
+  received_at timestamptz not null default now()
+);
+
+-- kitchen ------------------------------------------------------------------
+
+-- Card states: new (OrderPlaced), confirmed (OrderPaid), cancelled
+-- (OrderCancelled). A card that an early OrderCancelled created before its
+-- OrderPlaced arrived has placed_message_id null.
+create table kitchen.cards (
+  order_id uuid primary key,
+  sandbox_id uuid not null,
+  state text not null check (state in ('new', 'confirmed', 'cancelled')),
+  version int not null,
+  items jsonb not null default '[]',
+  day date,
+  placed_message_id uuid,
+  updated_at timestamptz not null default now()
+);
+create index cards_by_sandbox on kitchen.cards (sandbox_id, updated_at desc);
+
+-- schedule -----------------------------------------------------------------
+
+-- Per order and product: held on OrderPlaced, reserved on OrderPaid,
+-- released on OrderCancelled.
+create table schedule.bookings (
+  order_id uuid not null,
+  sku text not null,
+  sandbox_id uuid not null,
+  day date not null,
+  qty int not null,
+  state text not null check (state in ('held', 'reserved', 'released')),
+  version int not null,
+  primary key (order_id, sku)
+);
+create index bookings_by_day on schedule.bookings (sandbox_id, day, sku);
+
+-- dispatch -----------------------------------------------------------------
+
+create table dispatch.stops (
+  order_id uuid primary key,
+  sandbox_id uuid not null,
+  state text not null check (state in ('confirmed', 'cancelled')),
+  version int not null,
+  customer_name text,
+  day date,
+  updated_at timestamptz not null default now()
+);
+
+-- crm ----------------------------------------------------------------------
+
+create table crm.interactions (
+  id bigint generated always as identity primary key,
+  sandbox_id uuid not null,
+  message_id uuid not null unique,
+  email text not null,
+  order_id uuid not null,
+  kind text not null,
+  note text not null,
+  at timestamptz not null default now()
+);
+
+-- customers ----------------------------------------------------------------
+
+create table customers.history (
+  id bigint generated always as identity primary key,
+  sandbox_id uuid not null,
+  message_id uuid not null unique,
+  email text not null,
+  name text not null,
+  order_id uuid not null,
+  event text not null,
+  total_cents int not null,
+  at timestamptz not null default now()
+);
+create index history_by_email on customers.history (sandbox_id, email);
+
+-- receipts -----------------------------------------------------------------
+
+create table receipts.receipts (
+  order_id uuid primary key,
+  sandbox_id uuid not null,
+  number text not null,
+  lines jsonb not null,
+  total_cents int not null,
+  payment_ref text not null,
+  message_id uuid not null,
+  issued_at timestamptz not null default now()
+);
+
+select platform.enable_sandbox_rls(t::regclass) from unnest(array[
+  'orders.orders', 'orders.lines', 'orders.day_counts', 'orders.events',
+  'orders.commands_seen', 'billing.payments', 'billing.stripe_events',
+  'kitchen.cards', 'schedule.bookings', 'dispatch.stops', 'crm.interactions',
+  'customers.history', 'receipts.receipts'
+]) as t;

@@ -1,0 +1,70 @@
+/**
+ * The Stripe webhook: verify the signature on the raw body (300 s
+ * tolerance), then record the event. Anything unverifiable is a 400 and
+ * changes nothing.
+ */
+import Stripe from "stripe";
+import type { Sql } from "../../lib/db/connect.ts";
+import { HttpError } from "../../lib/http/errors.ts";
+import {
+  type EventOutcome,
+  recordStripeEvent,
+  stripeEventSchema,
+} from "./payments.ts";
+
+export const SIGNATURE_TOLERANCE_S = 300;
+
+export async function handleStripeWebhook(
+  sql: Sql,
+  secret: string,
+  rawBody: string,
+  signature: string | null,
+): Promise<EventOutcome> {
+  if (!signature) throw new HttpError(400, "missing Stripe-Signature header");
+  let event: unknown;
+  try {
+    event = await Stripe.webhooks.constructEventAsync(
+      rawBody,
+      signature,
+      secret,
+      SIGNATURE_TOLERANCE_S,
+    );
+  } catch (error) {
+    throw new HttpError(
+      400,
+      `signature verification failed: ${(error as Error).message}`,
+    );
+  }
+  const parsed = stripeEventSchema.safeParse(event);
+  if (!parsed.success) {
+    throw new HttpError(
+      400,
+      "not a Stripe event",
+      parsed.error.issues.map((i) => ({
+        path: i.path.join("."),
+        message: i.message,
+      })),
+    );
+  }
+  return await recordStripeEvent(sql, parsed.data);
+}
+
+/** STRIPE_WEBHOOK_SECRET, or one generated once and kept in the data dir. */
+export async function webhookSecret(
+  configured: string | undefined,
+  dataDir: string,
+) {
+  if (configured) return configured;
+  const path = `${dataDir}/stripe_webhook_secret`;
+  try {
+    return (await Deno.readTextFile(path)).trim();
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  const secret = "whsec_" +
+    btoa(String.fromCharCode(...bytes)).replace(/[^A-Za-z0-9]/g, "");
+  await Deno.mkdir(dataDir, { recursive: true });
+  await Deno.writeTextFile(path, secret + "\n", { mode: 0o600 });
+  return secret;
+}

@@ -1,0 +1,45 @@
+/**
+ * CRM and customers: append-only histories of each customer's orders and
+ * payments, one row per message (the inbox already makes it once).
+ */
+import type { ServiceTx } from "../../lib/db/service.ts";
+import { Refused } from "../../lib/inbox/mod.ts";
+import type { Envelope } from "../../lib/outbox/mod.ts";
+import { type EventType, parsePayload } from "../events.ts";
+
+const euros = (cents: number) => `€${(cents / 100).toFixed(2)}`;
+
+export async function applyToCrm({ sql }: ServiceTx, e: Envelope) {
+  if (e.type !== "OrderPaid" && e.type !== "OrderCancelled") {
+    throw new Refused(`crm does not take ${e.type}`);
+  }
+  const p = parsePayload(e.type, e.payload);
+  const kind = e.type === "OrderPaid" ? "payment" : "cancellation";
+  const note = e.type === "OrderPaid"
+    ? `paid ${
+      euros(p.totalCents)
+    } for ${p.lines.length} item(s), ${p.fulfilment} on ${p.day}`
+    : `cancelled an order of ${euros(p.totalCents)}`;
+  await sql`
+    insert into crm.interactions (sandbox_id, message_id, email, order_id, kind, note)
+    values (${e.sandboxId}, ${e.messageId}, ${p.customer.email}, ${p.orderId}, ${kind}, ${note})`;
+  return { interaction: kind };
+}
+
+const CUSTOMER_EVENTS: readonly string[] = [
+  "OrderPlaced",
+  "OrderPaid",
+  "OrderCancelled",
+];
+
+export async function applyToCustomers({ sql }: ServiceTx, e: Envelope) {
+  if (!CUSTOMER_EVENTS.includes(e.type)) {
+    throw new Refused(`customers does not take ${e.type}`);
+  }
+  const p = parsePayload(e.type as EventType & "OrderPlaced", e.payload);
+  await sql`
+    insert into customers.history (sandbox_id, message_id, email, name, order_id, event, total_cents)
+    values (${e.sandboxId}, ${e.messageId}, ${p.customer.email}, ${p.customer.name},
+            ${p.orderId}, ${e.type}, ${p.totalCents})`;
+  return { history: e.type };
+}

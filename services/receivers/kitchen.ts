@@ -1,0 +1,82 @@
+/**
+ * Kitchen: one card per order (the primary key makes "at most one" true).
+ *
+ * | message        | card missing              | card present                         |
+ * | -------------- | ------------------------- | ------------------------------------ |
+ * | OrderPlaced    | create, state new         | from another OrderPlaced: 422;       |
+ * |                |                           | a cancel got here first: stale, 200  |
+ * | OrderPaid      | 409 "no card for order"   | confirm, unless stale (200, ignored) |
+ * | OrderCancelled | create it cancelled, so a | cancel, unless stale                 |
+ * |                | late OrderPlaced is stale |                                      |
+ */
+import type { ServiceTx } from "../../lib/db/service.ts";
+import { NotYet, Refused } from "../../lib/inbox/mod.ts";
+import type { Envelope } from "../../lib/outbox/mod.ts";
+import { parsePayload } from "../events.ts";
+
+interface Card {
+  state: "new" | "confirmed" | "cancelled";
+  version: number;
+  placed_message_id: string | null;
+}
+
+export async function applyToKitchen({ sql }: ServiceTx, e: Envelope) {
+  const orderId = e.aggregateId;
+  const v = e.aggregateVersion;
+  const [card] = await sql<Card[]>`
+    select state, version, placed_message_id from kitchen.cards
+     where order_id = ${orderId} for update`;
+  switch (e.type) {
+    case "OrderPlaced": {
+      const p = parsePayload("OrderPlaced", e.payload);
+      if (!card) {
+        await sql`
+          insert into kitchen.cards (order_id, sandbox_id, state, version, items, day, placed_message_id)
+          values (${orderId}, ${e.sandboxId}, 'new', ${v}, ${
+          sql.json(p.lines as never)
+        },
+                  ${p.day}, ${e.messageId})`;
+        return { card: "new" };
+      }
+      if (card.placed_message_id === null && card.version > v) {
+        return {
+          ignored:
+            `stale: the card is at version ${card.version} (${card.state})`,
+        };
+      }
+      throw new Refused(
+        `order ${orderId} already has a card (placed by message ${card.placed_message_id})`,
+      );
+    }
+    case "OrderPaid": {
+      if (!card) throw new NotYet(`no card for order ${orderId}`);
+      if (card.version >= v || card.state === "cancelled") {
+        return {
+          ignored:
+            `stale: the card is at version ${card.version} (${card.state})`,
+        };
+      }
+      await sql`update kitchen.cards set state = 'confirmed', version = ${v}, updated_at = now()
+                 where order_id = ${orderId}`;
+      return { card: "confirmed" };
+    }
+    case "OrderCancelled": {
+      if (!card) {
+        await sql`
+          insert into kitchen.cards (order_id, sandbox_id, state, version)
+          values (${orderId}, ${e.sandboxId}, 'cancelled', ${v})`;
+        return { card: "cancelled", note: "cancelled before it was placed" };
+      }
+      if (card.version >= v) {
+        return {
+          ignored:
+            `stale: the card is at version ${card.version} (${card.state})`,
+        };
+      }
+      await sql`update kitchen.cards set state = 'cancelled', version = ${v}, updated_at = now()
+                 where order_id = ${orderId}`;
+      return { card: "cancelled" };
+    }
+  }
+  throw new Refused(`kitchen does not take ${e.type}`);
+}
