@@ -6,13 +6,49 @@ import { Hono } from "hono";
 import type { Deps } from "./deps.ts";
 import { HttpError } from "./lib/http/errors.ts";
 import { html } from "./lib/http/render.ts";
+import { sessionMiddleware } from "./lib/http/session_middleware.ts";
 import { Layout } from "./components/layout.tsx";
 import { health } from "./routes/health.ts";
+import { registerStorefront } from "./routes/storefront.ts";
+import { sessionRoutes } from "./routes/api/session.ts";
+import { orderRoutes } from "./routes/api/orders.ts";
+import { stripeWebhook } from "./routes/webhooks/stripe.ts";
+
+/** Paths that need no session lookup: files and probes. */
+const STATELESS = /^\/(static\/|health$|metrics$)/;
 
 export function createApp(deps: Deps): Hono {
   const app = new Hono();
 
   app.get("/health", health(deps));
+
+  const sessions = sessionMiddleware({
+    store: deps.sessions,
+    // Verified by its Stripe signature instead.
+    exempt: (path) => path.startsWith("/webhooks/"),
+    siteOrigin: deps.config.PUBLIC_URL
+      ? new URL(deps.config.PUBLIC_URL).origin
+      : undefined,
+  });
+  app.use(
+    "*",
+    (c, next) => STATELESS.test(c.req.path) ? next() : sessions(c, next),
+  );
+
+  registerStorefront(app, deps);
+
+  const session = sessionRoutes(deps);
+  app.post("/api/session", session.create);
+  app.get("/api/session", session.read);
+  app.delete("/api/session", session.remove);
+
+  const orders = orderRoutes(deps);
+  app.post("/api/orders", orders.place);
+  app.get("/api/orders/:orderId", orders.read);
+  app.post("/api/orders/:orderId/pay", orders.pay);
+  app.post("/api/orders/:orderId/cancel", orders.cancel);
+
+  app.post("/webhooks/stripe", stripeWebhook(deps));
 
   app.notFound((c) => {
     if (c.req.path.startsWith("/api/") || c.req.path === "/api") {
@@ -32,6 +68,19 @@ export function createApp(deps: Deps): Hono {
 
   app.onError((error, c) => {
     if (error instanceof HttpError) {
+      const wantsHtml = !c.req.path.startsWith("/api/") &&
+        (c.req.header("accept") ?? "").includes("text/html");
+      if (wantsHtml) {
+        return html(
+          <Layout title={`Error ${error.status}`}>
+            <h1>
+              {error.status === 401 ? "Please sign in" : "That did not work"}
+            </h1>
+            <p>{error.message}</p>
+          </Layout>,
+          error.status,
+        );
+      }
       return c.json(
         { error: error.message, issues: error.issues },
         error.status,
@@ -41,6 +90,7 @@ export function createApp(deps: Deps): Hono {
       method: c.req.method,
       path: c.req.path,
       error,
+      stack: (error as Error).stack,
     });
     return c.json({ error: "internal error" }, 500);
   });

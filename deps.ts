@@ -1,13 +1,19 @@
 /**
  * What the web app and the workers share in one process: the validated
- * settings, the pool and the logger. Built once in main.ts (or by a test).
+ * settings, the pool, the logger, the session store and the payment
+ * gateway. Built once by bakery.ts (for main.ts and for tests).
  */
 import type { Config } from "./config.ts";
 import type { Sql } from "./lib/db/connect.ts";
 import type { Logger } from "./lib/log/mod.ts";
+import type { SessionStore } from "./lib/http/session.ts";
+import type { PaymentGateway } from "./services/billing/gateway.ts";
 
 export interface Deps {
   config: Config;
   sql: Sql;
   log: Logger;
+  sessions: SessionStore;
+  gateway: PaymentGateway;
+  webhookSecret: string;
 }

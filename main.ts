@@ -1,15 +1,17 @@
 /**
  * `deno task start`: one process runs the whole bakery. It opens the database
- * (embedded, or DATABASE_URL), migrates it, serves the web app and runs the
- * workers; SIGINT or SIGTERM stops them in the reverse order, PostgreSQL last.
+ * (embedded, or DATABASE_URL), migrates it, builds the islands bundle, serves
+ * the web app and runs the workers; SIGINT or SIGTERM stops them in the
+ * reverse order, PostgreSQL last.
  */
 import { loadConfig } from "./config.ts";
 import { createLogger } from "./lib/log/mod.ts";
 import { openDatabase } from "./lib/db/open.ts";
 import { connect } from "./lib/db/connect.ts";
 import { migrate } from "./lib/db/migrate.ts";
-import { createApp } from "./app.tsx";
+import { buildIslands } from "./lib/http/islands.ts";
 import { onShutdown, runUntilSignal } from "./lib/process.ts";
+import { startBakery } from "./bakery.ts";
 
 const config = loadConfig();
 const log = createLogger(config.LOG_LEVEL);
@@ -24,18 +26,9 @@ await runUntilSignal(log, async () => {
   const sql = connect(db.url);
   onShutdown(() => sql.end({ timeout: 5 }));
   await migrate(sql, log);
-
-  const app = createApp({ config, sql, log });
-  const server = Deno.serve({
-    port: config.PORT,
-    hostname: config.HOST,
-    onListen: ({ hostname, port }) => {
-      const url = `http://${
-        hostname === "0.0.0.0" ? "localhost" : hostname
-      }:${port}/`;
-      log.info("listening", { url });
-      console.error(`\n  Outbox Bakery is open at ${url}\n`);
-    },
-  }, app.fetch);
-  onShutdown(() => server.shutdown());
+  const islands = await buildIslands();
+  log.info("islands_built", { bytes: islands.bytes, ms: islands.millis });
+  const bakery = await startBakery({ config, databaseUrl: db.url, log, sql });
+  onShutdown(() => bakery.stop());
+  console.error(`\n  Outbox Bakery is open at ${bakery.url}\n`);
 });

@@ -10,6 +10,7 @@ import { startEmbedded } from "../lib/db/embedded.ts";
 import { migrate } from "../lib/db/migrate.ts";
 import { ensureDatabase } from "../lib/db/open.ts";
 import { createLogger } from "../lib/log/mod.ts";
+import { buildIslands } from "../lib/http/islands.ts";
 
 const log = createLogger(
   (Deno.env.get("TEST_LOG_LEVEL") as "info" | undefined) ?? "warn",
@@ -47,6 +48,8 @@ try {
   } finally {
     await sql.end();
   }
+  // Browser tests load the islands bundle.
+  await buildIslands();
   const child = new Deno.Command(Deno.execPath(), {
     args: ["test", "-A", ...(Deno.args.length ? Deno.args : ["tests/"])],
     env: {

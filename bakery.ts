@@ -1,0 +1,91 @@
+/**
+ * The whole bakery on one database: the web app, the payment gateway, and
+ * (unless WORKERS=off) the relay and consumers in the same process. main.ts
+ * runs it for people; tests run it on their own database.
+ */
+import type { Config } from "./config.ts";
+import type { Deps } from "./deps.ts";
+import { connect, type Sql } from "./lib/db/connect.ts";
+import type { Logger } from "./lib/log/mod.ts";
+import { SessionStore } from "./lib/http/session.ts";
+import { createApp } from "./app.tsx";
+import {
+  type PaymentGateway,
+  StripeGateway,
+  TestModeGateway,
+} from "./services/billing/gateway.ts";
+import { webhookSecret } from "./services/billing/webhook.ts";
+import { startBakeryMessaging } from "./services/mod.ts";
+import type { Messaging } from "./lib/workers/mod.ts";
+
+export interface Bakery {
+  /** Where the app listens, e.g. http://127.0.0.1:8000/ */
+  url: string;
+  deps: Deps;
+  messaging?: Messaging;
+  /** Stops the server, the workers, pending webhook sends and the pool. */
+  stop(): Promise<void>;
+}
+
+export async function startBakery(options: {
+  config: Config;
+  databaseUrl: string;
+  log: Logger;
+  sql?: Sql;
+}): Promise<Bakery> {
+  const { config, log } = options;
+  const sql = options.sql ?? connect(options.databaseUrl);
+  const secret = await webhookSecret(
+    config.STRIPE_WEBHOOK_SECRET,
+    config.DATA_DIR,
+  );
+  let selfUrl = "";
+  const gateway: PaymentGateway = config.STRIPE_SECRET_KEY
+    ? new StripeGateway(config.STRIPE_SECRET_KEY)
+    : new TestModeGateway({
+      sql,
+      log,
+      webhookSecret: secret,
+      webhookUrl: () => new URL("/webhooks/stripe", selfUrl).toString(),
+    });
+  const deps: Deps = {
+    config,
+    sql,
+    log,
+    sessions: new SessionStore(sql),
+    gateway,
+    webhookSecret: secret,
+  };
+  const app = createApp(deps);
+  const ready = Promise.withResolvers<void>();
+  const server = Deno.serve({
+    port: config.PORT,
+    hostname: config.HOST,
+    onListen: ({ hostname, port }) => {
+      selfUrl = `http://${
+        hostname === "0.0.0.0" ? "localhost" : hostname
+      }:${port}/`;
+      ready.resolve();
+    },
+  }, app.fetch);
+  await ready.promise;
+  const messaging = config.WORKERS === "on"
+    ? await startBakeryMessaging({ sql, log, config, url: options.databaseUrl })
+    : undefined;
+  log.info("listening", {
+    url: selfUrl,
+    workers: config.WORKERS,
+    payments: gateway.mode,
+  });
+  return {
+    url: config.PUBLIC_URL ?? selfUrl,
+    deps,
+    messaging,
+    stop: async () => {
+      await server.shutdown();
+      await messaging?.stop();
+      await gateway.drain();
+      if (!options.sql) await sql.end({ timeout: 5 });
+    },
+  };
+}

@@ -1,0 +1,94 @@
+/**
+ * Server-side sessions. The cookie holds a random 256-bit token; the store
+ * keeps its SHA-256 with the sandbox, the name and a CSRF token. Sessions end
+ * at sign-out, at rotation (sign-in issues a new token), or after
+ * `idleMinutes` without a request.
+ */
+import type { Sql } from "../db/connect.ts";
+
+export interface Session {
+  /** SHA-256 of the cookie token, hex; never sent to the browser. */
+  id: string;
+  sandboxId: string;
+  /** Null for a guest. */
+  name: string | null;
+  csrfToken: string;
+}
+
+export class SessionStore {
+  constructor(readonly sql: Sql, readonly idleMinutes = 120) {}
+
+  /** A new session in `sandboxId`; returns the cookie token and the session. */
+  async create(
+    sandboxId: string,
+    name: string | null,
+  ): Promise<{ token: string; session: Session }> {
+    const token = randomToken();
+    const session = {
+      id: await hash(token),
+      sandboxId,
+      name,
+      csrfToken: randomToken(),
+    };
+    await this.sql`
+      insert into platform.sessions (id, sandbox_id, name, csrf_token)
+      values (${session.id}, ${sandboxId}, ${name}, ${session.csrfToken})`;
+    return { token, session };
+  }
+
+  /** The live session of a cookie token, touched; null when none. */
+  async get(token: string | undefined): Promise<Session | null> {
+    if (!token || !/^[A-Za-z0-9_-]{43}$/.test(token)) return null;
+    const [row] = await this.sql<
+      {
+        id: string;
+        sandbox_id: string;
+        name: string | null;
+        csrf_token: string;
+      }[]
+    >`
+      update platform.sessions set last_seen_at = now()
+       where id = ${await hash(token)} and ended_at is null
+         and last_seen_at > now() - ${this.idleMinutes} * interval '1 minute'
+      returning id, sandbox_id, name, csrf_token`;
+    return row
+      ? {
+        id: row.id,
+        sandboxId: row.sandbox_id,
+        name: row.name,
+        csrfToken: row.csrf_token,
+      }
+      : null;
+  }
+
+  /** Ends a session and opens a new one in the same sandbox (sign-in). */
+  async rotate(old: Session, name: string | null) {
+    await this.end(old);
+    return await this.create(old.sandboxId, name);
+  }
+
+  async end(session: Session) {
+    await this.sql`update platform.sessions set ended_at = now()
+                    where id = ${session.id} and ended_at is null`;
+  }
+}
+
+function randomToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(
+    /\//g,
+    "_",
+  )
+    .replace(/=+$/, "");
+}
+
+async function hash(token: string): Promise<string> {
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(token),
+  );
+  return Array.from(
+    new Uint8Array(digest),
+    (b) => b.toString(16).padStart(2, "0"),
+  ).join("");
+}

@@ -1,0 +1,88 @@
+/**
+ * Sessions and CSRF on a Hono app. The middleware loads the session of the
+ * cookie (if any) into the context, then refuses state-changing requests
+ * that may be cross-site (lib/http/csrf.ts).
+ */
+import type { Context, MiddlewareHandler } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { checkCsrf } from "./csrf.ts";
+import type { Session, SessionStore } from "./session.ts";
+
+export const COOKIE = "bakery_session";
+/** Over https the cookie is `__Host-` prefixed: Secure, Path=/, no Domain. */
+const SECURE_COOKIE = `__Host-${COOKIE}`;
+
+declare module "hono" {
+  interface ContextVariableMap {
+    session: Session | null;
+    csrfToken: string;
+  }
+}
+
+export interface SessionOptions {
+  store: SessionStore;
+  /** Paths that skip CSRF checks (verified otherwise, e.g. by signature). */
+  exempt?: (path: string) => boolean;
+  /** This site's origin, when behind a proxy (PUBLIC_URL). */
+  siteOrigin?: string;
+}
+
+const isHttps = (c: Context) => new URL(c.req.url).protocol === "https:";
+
+export function sessionMiddleware(options: SessionOptions): MiddlewareHandler {
+  return async (c, next) => {
+    const token = getCookie(c, SECURE_COOKIE) ?? getCookie(c, COOKIE);
+    const session = await options.store.get(token);
+    c.set("session", session);
+    c.set("csrfToken", session?.csrfToken ?? "");
+    if (!options.exempt?.(c.req.path)) {
+      const type = c.req.header("content-type") ?? "";
+      const isForm = type.startsWith("application/x-www-form-urlencoded") ||
+        type.startsWith("multipart/form-data");
+      let formToken: string | null | undefined;
+      if (isForm && !["GET", "HEAD", "OPTIONS"].includes(c.req.method)) {
+        const body = await c.req.parseBody();
+        formToken = typeof body._csrf === "string" ? body._csrf : null;
+      }
+      checkCsrf({
+        method: c.req.method,
+        url: c.req.url,
+        origin: c.req.header("origin") ?? null,
+        headerToken: c.req.header("x-csrf-token") ?? null,
+        formToken,
+        sessionToken: session?.csrfToken ?? null,
+        siteOrigin: options.siteOrigin,
+      });
+    }
+    await next();
+  };
+}
+
+/** Sets the session cookie: HttpOnly, SameSite=Lax, Secure over https. */
+export function setSessionCookie(c: Context, token: string) {
+  const https = isHttps(c);
+  // With prefix "host", Hono names it __Host-bakery_session and checks the
+  // prefix's rules (Secure, Path=/, no Domain).
+  setCookie(c, COOKIE, token, {
+    httpOnly: true,
+    sameSite: "Lax",
+    path: "/",
+    secure: https,
+    ...(https ? { prefix: "host" as const } : {}),
+  });
+}
+
+export function clearSessionCookie(c: Context) {
+  deleteCookie(c, COOKIE, { path: "/" });
+  deleteCookie(c, SECURE_COOKIE, { path: "/", secure: true });
+}
+
+/** Puts a new session on the context and in a cookie. */
+export function useSession(
+  c: Context,
+  created: { token: string; session: Session },
+) {
+  setSessionCookie(c, created.token);
+  c.set("session", created.session);
+  c.set("csrfToken", created.session.csrfToken);
+}

@@ -1,0 +1,176 @@
+/**
+ * The read side of one order, for the visitor's order page and the console:
+ * its state and lines, its events, every message it caused (outbox rows of
+ * orders and billing), every delivery with its attempts, what each
+ * receiver's inbox accepted, and the receipt. Read as the `console` role,
+ * which may read every schema and write none, inside the caller's sandbox.
+ */
+import type { Sql } from "../lib/db/connect.ts";
+import { asService } from "../lib/db/service.ts";
+import { RECEIVERS } from "./routing.ts";
+
+export interface OrderView {
+  orderId: string;
+  state: string;
+  version: number;
+  totalCents: number;
+  customer: { name: string; email: string };
+  fulfilment: string;
+  day: string;
+  paymentRef: string | null;
+  createdAt: string;
+  lines: { sku: string; name: string; qty: number; unitCents: number }[];
+  events: {
+    type: string;
+    version: number;
+    at: string;
+    messageId: string | null;
+  }[];
+  messages: {
+    messageId: string;
+    service: string;
+    eventType: string;
+    state: string;
+    attempts: number;
+    lastError: string | null;
+    createdAt: string;
+    publishedAt: string | null;
+  }[];
+  deliveries: {
+    id: number;
+    messageId: string;
+    eventType: string;
+    subscriber: string;
+    state: string;
+    attempts: number;
+    lastStatus: number | null;
+    lastError: string | null;
+    nextAttemptAt: string | null;
+    accepted: { status: number; at: string; outcome: unknown } | null;
+  }[];
+  receipt: {
+    number: string;
+    totalCents: number;
+    paymentRef: string;
+    issuedAt: string;
+  } | null;
+  kitchenCard: { state: string; version: number } | null;
+}
+
+const iso = (d: Date | null) => d ? d.toISOString() : null;
+
+/** The whole story of one order; null when the sandbox has no such order. */
+export async function orderView(
+  sql: Sql,
+  sandboxId: string,
+  orderId: string,
+): Promise<OrderView | null> {
+  if (!/^[0-9a-f-]{36}$/.test(orderId)) return null;
+  return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
+    const [o] = await sql`
+      select id, state, version, total_cents, customer_name, customer_email,
+             fulfilment, day::text as day, payment_ref, created_at
+        from orders.orders where id = ${orderId}`;
+    if (!o) return null;
+    const lines = await sql`
+      select sku, name, qty, unit_cents from orders.lines
+       where order_id = ${orderId} order by sku`;
+    const events = await sql`
+      select type, version, at, message_id from orders.events
+       where order_id = ${orderId} order by id`;
+    const messages = await sql`
+      select 'orders' as service, message_id, type, state, attempts, last_error,
+             created_at, published_at
+        from orders.outbox where envelope->>'aggregateId' = ${orderId}
+      union all
+      select 'billing', message_id, type, state, attempts, last_error,
+             created_at, published_at
+        from billing.outbox where envelope->>'aggregateId' = ${orderId}
+      order by created_at`;
+    const deliveries = await sql`
+      select id, message_id, type, subscriber, state, attempts, last_status,
+             last_error, next_attempt_at
+        from queue.deliveries where aggregate_id = ${orderId}
+       order by id`;
+    const ids = deliveries.map((d) => d.message_id as string);
+    const inbox = new Map<
+      string,
+      { status: number; at: string; outcome: unknown }
+    >();
+    for (const service of [...RECEIVERS, "orders"]) {
+      const rows = await sql`
+        select message_id, status, received_at, outcome
+          from ${
+        sql(`${service}.inbox`)
+      } where message_id = any(${ids}::uuid[])`;
+      for (const r of rows) {
+        inbox.set(`${service}:${r.message_id}`, {
+          status: r.status,
+          at: r.received_at.toISOString(),
+          outcome: r.outcome,
+        });
+      }
+    }
+    const [receipt] = await sql`
+      select number, total_cents, payment_ref, issued_at from receipts.receipts
+       where order_id = ${orderId}`;
+    const [card] = await sql`
+      select state, version from kitchen.cards where order_id = ${orderId}`;
+    return {
+      orderId: o.id,
+      state: o.state,
+      version: o.version,
+      totalCents: o.total_cents,
+      customer: { name: o.customer_name, email: o.customer_email },
+      fulfilment: o.fulfilment,
+      day: o.day,
+      paymentRef: o.payment_ref,
+      createdAt: o.created_at.toISOString(),
+      lines: lines.map((l) => ({
+        sku: l.sku,
+        name: l.name,
+        qty: l.qty,
+        unitCents: l.unit_cents,
+      })),
+      events: events.map((e) => ({
+        type: e.type,
+        version: e.version,
+        at: e.at.toISOString(),
+        messageId: e.message_id,
+      })),
+      messages: messages.map((m) => ({
+        messageId: m.message_id,
+        service: m.service,
+        eventType: m.type,
+        state: m.state,
+        attempts: m.attempts,
+        lastError: m.last_error,
+        createdAt: m.created_at.toISOString(),
+        publishedAt: iso(m.published_at),
+      })),
+      deliveries: deliveries.map((d) => ({
+        id: Number(d.id),
+        messageId: d.message_id,
+        eventType: d.type,
+        subscriber: d.subscriber,
+        state: d.state,
+        attempts: d.attempts,
+        lastStatus: d.last_status,
+        lastError: d.last_error,
+        nextAttemptAt: ["pending", "in_flight"].includes(d.state)
+          ? iso(d.next_attempt_at)
+          : null,
+        accepted: inbox.get(`${d.subscriber}:${d.message_id}`) ?? null,
+      })),
+      receipt: receipt
+        ? {
+          number: receipt.number,
+          totalCents: receipt.total_cents,
+          paymentRef: receipt.payment_ref,
+          issuedAt: receipt.issued_at.toISOString(),
+        }
+        : null,
+      kitchenCard: card ? { state: card.state, version: card.version } : null,
+    };
+  });
+}
