@@ -4,17 +4,12 @@
  */
 import assert from "node:assert/strict";
 import { createApp } from "../app.tsx";
-import { parseConfig } from "../config.ts";
 import { connect } from "../lib/db/connect.ts";
-import { memoryLogger } from "../lib/log/mod.ts";
 import { adminUrl, testDatabase, withTestDatabase } from "./_db.ts";
+import { testDeps } from "./_app.ts";
 
 function appFor(sql: ReturnType<typeof connect>) {
-  return createApp({
-    config: parseConfig({}),
-    sql,
-    log: memoryLogger().logger,
-  });
+  return createApp(testDeps(sql));
 }
 
 Deno.test("health: 200 while the database answers, 503 once it is gone", async () => {
