@@ -141,7 +141,16 @@ export async function consumeOnce(
       options.log.warn("dead_letter", { delivery: r.id, error: r.error });
     }
   }
-  return { more: claimed.length === batchSize };
+  // Wake for the earliest retry this batch scheduled: waiting for the poll
+  // would turn a 1 s retry into a 5 s one (POLL_INTERVAL_MS).
+  const delays = results.filter((r) => r.state === "pending")
+    .map((r) => r.delayMs);
+  return {
+    more: claimed.length === batchSize,
+    nextDueAt: delays.length > 0
+      ? new Date(Date.now() + Math.min(...delays))
+      : undefined,
+  };
 }
 
 async function attempt(

@@ -74,12 +74,16 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
       : sendable)
       .push(row);
   }
+  // After a failed publish, wake for the retry rather than wait for the poll
+  // (rows parked by the guard are not due then, and simply stay).
+  let nextDueAt: Date | undefined;
   if (refused.length > 0) {
     await fail(
       options,
       refused,
       "the queue refused the send (queueRefusesSends fault)",
     );
+    nextDueAt = new Date(Date.now() + options.retryMs);
   }
   if (sendable.length > 0) {
     try {
@@ -92,7 +96,7 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
         sendable,
         `publish failed: ${(error as Error).message}`,
       );
-      return { more: false };
+      return { more: false, nextDueAt: new Date(Date.now() + options.retryMs) };
     }
     const crashed = sendable.filter((r) =>
       isOn(faults, r.sandboxId, RELAY_FAULTS.crashBeforeMark)
@@ -110,7 +114,7 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
       log.warn("lease_lost", { service, owner, lost: toMark.length - marked });
     }
   }
-  return { more: claimed.length === batchSize };
+  return { more: claimed.length === batchSize, nextDueAt };
 }
 
 async function fail(options: RelayOptions, rows: ClaimedRow[], error: string) {
