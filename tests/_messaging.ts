@@ -12,12 +12,17 @@ import { asService } from "../lib/db/service.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { append, type Envelope, newEnvelope } from "../lib/outbox/mod.ts";
 import { Dispatcher, PgQueue, type Routing } from "../lib/queue/mod.ts";
-import { inboxHandler, Refused } from "../lib/inbox/mod.ts";
+import { type Apply, inboxHandler, Refused } from "../lib/inbox/mod.ts";
 import { pgFaults } from "../lib/faults/mod.ts";
-import { type MessagingOptions, startMessaging } from "../lib/workers/mod.ts";
+import {
+  type Messaging,
+  type MessagingOptions,
+  startMessaging,
+} from "../lib/workers/mod.ts";
 
 export const SENDER = "t_sender";
 export const RECEIVERS = ["t_recv_a", "t_recv_b", "t_recv_c"] as const;
+export type Receiver = typeof RECEIVERS[number];
 export const ROUTING: Routing = { OrderPlaced: [...RECEIVERS] };
 
 /** Creates the test services' roles (cluster-wide, once), schemas and tables. */
@@ -80,6 +85,33 @@ export async function placeOrder(
   return envelope;
 }
 
+/**
+ * Many orders of one sandbox in one sender transaction: the orders, then one
+ * `append` with all their OrderPlaced envelopes. Returns the envelopes.
+ */
+export async function placeOrders(
+  sql: Sql,
+  sandboxId: string,
+  orderIds: string[],
+): Promise<Envelope[]> {
+  const envelopes = orderIds.map((orderId) =>
+    newEnvelope({
+      type: "OrderPlaced",
+      aggregateId: orderId,
+      aggregateVersion: 1,
+      sandboxId,
+      payload: { orderId },
+    })
+  );
+  await asService(sql, SENDER, { sandboxId }, async (tx) => {
+    await tx.sql`
+      insert into t_sender.orders (id, sandbox_id)
+      select id, ${sandboxId} from unnest(${orderIds}::text[]) as id`;
+    await append(tx, envelopes);
+  });
+  return envelopes;
+}
+
 /** Receivers: one job per order; a second message for the same order is refused. */
 export function receiverApply(service: string) {
   return async (
@@ -99,10 +131,39 @@ export function receiverApply(service: string) {
   };
 }
 
+/**
+ * The name of a test receiver's fault switch: "tRecvARefuses" for t_recv_a.
+ * platform.faults accepts letters only, so the receiver's name is camel-cased
+ * (the bakery's receivers have plain names: "kitchenRefuses").
+ */
+export function receiverFault(
+  receiver: Receiver,
+  what: "Refuses" | "Slow",
+): string {
+  return receiver.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()) +
+    what;
+}
+
 export const ORIGIN = "http://receivers.test";
 
+/** One answer a test receiver gave, as the consumer got it. */
+export interface Answer {
+  receiver: Receiver;
+  messageId: string;
+  status: number;
+  body: Record<string, unknown>;
+}
+
+export interface TestDispatcherOptions {
+  slowMs?: number;
+  /** Replaces a receiver's `apply` (e.g. one that throws). */
+  apply?: Partial<Record<Receiver, Apply>>;
+  /** Called with every answer a receiver gives. */
+  onAnswer?: (answer: Answer) => void;
+}
+
 /** A dispatcher that serves the three test receivers in process. */
-export function testDispatcher(sql: Sql, options: { slowMs?: number } = {}) {
+export function testDispatcher(sql: Sql, options: TestDispatcherOptions = {}) {
   const { logger } = memoryLogger("error");
   const handlers = new Map(RECEIVERS.map((r) => [
     r,
@@ -110,21 +171,30 @@ export function testDispatcher(sql: Sql, options: { slowMs?: number } = {}) {
       sql,
       service: r,
       label: r,
-      apply: receiverApply(r),
+      apply: options.apply?.[r] ?? receiverApply(r),
       replayHorizonDays: 30,
       faults: pgFaults(sql),
       log: logger,
-      refusesFault: `${r}Refuses`,
-      slowFault: `${r}Slow`,
+      refusesFault: receiverFault(r, "Refuses"),
+      slowFault: receiverFault(r, "Slow"),
       slowMs: options.slowMs,
     }),
   ]));
-  return new Dispatcher().register(ORIGIN, (request) => {
-    const name = new URL(request.url).pathname.slice(1);
-    const handler = handlers.get(name as typeof RECEIVERS[number]);
-    return handler
-      ? handler(request)
-      : new Response("no such receiver", { status: 404 });
+  return new Dispatcher().register(ORIGIN, async (request) => {
+    const name = new URL(request.url).pathname.slice(1) as Receiver;
+    const handler = handlers.get(name);
+    if (!handler) return new Response("no such receiver", { status: 404 });
+    const messageId = request.headers.get("x-message-id") ?? "";
+    const response = await handler(request);
+    if (options.onAnswer) {
+      options.onAnswer({
+        receiver: name,
+        messageId,
+        status: response.status,
+        body: await response.clone().json(),
+      });
+    }
+    return response;
   });
 }
 
@@ -159,7 +229,7 @@ export function startTestWorkers(
 /** Polls `check` until it returns true, or fails after `timeoutMs`. */
 export async function waitFor(
   what: string,
-  check: () => Promise<boolean>,
+  check: () => boolean | Promise<boolean>,
   timeoutMs = 10_000,
 ) {
   const deadline = Date.now() + timeoutMs;
@@ -179,4 +249,50 @@ export async function count(
   const [row] = await sql<{ n: number }[]>`
     select count(*)::int as n from ${sql(table)} where ${where}`;
   return row.n;
+}
+
+/**
+ * Starts workers, runs `fn`, and always stops them, so that a failing
+ * assertion never leaves a loop or a listener running.
+ */
+export async function withWorkers(
+  db: { url: string; sql: Sql },
+  overrides: Partial<MessagingOptions>,
+  fn: (workers: { messaging: Messaging; lines: LogLine[] }) => Promise<void>,
+) {
+  const { messaging, lines } = startTestWorkers(db, overrides);
+  const m = await messaging;
+  try {
+    await fn({ messaging: m, lines });
+  } finally {
+    await m.stop();
+  }
+}
+
+/** A structured log line as the memory logger keeps it. */
+export type LogLine = Record<string, unknown>;
+
+/** Waits until every test receiver holds `jobs` jobs. */
+export async function waitForJobs(sql: Sql, jobs: number, timeoutMs?: number) {
+  await waitFor(`${jobs} job(s) at every receiver`, async () => {
+    for (const r of RECEIVERS) {
+      if (await count(sql, `${r}.jobs`) !== jobs) return false;
+    }
+    return true;
+  }, timeoutMs);
+}
+
+/** Waits until `n` deliveries are in `state`. */
+export async function waitForDeliveries(
+  sql: Sql,
+  state: string,
+  n: number,
+  timeoutMs?: number,
+) {
+  await waitFor(
+    `${n} deliveries ${state}`,
+    async () =>
+      await count(sql, "queue.deliveries", sql`state = ${state}`) === n,
+    timeoutMs,
+  );
 }

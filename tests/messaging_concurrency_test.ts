@@ -1,0 +1,167 @@
+/**
+ * Two relays and two sets of consumers, each with its own connection pool as
+ * two processes would have, over 2,000 messages to three receivers: every
+ * message reaches every receiver, every effect happens once, and no row is
+ * worked by two holders of one lease.
+ */
+import assert from "node:assert/strict";
+import { withTestDatabase } from "./_db.ts";
+import {
+  type Answer,
+  count,
+  createSandbox,
+  createTestServices,
+  placeOrders,
+  RECEIVERS,
+  ROUTING,
+  SENDER,
+  startTestWorkers,
+  testDispatcher,
+  waitForDeliveries,
+} from "./_messaging.ts";
+import { connect, type Sql } from "../lib/db/connect.ts";
+import { type OutgoingMessage, PgQueue, type Queue } from "../lib/queue/mod.ts";
+
+const MESSAGES = 2_000;
+/** Orders per sender transaction, and transactions committed at once. */
+const PER_TX = 100;
+const PARALLEL_TX = 4;
+
+/** A worker process's view: its pool, and what it published and delivered. */
+interface Process {
+  sql: Sql;
+  published: string[];
+  answers: Answer[];
+}
+
+function recordingQueue(inner: Queue, published: string[]): Queue {
+  return {
+    async publish(messages: OutgoingMessage[]) {
+      const fresh = await inner.publish(messages);
+      // Recorded only once the queue has them: a publish that threw would
+      // be retried, and that is not a double publish.
+      published.push(...messages.map((m) => m.envelope.messageId));
+      return fresh;
+    },
+  };
+}
+
+Deno.test("two relays and two consumer sets over 2,000 messages: everything delivered everywhere, each effect once, no shared lease", async () => {
+  await withTestDatabase(async (db) => {
+    const { sql } = db;
+    await createTestServices(sql);
+    const sandboxId = await createSandbox(sql);
+    const second = connect(db.url, { max: 10, applicationName: "test-b" });
+    const processes: Process[] = [
+      { sql, published: [], answers: [] },
+      { sql: second, published: [], answers: [] },
+    ];
+    const started = processes.map((p) =>
+      startTestWorkers({ url: db.url, sql: p.sql }, {
+        queue: recordingQueue(new PgQueue(p.sql, ROUTING), p.published),
+        dispatcher: testDispatcher(p.sql, {
+          onAnswer: (a) => p.answers.push(a),
+        }),
+        // Nothing here should fail; a retry would show up as a second attempt.
+        retryDelaysMs: [50, 50, 50],
+      })
+    );
+    const stops: (() => Promise<void>)[] = [];
+    try {
+      for (const s of started) stops.push((await s.messaging).stop);
+      const owners = new Set<unknown>(
+        await Promise.all(started.map(async (s) => (await s.messaging).owner)),
+      );
+      assert.equal(owners.size, 2);
+
+      // The orders arrive while both sets of workers run.
+      const ids = Array.from(
+        { length: MESSAGES },
+        (_, i) => `O${String(i).padStart(5, "0")}`,
+      );
+      const batches: string[][] = [];
+      for (let i = 0; i < ids.length; i += PER_TX) {
+        batches.push(ids.slice(i, i + PER_TX));
+      }
+      for (let i = 0; i < batches.length; i += PARALLEL_TX) {
+        await Promise.all(
+          batches.slice(i, i + PARALLEL_TX).map((b) =>
+            placeOrders(sql, sandboxId, b)
+          ),
+        );
+      }
+      const total = MESSAGES * RECEIVERS.length;
+      await waitForDeliveries(sql, "done", total, 120_000);
+    } finally {
+      await Promise.all(stops.map((stop) => stop()));
+      await second.end({ timeout: 5 });
+    }
+
+    const total = MESSAGES * RECEIVERS.length;
+    // The sender: every row published once, none retried.
+    assert.equal(
+      await count(sql, `${SENDER}.outbox`, sql`state = 'published'`),
+      MESSAGES,
+    );
+    assert.equal(
+      await count(sql, `${SENDER}.outbox`, sql`attempts > 0`),
+      0,
+    );
+    const published = processes.flatMap((p) => p.published);
+    assert.equal(published.length, MESSAGES, "a row was published twice");
+    assert.equal(new Set(published).size, MESSAGES);
+    assert.ok(
+      processes.every((p) => p.published.length > 0),
+      `publishes per relay: ${processes.map((p) => p.published.length)}`,
+    );
+
+    // The queue: one message per row, one delivery per receiver, each done
+    // after exactly one attempt.
+    assert.equal(await count(sql, "queue.messages"), MESSAGES);
+    assert.equal(await count(sql, "queue.deliveries"), total);
+    assert.equal(
+      await count(
+        sql,
+        "queue.deliveries",
+        sql`state = 'done' and attempts = 1`,
+      ),
+      total,
+    );
+    const [attempts] = await sql<{ n: number; deliveries: number }[]>`
+      select count(*)::int as n, count(distinct delivery_id)::int as deliveries
+        from queue.attempts where outcome = 'done' and attempt = 1`;
+    assert.deepEqual({ ...attempts }, { n: total, deliveries: total });
+    assert.equal(await count(sql, "queue.attempts"), total);
+
+    // The receivers: every message applied once, by the job it asked for.
+    for (const r of RECEIVERS) {
+      assert.equal(await count(sql, `${r}.jobs`), MESSAGES, r);
+      assert.equal(await count(sql, `${r}.inbox`, sql`status = 200`), MESSAGES);
+      assert.equal(await count(sql, `${r}.refusals`), 0, r);
+      const [{ matched }] = await sql<{ matched: number }[]>`
+        select count(*)::int as matched
+          from ${sql(r + ".jobs")} j
+          join t_sender.outbox o
+            on o.message_id = j.message_id and o.envelope->>'aggregateId' = j.order_id`;
+      assert.equal(matched, MESSAGES, r);
+    }
+    const answers = processes.flatMap((p) => p.answers);
+    assert.equal(answers.length, total, "a delivery was sent twice");
+    assert.ok(
+      answers.every((a) => a.status === 200 && a.body.duplicate === false),
+      "a receiver answered other than 200, or saw a duplicate",
+    );
+    assert.ok(
+      processes.every((p) => p.answers.length > 0),
+      `deliveries per consumer set: ${processes.map((p) => p.answers.length)}`,
+    );
+    for (const s of started) {
+      assert.deepEqual(
+        s.lines.filter((l) =>
+          ["lease_lost", "loop_error", "relay_error"].includes(String(l.event))
+        ),
+        [],
+      );
+    }
+  }, { max: 10 });
+});

@@ -1,0 +1,139 @@
+/**
+ * The relay's loop guard: a sandbox that has used up its automatic re-arms
+ * for the day gets its failed rows parked (next attempt at infinity) with an
+ * alarm, never dropped; the sender's next command flushes them.
+ */
+import assert from "node:assert/strict";
+import { withTestDatabase } from "./_db.ts";
+import {
+  count,
+  createSandbox,
+  createTestServices,
+  placeOrder,
+  SENDER,
+  waitFor,
+  waitForDeliveries,
+  waitForJobs,
+  withWorkers,
+} from "./_messaging.ts";
+import { setFault } from "../lib/faults/mod.ts";
+import { RELAY_FAULTS } from "../lib/relay/mod.ts";
+
+Deno.test("loop guard: the 101st re-arm of the day parks the row with an alarm; the next command flushes it and both are published", async () => {
+  await withTestDatabase(async (db) => {
+    const { sql } = db;
+    await createTestServices(sql);
+    const sandboxId = await createSandbox(sql);
+    const other = await createSandbox(sql, "other");
+    await sql`
+      insert into t_sender.relay_guard (sandbox_id, day, rearms)
+      values (${sandboxId}, (now() at time zone 'utc')::date, 100)`;
+    await setFault(sql, sandboxId, RELAY_FAULTS.queueRefusesSends, true);
+    await withWorkers(db, {}, async ({ lines }) => {
+      const first = await placeOrder(sql, sandboxId, "O1");
+      await waitFor("the failed publish", async () => {
+        const [row] = await sql`select attempts from t_sender.outbox`;
+        return row.attempts >= 1;
+      });
+      const [parked] = await sql`
+        select state, attempts, last_error, next_attempt_at = 'infinity' as parked
+          from t_sender.outbox`;
+      assert.deepEqual({ ...parked }, {
+        state: "pending",
+        attempts: 1,
+        last_error: "the queue refused the send (queueRefusesSends fault)",
+        parked: true,
+      });
+      const [guard] = await sql`
+        select rearms from t_sender.relay_guard
+         where sandbox_id = ${sandboxId}
+           and day = (now() at time zone 'utc')::date`;
+      assert.equal(guard.rearms, 101);
+      const alarms = lines.filter((l) => l.event === "alarm_guard");
+      assert.equal(alarms.length, 1);
+      assert.equal(alarms[0].level, "error");
+      assert.equal(alarms[0].sandboxId, sandboxId);
+      assert.equal(alarms[0].service, SENDER);
+
+      // Parked means no more automatic tries: another sandbox's order goes
+      // through while this row waits, and it is still there untouched.
+      await placeOrder(sql, other, "X1");
+      await waitForDeliveries(sql, "done", 3);
+      const [still] = await sql`
+        select state, attempts, next_attempt_at = 'infinity' as parked
+          from t_sender.outbox where message_id = ${first.messageId}`;
+      assert.deepEqual({ ...still }, {
+        state: "pending",
+        attempts: 1,
+        parked: true,
+      });
+      assert.equal(
+        await count(sql, "queue.messages", sql`sandbox_id = ${sandboxId}`),
+        0,
+      );
+
+      // The fault clears; the sender's next command flushes what it owes.
+      await setFault(sql, sandboxId, RELAY_FAULTS.queueRefusesSends, false);
+      const second = await placeOrder(sql, sandboxId, "O2");
+      await waitFor("both rows published", async () =>
+        await count(
+          sql,
+          `${SENDER}.outbox`,
+          sql`sandbox_id = ${sandboxId} and state = 'published'`,
+        ) === 2);
+      const messages = await sql`
+        select message_id from queue.messages where sandbox_id = ${sandboxId}
+         order by message_id`;
+      assert.deepEqual(
+        messages.map((m) => m.message_id).sort(),
+        [first.messageId, second.messageId].sort(),
+      );
+      await waitForJobs(sql, 3);
+      await waitForDeliveries(sql, "done", 9);
+      // The parked row kept its history.
+      const [flushed] = await sql`
+        select attempts, last_error from t_sender.outbox
+         where message_id = ${first.messageId}`;
+      assert.equal(flushed.attempts, 1);
+      assert.match(flushed.last_error, /queueRefusesSends/);
+      assert.equal(
+        lines.filter((l) => l.event === "alarm_guard").length,
+        1,
+      );
+    });
+  });
+});
+
+Deno.test("loop guard: under the allowance a failed publish is retried after RELAY_RETRY_MS (not at the next poll), not parked", async () => {
+  await withTestDatabase(async (db) => {
+    const { sql } = db;
+    await createTestServices(sql);
+    const sandboxId = await createSandbox(sql);
+    await setFault(sql, sandboxId, RELAY_FAULTS.queueRefusesSends, true);
+    // A poll far longer than the retry: only a relay that knows when its
+    // retry is due tries again in time.
+    const options = { relayRetryMs: 100, pollMs: 10_000 };
+    await withWorkers(db, options, async ({ lines }) => {
+      await placeOrder(sql, sandboxId, "O1");
+      const placed = performance.now();
+      await waitFor("three failed publishes", async () => {
+        const [row] = await sql`select attempts from t_sender.outbox`;
+        return row.attempts >= 3;
+      }, 5_000);
+      const took = performance.now() - placed;
+      assert.ok(took < 2_000, `three tries took ${took.toFixed(0)} ms`);
+      const [row] = await sql`
+        select state, next_attempt_at < 'infinity' as scheduled
+          from t_sender.outbox`;
+      assert.equal(row.scheduled, true);
+      assert.ok(["pending", "claimed"].includes(row.state));
+      assert.equal(lines.filter((l) => l.event === "alarm_guard").length, 0);
+
+      await setFault(sql, sandboxId, RELAY_FAULTS.queueRefusesSends, false);
+      // No new command: the scheduled retry alone publishes it.
+      await waitForJobs(sql, 1);
+      const [published] = await sql`select state from t_sender.outbox`;
+      assert.equal(published.state, "published");
+    });
+  });
+});
