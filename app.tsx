@@ -13,6 +13,9 @@ import { registerStorefront } from "./routes/storefront.ts";
 import { sessionRoutes } from "./routes/api/session.ts";
 import { orderRoutes } from "./routes/api/orders.ts";
 import { stripeWebhook } from "./routes/webhooks/stripe.ts";
+import { consoleRoutes } from "./routes/api/console.ts";
+import { eventsRoute } from "./routes/api/events.ts";
+import { metricsRoute } from "./routes/metrics.ts";
 
 /** Paths that need no session lookup: files and probes. */
 const STATELESS = /^\/(static\/|health$|metrics$)/;
@@ -49,6 +52,26 @@ export function createApp(deps: Deps): Hono {
   app.post("/api/orders/:orderId/cancel", orders.cancel);
 
   app.post("/webhooks/stripe", stripeWebhook(deps));
+
+  app.get("/metrics", metricsRoute(deps));
+  app.get("/api/events", eventsRoute(deps));
+  app.get("/api/orders/:orderId/events", eventsRoute(deps));
+
+  const api = consoleRoutes(deps);
+  app.get("/api/console/overview", api.overview);
+  app.get("/api/console/outbox", api.outbox);
+  app.get("/api/console/deliveries", api.deliveries);
+  app.get("/api/console/deliveries/:id", api.delivery);
+  app.get("/api/console/dead-letters", api.deadLetters);
+  app.post("/api/console/dead-letters/redrive", api.redriveMany);
+  app.post("/api/console/dead-letters/refuse", api.refuseMany);
+  app.post("/api/console/dead-letters/:id/redrive", api.redriveOne);
+  app.post("/api/console/dead-letters/:id/refuse", api.refuseOne);
+  app.get("/api/console/closure", api.closure);
+  app.get("/api/console/closure/rows", api.closureRows);
+  app.get("/api/console/faults", api.faults);
+  app.put("/api/console/faults", api.setFaults);
+  app.get("/api/kitchen/board", api.board);
 
   app.notFound((c) => {
     if (c.req.path.startsWith("/api/") || c.req.path === "/api") {

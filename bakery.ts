@@ -17,6 +17,8 @@ import {
 import { webhookSecret } from "./services/billing/webhook.ts";
 import { startBakeryMessaging } from "./services/mod.ts";
 import type { Messaging } from "./lib/workers/mod.ts";
+import { ChangeFeed, notifyChanged } from "./lib/wake/feed.ts";
+import { bakeryMetrics } from "./services/metrics.ts";
 
 export interface Bakery {
   /** Where the app listens, e.g. http://127.0.0.1:8000/ */
@@ -48,6 +50,10 @@ export async function startBakery(options: {
       webhookSecret: secret,
       webhookUrl: () => new URL("/webhooks/stripe", selfUrl).toString(),
     });
+  const feed = new ChangeFeed({ url: options.databaseUrl, log });
+  await feed.start();
+  const metrics = bakeryMetrics(sql);
+  const closing = new AbortController();
   const deps: Deps = {
     config,
     sql,
@@ -55,6 +61,9 @@ export async function startBakery(options: {
     sessions: new SessionStore(sql),
     gateway,
     webhookSecret: secret,
+    feed,
+    metrics: metrics.registry,
+    closing: closing.signal,
   };
   const app = createApp(deps);
   const ready = Promise.withResolvers<void>();
@@ -70,7 +79,18 @@ export async function startBakery(options: {
   }, app.fetch);
   await ready.promise;
   const messaging = config.WORKERS === "on"
-    ? await startBakeryMessaging({ sql, log, config, url: options.databaseUrl })
+    ? await startBakeryMessaging(
+      { sql, log, config, url: options.databaseUrl },
+      {
+        // One NOTIFY per batch tells open pages of those sandboxes to look.
+        onTouched: (ids) =>
+          notifyChanged(sql, ids).catch((error) =>
+            log.warn("notify_failed", { error })
+          ),
+        observeLag: metrics.observeLag,
+        observeDelivered: metrics.observeDelivered,
+      },
+    )
     : undefined;
   log.info("listening", {
     url: selfUrl,
@@ -82,9 +102,12 @@ export async function startBakery(options: {
     deps,
     messaging,
     stop: async () => {
+      // Event streams never end by themselves; the server waits for them.
+      closing.abort();
       await server.shutdown();
       await messaging?.stop();
       await gateway.drain();
+      await feed.stop();
       if (!options.sql) await sql.end({ timeout: 5 });
     },
   };

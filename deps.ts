@@ -8,6 +8,8 @@ import type { Sql } from "./lib/db/connect.ts";
 import type { Logger } from "./lib/log/mod.ts";
 import type { SessionStore } from "./lib/http/session.ts";
 import type { PaymentGateway } from "./services/billing/gateway.ts";
+import type { ChangeFeed } from "./lib/wake/feed.ts";
+import type { Registry } from "./lib/metrics/mod.ts";
 
 export interface Deps {
   config: Config;
@@ -16,4 +18,10 @@ export interface Deps {
   sessions: SessionStore;
   gateway: PaymentGateway;
   webhookSecret: string;
+  /** Live updates: which sandboxes changed (for server-sent events). */
+  feed: ChangeFeed;
+  /** What /metrics renders. */
+  metrics: Registry;
+  /** Aborted when the server stops: ends the open event streams. */
+  closing: AbortSignal;
 }

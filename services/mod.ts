@@ -9,7 +9,11 @@ import type { Config } from "../config.ts";
 import { type FaultReader, pgFaults } from "../lib/faults/mod.ts";
 import { type Apply, inboxHandler } from "../lib/inbox/mod.ts";
 import { Dispatcher, PgQueue, type Subscriber } from "../lib/queue/mod.ts";
-import { type Messaging, startMessaging } from "../lib/workers/mod.ts";
+import {
+  type Messaging,
+  type MessagingOptions,
+  startMessaging,
+} from "../lib/workers/mod.ts";
 import {
   LABELS,
   ROUTING,
@@ -82,7 +86,10 @@ export function bakeryDispatcher(deps: BakeryDeps): Dispatcher {
 /** Starts the relay for orders and billing and the consumers. */
 export function startBakeryMessaging(
   deps: BakeryDeps & { url: string },
-  roles?: { relay?: boolean; consume?: boolean },
+  extra: Pick<
+    MessagingOptions,
+    "roles" | "onTouched" | "observeLag" | "observeDelivered" | "consumers"
+  > = {},
 ): Promise<Messaging> {
   const faults = deps.faults ?? pgFaults(deps.sql);
   return startMessaging({
@@ -98,6 +105,6 @@ export function startBakeryMessaging(
     relayRetryMs: deps.config.RELAY_RETRY_MS,
     retryDelaysMs: deps.config.RETRY_DELAYS_MS,
     timeoutMs: deps.config.DELIVERY_TIMEOUT_MS,
-    roles,
+    ...extra,
   });
 }

@@ -10,6 +10,9 @@ import { SessionStore } from "../lib/http/session.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { type Bakery, startBakery } from "../bakery.ts";
 import { TestModeGateway } from "../services/billing/gateway.ts";
+import { ChangeFeed } from "../lib/wake/feed.ts";
+import { Registry } from "../lib/metrics/mod.ts";
+import { ROUTING } from "../services/routing.ts";
 import { type TestDatabase, testDatabase } from "./_db.ts";
 
 export const TEST_WEBHOOK_SECRET = "whsec_test_secret_for_the_suite";
@@ -44,6 +47,10 @@ export function testDeps(sql: Sql, config = testConfig()): Deps {
       webhookUrl: () => "http://127.0.0.1:9/webhooks/stripe",
     }),
     webhookSecret: TEST_WEBHOOK_SECRET,
+    // Never started: tests that use testDeps open no event stream.
+    feed: new ChangeFeed({ url: "postgres://unused", log: logger }),
+    metrics: new Registry(),
+    closing: new AbortController().signal,
   };
 }
 
@@ -87,6 +94,18 @@ export class Client {
       } else this.#cookies.set(name, value);
     }
     return response;
+  }
+
+  /** The value of cookie `name` in the jar, if any. */
+  cookie(name: string): string | undefined {
+    return this.#cookies.get(name);
+  }
+
+  /** A client with a copy of this one's cookies and another Origin. */
+  withOrigin(origin: string | null): Client {
+    const other = new Client(this.base, origin);
+    for (const [k, v] of this.#cookies) other.#cookies.set(k, v);
+    return other;
   }
 
   /** Sends JSON, returns status and parsed body. */
@@ -167,4 +186,178 @@ export function walkthroughOrder(
     fulfilment,
     idempotencyKey: key,
   };
+}
+
+/** The number from a `select count(*)::int as n ...` query. */
+export async function countOf(
+  query: PromiseLike<readonly { n: number }[]>,
+): Promise<number> {
+  const [row] = await query;
+  return row.n;
+}
+
+/** Tables that a command (order, payment, session) writes to. */
+export const COMMAND_TABLES = [
+  "platform.sandboxes",
+  "platform.sessions",
+  "orders.orders",
+  "orders.lines",
+  "orders.events",
+  "orders.commands_seen",
+  "orders.outbox",
+  "billing.payments",
+  "billing.stripe_events",
+  "billing.outbox",
+] as const;
+
+/**
+ * Row counts of `tables`, plus the capacity promised per day and product
+ * (`orders.day_counts`), so that "nothing was written" is one deepEqual.
+ */
+export async function rowCounts(
+  sql: Sql,
+  tables: readonly string[] = COMMAND_TABLES,
+): Promise<Record<string, number | string>> {
+  const counts: Record<string, number | string> = {};
+  for (const table of tables) {
+    counts[table] = await countOf(
+      sql<{ n: number }[]>`select count(*)::int as n from ${sql(table)}`,
+    );
+  }
+  const days = await sql<{ key: string; qty: number }[]>`
+    select sandbox_id || '/' || day || '/' || sku as key, qty
+      from orders.day_counts order by 1`;
+  counts["orders.day_counts"] = days.map((d) => `${d.key}=${d.qty}`).join(
+    ",",
+  );
+  return counts;
+}
+
+/** The subset of `GET /api/orders/:id` that tests read. */
+export interface OrderJson {
+  orderId: string;
+  state: string;
+  totalCents: number;
+  paymentRef: string | null;
+  fulfilment: string;
+  events: { type: string; version: number; at: string; messageId: string }[];
+  messages: {
+    messageId: string;
+    service: string;
+    eventType: string;
+    state: string;
+  }[];
+  deliveries: {
+    messageId: string;
+    eventType: string;
+    subscriber: string;
+    state: string;
+    attempts: number;
+    lastError: string | null;
+  }[];
+  kitchenCard: { state: string; version: number } | null;
+}
+
+/**
+ * Waits until the order is in `state` and its story is finished: every
+ * message it caused is published and every subscriber of each (by the
+ * routing table) has a delivery, all of them done.
+ */
+export async function orderSettles(
+  client: Client,
+  orderId: string,
+  state: string,
+  timeoutMs = 10_000,
+): Promise<OrderJson> {
+  let last: OrderJson | undefined;
+  try {
+    await eventually(`order ${orderId} to settle as ${state}`, async () => {
+      const { status, body } = await client.json<OrderJson>(
+        "GET",
+        `/api/orders/${orderId}`,
+      );
+      if (status !== 200) throw new Error(`GET order answered ${status}`);
+      last = body;
+      if (body.state !== state) return false;
+      const owed = body.messages.reduce(
+        (sum, m) => sum + (ROUTING[m.eventType]?.length ?? 0),
+        0,
+      );
+      return body.messages.every((m) => m.state === "published") &&
+        body.deliveries.length === owed &&
+        body.deliveries.every((d) => d.state === "done");
+    }, timeoutMs);
+  } catch (error) {
+    throw new Error(
+      `${(error as Error).message}; last seen: ${JSON.stringify(last)}`,
+    );
+  }
+  return last!;
+}
+
+/** Places an order through the API; fails unless it answers 201. */
+export async function placeOrderVia(
+  client: Client,
+  order: unknown = walkthroughOrder(),
+): Promise<{ orderId: string; totalCents: number }> {
+  const { status, body } = await client.json<
+    { orderId: string; totalCents: number }
+  >("POST", "/api/orders", order);
+  if (status !== 201) {
+    throw new Error(
+      `placing an order answered ${status}: ${JSON.stringify(body)}`,
+    );
+  }
+  return body;
+}
+
+/** A Stripe `payment_intent.*` event for an order, as the gateway builds it. */
+export function paymentIntentEvent(p: {
+  sandboxId: string;
+  orderId: string;
+  paymentId: string;
+  amountCents: number;
+  type?: "payment_intent.succeeded" | "payment_intent.payment_failed";
+  eventId?: string;
+}) {
+  const ok = (p.type ?? "payment_intent.succeeded") ===
+    "payment_intent.succeeded";
+  return {
+    id: p.eventId ?? `evt_test_${crypto.randomUUID().replaceAll("-", "")}`,
+    object: "event",
+    api_version: "2025-01-27",
+    created: Math.floor(Date.now() / 1000),
+    livemode: false,
+    type: p.type ?? "payment_intent.succeeded",
+    data: {
+      object: {
+        id: p.paymentId,
+        object: "payment_intent",
+        amount: p.amountCents,
+        currency: "eur",
+        status: ok ? "succeeded" : "requires_payment_method",
+        metadata: { sandboxId: p.sandboxId, orderId: p.orderId },
+        last_payment_error: ok ? null : { message: "Your card was declined." },
+      },
+    },
+  };
+}
+
+/**
+ * Posts `payload` to `/webhooks/stripe` with `signature` as the
+ * Stripe-Signature header (none when null); returns status and body.
+ */
+export async function postWebhook(
+  url: string,
+  payload: string,
+  signature: string | null,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const headers = new Headers({ "content-type": "application/json" });
+  if (signature !== null) headers.set("stripe-signature", signature);
+  const response = await fetch(new URL("/webhooks/stripe", url), {
+    method: "POST",
+    headers,
+    body: payload,
+  });
+  return { status: response.status, body: await response.json() };
 }

@@ -52,6 +52,8 @@ export interface ConsumerOptions {
   batchSize?: number;
   /** Must outlast the timeout; default 4 x timeout, at least 10 s. */
   leaseMs?: number;
+  /** Seconds from a message's creation to its delivery, per done delivery. */
+  observeDelivered?: (seconds: number, subscriber: string) => void;
 }
 
 /** The answer of one POST, before it is judged. */
@@ -145,11 +147,22 @@ export async function consumeOnce(
   // would turn a 1 s retry into a 5 s one (POLL_INTERVAL_MS).
   const delays = results.filter((r) => r.state === "pending")
     .map((r) => r.delayMs);
+  if (options.observeDelivered) {
+    const now = Date.now();
+    for (const d of claimed) {
+      if (results.find((r) => r.id === d.id)?.state !== "done") continue;
+      options.observeDelivered(
+        (now - Date.parse(d.envelope.occurredAt)) / 1000,
+        d.subscriber,
+      );
+    }
+  }
   return {
     more: claimed.length === batchSize,
     nextDueAt: delays.length > 0
       ? new Date(Date.now() + Math.min(...delays))
       : undefined,
+    touched: [...new Set(claimed.map((d) => d.sandboxId))],
   };
 }
 

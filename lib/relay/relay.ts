@@ -46,6 +46,8 @@ export interface RelayOptions {
   leaseMs?: number;
   /** Automatic re-arms per sandbox and UTC day before the guard parks rows. */
   guardLimit?: number;
+  /** Seconds from a message's creation to its publish, per published row. */
+  observeLag?: (seconds: number, service: string) => void;
 }
 
 /** One claim-publish-mark round for one service. */
@@ -108,13 +110,27 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
       r.id
     );
     const marked = await markPublished(sql, service, owner, toMark);
+    if (options.observeLag) {
+      const now = Date.now();
+      for (const row of sendable) {
+        if (crashed.includes(row)) continue;
+        options.observeLag(
+          (now - Date.parse(row.envelope.occurredAt)) / 1000,
+          service,
+        );
+      }
+    }
     if (marked < toMark.length) {
       // Another relay took these rows over after our lease expired; it will
       // publish them again and the queue will ignore the repeat.
       log.warn("lease_lost", { service, owner, lost: toMark.length - marked });
     }
   }
-  return { more: claimed.length === batchSize, nextDueAt };
+  return {
+    more: claimed.length === batchSize,
+    nextDueAt,
+    touched: [...new Set(claimed.map((r) => r.sandboxId))],
+  };
 }
 
 async function fail(options: RelayOptions, rows: ClaimedRow[], error: string) {

@@ -12,6 +12,8 @@ export interface TickResult {
   more: boolean;
   /** When the earliest waiting row becomes due, if known. */
   nextDueAt?: Date;
+  /** Sandboxes whose rows this tick changed (for live views). */
+  touched?: string[];
 }
 
 export interface LoopOptions {
@@ -19,6 +21,8 @@ export interface LoopOptions {
   tick: () => Promise<TickResult>;
   pollMs: number;
   log: Logger;
+  /** Called after a tick that changed rows of these sandboxes. */
+  onTouched?: (sandboxIds: string[]) => void;
 }
 
 export class Loop {
@@ -73,6 +77,7 @@ export class Loop {
         );
         continue;
       }
+      if (result.touched?.length) this.#options.onTouched?.(result.touched);
       if (this.#stopped) break;
       if (result.more || this.#woken) continue;
       let wait = pollMs;

@@ -36,6 +36,10 @@ export interface MessagingOptions {
   consumerLeaseMs?: number;
   /** Whether to run relays, consumers, or both (default both). */
   roles?: { relay?: boolean; consume?: boolean };
+  /** Called after a batch changed rows of these sandboxes (live views). */
+  onTouched?: (sandboxIds: string[]) => void;
+  observeLag?: (seconds: number, service: string) => void;
+  observeDelivered?: (seconds: number, subscriber: string) => void;
 }
 
 export interface Messaging {
@@ -64,6 +68,7 @@ export async function startMessaging(
           name: `relay:${service}`,
           log,
           pollMs: options.pollMs,
+          onTouched: options.onTouched,
           tick: () =>
             relayOnce({
               sql: options.sql,
@@ -74,6 +79,7 @@ export async function startMessaging(
               faults: options.faults,
               retryMs: options.relayRetryMs,
               leaseMs: options.relayLeaseMs,
+              observeLag: options.observeLag,
             }),
         }),
       );
@@ -86,6 +92,7 @@ export async function startMessaging(
           name: `consumer:${i}`,
           log,
           pollMs: options.pollMs,
+          onTouched: options.onTouched,
           tick: () =>
             consumeOnce({
               sql: options.sql,
@@ -97,6 +104,7 @@ export async function startMessaging(
               retryDelaysMs: options.retryDelaysMs,
               timeoutMs: options.timeoutMs,
               leaseMs: options.consumerLeaseMs,
+              observeDelivered: options.observeDelivered,
             }),
         }),
       );

@@ -1,0 +1,140 @@
+/**
+ * Closure: for every obligation (message x subscriber), what the sender did
+ * joined to what the receiver's inbox holds.
+ *
+ * | state            | sender side                       | receiver's inbox |
+ * | ---------------- | --------------------------------- | ---------------- |
+ * | owed             | in an outbox, not yet published   | (not asked yet)  |
+ * | inFlight         | delivery pending or in flight     | no row           |
+ * | acceptedUnacked  | delivery pending or in flight     | row: the lost-ack case, closes on the next delivery |
+ * | closed           | delivery done                     | row              |
+ * | dead             | delivery dead                     | either           |
+ * | refused          | closed by an operator             | either           |
+ * | mismatch         | delivery done                     | NO row: an alarm, the acknowledgement has no effect behind it |
+ */
+import type { Sql } from "../../lib/db/connect.ts";
+import { asService } from "../../lib/db/service.ts";
+import { ROUTING, SENDERS, SUBSCRIBERS } from "../routing.ts";
+
+export const CLOSURE_STATES = [
+  "owed",
+  "inFlight",
+  "acceptedUnacked",
+  "closed",
+  "dead",
+  "refused",
+  "mismatch",
+] as const;
+export type ClosureState = typeof CLOSURE_STATES[number];
+export type ClosureCounts = Record<ClosureState, number>;
+
+const zero = (): ClosureCounts =>
+  Object.fromEntries(CLOSURE_STATES.map((s) => [s, 0])) as ClosureCounts;
+
+/** The SQL that names a delivery's closure state, given `accepted`. */
+function classify(state: string, accepted: boolean): ClosureState {
+  if (state === "done") return accepted ? "closed" : "mismatch";
+  if (state === "dead") return "dead";
+  if (state === "refused") return "refused";
+  return accepted ? "acceptedUnacked" : "inFlight";
+}
+
+export async function closure(sql: Sql, sandboxId: string) {
+  return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
+    const bySubscriber: Record<string, ClosureCounts> = Object.fromEntries(
+      SUBSCRIBERS.map((s) => [s, zero()]),
+    );
+    for (const service of SENDERS) {
+      const owed = await sql<{ type: string; n: number }[]>`
+        select type, count(*)::int as n from ${sql(`${service}.outbox`)}
+         where state <> 'published' group by type`;
+      for (const { type, n } of owed) {
+        for (const subscriber of ROUTING[type] ?? []) {
+          bySubscriber[subscriber].owed += n;
+        }
+      }
+    }
+    for (const subscriber of SUBSCRIBERS) {
+      const rows = await sql<{ state: string; accepted: boolean; n: number }[]>`
+        select d.state, (i.message_id is not null) as accepted, count(*)::int as n
+          from queue.deliveries d
+          left join ${
+        sql(`${subscriber}.inbox`)
+      } i on i.message_id = d.message_id
+         where d.subscriber = ${subscriber}
+         group by 1, 2`;
+      for (const r of rows) {
+        bySubscriber[subscriber][classify(r.state, r.accepted)] += r.n;
+      }
+    }
+    const totals = zero();
+    for (const counts of Object.values(bySubscriber)) {
+      for (const s of CLOSURE_STATES) totals[s] += counts[s];
+    }
+    return { totals, bySubscriber };
+  });
+}
+
+/** The obligations behind one cell of the closure matrix. */
+export async function closureRows(
+  sql: Sql,
+  sandboxId: string,
+  subscriber: string,
+  state: ClosureState,
+  limit = 200,
+) {
+  if (!(SUBSCRIBERS as readonly string[]).includes(subscriber)) return [];
+  return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
+    if (state === "owed") {
+      const types = Object.entries(ROUTING).filter(([, subs]) =>
+        subs.includes(subscriber)
+      )
+        .map(([type]) => type);
+      const out = [];
+      for (const service of SENDERS) {
+        const rows = await sql`
+          select message_id, type, envelope->>'aggregateId' as order_id, state,
+                 attempts, last_error, created_at
+            from ${sql(`${service}.outbox`)}
+           where state <> 'published' and type = any(${types}::text[])
+           order by id limit ${limit}`;
+        out.push(...rows.map((r) => ({
+          messageId: r.message_id,
+          eventType: r.type,
+          orderId: r.order_id,
+          sender: service,
+          deliveryId: null,
+          detail:
+            `${r.state} in the ${service} outbox, ${r.attempts} failed publish(es)` +
+            (r.last_error ? `: ${r.last_error}` : ""),
+          at: r.created_at.toISOString(),
+        })));
+      }
+      return out;
+    }
+    const rows = await sql`
+      select d.id, d.message_id, d.type, d.aggregate_id, d.state, d.attempts, d.last_error,
+             d.created_at, (i.message_id is not null) as accepted, i.status as inbox_status
+        from queue.deliveries d
+        left join ${sql(`${subscriber}.inbox`)} i on i.message_id = d.message_id
+       where d.subscriber = ${subscriber}
+       order by d.id desc`;
+    return rows.filter((r) => classify(r.state, r.accepted) === state).slice(
+      0,
+      limit,
+    )
+      .map((r) => ({
+        messageId: r.message_id,
+        eventType: r.type,
+        orderId: r.aggregate_id,
+        sender: null,
+        deliveryId: Number(r.id),
+        detail: `delivery ${r.state} after ${r.attempts} attempt(s)` +
+          (r.accepted
+            ? `; inbox answered ${r.inbox_status}`
+            : "; not in the inbox") +
+          (r.last_error ? `; last error: ${r.last_error}` : ""),
+        at: r.created_at.toISOString(),
+      }));
+  });
+}

@@ -1,0 +1,198 @@
+/**
+ * Deliveries and dead letters for the console: lists by state, one
+ * delivery's attempt history and operator actions, and the dead letter list
+ * with its filters (receiver, event type, time window), oldest first.
+ */
+import type { Sql } from "../../lib/db/connect.ts";
+import { asService } from "../../lib/db/service.ts";
+import type { DeliveryState } from "../../lib/queue/mod.ts";
+
+export interface DeliveryItem {
+  id: number;
+  messageId: string;
+  eventType: string;
+  subscriber: string;
+  orderId: string;
+  state: DeliveryState;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  nextAttemptAt: string | null;
+  createdAt: string;
+  deadAt: string | null;
+  redrives: number;
+  refusedReason: string | null;
+  refusedBy: string | null;
+  refusedAt: string | null;
+}
+
+// deno-lint-ignore no-explicit-any
+function item(d: any): DeliveryItem {
+  const open = d.state === "pending" || d.state === "in_flight";
+  return {
+    id: Number(d.id),
+    messageId: d.message_id,
+    eventType: d.type,
+    subscriber: d.subscriber,
+    orderId: d.aggregate_id,
+    state: d.state,
+    attempts: d.attempts,
+    lastStatus: d.last_status,
+    lastError: d.last_error,
+    nextAttemptAt: open ? d.next_attempt_at.toISOString() : null,
+    createdAt: d.created_at.toISOString(),
+    deadAt: d.dead_at?.toISOString() ?? null,
+    redrives: d.redrives,
+    refusedReason: d.refused_reason,
+    refusedBy: d.refused_by,
+    refusedAt: d.refused_at?.toISOString() ?? null,
+  };
+}
+
+export interface DeliveryFilter {
+  /** "retrying" is pending with at least one attempt behind it. */
+  state?: DeliveryState | "retrying";
+  subscriber?: string;
+  eventType?: string;
+  orderId?: string;
+  since?: Date;
+  until?: Date;
+  limit?: number;
+}
+
+/** Deliveries of one sandbox, newest first (dead letters: oldest first). */
+export async function listDeliveries(
+  sql: Sql,
+  sandboxId: string,
+  f: DeliveryFilter = {},
+): Promise<DeliveryItem[]> {
+  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
+    sql`
+      select * from queue.deliveries
+       where true
+       ${
+      f.state === "retrying"
+        ? sql`and state = 'pending' and attempts > 0`
+        : f.state
+        ? sql`and state = ${f.state}`
+        : sql``
+    }
+       ${f.subscriber ? sql`and subscriber = ${f.subscriber}` : sql``}
+       ${f.eventType ? sql`and type = ${f.eventType}` : sql``}
+       ${f.orderId ? sql`and aggregate_id = ${f.orderId}` : sql``}
+       ${f.since ? sql`and coalesce(dead_at, created_at) >= ${f.since}` : sql``}
+       ${f.until ? sql`and coalesce(dead_at, created_at) < ${f.until}` : sql``}
+       ${f.state === "dead" ? sql`order by dead_at, id` : sql`order by id desc`}
+       limit ${Math.min(f.limit ?? 200, 1000)}`);
+  return rows.map(item);
+}
+
+/** Counts by state, for the tabs of the deliveries page. */
+export async function deliveryCounts(sql: Sql, sandboxId: string) {
+  const rows = await asService(
+    sql,
+    "console",
+    { sandboxId },
+    ({ sql }) =>
+      sql<{ state: string; retrying: boolean; n: number }[]>`
+      select state, (state = 'pending' and attempts > 0) as retrying, count(*)::int as n
+        from queue.deliveries group by 1, 2`,
+  );
+  const counts: Record<string, number> = {
+    pending: 0,
+    retrying: 0,
+    in_flight: 0,
+    done: 0,
+    dead: 0,
+    refused: 0,
+  };
+  for (const r of rows) {
+    counts[r.state] += r.n;
+    if (r.retrying) counts.retrying += r.n;
+  }
+  return counts;
+}
+
+/** One delivery with every attempt and every operator action; null if none. */
+export async function deliveryDetail(sql: Sql, sandboxId: string, id: number) {
+  return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
+    const [d] = await sql`select * from queue.deliveries where id = ${id}`;
+    if (!d) return null;
+    const attempts = await sql`
+      select attempt, started_at, duration_ms, status, outcome, error
+        from queue.attempts where delivery_id = ${id} order by id`;
+    const actions = await sql`
+      select action, actor, reason, at from queue.actions
+       where delivery_id = ${id} order by id`;
+    const [message] =
+      await sql`select envelope from queue.messages where message_id = ${d.message_id}`;
+    return {
+      delivery: item(d),
+      envelope: message?.envelope ?? null,
+      attempts: attempts.map((a) => ({
+        attempt: a.attempt,
+        startedAt: a.started_at.toISOString(),
+        durationMs: a.duration_ms,
+        status: a.status,
+        outcome: a.outcome,
+        error: a.error,
+      })),
+      actions: actions.map((a) => ({
+        action: a.action,
+        actor: a.actor,
+        reason: a.reason,
+        at: a.at.toISOString(),
+      })),
+    };
+  });
+}
+
+/** Dead letters per receiver, for the overview. */
+export async function deadLettersBySubscriber(sql: Sql, sandboxId: string) {
+  const rows = await asService(
+    sql,
+    "console",
+    { sandboxId },
+    ({ sql }) =>
+      sql<{ subscriber: string; n: number; oldest: Date }[]>`
+      select subscriber, count(*)::int as n, min(dead_at) as oldest
+        from queue.deliveries where state = 'dead' group by subscriber order by subscriber`,
+  );
+  return rows.map((r) => ({
+    subscriber: r.subscriber,
+    count: r.n,
+    oldestDeadAt: r.oldest.toISOString(),
+  }));
+}
+
+/** Success rate and last error per receiver over the last `minutes`. */
+export async function receiverHealth(
+  sql: Sql,
+  sandboxId: string,
+  minutes = 15,
+) {
+  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
+    sql<
+      {
+        subscriber: string;
+        total: number;
+        ok: number;
+        last_error: string | null;
+        last_at: Date;
+      }[]
+    >`
+      select d.subscriber, count(*)::int as total,
+             count(*) filter (where a.outcome = 'done')::int as ok,
+             (array_agg(a.error order by a.id desc) filter (where a.error is not null))[1] as last_error,
+             max(a.started_at) as last_at
+        from queue.attempts a join queue.deliveries d on d.id = a.delivery_id
+       where a.started_at > now() - ${minutes} * interval '1 minute'
+       group by d.subscriber order by d.subscriber`);
+  return rows.map((r) => ({
+    subscriber: r.subscriber,
+    attempts: r.total,
+    successRate: r.total ? r.ok / r.total : null,
+    lastError: r.last_error,
+    lastAttemptAt: r.last_at.toISOString(),
+  }));
+}

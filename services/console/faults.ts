@@ -1,0 +1,27 @@
+/** The console's fault switches: read all, set some, per sandbox. */
+import type { Sql } from "../../lib/db/connect.ts";
+import { setFault } from "../../lib/faults/mod.ts";
+import { FAULT_NAMES } from "../faults.ts";
+
+export async function readFaults(
+  sql: Sql,
+  sandboxId: string,
+): Promise<Record<string, boolean>> {
+  const rows = await sql<{ name: string; enabled: boolean }[]>`
+    select name, enabled from platform.faults where sandbox_id = ${sandboxId}`;
+  const on = new Map(rows.map((r) => [r.name, r.enabled]));
+  return Object.fromEntries(
+    FAULT_NAMES.map((name) => [name, on.get(name) ?? false]),
+  );
+}
+
+export async function writeFaults(
+  sql: Sql,
+  sandboxId: string,
+  changes: Record<string, boolean>,
+) {
+  for (const [name, enabled] of Object.entries(changes)) {
+    await setFault(sql, sandboxId, name, enabled);
+  }
+  return await readFaults(sql, sandboxId);
+}
