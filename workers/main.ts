@@ -1,0 +1,41 @@
+/**
+ * `deno task worker`: the relay and the consumers alone, no web server. Run
+ * as many as wanted against one database (DATABASE_URL): leases and SKIP
+ * LOCKED keep them off each other's rows, and expired leases are taken over.
+ * SIGTERM: stop claiming, finish what is in flight, exit.
+ *
+ * Without DATABASE_URL it refuses: an embedded cluster belongs to the one
+ * `deno task start` process that owns the data directory.
+ */
+import { loadConfig } from "../config.ts";
+import { createLogger } from "../lib/log/mod.ts";
+import { connect } from "../lib/db/connect.ts";
+import { migrate } from "../lib/db/migrate.ts";
+import { notifyChanged } from "../lib/wake/feed.ts";
+import { onShutdown, runUntilSignal } from "../lib/process.ts";
+import { startBakeryMessaging } from "../services/mod.ts";
+
+const config = loadConfig();
+const log = createLogger(config.LOG_LEVEL).child({ process: "worker" });
+
+await runUntilSignal(log, async () => {
+  if (!config.DATABASE_URL) {
+    throw new Error(
+      "deno task worker needs DATABASE_URL: the embedded PostgreSQL belongs to deno task start",
+    );
+  }
+  const sql = connect(config.DATABASE_URL, { applicationName: "bakery-worker" });
+  onShutdown(() => sql.end({ timeout: 5 }));
+  await migrate(sql, log);
+  const messaging = await startBakeryMessaging({
+    sql,
+    log,
+    config,
+    url: config.DATABASE_URL,
+  }, {
+    onTouched: (ids) =>
+      notifyChanged(sql, ids).catch((error) => log.warn("notify_failed", { error })),
+  });
+  onShutdown(() => messaging.stop());
+  console.error(`worker ${messaging.owner} is running; SIGTERM stops it`);
+});
