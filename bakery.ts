@@ -19,6 +19,7 @@ import { startBakeryMessaging } from "./services/mod.ts";
 import type { Messaging } from "./lib/workers/mod.ts";
 import { ChangeFeed, notifyChanged } from "./lib/wake/feed.ts";
 import { bakeryMetrics } from "./services/metrics.ts";
+import { scheduleWipes } from "./services/wipe.ts";
 
 export interface Bakery {
   /** Where the app listens, e.g. http://127.0.0.1:8000/ */
@@ -92,6 +93,9 @@ export async function startBakery(options: {
       },
     )
     : undefined;
+  const stopWipes = config.WORKERS === "on"
+    ? scheduleWipes(sql, log)
+    : () => Promise.resolve();
   log.info("listening", {
     url: selfUrl,
     workers: config.WORKERS,
@@ -104,6 +108,7 @@ export async function startBakery(options: {
     stop: async () => {
       // Event streams never end by themselves; the server waits for them.
       closing.abort();
+      await stopWipes();
       await server.shutdown();
       await messaging?.stop();
       await gateway.drain();

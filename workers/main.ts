@@ -14,6 +14,7 @@ import { migrate } from "../lib/db/migrate.ts";
 import { notifyChanged } from "../lib/wake/feed.ts";
 import { onShutdown, runUntilSignal } from "../lib/process.ts";
 import { startBakeryMessaging } from "../services/mod.ts";
+import { scheduleWipes } from "../services/wipe.ts";
 
 const config = loadConfig();
 const log = createLogger(config.LOG_LEVEL).child({ process: "worker" });
@@ -24,7 +25,9 @@ await runUntilSignal(log, async () => {
       "deno task worker needs DATABASE_URL: the embedded PostgreSQL belongs to deno task start",
     );
   }
-  const sql = connect(config.DATABASE_URL, { applicationName: "bakery-worker" });
+  const sql = connect(config.DATABASE_URL, {
+    applicationName: "bakery-worker",
+  });
   onShutdown(() => sql.end({ timeout: 5 }));
   await migrate(sql, log);
   const messaging = await startBakeryMessaging({
@@ -34,8 +37,11 @@ await runUntilSignal(log, async () => {
     url: config.DATABASE_URL,
   }, {
     onTouched: (ids) =>
-      notifyChanged(sql, ids).catch((error) => log.warn("notify_failed", { error })),
+      notifyChanged(sql, ids).catch((error) =>
+        log.warn("notify_failed", { error })
+      ),
   });
   onShutdown(() => messaging.stop());
+  onShutdown(scheduleWipes(sql, log));
   console.error(`worker ${messaging.owner} is running; SIGTERM stops it`);
 });
