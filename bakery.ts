@@ -18,6 +18,7 @@ import { webhookSecret } from "./services/billing/webhook.ts";
 import { startBakeryMessaging } from "./services/mod.ts";
 import type { Messaging } from "./lib/workers/mod.ts";
 import { ChangeFeed, notifyChanged } from "./lib/wake/feed.ts";
+import { coalescingWaker, setOutboxWaker } from "./lib/outbox/mod.ts";
 import { bakeryMetrics } from "./services/metrics.ts";
 import { scheduleWipes } from "./services/wipe.ts";
 
@@ -93,6 +94,13 @@ export async function startBakery(options: {
       },
     )
     : undefined;
+  // Commits wake the relay after commit, not with a NOTIFY inside every
+  // order transaction (lib/outbox/wake.ts says why).
+  const waker = coalescingWaker(sql, {
+    local: (service) => messaging?.wakeRelay(service),
+    onError: (error) => log.warn("outbox_wake_failed", { error }),
+  });
+  setOutboxWaker(sql, waker.wake);
   const stopWipes = config.WORKERS === "on"
     ? scheduleWipes(sql, log)
     : () => Promise.resolve();
@@ -112,6 +120,7 @@ export async function startBakery(options: {
       await server.shutdown();
       await messaging?.stop();
       await gateway.drain();
+      await waker.flush();
       await feed.stop();
       if (!options.sql) await sql.end({ timeout: 5 });
     },

@@ -12,6 +12,7 @@ import { createLogger } from "../lib/log/mod.ts";
 import { connect } from "../lib/db/connect.ts";
 import { migrate } from "../lib/db/migrate.ts";
 import { notifyChanged } from "../lib/wake/feed.ts";
+import { coalescingWaker, setOutboxWaker } from "../lib/outbox/mod.ts";
 import { onShutdown, runUntilSignal } from "../lib/process.ts";
 import { startBakeryMessaging } from "../services/mod.ts";
 import { scheduleWipes } from "../services/wipe.ts";
@@ -42,6 +43,13 @@ await runUntilSignal(log, async () => {
       ),
   });
   onShutdown(() => messaging.stop());
+  // Orders appends OrderPaid inside a delivery: wake the relay after commit.
+  const waker = coalescingWaker(sql, {
+    local: (service) => messaging.wakeRelay(service),
+    onError: (error) => log.warn("outbox_wake_failed", { error }),
+  });
+  setOutboxWaker(sql, waker.wake);
+  onShutdown(() => waker.flush());
   onShutdown(scheduleWipes(sql, log));
   console.error(`worker ${messaging.owner} is running; SIGTERM stops it`);
 });

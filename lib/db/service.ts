@@ -14,6 +14,13 @@ export interface ServiceTx {
   sql: TxSql;
   service: string;
   scope: Scope;
+  /** The pool the transaction came from. */
+  pool: Sql;
+  /**
+   * Runs `fn` once the transaction has committed (never after a rollback).
+   * For hints to other parts of the process, such as waking the relay.
+   */
+  afterCommit(fn: () => void): void;
 }
 
 const SERVICE_NAME = /^[a-z][a-z_]{1,30}$/;
@@ -38,7 +45,8 @@ export async function asService<T>(
   if (!SERVICE_NAME.test(service)) {
     throw new TypeError(`not a service name: ${JSON.stringify(service)}`);
   }
-  return await sql.begin(async (tx) => {
+  const committed: (() => void)[] = [];
+  const result = await sql.begin(async (tx) => {
     // set_config(..., true) is SET LOCAL with a bound value: the role, the
     // sandbox and the scope end with the transaction.
     await tx`select set_config('role', ${service}, true),
@@ -46,6 +54,14 @@ export async function asService<T>(
       scope === "workers" ? "" : scope.sandboxId
     }, true),
       set_config('app.scope', ${scope === "workers" ? "workers" : ""}, true)`;
-    return await fn({ sql: tx, service, scope });
+    return await fn({
+      sql: tx,
+      service,
+      scope,
+      pool: sql,
+      afterCommit: (f) => committed.push(f),
+    });
   }) as T;
+  for (const f of committed) f();
+  return result;
 }

@@ -5,12 +5,20 @@
 import type { z } from "zod";
 import { HttpError, type Issue } from "./errors.ts";
 
-/** Turns zod issues into the API's `{ path, message }` list. */
+/**
+ * Turns zod issues into the API's `{ path, message }` list. An unknown key
+ * is named by its own path (`customer.nickname`), not by its object's, so
+ * that every issue points at the field that is wrong.
+ */
 export function toIssues(error: z.ZodError): Issue[] {
-  return error.issues.map((i) => ({
-    path: i.path.map(String).join("."),
-    message: i.message,
-  }));
+  return error.issues.flatMap((i) =>
+    i.code === "unrecognized_keys"
+      ? i.keys.map((key) => ({
+        path: [...i.path, key].map(String).join("."),
+        message: "unknown field",
+      }))
+      : [{ path: i.path.map(String).join("."), message: i.message }]
+  );
 }
 
 /** Parses `value` or throws HttpError(400) naming the fields that are wrong. */

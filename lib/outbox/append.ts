@@ -6,14 +6,16 @@
 import type { ServiceTx } from "../db/service.ts";
 import { type Envelope, envelopeSchema } from "./envelope.ts";
 
-/** The channel relays LISTEN on; the payload is the service name. */
-export const OUTBOX_CHANNEL = "outbox";
+import { OUTBOX_CHANNEL } from "./channel.ts";
+import { outboxWakerOf } from "./wake.ts";
+
+export { OUTBOX_CHANNEL };
 
 export interface AppendOptions {
   /**
-   * Send `NOTIFY outbox` in the transaction (delivered at commit, only then).
-   * Where the relay runs in the same process, a caller may wake it in
-   * process after commit instead (see lib/relay).
+   * Send `NOTIFY outbox` in the transaction (delivered at commit, only
+   * then). Default: yes, unless the pool has an after-commit waker
+   * (lib/outbox/wake.ts), which is then called after commit instead.
    */
   notify?: boolean;
 }
@@ -51,7 +53,11 @@ export async function append(
     update ${table} set next_attempt_at = now()
      where state = 'pending' and next_attempt_at > now()
        and sandbox_id = any(${sandboxes}::uuid[])`;
-  if (options.notify ?? true) {
+  const waker = outboxWakerOf(tx.pool);
+  if (options.notify ?? !waker) {
     await tx.sql`select pg_notify(${OUTBOX_CHANNEL}, ${tx.service})`;
+  } else if (waker) {
+    const service = tx.service;
+    tx.afterCommit(() => waker(service));
   }
 }

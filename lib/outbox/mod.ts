@@ -7,3 +7,4 @@ export {
   uuidv7,
 } from "./envelope.ts";
 export { OUTBOX_STATES, type OutboxState } from "./states.ts";
+export { coalescingWaker, type OutboxWaker, setOutboxWaker } from "./wake.ts";

@@ -60,6 +60,7 @@ export async function startMessaging(
   const log = options.log.child({ owner });
   const relays = new Map<string, Loop>();
   const consumers: Loop[] = [];
+  const wakeConsumers = () => consumers.forEach((c) => c.wake());
   if (options.roles?.relay ?? true) {
     for (const service of options.senders) {
       relays.set(
@@ -68,7 +69,12 @@ export async function startMessaging(
           name: `relay:${service}`,
           log,
           pollMs: options.pollMs,
-          onTouched: options.onTouched,
+          // What a relay published is for the consumers of this process
+          // too: wake them now instead of waiting for the NOTIFY to return.
+          onTouched: (ids) => {
+            wakeConsumers();
+            options.onTouched?.(ids);
+          },
           tick: () =>
             relayOnce({
               sql: options.sql,
@@ -110,7 +116,6 @@ export async function startMessaging(
       );
     }
   }
-  const wakeConsumers = () => consumers.forEach((c) => c.wake());
   const wakeAll = () => {
     relays.forEach((r) => r.wake());
     wakeConsumers();
