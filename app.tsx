@@ -41,7 +41,14 @@ export function createApp(deps: Deps): Hono {
   const app = new Hono();
 
   app.use("*", async (c, next) => {
+    const started = performance.now();
     await next();
+    deps.log.debug("http_request", {
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      ms: Math.round(performance.now() - started),
+    });
     c.header("Content-Security-Policy", CSP);
     c.header("X-Content-Type-Options", "nosniff");
     c.header("Referrer-Policy", "same-origin");
