@@ -72,7 +72,13 @@ export async function placeOrder(
         unitCents: menu.priceCents,
       };
     });
-    for (const [i, line] of lines.entries()) {
+    // Rows are locked in sku order, whatever order the request lists them
+    // in: two orders that name the same products in opposite orders would
+    // otherwise wait on each other's rows and one would die in a deadlock.
+    const bySku = [...lines.entries()].sort(([, a], [, b]) =>
+      a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0
+    );
+    for (const [i, line] of bySku) {
       const left = await takeCapacity(
         sql,
         sandboxId,
