@@ -177,7 +177,7 @@ export async function eventually(
 
 /** The order the walkthrough uses: two cardamom buns and a country loaf. */
 export function walkthroughOrder(
-  key = crypto.randomUUID(),
+  key: string = crypto.randomUUID(),
   fulfilment = "delivery",
 ) {
   return {
