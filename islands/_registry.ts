@@ -8,6 +8,8 @@ import AddToCart from "./add_to_cart.tsx";
 import BasketLink from "./basket_link.tsx";
 import Cart from "./cart.tsx";
 import CheckoutForm from "./checkout_form.tsx";
+import OrderTimeline from "./order_timeline.tsx";
+import PayForm from "./pay_form.tsx";
 
 /** The island components by name. */
 export const islands = {
@@ -15,6 +17,8 @@ export const islands = {
   basket_link: BasketLink,
   cart: Cart,
   checkout_form: CheckoutForm,
+  order_timeline: OrderTimeline,
+  pay_form: PayForm,
 } satisfies IslandRegistry;
 
 /**

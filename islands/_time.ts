@@ -1,0 +1,44 @@
+/**
+ * Times on the order page. The server does not know the visitor's time zone,
+ * so it prints UTC; an island switches to local time after hydration (the
+ * first browser render must print what the server printed). Durations are
+ * the same everywhere and need no switch.
+ */
+
+/**
+ * The time of day of an ISO instant: `03:59:12 UTC`, or in the browser's
+ * own zone when `local` is true.
+ *
+ * @example
+ * ```ts
+ * clock("2026-11-30T03:59:12.684Z", false); // "03:59:12 UTC"
+ * ```
+ */
+export function clock(iso: string, local: boolean): string {
+  if (!local) return `${iso.slice(11, 19)} UTC`;
+  return new Date(iso).toLocaleTimeString([], {
+    hour: "2-digit",
+    minute: "2-digit",
+    second: "2-digit",
+  });
+}
+
+/**
+ * The time from one ISO instant to another, short: `35 ms`, `1.2 s`,
+ * `4 min 5 s`, `2 h 10 min`. Negative spans (clock skew between two
+ * writers) read as `0 ms`.
+ *
+ * @example
+ * ```ts
+ * span("2026-11-30T03:59:12.684Z", "2026-11-30T03:59:12.719Z"); // "35 ms"
+ * ```
+ */
+export function span(fromIso: string, toIso: string): string {
+  const ms = Math.max(0, Date.parse(toIso) - Date.parse(fromIso));
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 10_000) return `${(ms / 1000).toFixed(1)} s`;
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}

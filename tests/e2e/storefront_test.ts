@@ -1,0 +1,292 @@
+/**
+ * The storefront in a real browser, against the whole bakery on a test
+ * database: order two cardamom buns and a country loaf, pay with Stripe's
+ * test card, and watch the order page turn paid, show the receipt and see
+ * all six receivers reach done, without a reload. A declined card leaves the
+ * order payment_failed, and it can still be cancelled. Screenshots go to
+ * tests/artifacts/ (not committed).
+ */
+import assert from "node:assert/strict";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { startTestBakery } from "../_app.ts";
+
+/** The system Chromium; .ci/run installs it where it is missing. */
+const CHROMIUM = "/usr/bin/chromium";
+const ARTIFACTS = new URL("../artifacts/", import.meta.url);
+
+// A payment goes through a webhook, a relay and six consumers; on a loaded
+// machine that is seconds, not the ~1 s it takes on a quiet one.
+const SETTLE_MS = 30_000;
+
+const ORDER_URL = /\/orders\/[0-9a-f-]{36}(\?.*)?$/;
+
+async function launch(): Promise<Browser> {
+  try {
+    await Deno.stat(CHROMIUM);
+  } catch {
+    throw new Error(
+      `no browser at ${CHROMIUM}: install it with 'apt-get install chromium'`,
+    );
+  }
+  return await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+    ],
+  });
+}
+
+async function screenshot(page: Page, name: string) {
+  await Deno.mkdir(ARTIFACTS, { recursive: true });
+  await page.screenshot({
+    path: new URL(`storefront-${name}.png`, ARTIFACTS).pathname,
+    fullPage: true,
+  });
+}
+
+/** An expiry that is always in the future: December of next year. */
+function futureExpiry(): string {
+  return `12/${String((new Date().getFullYear() + 1) % 100).padStart(2, "0")}`;
+}
+
+/** Fills the test checkout's card form and presses Pay. */
+async function payWith(page: Page, card: string) {
+  await page.waitForURL(/\/pay$/);
+  await page.getByText("Test checkout").waitFor();
+  await page.fill("#card", card);
+  await page.fill("#expiry", futureExpiry());
+  await page.fill("#cvc", "123");
+  await page.getByRole("button", { name: /^Pay €/ }).click();
+  await page.waitForURL(ORDER_URL);
+}
+
+/** Waits for the order page's state badge to read `state`. */
+async function stateIs(page: Page, state: string) {
+  await page.locator(`[data-testid="order-state"][data-state="${state}"]`)
+    .waitFor({ timeout: SETTLE_MS });
+}
+
+/** Waits until `count` receivers of the `eventType` message are done. */
+async function receiversDone(page: Page, eventType: string, count: number) {
+  await page.waitForFunction(
+    ([type, n]) =>
+      document.querySelectorAll(
+        `[data-event-type="${type}"] .receiver[data-state="done"]`,
+      ).length === n,
+    [eventType, count] as const,
+    { timeout: SETTLE_MS },
+  );
+}
+
+// A reload would drop this mark, so finding it later proves the page
+// followed the order by itself.
+const markPage = (page: Page) =>
+  page.evaluate(() => {
+    (globalThis as Record<string, unknown>).__notReloaded = true;
+  });
+const stillMarked = (page: Page) =>
+  page.evaluate(() =>
+    (globalThis as Record<string, unknown>).__notReloaded === true
+  );
+
+Deno.test("storefront: order, pay and watch it settle in the browser", async (t) => {
+  const bakery = await startTestBakery();
+  const browser = await launch();
+  try {
+    await t.step(
+      "two buns and a loaf, paid with 4242, settle live",
+      async () => {
+        const context = await browser.newContext({
+          viewport: { width: 1200, height: 900 },
+        });
+        try {
+          const page = await context.newPage();
+          const errors: string[] = [];
+          page.on("pageerror", (error) => errors.push(error.message));
+
+          await page.goto(bakery.url);
+          await page.getByRole("button", { name: "Add Cardamom bun to basket" })
+            .click();
+          await page.getByRole("button", { name: "One Cardamom bun more" })
+            .first().click();
+          await page.getByRole("button", { name: "Add Country loaf to basket" })
+            .click();
+          await page.getByRole("link", { name: /checkout/i }).first().click();
+          await page.waitForURL(/\/checkout$/);
+          // Typed markup must come back as text, on the page and in props.
+          await page.fill("#name", "Ada </script><b>Baker</b>");
+          await page.fill("#email", "ada@example.com");
+          await page.getByText("Delivery", { exact: true }).click();
+          await page.getByRole("button", { name: "Place order" }).click();
+          await page.waitForURL(ORDER_URL);
+          await stateIs(page, "placed");
+          assert.equal(
+            await page.getByTestId("order-total").textContent(),
+            "€13.50",
+          );
+          assert.match(
+            await page.locator(".facts").textContent() ?? "",
+            /Ada <\/script><b>Baker<\/b>/,
+          );
+          assert.equal(await page.locator(".facts b").count(), 0);
+          await receiversDone(page, "OrderPlaced", 3);
+          await screenshot(page, "1-placed");
+
+          await page.getByRole("link", { name: "Pay", exact: true }).click();
+          assert.equal(
+            await page.getByTestId("pay-amount").textContent(),
+            "€13.50",
+          );
+          await screenshot(page, "2-pay");
+          await payWith(page, "4242 4242 4242 4242");
+          await markPage(page);
+
+          await stateIs(page, "paid");
+          await page.getByTestId("receipt-number").waitFor({
+            timeout: SETTLE_MS,
+          });
+          await receiversDone(page, "OrderPaid", 6);
+          assert.ok(await stillMarked(page), "the order page was reloaded");
+          assert.match(
+            await page.getByTestId("receipt-number").textContent() ?? "",
+            /^R-\d{8}-[0-9A-F]{6}$/,
+          );
+          assert.equal(
+            await page.getByTestId("receipt-total").textContent(),
+            "€13.50",
+          );
+          assert.match(
+            await page.locator(".receipt").textContent() ?? "",
+            /pi_test_[0-9a-f]+/,
+          );
+          // Paid: nothing left to pay or cancel.
+          assert.equal(
+            await page.getByRole("link", { name: "Pay" }).count(),
+            0,
+          );
+          assert.equal(
+            await page.getByRole("button", { name: "Cancel order" }).count(),
+            0,
+          );
+          await screenshot(page, "3-paid");
+          assert.deepEqual(errors, []);
+        } finally {
+          await context.close();
+        }
+      },
+    );
+
+    await t.step(
+      "a declined card leaves it payment_failed; then cancel",
+      async () => {
+        const context = await browser.newContext({
+          viewport: { width: 1200, height: 900 },
+        });
+        try {
+          const page = await context.newPage();
+          const errors: string[] = [];
+          page.on("pageerror", (error) => errors.push(error.message));
+          await page.goto(bakery.url);
+          // Placed through the API from the page: same cookie, same origin.
+          const orderId = await page.evaluate(async () => {
+            const response = await fetch("/api/orders", {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({
+                items: [{ sku: "cardamom-bun", qty: 2 }, {
+                  sku: "country-loaf",
+                  qty: 1,
+                }],
+                customer: { name: "Bo", email: "bo@example.com" },
+                fulfilment: "pickup",
+                idempotencyKey: crypto.randomUUID(),
+              }),
+            });
+            return (await response.json()).orderId as string;
+          });
+          await page.goto(`${bakery.url}orders/${orderId}/pay`);
+          await payWith(page, "4000 0000 0000 0002");
+          await markPage(page);
+
+          await stateIs(page, "payment_failed");
+          await receiversDone(page, "PaymentFailed", 1);
+          await page.getByRole("link", { name: "Pay again" }).waitFor();
+          assert.equal(await page.locator(".receipt").count(), 0);
+          await screenshot(page, "4-declined");
+
+          await page.getByRole("button", { name: "Cancel order" }).click();
+          await page.getByRole("button", { name: "Yes, cancel it" }).click();
+          await stateIs(page, "cancelled");
+          await receiversDone(page, "OrderCancelled", 5);
+          assert.ok(await stillMarked(page), "the order page was reloaded");
+          await screenshot(page, "5-cancelled");
+
+          // A cancelled order cannot be paid: its pay page leads back.
+          await page.goto(`${bakery.url}orders/${orderId}/pay`);
+          await page.waitForURL(new RegExp(`/orders/${orderId}$`));
+          assert.deepEqual(errors, []);
+        } finally {
+          await context.close();
+        }
+      },
+    );
+
+    await t.step(
+      "another visitor's order is a 404; no session is a 401",
+      async () => {
+        const owner = bakery.client();
+        const placed = await owner.json<{ orderId: string }>(
+          "POST",
+          "/api/orders",
+          {
+            items: [{ sku: "country-loaf", qty: 1 }],
+            customer: { name: "Cy", email: "cy@example.com" },
+            fulfilment: "pickup",
+            idempotencyKey: crypto.randomUUID(),
+          },
+        );
+        assert.equal(placed.status, 201);
+        const path = `orders/${placed.body.orderId}`;
+        const context = await browser.newContext();
+        try {
+          const page = await context.newPage();
+          const signedOut = await page.goto(`${bakery.url}${path}`);
+          assert.equal(signedOut?.status(), 401);
+          await page.getByText("Place an order first").waitFor();
+
+          // A session of its own, in another sandbox.
+          await page.goto(bakery.url);
+          await page.evaluate(() =>
+            fetch("/api/session", {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({ name: "Dee" }),
+            })
+          );
+          assert.equal(
+            (await page.goto(`${bakery.url}${path}`))?.status(),
+            404,
+          );
+          assert.equal(
+            (await page.goto(`${bakery.url}${path}/pay`))?.status(),
+            404,
+          );
+          assert.equal(
+            (await page.goto(`${bakery.url}orders/not-an-order`))?.status(),
+            404,
+          );
+        } finally {
+          await context.close();
+        }
+      },
+    );
+  } finally {
+    await browser.close();
+    await bakery.stop();
+  }
+});
