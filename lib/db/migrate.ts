@@ -5,6 +5,7 @@
  * so processes that start together apply each file exactly once.
  */
 import type { Sql } from "./connect.ts";
+import { sha256Hex } from "../hash.ts";
 import type { Logger } from "../log/mod.ts";
 
 /** One advisory lock key for the whole migration history ("bakery migrations"). */
@@ -58,7 +59,7 @@ export async function migrate(
   const all = files ?? await readMigrations(MIGRATIONS_DIR);
   const applied: string[] = [];
   for (const file of all) {
-    const checksum = await sha256(file.sql);
+    const checksum = await sha256Hex(file.sql);
     const done = await sql.begin(async (tx) => {
       await tx`select pg_advisory_xact_lock(${LOCK_KEY})`;
       await tx`create table if not exists public.schema_migrations (
@@ -113,16 +114,4 @@ async function assertPrivileges(sql: Sql) {
       `database user ${me.name} must be a superuser, or have CREATEROLE and CREATE on the database, to create the service roles and schemas`,
     );
   }
-}
-
-async function sha256(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(text),
-  );
-  return Array.from(
-    new Uint8Array(digest),
-    (b) => b.toString(16).padStart(2, "0"),
-  )
-    .join("");
 }

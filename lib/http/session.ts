@@ -5,6 +5,7 @@
  * `idleMinutes` without a request.
  */
 import type { Sql } from "../db/connect.ts";
+import { sha256Hex } from "../hash.ts";
 
 export interface Session {
   /** SHA-256 of the cookie token, hex; never sent to the browser. */
@@ -25,7 +26,7 @@ export class SessionStore {
   ): Promise<{ token: string; session: Session }> {
     const token = randomToken();
     const session = {
-      id: await hash(token),
+      id: await sha256Hex(token),
       sandboxId,
       name,
       csrfToken: randomToken(),
@@ -48,7 +49,7 @@ export class SessionStore {
       }[]
     >`
       update platform.sessions set last_seen_at = now()
-       where id = ${await hash(token)} and ended_at is null
+       where id = ${await sha256Hex(token)} and ended_at is null
          and last_seen_at > now() - ${this.idleMinutes} * interval '1 minute'
       returning id, sandbox_id, name, csrf_token`;
     return row
@@ -80,15 +81,4 @@ function randomToken(): string {
     "_",
   )
     .replace(/=+$/, "");
-}
-
-async function hash(token: string): Promise<string> {
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(token),
-  );
-  return Array.from(
-    new Uint8Array(digest),
-    (b) => b.toString(16).padStart(2, "0"),
-  ).join("");
 }

@@ -10,6 +10,7 @@ import type { Sql } from "../../lib/db/connect.ts";
 import { HttpError } from "../../lib/http/errors.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import { createPayment } from "./payments.ts";
+import { randomHex } from "../../lib/hash.ts";
 
 export interface PayRequest {
   sandboxId: string;
@@ -175,11 +176,4 @@ export class StripeGateway implements PaymentGateway {
   drain() {
     return Promise.resolve();
   }
-}
-
-function randomHex(bytes: number): string {
-  return Array.from(
-    crypto.getRandomValues(new Uint8Array(bytes)),
-    (b) => b.toString(16).padStart(2, "0"),
-  ).join("");
 }

@@ -3,6 +3,7 @@
  * OrderPlaced event, the outbox row and the idempotency key: all or nothing.
  */
 import type { Sql } from "../../lib/db/connect.ts";
+import { sha256Hex } from "../../lib/hash.ts";
 import { asService } from "../../lib/db/service.ts";
 import { HttpError } from "../../lib/http/errors.ts";
 import { append, newEnvelope, uuidv7 } from "../../lib/outbox/mod.ts";
@@ -32,7 +33,7 @@ export async function placeOrder(
 ): Promise<Placed> {
   const day = input.day ?? new Date().toISOString().slice(0, 10);
   const request = { ...input, day, idempotencyKey: undefined };
-  const requestHash = await sha256(JSON.stringify(request));
+  const requestHash = await sha256Hex(JSON.stringify(request));
   const orderId = uuidv7();
   return await asService(sql, "orders", { sandboxId }, async (tx) => {
     const { sql } = tx;
@@ -133,15 +134,4 @@ export async function placeOrder(
     await append(tx, [envelope], { notify: options.notify });
     return { orderId, state: "placed", totalCents, created: true };
   });
-}
-
-async function sha256(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(text),
-  );
-  return Array.from(
-    new Uint8Array(digest),
-    (b) => b.toString(16).padStart(2, "0"),
-  ).join("");
 }
