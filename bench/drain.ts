@@ -1,0 +1,76 @@
+/**
+ * Drains a backlog with worker processes (bench/worker.ts) and times it.
+ * The workers start, open their pools and wait; on `go` the clock starts
+ * (read from the server, like the finishing timestamps, so one clock
+ * measures both ends); the backlog is polled for progress until it is empty
+ * or time runs out; the end is the last finishing timestamp the workers
+ * wrote. Their memory is sampled from /proc the whole time.
+ */
+import type { Ctx } from "./context.ts";
+import type { BenchDb } from "./server.ts";
+import { BenchChild } from "./child.ts";
+import { Progress } from "./progress.ts";
+import { sleep } from "./stats.ts";
+
+export interface DrainResult {
+  done: number;
+  seconds: number;
+  rate: number;
+  /** Highest peak resident memory among the workers, MB. */
+  peakMb: number;
+  complete: boolean;
+}
+
+export async function drain(ctx: Ctx, o: {
+  db: BenchDb;
+  role: "relay" | "consume";
+  processes: number;
+  total: number;
+  /** Rows still to do. */
+  remaining: () => Promise<number>;
+  /** The last finishing timestamp the workers wrote (server clock). */
+  finishedAt: () => Promise<Date | null>;
+}): Promise<DrainResult> {
+  const children: BenchChild[] = [];
+  try {
+    for (let i = 0; i < o.processes; i++) {
+      children.push(
+        new BenchChild("bench/worker.ts", [o.role], {
+          BENCH_WORKER_DATABASE_URL: o.db.url,
+        }),
+      );
+    }
+    for (const c of children) await c.expect("ready");
+    const cpuBefore = children.map((c) => c.cpuSeconds());
+    const [{ t0 }] = await o.db.sql<
+      { t0: Date }[]
+    >`select clock_timestamp() as t0`;
+    const started = performance.now();
+    await Promise.all(children.map((c) => c.send("go")));
+    const pollMs = ctx.plan.quick ? 50 : 200;
+    let left = o.total;
+    while (performance.now() - started < ctx.plan.drainTimeoutMs) {
+      left = await o.remaining();
+      ctx.progress.update(Progress.count(o.total - left, o.total));
+      if (left === 0) break;
+      await sleep(pollMs);
+    }
+    const elapsed = (performance.now() - started) / 1000;
+    const end = await o.finishedAt();
+    const complete = left === 0;
+    const seconds = complete && end
+      ? Math.max(0.001, (end.getTime() - t0.getTime()) / 1000)
+      : elapsed;
+    const done = o.total - left;
+    let peakMb = 0;
+    for (const [i, c] of children.entries()) {
+      const stopped = await c.stop();
+      peakMb = Math.max(peakMb, stopped.peakMb);
+      ctx.addWorkerCpu(Math.max(0, stopped.cpuSeconds - cpuBefore[i]));
+    }
+    return { done, seconds, rate: done / seconds, peakMb, complete };
+  } finally {
+    for (const c of children) c.kill();
+    for (const c of children) await c.closed();
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * The bakery's relay and consumers in this process, assembled as
+ * services/mod.ts `startBakeryMessaging` does (same queue, routing,
+ * receivers, subscribers and settings), with two transparent taps:
+ *
+ * - the queue: when the relay hands a claimed batch to `publish`, each
+ *   message's claim time is noted (claim committed, faults read);
+ * - the dispatcher: when a receiver answers 200, its subscriber is noted;
+ *   once every subscriber the routing names has answered, the message is
+ *   complete and its waiters are called.
+ *
+ * Messages are tracked from publish to completion only, so memory stays
+ * bounded by what is in flight.
+ */
+import type { Sql } from "../lib/db/connect.ts";
+import { createLogger } from "../lib/log/mod.ts";
+import { pgFaults } from "../lib/faults/mod.ts";
+import { Dispatcher, PgQueue, type Queue } from "../lib/queue/mod.ts";
+import { type Messaging, startMessaging } from "../lib/workers/mod.ts";
+import { parseConfig } from "../config.ts";
+import {
+  BAKERY_SUBSCRIBERS,
+  bakeryDispatcher,
+  INTERNAL_ORIGIN,
+} from "../services/mod.ts";
+import { ROUTING, SENDERS } from "../services/routing.ts";
+
+export interface Completion {
+  type: string;
+  aggregateId: string;
+  messageId: string;
+  /** performance.now() when the relay had claimed it. */
+  claimedAt: number;
+  /** performance.now() when the last subscriber answered 200. */
+  doneAt: number;
+}
+
+interface Tracked {
+  type: string;
+  aggregateId: string;
+  claimedAt: number;
+  expected: number;
+  seen: Set<string>;
+}
+
+export interface Probe {
+  messaging: Messaging;
+  /** Calls `fn` when `type` for `aggregateId` is claimed and when complete. */
+  watch(
+    type: string,
+    aggregateId: string,
+    fn: (c: Completion) => void,
+  ): void;
+  unwatch(type: string, aggregateId: string): void;
+  /** Messages published and not yet complete. */
+  inFlight(): number;
+  stop(): Promise<void>;
+}
+
+export async function startProbe(options: {
+  url: string;
+  sql: Sql;
+  /** Where the LISTEN connection goes (another database blocks every hint). */
+  listenUrl?: string;
+  pollMs?: number;
+}): Promise<Probe> {
+  const config = parseConfig({
+    LOG_LEVEL: "warn",
+    ...(options.pollMs ? { POLL_INTERVAL_MS: String(options.pollMs) } : {}),
+  });
+  const log = createLogger("warn", (line) => console.error(line));
+  const tracked = new Map<string, Tracked>();
+  const watchers = new Map<string, (c: Completion) => void>();
+  const key = (type: string, aggregateId: string) => `${type}:${aggregateId}`;
+  const faults = pgFaults(options.sql);
+
+  const inner = new PgQueue(options.sql, ROUTING);
+  const queue: Queue = {
+    publish: (messages) => {
+      const now = performance.now();
+      for (const { envelope: e } of messages) {
+        tracked.set(e.messageId, {
+          type: e.type,
+          aggregateId: e.aggregateId,
+          claimedAt: now,
+          expected: ROUTING[e.type]?.length ?? 0,
+          seen: new Set(),
+        });
+      }
+      return inner.publish(messages);
+    },
+  };
+  const receivers = bakeryDispatcher({
+    sql: options.sql,
+    log,
+    config,
+    faults,
+  });
+  const dispatcher = new Dispatcher().register(
+    INTERNAL_ORIGIN,
+    async (request) => {
+      const messageId = request.headers.get("x-message-id") ?? "";
+      const subscriber = new URL(request.url).pathname.split("/").pop() ?? "";
+      const response = await receivers.send(request);
+      const t = tracked.get(messageId);
+      if (t && response.status === 200) {
+        t.seen.add(subscriber);
+        if (t.seen.size >= t.expected) {
+          tracked.delete(messageId);
+          watchers.get(key(t.type, t.aggregateId))?.({
+            type: t.type,
+            aggregateId: t.aggregateId,
+            messageId,
+            claimedAt: t.claimedAt,
+            doneAt: performance.now(),
+          });
+        }
+      }
+      return response;
+    },
+  );
+  const messaging = await startMessaging({
+    url: options.listenUrl ?? options.url,
+    sql: options.sql,
+    log,
+    faults,
+    senders: SENDERS,
+    queue,
+    dispatcher,
+    subscribers: BAKERY_SUBSCRIBERS,
+    pollMs: config.POLL_INTERVAL_MS,
+    relayRetryMs: config.RELAY_RETRY_MS,
+    retryDelaysMs: config.RETRY_DELAYS_MS,
+    timeoutMs: config.DELIVERY_TIMEOUT_MS,
+  });
+  return {
+    messaging,
+    watch: (type, aggregateId, fn) => watchers.set(key(type, aggregateId), fn),
+    unwatch: (type, aggregateId) => watchers.delete(key(type, aggregateId)),
+    inFlight: () => tracked.size,
+    stop: () => messaging.stop(),
+  };
+}
+
+/** Open outbox rows and open deliveries: the work not yet done. */
+export async function backlog(sql: Sql): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`
+    select (select count(*) from orders.outbox where state <> 'published')
+         + (select count(*) from billing.outbox where state <> 'published')
+         + (select count(*) from queue.deliveries
+             where state in ('pending', 'in_flight')) as n`;
+  return Number(row.n);
+}

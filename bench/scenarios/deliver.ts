@@ -1,0 +1,79 @@
+/**
+ * deliver: OrderPaid deliveries to the bakery's six receivers (kitchen,
+ * schedule, dispatch, crm, customers, receipts), each applying its real
+ * inbox write and effect in its own transaction, in process with the
+ * consumers of one worker process (bench/worker.ts consume: four consumer
+ * loops, batches of ten, as the app runs them). Applied deliveries per
+ * second, from `go` to the last delivery marked done.
+ */
+import { baseline, type Ctx } from "../context.ts";
+import { drain } from "../drain.ts";
+import { type Figure, figure, ratioAtLeast } from "../report.ts";
+import { paidDeliveries } from "../seed.ts";
+
+export async function deliver(ctx: Ctx): Promise<Figure[]> {
+  const { plan, progress } = ctx;
+  const total = plan.deliverMessages * 6;
+  const db = await ctx.server.database("deliver");
+  try {
+    progress.step(`deliver: seeding ${total} pending deliveries`);
+    await paidDeliveries(db.sql, plan.deliverMessages);
+    progress.step(`deliver: ${total} deliveries to six receivers`);
+    const r = await drain(ctx, {
+      db,
+      role: "consume",
+      processes: 1,
+      total,
+      remaining: async () => {
+        const [row] = await db.sql<{ n: number }[]>`
+          select count(*)::int as n from queue.deliveries
+           where state in ('pending', 'in_flight')`;
+        return row.n;
+      },
+      finishedAt: async () => {
+        const [row] = await db.sql<{ at: Date | null }[]>`
+          select max(done_at) as at from queue.deliveries`;
+        return row.at;
+      },
+    });
+    const states = await db.sql<{ state: string; n: number }[]>`
+      select state, count(*)::int as n from queue.deliveries group by state`;
+    const [{ retried }] = await db.sql<{ retried: number }[]>`
+      select count(*)::int as retried from queue.deliveries where attempts > 1`;
+    const byState = Object.fromEntries(states.map((s) => [s.state, s.n]));
+    const done = byState.done ?? 0;
+    const rate = done / r.seconds;
+    progress.note(
+      `${Math.round(rate)} applied/s over ${r.seconds.toFixed(2)} s (${
+        JSON.stringify(byState)
+      }, ${retried} retried), worker peak ${Math.round(r.peakMb)} MB`,
+    );
+    if (done !== total) {
+      ctx.notes.push(
+        `only ${done} of ${total} deliveries done: ${JSON.stringify(byState)}`,
+      );
+    }
+    ctx.shared.workerPeakMb.deliver = r.peakMb;
+    ctx.params = {
+      deliveries: total,
+      messages: plan.deliverMessages,
+      receivers:
+        "the six bakery receivers, OrderPaid (kitchen card existing at version 1)",
+      consumers: "one worker process, 4 consumer loops x batches of 10",
+      timing: "server clock: from go to max(done_at)",
+      states: byState,
+      retried,
+    };
+    return [
+      figure("applied_per_s", rate, "deliveries/s", {
+        baseline: baseline(ctx, "handler_plain_4", "tx/s"),
+        target: ratioAtLeast(0.5, ">= 0.5 x handler_plain_4"),
+      }),
+      figure("paid_orders_per_s", rate / 6, "orders/s", {
+        note: "six deliveries per paid order",
+      }),
+    ];
+  } finally {
+    await db.drop();
+  }
+}

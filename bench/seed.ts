@@ -1,0 +1,199 @@
+/**
+ * Rows made straight in the tables with INSERT ... SELECT generate_series, as
+ * fast as the server goes: a relay backlog, deliveries of OrderPaid ready
+ * for the six receivers, and a console's history. The envelopes are valid
+ * (the receivers parse them with the same schemas as real ones).
+ *
+ * Everything runs as the superuser, which row-level security does not bind.
+ */
+import type { Sql, TxSql } from "../lib/db/connect.ts";
+import { RECEIVERS } from "../services/routing.ts";
+
+/** Makes `n` sandboxes numbered 0..n-1 in a temp table `seed_sandboxes`. */
+async function sandboxes(tx: TxSql, n: number): Promise<string[]> {
+  const rows = await tx<{ id: string }[]>`
+    insert into platform.sandboxes (name)
+    select 'bench ' || g from generate_series(0, ${n - 1}) g returning id`;
+  const ids = rows.map((r) => r.id);
+  await tx`create temp table seed_sandboxes on commit drop as
+    select s.id, (s.n - 1)::int as n
+      from unnest(${ids}::uuid[]) with ordinality as s(id, n)`;
+  return ids;
+}
+
+/**
+ * A temp table `seed` of `n` orders: g, message_id, order_id, sandbox_id
+ * (the sandboxes round robin) and a receiver (the six round robin).
+ */
+async function seedOrders(tx: TxSql, n: number, sandboxCount: number) {
+  await tx`create temp table seed on commit drop as
+    select g, gen_random_uuid() as message_id, gen_random_uuid() as order_id,
+           s.id as sandbox_id,
+           (${[...RECEIVERS]}::text[])[1 + g % 6] as subscriber
+      from generate_series(1, ${n}) g
+      join seed_sandboxes s on s.n = g % ${sandboxCount}`;
+  await tx`create index on seed (g)`;
+}
+
+/** The SQL of an order envelope of `type`, built from the `seed` row. */
+function envelopeSql(tx: TxSql, type: string, version: number, paid: boolean) {
+  return tx`jsonb_build_object(
+    'messageId', seed.message_id, 'type', ${type}::text, 'schemaVersion', 1,
+    'aggregateId', seed.order_id, 'aggregateVersion', ${version}::int,
+    'sandboxId', seed.sandbox_id,
+    'occurredAt', to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'payload', jsonb_build_object(
+      'orderId', seed.order_id,
+      'lines', jsonb_build_array(jsonb_build_object('sku', 'cardamom-bun',
+        'name', 'Cardamom bun', 'qty', 1, 'unitCents', 350)),
+      'totalCents', 350,
+      'customer', jsonb_build_object('name', 'Bench Customer',
+        'email', 'bench@example.com'),
+      'fulfilment', 'delivery', 'day', current_date::text)
+      || ${
+    paid
+      ? tx`jsonb_build_object('paymentId', 'pi_bench_' || seed.g,
+             'paidAt', to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`
+      : tx`'{}'::jsonb`
+  })`;
+}
+
+/** Makes the tables' statistics and visibility maps current, then checkpoints. */
+export async function settle(sql: Sql, tables: string[]) {
+  for (const t of tables) await sql`vacuum (analyze) ${sql(t)}`;
+  await sql`checkpoint`;
+}
+
+/** `n` pending OrderPlaced rows in orders.outbox, over `sandboxCount` sandboxes. */
+export async function outboxBacklog(sql: Sql, n: number, sandboxCount = 100) {
+  await sql.begin(async (tx) => {
+    await sandboxes(tx, sandboxCount);
+    await seedOrders(tx, n, sandboxCount);
+    await tx`
+      insert into orders.outbox (sandbox_id, message_id, type, envelope)
+      select seed.sandbox_id, seed.message_id, 'OrderPlaced',
+             ${envelopeSql(tx, "OrderPlaced", 1, false)}
+        from seed order by seed.g`;
+  });
+  await settle(sql, ["orders.outbox"]);
+}
+
+/**
+ * `n` paid orders as the receivers expect them: a kitchen card (new,
+ * version 1) for each, and OrderPaid (version 2) published to the queue with
+ * one pending delivery per receiver (six).
+ */
+export async function paidDeliveries(sql: Sql, n: number, sandboxCount = 100) {
+  await sql.begin(async (tx) => {
+    await sandboxes(tx, sandboxCount);
+    await seedOrders(tx, n, sandboxCount);
+    await tx`
+      insert into kitchen.cards (order_id, sandbox_id, state, version, items, day, placed_message_id)
+      select order_id, sandbox_id, 'new', 1, '[]', current_date, gen_random_uuid()
+        from seed`;
+    await tx`
+      insert into queue.messages (message_id, sandbox_id, source, type, aggregate_id, envelope)
+      select seed.message_id, seed.sandbox_id, 'orders', 'OrderPaid', seed.order_id::text,
+             ${envelopeSql(tx, "OrderPaid", 2, true)}
+        from seed order by seed.g`;
+    await tx`
+      insert into queue.deliveries (sandbox_id, message_id, subscriber, type, aggregate_id)
+      select seed.sandbox_id, seed.message_id, r.subscriber, 'OrderPaid', seed.order_id::text
+        from seed cross join unnest(${[...RECEIVERS]}::text[]) as r(subscriber)
+       order by seed.g, r.subscriber`;
+  });
+  await settle(sql, ["kitchen.cards", "queue.messages", "queue.deliveries"]);
+}
+
+export interface ConsoleSeed {
+  /** The sandbox the console reads. */
+  sandboxId: string;
+}
+
+/**
+ * A console's world: `history` delivered messages (published outbox row,
+ * queue message, one done delivery with its attempt, and the receiver's
+ * inbox row) over `sandboxCount` sandboxes; then, in the first sandbox,
+ * `pending` outbox rows not yet published and `dead` dead letters.
+ */
+export async function consoleWorld(sql: Sql, o: {
+  history: number;
+  pending: number;
+  dead: number;
+  sandboxCount: number;
+  onStep?: (what: string) => void;
+}): Promise<ConsoleSeed> {
+  const step = o.onStep ?? (() => {});
+  const sandboxId = await sql.begin(async (tx) => {
+    const ids = await sandboxes(tx, o.sandboxCount);
+    await seedOrders(tx, o.history, o.sandboxCount);
+    step("history: outbox");
+    // History envelopes are compact (no order snapshot): nothing reads them.
+    const small = tx`jsonb_build_object('messageId', seed.message_id,
+      'type', 'OrderPlaced', 'aggregateId', seed.order_id, 'sandboxId', seed.sandbox_id)`;
+    await tx`
+      insert into orders.outbox (sandbox_id, message_id, type, envelope, state,
+                                 created_at, next_attempt_at, published_at)
+      select sandbox_id, message_id, 'OrderPlaced', ${small}, 'published',
+             now() - (${o.history} - g) * interval '100 ms', now(), now()
+        from seed order by g`;
+    step("history: messages");
+    await tx`
+      insert into queue.messages (message_id, sandbox_id, source, type, aggregate_id, envelope)
+      select message_id, sandbox_id, 'orders', 'OrderPlaced', order_id::text, ${small}
+        from seed order by g`;
+    step("history: deliveries");
+    await tx`
+      insert into queue.deliveries (sandbox_id, message_id, subscriber, type, aggregate_id,
+                                    state, attempts, last_status, done_at)
+      select sandbox_id, message_id, subscriber, 'OrderPlaced', order_id::text,
+             'done', 1, 200, now()
+        from seed order by g`;
+    step("history: attempts");
+    await tx`
+      insert into queue.attempts (sandbox_id, delivery_id, attempt, started_at,
+                                  duration_ms, status, outcome)
+      select sandbox_id, id, 1, now(), 3, 200, 'done' from queue.deliveries
+       order by id`;
+    step("history: inboxes");
+    for (const r of RECEIVERS) {
+      await tx`
+        insert into ${tx(`${r}.inbox`)} (message_id, sandbox_id, type, status)
+        select message_id, sandbox_id, 'OrderPlaced', 200 from seed
+         where subscriber = ${r}`;
+    }
+    return ids[0];
+  });
+  step("pending and dead letters");
+  await sql.begin(async (tx) => {
+    await tx`create temp table seed_sandboxes on commit drop as
+      select ${sandboxId}::uuid as id, 0 as n`;
+    await seedOrders(tx, o.pending + o.dead, 1);
+    await tx`
+      insert into orders.outbox (sandbox_id, message_id, type, envelope)
+      select seed.sandbox_id, seed.message_id, 'OrderPlaced',
+             ${envelopeSql(tx, "OrderPlaced", 1, false)}
+        from seed where g <= ${o.pending} order by g`;
+    await tx`
+      insert into queue.messages (message_id, sandbox_id, source, type, aggregate_id, envelope)
+      select seed.message_id, seed.sandbox_id, 'orders', 'OrderPaid', seed.order_id::text,
+             ${envelopeSql(tx, "OrderPaid", 2, true)}
+        from seed where g > ${o.pending} order by g`;
+    await tx`
+      insert into queue.deliveries (sandbox_id, message_id, subscriber, type, aggregate_id,
+                                    state, attempts, last_status, last_error, dead_at)
+      select sandbox_id, message_id, 'kitchen', 'OrderPaid', order_id::text, 'dead', 4,
+             503, 'Kitchen answered 503: Kitchen refuses deliveries',
+             now() - (${o.pending + o.dead} - g) * interval '1 s'
+        from seed where g > ${o.pending} order by g`;
+  });
+  step("vacuum analyze");
+  await settle(sql, [
+    "orders.outbox",
+    "queue.messages",
+    "queue.deliveries",
+    "queue.attempts",
+    ...RECEIVERS.map((r) => `${r}.inbox`),
+  ]);
+  return { sandboxId };
+}

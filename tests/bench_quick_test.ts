@@ -1,0 +1,67 @@
+/**
+ * The benchmark never rots: `bench/main.ts --quick` runs every scenario on
+ * the test run's PostgreSQL (BENCH_DATABASE_URL, its own databases, dropped
+ * after) and writes JSON in which every scenario but the soak has numeric
+ * figures. Timing goals are not checked here: they belong to the benchmark.
+ */
+import assert from "node:assert/strict";
+import { adminUrl } from "./_db.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+const SCENARIOS = [
+  "baseline",
+  "write",
+  "relay",
+  "deliver",
+  "steady",
+  "wakeup",
+  "console",
+  "memory",
+];
+
+Deno.test("bench --quick runs every scenario and writes numeric figures", async () => {
+  const out = await Deno.makeTempFile({
+    prefix: "bench-quick-",
+    suffix: ".json",
+  });
+  try {
+    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "bench/main.ts", "--quick", "--out", out],
+      cwd: ROOT,
+      env: { BENCH_DATABASE_URL: adminUrl() },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+    assert.equal(
+      code,
+      0,
+      `bench --quick failed:\n${text(stderr).slice(-4000)}`,
+    );
+    assert.match(text(stdout), /scenario\s+figure\s+value/);
+    const results = JSON.parse(await Deno.readTextFile(out));
+    assert.equal(results.mode, "quick");
+    assert.equal(typeof results.machine.cores, "number");
+    assert.ok(results.machine.postgres.server_version);
+    for (const name of SCENARIOS) {
+      const s = results.scenarios[name];
+      assert.ok(s, `scenario ${name} is missing`);
+      assert.equal(s.status, "ok", `${name}: ${s.error}`);
+      assert.ok(s.figures.length > 0, `${name} has no figures`);
+      for (const f of s.figures) {
+        assert.ok(
+          typeof f.value === "number" && Number.isFinite(f.value),
+          `${name}.${f.name} is not a number: ${f.value}`,
+        );
+        assert.ok(f.unit, `${name}.${f.name} has no unit`);
+        if (f.target) {
+          assert.equal(typeof f.met, "boolean", `${name}.${f.name}`);
+        }
+      }
+    }
+    assert.equal(results.scenarios.soak.status, "skipped");
+  } finally {
+    await Deno.remove(out).catch(() => {});
+  }
+});
