@@ -32,7 +32,9 @@ export async function placeOrder(
   options: { notify?: boolean } = {},
 ): Promise<Placed> {
   const day = input.day ?? new Date().toISOString().slice(0, 10);
-  const request = { ...input, day, idempotencyKey: undefined };
+  // The body as sent: a retry after midnight of a request that left `day`
+  // out is still the same request.
+  const request = { ...input, idempotencyKey: undefined };
   const requestHash = await sha256Hex(JSON.stringify(request));
   const orderId = uuidv7();
   return await asService(sql, "orders", { sandboxId }, async (tx) => {
