@@ -10,6 +10,17 @@ import Cart from "./cart.tsx";
 import CheckoutForm from "./checkout_form.tsx";
 import OrderTimeline from "./order_timeline.tsx";
 import PayForm from "./pay_form.tsx";
+import ClosureMatrix from "./closure_matrix.tsx";
+import ClosureRows from "./closure_rows.tsx";
+import ConsoleOverview from "./console_overview.tsx";
+import DeadLetters from "./dead_letters.tsx";
+import DeliveriesList from "./deliveries_list.tsx";
+import DeliveryDetail from "./delivery_detail.tsx";
+import FaultSwitches from "./fault_switches.tsx";
+import KitchenBoard from "./kitchen_board.tsx";
+import LiveStatus from "./live_status.tsx";
+import OutboxRows from "./outbox_rows.tsx";
+import SignInForm from "./sign_in_form.tsx";
 
 /** The island components by name. */
 export const islands = {
@@ -19,6 +30,18 @@ export const islands = {
   checkout_form: CheckoutForm,
   order_timeline: OrderTimeline,
   pay_form: PayForm,
+  // The operator console.
+  closure_matrix: ClosureMatrix,
+  closure_rows: ClosureRows,
+  console_overview: ConsoleOverview,
+  dead_letters: DeadLetters,
+  deliveries_list: DeliveriesList,
+  delivery_detail: DeliveryDetail,
+  fault_switches: FaultSwitches,
+  kitchen_board: KitchenBoard,
+  live_status: LiveStatus,
+  outbox_rows: OutboxRows,
+  sign_in_form: SignInForm,
 } satisfies IslandRegistry;
 
 /**

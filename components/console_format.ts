@@ -1,0 +1,144 @@
+/**
+ * How the console prints ages, times and states. Pure functions, shared by
+ * the server render and the islands, so that the first browser render prints
+ * exactly what the server printed (hydration compares the two).
+ */
+import type { ClosureState } from "../services/console/closure.ts";
+
+/**
+ * An age in seconds, short and whole: `<1 s`, `42 s`, `3 min 05 s`,
+ * `2 h 10 min`, `3 d 4 h`. Whole seconds, because the console ticks once a
+ * second; a null age (nothing pending) prints as a dash.
+ *
+ * @example
+ * ```ts
+ * formatAge(185.4); // "3 min 05 s"
+ * ```
+ */
+export function formatAge(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined || !isFinite(seconds)) {
+    return "–";
+  }
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 1) return "<1 s";
+  if (s < 60) return `${s} s`;
+  if (s < 3600) {
+    return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, "0")} s`;
+  }
+  if (s < 86400) {
+    return `${Math.floor(s / 3600)} h ${Math.floor(s % 3600 / 60)} min`;
+  }
+  return `${Math.floor(s / 86400)} d ${Math.floor(s % 86400 / 3600)} h`;
+}
+
+/**
+ * The time of an ISO instant as `HH:MM:SS UTC`. The server does not know the
+ * operator's time zone, and UTC matches the logs; the date is left out
+ * because the console is about the last minutes and hours.
+ *
+ * @example
+ * ```ts
+ * formatClock("2026-11-30T03:59:12.684Z"); // "03:59:12 UTC"
+ * ```
+ */
+export function formatClock(iso: string | null | undefined): string {
+  if (!iso) return "–";
+  return `${iso.slice(11, 19)} UTC`;
+}
+
+/** Date and time of an ISO instant: `2026-11-30 03:59 UTC`. */
+export function formatDateTime(iso: string | null | undefined): string {
+  if (!iso) return "–";
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+}
+
+/** The colour of a badge: `.badge-ok`, `.badge-warn`, `.badge-bad`, or plain. */
+export type Tone = "ok" | "warn" | "bad" | "plain";
+
+/** The badge class for a tone. */
+export function badgeClass(tone: Tone): string {
+  return tone === "plain" ? "badge" : `badge badge-${tone}`;
+}
+
+/** How a delivery state reads and looks. */
+export function deliveryTone(state: string, attempts = 0): Tone {
+  if (state === "done") return "ok";
+  if (state === "dead") return "bad";
+  if (state === "refused") return "plain";
+  return attempts > 0 ? "warn" : "plain";
+}
+
+/** The words for a delivery state: `in flight`, `retrying`, ... */
+export function deliveryLabel(state: string, attempts = 0): string {
+  if (state === "pending" && attempts > 0) return "retrying";
+  return state.replace("_", " ");
+}
+
+/** The first 8 characters of an id, enough to tell rows apart on a screen. */
+export function shortId(id: string | null | undefined): string {
+  return id ? id.slice(0, 8) : "–";
+}
+
+/**
+ * Seconds until an ISO instant, from `nowMs`: a countdown for a scheduled
+ * retry. Negative means due.
+ */
+export function secondsUntil(iso: string, nowMs: number): number {
+  return (Date.parse(iso) - nowMs) / 1000;
+}
+
+/**
+ * The closure states in matrix order, with a label and what each means
+ * (services/console/closure.ts has the full table). A copy of the state
+ * list, because the browser bundle must not import the read model; the
+ * `satisfies` below fails to compile when the two drift apart.
+ */
+export const CLOSURE_WORDS = {
+  owed: {
+    label: "Owed",
+    tone: "warn",
+    help: "In a sender's outbox, not yet published to the queue.",
+  },
+  inFlight: {
+    label: "In flight",
+    tone: "warn",
+    help:
+      "Published; the delivery is pending or under way and the receiver's inbox has no row yet.",
+  },
+  acceptedUnacked: {
+    label: "Accepted, unacked",
+    tone: "warn",
+    help:
+      "The receiver's inbox holds the message but the delivery is not done: the acknowledgement was lost. The next delivery closes it.",
+  },
+  closed: {
+    label: "Closed",
+    tone: "ok",
+    help: "Delivered, acknowledged, and in the receiver's inbox.",
+  },
+  dead: {
+    label: "Dead",
+    tone: "bad",
+    help:
+      "Retries exhausted or refused by the receiver; waits for an operator to redrive or refuse it.",
+  },
+  refused: {
+    label: "Refused",
+    tone: "plain",
+    help: "Closed by an operator, with a reason and a name.",
+  },
+  mismatch: {
+    label: "Mismatch",
+    tone: "bad",
+    help:
+      "Acknowledged, but the receiver's inbox has no row: an acknowledgement with no effect behind it. Must stay zero.",
+  },
+} as const satisfies Record<
+  ClosureState,
+  { label: string; tone: Tone; help: string }
+>;
+
+/** The closure states, in the order the matrix shows them. */
+export const CLOSURE_KEYS = Object.keys(CLOSURE_WORDS) as (
+  keyof typeof CLOSURE_WORDS
+)[];

@@ -1,0 +1,65 @@
+/**
+ * The console's header: one link per page, the live indicator, who is signed
+ * in, and the sign-out button. Signing out is a form POST (it changes state),
+ * carrying the session's CSRF token in `_csrf` as the session middleware
+ * requires of form posts.
+ */
+import { Island } from "../islands/_registry.ts";
+
+/** The console's pages, as the nav names them. */
+export const CONSOLE_PAGES = [
+  { key: "overview", href: "/console", label: "Overview" },
+  { key: "outbox", href: "/console/outbox", label: "Outbox" },
+  { key: "deliveries", href: "/console/deliveries", label: "Deliveries" },
+  { key: "dead-letters", href: "/console/dead-letters", label: "Dead letters" },
+  { key: "closure", href: "/console/closure", label: "Closure" },
+  { key: "kitchen", href: "/console/kitchen", label: "Kitchen" },
+  { key: "faults", href: "/console/faults", label: "Faults" },
+] as const;
+
+/** Which page is open: a key of `CONSOLE_PAGES`. */
+export type ConsolePageKey = typeof CONSOLE_PAGES[number]["key"];
+
+/** Props: the open page, the operator's name and the session's token. */
+export interface ConsoleNavProps {
+  current: ConsolePageKey;
+  name: string;
+  csrfToken: string;
+}
+
+/** Links to every console page, the live indicator and sign-out. */
+export function ConsoleNav({ current, name, csrfToken }: ConsoleNavProps) {
+  return (
+    <div class="console-nav">
+      <ul class="console-links" data-testid="console-nav">
+        {CONSOLE_PAGES.map((page) => (
+          <li key={page.key}>
+            <a
+              href={page.href}
+              aria-current={page.key === current ? "page" : undefined}
+              data-testid={`nav-${page.key}`}
+            >
+              {page.label}
+            </a>
+          </li>
+        ))}
+      </ul>
+      <div class="console-who">
+        <Island name="live_status" props={{}} />
+        <span
+          class="console-name"
+          data-testid="operator-name"
+          title="Signed in"
+        >
+          {name}
+        </span>
+        <form method="post" action="/sign-out" class="inline-form">
+          <input type="hidden" name="_csrf" value={csrfToken} />
+          <button type="submit" class="button small" data-testid="sign-out">
+            Sign out
+          </button>
+        </form>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,47 @@
+/** The frame of every console page: the shell, the console nav, a heading. */
+import type { ComponentChildren } from "preact";
+import { Layout } from "./layout.tsx";
+import { ConsoleNav, type ConsolePageKey } from "./console_nav.tsx";
+
+/** Who is looking: the signed-in operator of `routes/console/_guard.ts`. */
+export interface Operator {
+  name: string;
+  sandboxId: string;
+  csrfToken: string;
+}
+
+/** Props: the page's title and key, the operator, and the content. */
+export interface ConsolePageProps {
+  title: string;
+  current: ConsolePageKey;
+  operator: Operator;
+  /** One line under the heading: what this page answers. */
+  lead?: ComponentChildren;
+  children: ComponentChildren;
+}
+
+/** A console page: header nav with the operator, heading, lead, content. */
+export function ConsolePage(props: ConsolePageProps) {
+  const { operator } = props;
+  return (
+    <Layout
+      title={`${props.title} · Console`}
+      csrfToken={operator.csrfToken}
+      nav={
+        <ConsoleNav
+          current={props.current}
+          name={operator.name}
+          csrfToken={operator.csrfToken}
+        />
+      }
+    >
+      <div class="console" data-testid={`console-${props.current}`}>
+        <header class="console-head">
+          <h1>{props.title}</h1>
+          {props.lead && <p class="console-lead">{props.lead}</p>}
+        </header>
+        {props.children}
+      </div>
+    </Layout>
+  );
+}

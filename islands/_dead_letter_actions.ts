@@ -1,0 +1,56 @@
+/**
+ * The operator's actions on dead letters, as calls of the console API:
+ * redrive or refuse one, a list of ids, or all that match a filter (the
+ * server takes them oldest first). Each resolves to the ids it changed, or
+ * to an error message.
+ */
+import { type Answer, failure, sendJson } from "./_console_api.ts";
+
+/** Which dead letters a bulk action means: ids, or a filter. */
+export interface DeadLetterTarget {
+  ids?: number[];
+  subscriber?: string;
+  eventType?: string;
+  since?: string;
+  until?: string;
+}
+
+/** The ids an action changed, or why it failed. */
+export type ActionResult = { ids: number[] } | { error: string };
+
+function result(answer: Answer): ActionResult {
+  if (!answer.ok) return { error: failure(answer) };
+  return { ids: Array.isArray(answer.body.ids) ? answer.body.ids : [] };
+}
+
+const BASE = "/api/console/dead-letters";
+
+/** `POST /api/console/dead-letters/:id/redrive`. */
+export async function redriveOne(id: number): Promise<ActionResult> {
+  return result(await sendJson("POST", `${BASE}/${id}/redrive`));
+}
+
+/** `POST /api/console/dead-letters/:id/refuse` with `{ reason }`. */
+export async function refuseOne(
+  id: number,
+  reason: string,
+): Promise<ActionResult> {
+  return result(await sendJson("POST", `${BASE}/${id}/refuse`, { reason }));
+}
+
+/** `POST /api/console/dead-letters/redrive` with ids or a filter. */
+export async function redriveMany(
+  target: DeadLetterTarget,
+): Promise<ActionResult> {
+  return result(await sendJson("POST", `${BASE}/redrive`, target));
+}
+
+/** `POST /api/console/dead-letters/refuse` with ids or a filter and a reason. */
+export async function refuseMany(
+  target: DeadLetterTarget,
+  reason: string,
+): Promise<ActionResult> {
+  return result(
+    await sendJson("POST", `${BASE}/refuse`, { ...target, reason }),
+  );
+}

@@ -1,0 +1,121 @@
+/**
+ * One row of the dead letter table: a checkbox, what died and why, and the
+ * per-row actions. After an action the row stays where it was and says what
+ * happened (redriven, refused with the reason), so the operator sees the
+ * click land even though the row is no longer a dead letter.
+ */
+import type { ComponentChildren } from "preact";
+import { formatClock, shortId } from "../components/console_format.ts";
+import type { DeliveryItem } from "./_console_types.ts";
+
+/** What the operator did to a row in this page. */
+export interface Acted {
+  action: "redriven" | "refused";
+  /** The row's `deadAt` when it was acted on: a new one means dead again. */
+  deadAt: string | null;
+  reason?: string;
+  item: DeliveryItem;
+}
+
+/** Props: the dead letter, what was done to it, and the row's handlers. */
+export interface DeadLetterRowProps {
+  item: DeliveryItem;
+  acted?: Acted;
+  checked: boolean;
+  busy: boolean;
+  onToggle: (checked: boolean) => void;
+  onRedrive: () => void;
+  onRefuse: () => void;
+  /** The open refuse form for this row, if any: shown under the row. */
+  refuseForm?: ComponentChildren;
+}
+
+/** The columns of the table, for the form row's `colSpan`. */
+export const DEAD_LETTER_COLUMNS = 9;
+
+/** A dead letter, its checkbox and its Redrive and Refuse buttons. */
+export function DeadLetterRow(props: DeadLetterRowProps) {
+  const { item: d, acted } = props;
+  return (
+    <>
+      <tr
+        data-testid={`dead-letter-row-${d.id}`}
+        data-state={acted?.action ?? "dead"}
+        class={acted ? "acted" : undefined}
+      >
+        <td>
+          <input
+            type="checkbox"
+            aria-label={`Select dead letter ${d.id}`}
+            checked={props.checked}
+            disabled={!!acted}
+            onChange={(e) => props.onToggle(e.currentTarget.checked)}
+            data-testid={`select-${d.id}`}
+          />
+        </td>
+        <td>
+          <a href={`/console/deliveries/${d.id}`}>{d.id}</a>
+        </td>
+        <td>{d.eventType}</td>
+        <td>{d.subscriber}</td>
+        <td>
+          <a href={`/orders/${encodeURIComponent(d.orderId)}`}>
+            {shortId(d.orderId)}
+          </a>
+        </td>
+        <td class="num">
+          {d.attempts}
+          {d.redrives > 0 && (
+            <span class="muted redrives" title="Times redriven">
+              {d.redrives}× redriven
+            </span>
+          )}
+        </td>
+        <td class="error-text" data-testid="last-error">
+          {d.lastError ?? "–"}
+        </td>
+        <td class="nowrap">{formatClock(d.deadAt)}</td>
+        <td class="row-actions">
+          {acted
+            ? (
+              <span
+                class={acted.action === "redriven" ? "badge badge-ok" : "badge"}
+                data-testid={`outcome-${d.id}`}
+              >
+                {acted.action === "redriven"
+                  ? "Redriven: sent again"
+                  : `Refused: ${acted.reason}`}
+              </span>
+            )
+            : (
+              <>
+                <button
+                  type="button"
+                  class="button small"
+                  disabled={props.busy}
+                  onClick={props.onRedrive}
+                  data-testid={`redrive-${d.id}`}
+                >
+                  Redrive
+                </button>
+                <button
+                  type="button"
+                  class="button small refuse"
+                  disabled={props.busy}
+                  onClick={props.onRefuse}
+                  data-testid={`refuse-${d.id}`}
+                >
+                  Refuse…
+                </button>
+              </>
+            )}
+        </td>
+      </tr>
+      {props.refuseForm && (
+        <tr class="form-row">
+          <td colSpan={DEAD_LETTER_COLUMNS}>{props.refuseForm}</td>
+        </tr>
+      )}
+    </>
+  );
+}

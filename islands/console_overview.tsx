@@ -1,0 +1,215 @@
+/**
+ * The console's overview, live: outbox ages per service and event type, the
+ * age histogram, closure totals, dead letters per receiver and receiver
+ * health. Twin of `GET /api/console/overview`; ages count up every second.
+ */
+import { AgeHistogram } from "../components/age_histogram.tsx";
+import { ClosureTotals, MismatchAlarm } from "../components/closure_totals.tsx";
+import { RateBar } from "../components/rate_bar.tsx";
+import { formatAge, formatClock } from "../components/console_format.ts";
+import { liveAge, useLive, useNow } from "./_live.ts";
+import type { OverviewData } from "./_console_types.ts";
+
+/** Props: the server's render of the twin, and when it measured the ages. */
+export interface ConsoleOverviewProps {
+  initial: OverviewData;
+  serverNow: string;
+}
+
+/** Everything an operator looks at first. */
+export default function ConsoleOverview(props: ConsoleOverviewProps) {
+  const live = useLive("/api/console/overview", props.initial, props.serverNow);
+  const now = useNow();
+  const { outbox, closure, deadLetters, receivers } = live.data.value;
+  const age = (s: number | null) =>
+    formatAge(liveAge(s, live.stamp.value, now));
+  const deadTotal = deadLetters.reduce((n, d) => n + d.count, 0);
+
+  return (
+    <div class="overview">
+      {live.error.value && <p class="form-error">{live.error.value}</p>}
+      <MismatchAlarm mismatch={closure.totals.mismatch} />
+      <ul class="tiles" data-testid="outbox-stats">
+        <Tile label="Pending" value={outbox.pending} id="pending" />
+        <Tile label="Ready now" value={outbox.ready} id="ready" />
+        <Tile
+          label="Waiting for retry"
+          value={outbox.backingOff}
+          id="backing-off"
+        />
+        <Tile
+          label="Oldest ready"
+          value={age(outbox.oldestReadyAgeSeconds)}
+          id="oldest-ready-age"
+          tone={(outbox.oldestReadyAgeSeconds ?? 0) > 60 ? "warn" : undefined}
+        />
+        <Tile
+          label="Oldest pending"
+          value={age(outbox.oldestAgeSeconds)}
+          id="oldest-age"
+        />
+        <Tile
+          label="Dead letters"
+          value={deadTotal}
+          id="dead"
+          tone={deadTotal > 0 ? "bad" : undefined}
+        />
+      </ul>
+
+      <section class="panel" aria-labelledby="by-service-title">
+        <h2 id="by-service-title">Outbox by service and event type</h2>
+        {outbox.byService.length === 0
+          ? <p class="muted">Nothing pending: every promise is published.</p>
+          : (
+            <div class="table-wrap">
+              <table class="table" data-testid="outbox-by-service">
+                <thead>
+                  <tr>
+                    <th>Service</th>
+                    <th>Event type</th>
+                    <th class="num">Pending</th>
+                    <th class="num">Ready</th>
+                    <th class="num">Retrying</th>
+                    <th class="num">Oldest ready</th>
+                    <th class="num">Oldest</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {outbox.byService.map((g) => (
+                    <tr
+                      key={`${g.service}/${g.eventType}`}
+                      data-testid={`outbox-group-${g.service}-${g.eventType}`}
+                    >
+                      <td>{g.service}</td>
+                      <td>{g.eventType}</td>
+                      <td class="num">{g.pending}</td>
+                      <td class="num">{g.ready}</td>
+                      <td class="num">{g.backingOff}</td>
+                      <td class="num age">{age(g.oldestReadyAgeSeconds)}</td>
+                      <td class="num age">{age(g.oldestAgeSeconds)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        <p class="more">
+          <a href="/console/outbox">The oldest rows, with their errors</a>
+        </p>
+      </section>
+      <div class="columns">
+        <section class="panel" aria-labelledby="histogram-title">
+          <h2 id="histogram-title">Age of pending messages</h2>
+          <AgeHistogram buckets={outbox.buckets} />
+        </section>
+        <section class="panel" aria-labelledby="dead-title">
+          <h2 id="dead-title">Dead letters by receiver</h2>
+          {deadLetters.length === 0
+            ? (
+              <p class="muted" data-testid="no-dead-letters">
+                No dead letters.
+              </p>
+            )
+            : (
+              <div class="table-wrap">
+                <table class="table" data-testid="dead-by-receiver">
+                  <thead>
+                    <tr>
+                      <th>Receiver</th>
+                      <th class="num">Dead</th>
+                      <th>Oldest since</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {deadLetters.map((d) => (
+                      <tr
+                        key={d.subscriber}
+                        data-testid={`dead-receiver-${d.subscriber}`}
+                      >
+                        <td>
+                          <a
+                            href={`/console/dead-letters?subscriber=${
+                              encodeURIComponent(d.subscriber)
+                            }`}
+                          >
+                            {d.subscriber}
+                          </a>
+                        </td>
+                        <td class="num">
+                          <span class="badge badge-bad">{d.count}</span>
+                        </td>
+                        <td>{formatClock(d.oldestDeadAt)}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
+        </section>
+      </div>
+
+      <section class="panel" aria-labelledby="closure-title">
+        <h2 id="closure-title">Closure</h2>
+        <p class="muted">
+          Every obligation (message × receiver), from the sender's outbox to the
+          receiver's inbox.
+        </p>
+        <ClosureTotals totals={closure.totals} />
+      </section>
+
+      <section class="panel" aria-labelledby="health-title">
+        <h2 id="health-title">Receiver health, last 15 minutes</h2>
+        {receivers.length === 0
+          ? <p class="muted">No deliveries in the last 15 minutes.</p>
+          : (
+            <div class="table-wrap">
+              <table class="table" data-testid="receiver-health">
+                <thead>
+                  <tr>
+                    <th>Receiver</th>
+                    <th class="num">Attempts</th>
+                    <th>Success</th>
+                    <th>Last error</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {receivers.map((r) => (
+                    <tr
+                      key={r.subscriber}
+                      data-testid={`health-${r.subscriber}`}
+                    >
+                      <td>{r.subscriber}</td>
+                      <td class="num">{r.attempts}</td>
+                      <td>
+                        <RateBar rate={r.successRate} label={r.subscriber} />
+                      </td>
+                      <td class="error-text">{r.lastError ?? "–"}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+      </section>
+    </div>
+  );
+}
+
+function Tile(props: {
+  label: string;
+  value: string | number;
+  id: string;
+  tone?: "warn" | "bad";
+}) {
+  return (
+    <li class="tile">
+      <span class="tile-label">{props.label}</span>
+      <span
+        class={props.tone ? `tile-value tone-${props.tone}` : "tile-value"}
+        data-testid={`stat-${props.id}`}
+      >
+        {props.value}
+      </span>
+    </li>
+  );
+}

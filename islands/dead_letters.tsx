@@ -1,0 +1,270 @@
+/**
+ * Dead letters, live, with the operator's actions: redrive or refuse one row,
+ * the selected rows, or all that match the page's filter (the server takes
+ * them oldest first). Refusing asks for a reason. A row changes in place
+ * after the click; the list is fetched again from its twin,
+ * `GET /api/console/dead-letters`, on every change of the sandbox, and a
+ * redriven row that dies again comes back as dead.
+ */
+import { useSignal } from "@preact/signals";
+import { useLive } from "./_live.ts";
+import type { DeadLettersData, DeliveryItem } from "./_console_types.ts";
+import {
+  type ActionResult,
+  type DeadLetterTarget,
+  redriveMany,
+  redriveOne,
+  refuseMany,
+  refuseOne,
+} from "./_dead_letter_actions.ts";
+import { type Acted, DeadLetterRow } from "./_dead_letter_row.tsx";
+import { RefuseForm } from "./_refuse_form.tsx";
+
+/** Props: the page's filter (also the "all matching" target) and its data. */
+export interface DeadLettersProps {
+  filter: Omit<DeadLetterTarget, "ids">;
+  initial: DeadLettersData;
+}
+
+interface Row {
+  item: DeliveryItem;
+  acted?: Acted;
+}
+
+const plural = (n: number, one: string, many: string) =>
+  `${n} ${n === 1 ? one : many}`;
+
+/** The dead letter table with its toolbar. */
+export default function DeadLetters(props: DeadLettersProps) {
+  const query = new URLSearchParams(
+    Object.entries(props.filter).filter(([, v]) => v) as [string, string][],
+  ).toString();
+  const live = useLive(
+    `/api/console/dead-letters${query ? `?${query}` : ""}`,
+    props.initial,
+  );
+  const selected = useSignal<ReadonlySet<number>>(new Set());
+  const acted = useSignal<ReadonlyMap<number, Acted>>(new Map());
+  const refusing = useSignal<number | "selected" | "all" | null>(null);
+  const busy = useSignal(false);
+  const notice = useSignal("");
+  const error = useSignal("");
+
+  // What the server says is dead, with what this page did laid over it.
+  const items = live.data.value.items;
+  const listed = new Set(items.map((i) => i.id));
+  const rows: Row[] = items.map((item) => {
+    const a = acted.value.get(item.id);
+    // The same deadAt: an answer measured before the action took effect.
+    // A new one: the redrive failed and the row is dead again.
+    return { item, acted: a && a.deadAt === item.deadAt ? a : undefined };
+  });
+  for (const [id, a] of acted.value) {
+    if (!listed.has(id)) rows.push({ item: a.item, acted: a });
+  }
+  rows.sort((x, y) =>
+    (x.item.deadAt ?? "").localeCompare(y.item.deadAt ?? "") ||
+    x.item.id - y.item.id
+  );
+  const open = rows.filter((r) => !r.acted);
+  const chosen = open.filter((r) => selected.value.has(r.item.id))
+    .map((r) => r.item.id);
+
+  function mark(ids: number[], action: Acted["action"], reason?: string) {
+    const next = new Map(acted.value);
+    for (const id of ids) {
+      const row = rows.find((r) => r.item.id === id);
+      if (row) {
+        next.set(id, {
+          action,
+          reason,
+          deadAt: row.item.deadAt,
+          item: row.item,
+        });
+      }
+    }
+    acted.value = next;
+    const still = new Set(selected.value);
+    for (const id of ids) still.delete(id);
+    selected.value = still;
+  }
+
+  /** Runs an action; returns an error message for the refuse form, or null. */
+  async function act(
+    run: () => Promise<ActionResult>,
+    action: Acted["action"],
+    reason?: string,
+  ): Promise<string | null> {
+    busy.value = true;
+    notice.value = "";
+    error.value = "";
+    const result = await run();
+    busy.value = false;
+    if ("error" in result) {
+      error.value = result.error;
+      return result.error;
+    }
+    mark(result.ids, action, reason);
+    refusing.value = null;
+    notice.value = `${action === "redriven" ? "Redrove" : "Refused"} ${
+      plural(result.ids.length, "dead letter", "dead letters")
+    }${
+      action === "redriven" && result.ids.length > 1 ? ", oldest first" : ""
+    }.`;
+    void live.reload();
+    return null;
+  }
+
+  const targetOf = (which: "selected" | "all"): DeadLetterTarget =>
+    which === "selected" ? { ids: chosen } : props.filter;
+  const whatOf = (which: number | "selected" | "all") =>
+    typeof which === "number"
+      ? `dead letter ${which}`
+      : which === "selected"
+      ? plural(chosen.length, "selected dead letter", "selected dead letters")
+      : `all ${
+        plural(open.length, "matching dead letter", "matching dead letters")
+      }`;
+
+  const form = (which: number | "selected" | "all") => (
+    <RefuseForm
+      key={String(which)}
+      what={whatOf(which)}
+      testid={typeof which === "number"
+        ? `refuse-form-${which}`
+        : `refuse-${which}-form`}
+      onCancel={() => refusing.value = null}
+      onRefuse={(reason) =>
+        act(
+          () =>
+            typeof which === "number"
+              ? refuseOne(which, reason)
+              : refuseMany(targetOf(which), reason),
+          "refused",
+          reason,
+        )}
+    />
+  );
+
+  const allChecked = open.length > 0 && chosen.length === open.length;
+
+  return (
+    <div class="dead-letters">
+      <div class="toolbar" data-testid="dead-letter-toolbar">
+        <span class="muted" data-testid="dead-letter-count">
+          {plural(open.length, "dead letter", "dead letters")}
+          {chosen.length > 0 && `, ${chosen.length} selected`}
+        </span>
+        <button
+          type="button"
+          class="button small"
+          disabled={busy.value || chosen.length === 0}
+          onClick={() => act(() => redriveMany({ ids: chosen }), "redriven")}
+          data-testid="redrive-selected"
+        >
+          Redrive selected
+        </button>
+        <button
+          type="button"
+          class="button small refuse"
+          disabled={busy.value || chosen.length === 0}
+          onClick={() => refusing.value = "selected"}
+          data-testid="refuse-selected"
+        >
+          Refuse selected…
+        </button>
+        <span class="toolbar-gap" />
+        <button
+          type="button"
+          class="button small"
+          disabled={busy.value || open.length === 0}
+          onClick={() => act(() => redriveMany(props.filter), "redriven")}
+          data-testid="redrive-all"
+        >
+          Redrive all matching
+        </button>
+        <button
+          type="button"
+          class="button small refuse"
+          disabled={busy.value || open.length === 0}
+          onClick={() => refusing.value = "all"}
+          data-testid="refuse-all"
+        >
+          Refuse all matching…
+        </button>
+      </div>
+      {(refusing.value === "selected" || refusing.value === "all") &&
+        <div class="toolbar-form">{form(refusing.value)}</div>}
+      {notice.value && (
+        <p class="notice" role="status" data-testid="dead-letter-notice">
+          {notice.value}
+        </p>
+      )}
+      {(error.value || live.error.value) && (
+        <p class="form-error" role="alert" data-testid="dead-letter-error">
+          {error.value || live.error.value}
+        </p>
+      )}
+      {rows.length === 0
+        ? (
+          <p class="muted panel" data-testid="dead-letters-empty">
+            No dead letters match. Everything that was sent arrived, or was
+            closed by an operator.
+          </p>
+        )
+        : (
+          <div class="table-wrap">
+            <table class="table" data-testid="dead-letters-table">
+              <thead>
+                <tr>
+                  <th>
+                    <input
+                      type="checkbox"
+                      aria-label="Select all"
+                      checked={allChecked}
+                      disabled={open.length === 0}
+                      onChange={(e) =>
+                        selected.value = e.currentTarget.checked
+                          ? new Set(open.map((r) => r.item.id))
+                          : new Set()}
+                      data-testid="select-all"
+                    />
+                  </th>
+                  <th>#</th>
+                  <th>Event type</th>
+                  <th>Receiver</th>
+                  <th>Order</th>
+                  <th class="num">Attempts</th>
+                  <th>Last error</th>
+                  <th>Dead since</th>
+                  <th>Actions</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map(({ item, acted }) => (
+                  <DeadLetterRow
+                    key={item.id}
+                    item={item}
+                    acted={acted}
+                    busy={busy.value}
+                    checked={!acted && selected.value.has(item.id)}
+                    onToggle={(on) => {
+                      const next = new Set(selected.value);
+                      if (on) next.add(item.id);
+                      else next.delete(item.id);
+                      selected.value = next;
+                    }}
+                    onRedrive={() => act(() => redriveOne(item.id), "redriven")}
+                    onRefuse={() => refusing.value = item.id}
+                    refuseForm={refusing.value === item.id
+                      ? form(item.id)
+                      : undefined}
+                  />
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+    </div>
+  );
+}

@@ -1,0 +1,249 @@
+/**
+ * One delivery, live: what it carries, every attempt (time, status,
+ * duration, outcome, error), every operator action, and (while it is dead)
+ * the Redrive and Refuse buttons. Twin of `GET /api/console/deliveries/:id`.
+ * The envelope is printed as JSON text, which Preact escapes.
+ */
+import { useSignal } from "@preact/signals";
+import {
+  badgeClass,
+  deliveryLabel,
+  deliveryTone,
+  formatClock,
+  formatDateTime,
+} from "../components/console_format.ts";
+import { useLive } from "./_live.ts";
+import type { DeliveryDetailData } from "./_console_types.ts";
+import {
+  type ActionResult,
+  redriveOne,
+  refuseOne,
+} from "./_dead_letter_actions.ts";
+import { RefuseForm } from "./_refuse_form.tsx";
+
+/** Props: the delivery's id and the server's render of its twin. */
+export interface DeliveryDetailProps {
+  id: number;
+  initial: DeliveryDetailData;
+}
+
+const OUTCOME_TONE: Record<string, "ok" | "warn" | "bad"> = {
+  done: "ok",
+  retry: "warn",
+  dead: "bad",
+};
+
+/** The delivery's facts, actions, attempts and envelope. */
+export default function DeliveryDetail(props: DeliveryDetailProps) {
+  const live = useLive(`/api/console/deliveries/${props.id}`, props.initial);
+  const refusing = useSignal(false);
+  const busy = useSignal(false);
+  const notice = useSignal("");
+  const error = useSignal("");
+  const { delivery: d, envelope, attempts, actions } = live.data.value;
+
+  async function act(run: () => Promise<ActionResult>, done: string) {
+    busy.value = true;
+    error.value = "";
+    const result = await run();
+    busy.value = false;
+    if ("error" in result) {
+      error.value = result.error;
+      return result.error;
+    }
+    refusing.value = false;
+    notice.value = done;
+    await live.reload();
+    return null;
+  }
+
+  return (
+    <div
+      class="delivery-detail"
+      data-testid="delivery-detail"
+      data-state={d.state}
+    >
+      <section class="panel">
+        <p class="detail-state">
+          <span
+            class={badgeClass(deliveryTone(d.state, d.attempts))}
+            data-testid="delivery-state"
+          >
+            {deliveryLabel(d.state, d.attempts)}
+          </span>{" "}
+          {d.eventType} to <strong>{d.subscriber}</strong>
+        </p>
+        <dl class="delivery-facts">
+          <dt>Message</dt>
+          <dd>
+            <code>{d.messageId}</code>
+          </dd>
+          <dt>Order</dt>
+          <dd>
+            <a href={`/orders/${encodeURIComponent(d.orderId)}`}>
+              <code>{d.orderId}</code>
+            </a>
+          </dd>
+          <dt>Created</dt>
+          <dd>{formatDateTime(d.createdAt)}</dd>
+          <dt>Attempts</dt>
+          <dd>
+            {d.attempts}
+            {d.redrives > 0 && `, redriven ${d.redrives}×`}
+          </dd>
+          <dt>Last answer</dt>
+          <dd>
+            {d.lastStatus ?? "–"}
+            {d.lastError && <span class="error-text">: {d.lastError}</span>}
+          </dd>
+          {d.nextAttemptAt && (
+            <>
+              <dt>Next attempt</dt>
+              <dd>{formatClock(d.nextAttemptAt)}</dd>
+            </>
+          )}
+          {d.deadAt && (
+            <>
+              <dt>{d.state === "dead" ? "Dead since" : "Last died"}</dt>
+              <dd>{formatDateTime(d.deadAt)}</dd>
+            </>
+          )}
+          {d.state === "refused" && (
+            <>
+              <dt>Refused</dt>
+              <dd data-testid="refused-reason">
+                by {d.refusedBy} at {formatClock(d.refusedAt)}:{" "}
+                {d.refusedReason}
+              </dd>
+            </>
+          )}
+        </dl>
+        {d.state === "dead" && (
+          <div class="detail-actions" data-testid="delivery-actions">
+            <button
+              type="button"
+              class="button"
+              disabled={busy.value}
+              onClick={() =>
+                act(() =>
+                  redriveOne(d.id), "Redriven: the same message goes again.")}
+              data-testid="redrive"
+            >
+              Redrive
+            </button>
+            {!refusing.value && (
+              <button
+                type="button"
+                class="button refuse"
+                disabled={busy.value}
+                onClick={() => refusing.value = true}
+                data-testid="refuse"
+              >
+                Refuse…
+              </button>
+            )}
+            {refusing.value && (
+              <RefuseForm
+                what={`delivery ${d.id}`}
+                testid="refuse-form"
+                onCancel={() => refusing.value = false}
+                onRefuse={(reason) =>
+                  act(
+                    () =>
+                      refuseOne(d.id, reason),
+                    "Refused: the obligation is closed.",
+                  )}
+              />
+            )}
+          </div>
+        )}
+        {notice.value && (
+          <p class="notice" role="status" data-testid="delivery-notice">
+            {notice.value}
+          </p>
+        )}
+        {(error.value || live.error.value) && (
+          <p class="form-error" role="alert">
+            {error.value || live.error.value}
+          </p>
+        )}
+      </section>
+
+      <section class="panel" aria-labelledby="attempts-title">
+        <h2 id="attempts-title">Attempts</h2>
+        {attempts.length === 0
+          ? <p class="muted">Not attempted yet.</p>
+          : (
+            <div class="table-wrap">
+              <table class="table" data-testid="attempts">
+                <thead>
+                  <tr>
+                    <th class="num">#</th>
+                    <th>Started</th>
+                    <th class="num">Status</th>
+                    <th class="num">Duration</th>
+                    <th>Outcome</th>
+                    <th>Error</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {attempts.map((a, i) => (
+                    <tr key={i} data-testid={`attempt-row-${i + 1}`}>
+                      <td class="num">{a.attempt}</td>
+                      <td>{formatClock(a.startedAt)}</td>
+                      <td class="num">{a.status ?? "–"}</td>
+                      <td class="num">{a.durationMs ?? "–"} ms</td>
+                      <td>
+                        <span
+                          class={badgeClass(OUTCOME_TONE[a.outcome] ?? "plain")}
+                        >
+                          {a.outcome}
+                        </span>
+                      </td>
+                      <td class="error-text">{a.error ?? "–"}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+      </section>
+
+      {actions.length > 0 && (
+        <section class="panel" aria-labelledby="actions-title">
+          <h2 id="actions-title">Operator actions</h2>
+          <div class="table-wrap">
+            <table class="table" data-testid="operator-actions">
+              <thead>
+                <tr>
+                  <th>Action</th>
+                  <th>By</th>
+                  <th>Reason</th>
+                  <th>When</th>
+                </tr>
+              </thead>
+              <tbody>
+                {actions.map((a, i) => (
+                  <tr key={i} data-testid={`action-row-${i + 1}`}>
+                    <td>{a.action}</td>
+                    <td>{a.actor}</td>
+                    <td>{a.reason ?? "–"}</td>
+                    <td>{formatClock(a.at)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </section>
+      )}
+
+      <section class="panel" aria-labelledby="envelope-title">
+        <h2 id="envelope-title">Envelope</h2>
+        <pre
+          class="json"
+          data-testid="envelope"
+        >{JSON.stringify(envelope, null, 2)}</pre>
+      </section>
+    </div>
+  );
+}

@@ -1,0 +1,65 @@
+/**
+ * What every console page does first: find the signed-in operator, or send
+ * the visitor to the sign-in page with a way back. A guest session (no name)
+ * counts as signed out here: the console shows who did what, so it needs a
+ * name to show.
+ */
+import type { Context } from "hono";
+import type { Operator } from "../../components/console_page.tsx";
+
+/** A console page: renders for a signed-in operator. */
+export type ConsoleRender = (
+  c: Context,
+  operator: Operator,
+) => Response | Promise<Response>;
+
+/**
+ * Where to go after signing in: a console path of this site, nothing else.
+ * Anything else (another host, `//evil`, `javascript:`) becomes `/console`,
+ * so the sign-in page cannot be used to send people elsewhere.
+ *
+ * @example
+ * ```ts
+ * safeNext("/console/outbox"); // "/console/outbox"
+ * safeNext("https://example.com/"); // "/console"
+ * ```
+ */
+export function safeNext(raw: unknown): string {
+  if (typeof raw !== "string") return "/console";
+  return /^\/console(?:[/?#]|$)/.test(raw) && !raw.includes("\\")
+    ? raw
+    : "/console";
+}
+
+/**
+ * Wraps a console page: signed out (or a guest) is a 303 to
+ * `/sign-in?next=<this page>`; signed in renders, never cached (the page is
+ * one sandbox's data).
+ *
+ * @example
+ * ```ts
+ * app.get("/console", consolePage((c, operator) => overviewPage(operator)));
+ * ```
+ */
+export function consolePage(render: ConsoleRender) {
+  return async (c: Context): Promise<Response> => {
+    const session = c.get("session");
+    if (!session?.name) {
+      const url = new URL(c.req.url);
+      const next = encodeURIComponent(url.pathname + url.search);
+      return c.redirect(`/sign-in?next=${next}`, 303);
+    }
+    const response = await render(c, {
+      name: session.name,
+      sandboxId: session.sandboxId,
+      csrfToken: session.csrfToken,
+    });
+    response.headers.set("cache-control", "no-store");
+    return response;
+  };
+}
+
+/** The server's time for islands that count ages up from it. */
+export function serverNow(): string {
+  return new Date().toISOString();
+}

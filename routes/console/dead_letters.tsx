@@ -1,0 +1,127 @@
+/**
+ * `GET /console/dead-letters?subscriber=&eventType=&window=`: dead letters,
+ * oldest first, filtered by receiver, event type and time window (a GET form,
+ * so a filter is a link that can be shared). Twin of
+ * `GET /api/console/dead-letters`; the actions are the island's.
+ */
+import { z } from "zod";
+import type { Deps } from "../../deps.ts";
+import { html } from "../../lib/http/render.ts";
+import { parseOr400 } from "../../lib/http/validate.ts";
+import { ConsolePage } from "../../components/console_page.tsx";
+import { formatDateTime } from "../../components/console_format.ts";
+import { Island } from "../../islands/_registry.ts";
+import { listDeliveries } from "../../services/console/deliveries.ts";
+import { SUBSCRIBERS } from "../../services/routing.ts";
+import { payloads } from "../../services/events.ts";
+import { deadLetterQuery } from "../api/console.ts";
+import type { ConsoleRender } from "./_guard.ts";
+
+/** Time windows people pick from, in ms: "died in the last ...". */
+const WINDOWS = {
+  "15m": ["15 minutes", 15 * 60_000],
+  "1h": ["hour", 3600_000],
+  "6h": ["6 hours", 6 * 3600_000],
+  "24h": ["24 hours", 24 * 3600_000],
+  "7d": ["7 days", 7 * 24 * 3600_000],
+} as const;
+type WindowKey = keyof typeof WINDOWS;
+
+const query = deadLetterQuery.extend({
+  window: z.enum(Object.keys(WINDOWS) as [WindowKey, ...WindowKey[]])
+    .optional(),
+});
+
+// An empty select ("Any receiver") sends `subscriber=`: that is no filter.
+const filled = (q: Record<string, string>) =>
+  Object.fromEntries(Object.entries(q).filter(([, v]) => v !== ""));
+
+/** Renders the filter form and the dead letter table. */
+export function deadLettersPage({ sql }: Deps): ConsoleRender {
+  return async (c, operator) => {
+    const q = parseOr400(query, filled(c.req.query()), "query");
+    const since = q.since ??
+      (q.window ? new Date(Date.now() - WINDOWS[q.window][1]) : undefined);
+    const filter = {
+      subscriber: q.subscriber,
+      eventType: q.eventType,
+      since: since?.toISOString(),
+      until: q.until?.toISOString(),
+    };
+    const items = await listDeliveries(sql, operator.sandboxId, {
+      ...q,
+      since,
+      state: "dead",
+    });
+    return html(
+      <ConsolePage
+        title="Dead letters"
+        current="dead-letters"
+        operator={operator}
+        lead="Deliveries that ran out of retries or were refused by their receiver. Redrive sends the same message id again; refuse closes it with a reason."
+      >
+        <form
+          method="get"
+          action="/console/dead-letters"
+          class="filters"
+          data-testid="dead-letter-filters"
+        >
+          <label>
+            Receiver
+            <select name="subscriber" data-testid="filter-subscriber">
+              <option value="">Any receiver</option>
+              {SUBSCRIBERS.map((s) => (
+                <option key={s} value={s} selected={s === q.subscriber}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Event type
+            <select name="eventType" data-testid="filter-event-type">
+              <option value="">Any event type</option>
+              {Object.keys(payloads).map((t) => (
+                <option key={t} value={t} selected={t === q.eventType}>
+                  {t}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Died
+            <select name="window" data-testid="filter-window">
+              <option value="">at any time</option>
+              {Object.entries(WINDOWS).map(([key, [words]]) => (
+                <option key={key} value={key} selected={key === q.window}>
+                  in the last {words}
+                </option>
+              ))}
+            </select>
+          </label>
+          {q.since && (
+            <input type="hidden" name="since" value={q.since.toISOString()} />
+          )}
+          {q.until && (
+            <input type="hidden" name="until" value={q.until.toISOString()} />
+          )}
+          <button type="submit" class="button small" data-testid="filter-apply">
+            Filter
+          </button>
+          {Object.keys(filled(c.req.query())).length > 0 && (
+            <a href="/console/dead-letters" data-testid="filter-clear">
+              Clear
+            </a>
+          )}
+        </form>
+        {(q.since || q.until) && (
+          <p class="muted">
+            Died {q.since && `from ${formatDateTime(q.since.toISOString())}`}
+            {q.until && ` before ${formatDateTime(q.until.toISOString())}`}.
+          </p>
+        )}
+        <Island name="dead_letters" props={{ filter, initial: { items } }} />
+      </ConsolePage>,
+    );
+  };
+}
