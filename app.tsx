@@ -11,6 +11,7 @@ import { Layout } from "./components/layout.tsx";
 import { health } from "./routes/health.ts";
 import { registerStorefront } from "./routes/storefront.ts";
 import { registerOrderPages } from "./routes/orders/mod.ts";
+import { registerConsolePages } from "./routes/console/mod.ts";
 import { sessionRoutes } from "./routes/api/session.ts";
 import { orderRoutes } from "./routes/api/orders.ts";
 import { stripeWebhook } from "./routes/webhooks/stripe.ts";
@@ -72,6 +73,7 @@ export function createApp(deps: Deps): Hono {
 
   registerStorefront(app, deps);
   registerOrderPages(app, deps);
+  registerConsolePages(app, deps);
 
   const session = sessionRoutes(deps);
   app.post("/api/session", session.create);
