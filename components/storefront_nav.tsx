@@ -1,4 +1,4 @@
-/** The storefront's header links: the menu and the basket. */
+/** The storefront's header links: the menu, the basket and the console. */
 import { Island } from "../islands/_registry.ts";
 
 /** Header links for storefront pages. */
@@ -7,6 +7,7 @@ export function StorefrontNav() {
     <>
       <a href="/">Menu</a>
       <Island name="basket_link" props={{}} />
+      <a href="/console">Console</a>
     </>
   );
 }
