@@ -22,6 +22,8 @@ export interface Plan {
     trialMs: number;
     startRate: number;
     maxTrials: number;
+    /** Full-length runs that may step the found rate down (x 0.75 each). */
+    maxStepDowns: number;
     runMs: number;
     idleOrders: number;
     /** Paid orders run first and not counted. */
@@ -65,6 +67,7 @@ export function makePlan(quick: boolean, soakMinutes: number): Plan {
         trialMs: 1_000,
         startRate: 20,
         maxTrials: 2,
+        maxStepDowns: 0,
         runMs: 1_500,
         idleOrders: 10,
         idleWarmup: 5,
@@ -93,9 +96,10 @@ export function makePlan(quick: boolean, soakMinutes: number): Plan {
       relayRows: 100_000,
       deliverMessages: 10_000,
       steady: {
-        trialMs: 8_000,
+        trialMs: 12_000,
         startRate: 25,
-        maxTrials: 9,
+        maxTrials: 8,
+        maxStepDowns: 2,
         runMs: 60_000,
         idleOrders: 200,
         idleWarmup: 30,

@@ -19,6 +19,8 @@ export interface DrainResult {
   /** Highest peak resident memory among the workers, MB. */
   peakMb: number;
   complete: boolean;
+  /** Deno.memoryUsage() of each worker at the end, MB. */
+  usage: Record<string, number>[];
 }
 
 export async function drain(ctx: Ctx, o: {
@@ -62,13 +64,22 @@ export async function drain(ctx: Ctx, o: {
       ? Math.max(0.001, (end.getTime() - t0.getTime()) / 1000)
       : elapsed;
     const done = o.total - left;
+    // Where the memory is: V8's heap or outside it (the worker tells).
+    const usage: Record<string, number>[] = [];
+    for (const c of children) {
+      await c.send("mem");
+      const m = await c.expect("mem", 10_000) as Record<string, number>;
+      usage.push(Object.fromEntries(
+        Object.entries(m).map(([k, v]) => [k, Math.round(v / 1048576)]),
+      ));
+    }
     let peakMb = 0;
     for (const [i, c] of children.entries()) {
       const stopped = await c.stop();
       peakMb = Math.max(peakMb, stopped.peakMb);
       ctx.addWorkerCpu(Math.max(0, stopped.cpuSeconds - cpuBefore[i]));
     }
-    return { done, seconds, rate: done / seconds, peakMb, complete };
+    return { done, seconds, rate: done / seconds, peakMb, complete, usage };
   } finally {
     for (const c of children) c.kill();
     for (const c of children) await c.closed();

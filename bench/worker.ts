@@ -42,8 +42,9 @@ const messaging = await startBakeryMessaging(
   { roles: { relay: role === "relay", consume: role === "consume" } },
 );
 say("started");
-while (await next() !== "stop") {
-  // only "stop" (or the end of stdin) ends the worker
+// "mem": what V8 and the rest hold now; "stop" (or the end of stdin) ends.
+for (let line = await next(); line !== "stop"; line = await next()) {
+  if (line === "mem") say("mem", { ...Deno.memoryUsage() });
 }
 await messaging.stop();
 await sql.end({ timeout: 5 });

@@ -62,6 +62,7 @@ export async function deliver(ctx: Ctx): Promise<Figure[]> {
       consumers: "one worker process, 4 consumer loops x batches of 10",
       timing: "server clock: from go to max(done_at)",
       states: byState,
+      workerMemoryMb: r.usage,
       retried,
     };
     return [

@@ -16,6 +16,7 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
   const { plan, progress } = ctx;
   const figures: Figure[] = [];
   const peaks: number[] = [];
+  const memoryUsage: Record<string, unknown> = {};
   for (const processes of [1, 2]) {
     const db = await ctx.server.database(`relay${processes}`);
     try {
@@ -58,6 +59,7 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
         ctx.shared.relayRate = r.rate;
       }
       peaks.push(r.peakMb);
+      memoryUsage[`${processes}_process`] = r.usage;
       figures.push(
         figure(`messages_per_s_${processes}_process`, r.rate, "msg/s", {
           target: TARGET,
@@ -76,6 +78,7 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
     processes:
       "1, then 2: separate Deno processes (bench/worker.ts relay), each with its own pool of 10",
     timing: "server clock: from go to max(published_at)",
+    workerMemoryMb: memoryUsage,
   };
   return figures;
 }

@@ -70,6 +70,11 @@ export async function soak(ctx: Ctx): Promise<Figure[]> {
           ),
       });
       if (r.failed > 0) ctx.notes.push(`${r.failed} failed: ${r.firstError}`);
+      // The last payments' OrderPaid is still on its way: let it arrive.
+      const deadline = performance.now() + 30_000;
+      while (applied.length < r.finished && performance.now() < deadline) {
+        await sleep(50);
+      }
     } finally {
       sampling = false;
       await sampler;

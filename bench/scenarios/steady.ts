@@ -7,14 +7,17 @@
  *    receivers applied (targets p50 <= 10 ms, p99 <= 30 ms).
  * 2. A short search for the highest rate at which the backlog does not
  *    grow: short trials, doubling until one fails, then halving the gap.
- * 3. That rate, and half of it, for the full duration: the same latency,
- *    p50/p95/p99/max (target at half the rate: p99 <= 60 ms).
+ * 3. That rate for the full duration, which verifies it (a rate the full
+ *    run does not sustain is stepped down by a quarter, at most twice), and
+ *    half of it: the same latency, p50/p95/p99/max (target at half the
+ *    rate: p99 <= 60 ms).
  */
 import { connect } from "../../lib/db/connect.ts";
 import { baseline, type Ctx } from "../context.ts";
 import {
   type FlowEnv,
   type IdleSample,
+  type RateRun,
   runAtRate,
   runIdle,
   waitForEmptyBacklog,
@@ -29,70 +32,58 @@ export async function steady(ctx: Ctx): Promise<Figure[]> {
   const db = await ctx.server.database("steady");
   const sql = connect(db.url, { applicationName: "bench-app" });
   const figures: Figure[] = [];
-  const trials: Record<string, unknown>[] = [];
+  const runs: Record<string, unknown>[] = [];
   try {
     const probe = await startProbe({ url: db.url, sql });
     const env: FlowEnv = { sql, monitor: db.sql, probe, progress };
+    const run = async (rate: number, durationMs: number, label: string) => {
+      progress.step(`steady: ${label} at ${rate.toFixed(1)} paid orders/s`);
+      const r = await runAtRate(env, {
+        rate,
+        durationMs,
+        payDelayMs: s.payDelayMs,
+        drainMs: s.drainMs,
+        label,
+      });
+      const p = summarize(r.latencies);
+      runs.push({
+        run: label,
+        rate: Math.round(rate * 10) / 10,
+        seconds: durationMs / 1000,
+        sustainable: r.sustainable,
+        why: r.why,
+        paid: p.n,
+        incomplete: r.incomplete,
+        p99Ms: p.p99,
+        growthRowsPerS: Math.round(r.growth),
+        endBacklog: r.endBacklog,
+      });
+      progress.note(
+        `${label} ${rate.toFixed(1)}/s: ${
+          r.sustainable ? "sustained" : "NOT sustained"
+        } (${r.why}); p50 ${p.p50?.toFixed(1)} ms, p99 ${
+          p.p99?.toFixed(1)
+        } ms, ${r.incomplete} incomplete`,
+      );
+      if (r.incomplete > 0) {
+        ctx.notes.push(
+          `${label}: ${r.incomplete} paid orders not applied at all six receivers within ${s.drainMs} ms`,
+        );
+      }
+      await waitForEmptyBacklog(env, s.drainMs);
+      return r;
+    };
     try {
       progress.step(`steady: ${s.idleOrders} paid orders, one at a time`);
       // Warm-up: every pooled connection has prepared its statements.
       await runIdle(env, s.idleWarmup);
-      const samples = await runIdle(env, s.idleOrders);
-      const idle = summarize(samples.map((x) => x.total));
-      const p50 = (f: (x: IdleSample) => number) =>
-        summarize(samples.map(f)).p50;
-      progress.note(
-        `no other load: p50 ${idle.p50?.toFixed(1)} ms, p99 ${
-          idle.p99?.toFixed(1)
-        } ms`,
-      );
-      figures.push(
-        figure("idle_p50", idle.p50, "ms", {
-          baseline: baseline(ctx, "notify_p50", "ms"),
-          target: atMost(10, "<= 10 ms"),
-        }),
-        figure("idle_p95", idle.p95, "ms"),
-        figure("idle_p99", idle.p99, "ms", { target: atMost(30, "<= 30 ms") }),
-        figure("idle_max", idle.max, "ms"),
-        figure("idle_p50_payment_claimed", p50((x) => x.paymentClaimed), "ms", {
-          note: "webhook commit -> relay claimed PaymentSucceeded",
-        }),
-        figure("idle_p50_payment_applied", p50((x) => x.paymentApplied), "ms", {
-          note: "webhook commit -> orders applied PaymentSucceeded",
-        }),
-        figure("idle_p50_paid_claimed", p50((x) => x.paidClaimed), "ms", {
-          note: "webhook commit -> relay claimed OrderPaid",
-        }),
-      );
+      figures.push(...idleFigures(ctx, await runIdle(env, s.idleOrders)));
 
       let rate = s.startRate;
       let good: number | undefined;
       let bad: number | undefined;
-      for (let t = 0; t < s.maxTrials; t++) {
-        progress.step(
-          `steady: search, trial ${t + 1} at ${rate.toFixed(1)} paid orders/s`,
-        );
-        const r = await runAtRate(env, {
-          rate,
-          durationMs: s.trialMs,
-          payDelayMs: s.payDelayMs,
-          drainMs: s.drainMs,
-          label: `trial${t}`,
-        });
-        const p = summarize(r.latencies);
-        trials.push({
-          rate: Math.round(rate * 10) / 10,
-          sustainable: r.sustainable,
-          why: r.why,
-          p99Ms: p.p99,
-          growthRowsPerS: Math.round(r.growth),
-          endBacklog: r.endBacklog,
-        });
-        progress.note(
-          `trial ${rate.toFixed(1)}/s: ${
-            r.sustainable ? "sustained" : "NOT sustained"
-          } (${r.why}), p99 ${p.p99?.toFixed(1)} ms`,
-        );
+      for (let t = 0; t < s.maxTrials && rate >= 1; t++) {
+        const r = await run(rate, s.trialMs, `trial ${t + 1}`);
         if (r.sustainable) good = rate;
         else bad = rate;
         if (bad === undefined) rate *= 2;
@@ -101,7 +92,6 @@ export async function steady(ctx: Ctx): Promise<Figure[]> {
         if (
           good !== undefined && bad !== undefined && (bad - good) / good < 0.15
         ) break;
-        if (rate < 1) break;
       }
       if (good === undefined) {
         ctx.notes.push(
@@ -109,61 +99,28 @@ export async function steady(ctx: Ctx): Promise<Figure[]> {
         );
         good = Math.max(1, rate);
       }
-      ctx.shared.sustainableRate = good;
-      figures.push(figure("sustainable_rate", good, "paid orders/s", {
-        note: "highest trial rate at which the backlog did not grow",
-      }));
-
-      for (
-        const [label, r] of [["at_rate", good], [
-          "half_rate",
-          good / 2,
-        ]] as const
-      ) {
-        progress.step(
-          `steady: ${r.toFixed(1)} paid orders/s for ${s.runMs / 1000} s`,
+      let atRate = await run(good, s.runMs, "at_rate");
+      for (let step = 0; step < s.maxStepDowns && !atRate.sustainable; step++) {
+        ctx.notes.push(
+          `${good.toFixed(1)}/s was not sustained for ${
+            s.runMs / 1000
+          } s (${atRate.why}); stepped down by a quarter`,
         );
-        const run = await runAtRate(env, {
-          rate: r,
-          durationMs: s.runMs,
-          payDelayMs: s.payDelayMs,
-          drainMs: s.drainMs,
-          label,
-        });
-        const p = summarize(run.latencies);
-        progress.note(
-          `${label} ${r.toFixed(1)}/s: p50 ${p.p50?.toFixed(1)} ms, p99 ${
-            p.p99?.toFixed(1)
-          } ms, max ${
-            p.max?.toFixed(1)
-          } ms, ${run.incomplete} incomplete (${run.why})`,
-        );
-        if (run.incomplete > 0) {
-          ctx.notes.push(
-            `${label}: ${run.incomplete} paid orders not applied at all six receivers within ${s.drainMs} ms`,
-          );
-        }
-        trials.push({
-          run: label,
-          rate: r,
-          sustainable: run.sustainable,
-          why: run.why,
-          paid: p.n,
-          incomplete: run.incomplete,
-        });
-        figures.push(
-          figure(`${label}_p50`, p.p50, "ms"),
-          figure(`${label}_p95`, p.p95, "ms"),
-          figure(
-            `${label}_p99`,
-            p.p99,
-            "ms",
-            label === "half_rate" ? { target: atMost(60, "<= 60 ms") } : {},
-          ),
-          figure(`${label}_max`, p.max, "ms"),
-        );
-        await waitForEmptyBacklog(env, s.drainMs);
+        good *= 0.75;
+        atRate = await run(good, s.runMs, "at_rate");
       }
+      ctx.shared.sustainableRate = good;
+      figures.push(
+        figure("sustainable_rate", good, "paid orders/s", {
+          note:
+            "highest rate whose backlog did not grow: short trials, then checked by the full-length run",
+        }),
+        ...latencyFigures("at_rate", atRate),
+        ...latencyFigures(
+          "half_rate",
+          await run(good / 2, s.runMs, "half_rate"),
+        ),
+      );
     } finally {
       await probe.stop();
     }
@@ -173,6 +130,7 @@ export async function steady(ctx: Ctx): Promise<Figure[]> {
   }
   ctx.params = {
     idleOrders: s.idleOrders,
+    idleWarmup: s.idleWarmup,
     trialMs: s.trialMs,
     runMs: s.runMs,
     payDelayMs: s.payDelayMs,
@@ -182,7 +140,50 @@ export async function steady(ctx: Ctx): Promise<Figure[]> {
       "no failures, under 5 % late starts, backlog slope over the second half under 5 % of the work per second, backlog at the end under 1 s of work",
     workers:
       "in this process: relays for orders and billing, 4 consumers, default settings (poll 5 s)",
-    trials,
+    runs,
   };
   return figures;
+}
+
+function idleFigures(ctx: Ctx, samples: IdleSample[]): Figure[] {
+  const idle = summarize(samples.map((x) => x.total));
+  const p50 = (f: (x: IdleSample) => number) => summarize(samples.map(f)).p50;
+  ctx.progress.note(
+    `no other load: p50 ${idle.p50?.toFixed(1)} ms, p99 ${
+      idle.p99?.toFixed(1)
+    } ms`,
+  );
+  return [
+    figure("idle_p50", idle.p50, "ms", {
+      baseline: baseline(ctx, "notify_p50", "ms"),
+      target: atMost(10, "<= 10 ms"),
+    }),
+    figure("idle_p95", idle.p95, "ms"),
+    figure("idle_p99", idle.p99, "ms", { target: atMost(30, "<= 30 ms") }),
+    figure("idle_max", idle.max, "ms"),
+    figure("idle_p50_payment_claimed", p50((x) => x.paymentClaimed), "ms", {
+      note: "webhook commit -> relay claimed PaymentSucceeded",
+    }),
+    figure("idle_p50_payment_applied", p50((x) => x.paymentApplied), "ms", {
+      note: "webhook commit -> orders applied PaymentSucceeded",
+    }),
+    figure("idle_p50_paid_claimed", p50((x) => x.paidClaimed), "ms", {
+      note: "webhook commit -> relay claimed OrderPaid",
+    }),
+  ];
+}
+
+function latencyFigures(label: string, run: RateRun): Figure[] {
+  const p = summarize(run.latencies);
+  return [
+    figure(`${label}_p50`, p.p50, "ms"),
+    figure(`${label}_p95`, p.p95, "ms"),
+    figure(
+      `${label}_p99`,
+      p.p99,
+      "ms",
+      label === "half_rate" ? { target: atMost(60, "<= 60 ms") } : {},
+    ),
+    figure(`${label}_max`, p.max, "ms"),
+  ];
 }
