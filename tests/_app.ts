@@ -361,3 +361,101 @@ export async function postWebhook(
   });
   return { status: response.status, body: await response.json() };
 }
+
+/** Signs `client` in as `name` (`POST /api/session`); fails unless 201. */
+export async function signIn(
+  client: Client,
+  name = "Ada",
+): Promise<{ sandboxId: string; name: string }> {
+  const { status, body } = await client.json<
+    { sandboxId: string; name: string }
+  >("POST", "/api/session", { name });
+  if (status !== 201) {
+    throw new Error(`signing in answered ${status}: ${JSON.stringify(body)}`);
+  }
+  return body;
+}
+
+/** Pays an order with a test card; fails unless it answers 202. */
+export async function payVia(
+  client: Client,
+  orderId: string,
+  card = "4242424242424242",
+): Promise<{ paymentId: string }> {
+  const { status, body } = await client.json<{ paymentId: string }>(
+    "POST",
+    `/api/orders/${orderId}/pay`,
+    { card },
+  );
+  if (status !== 202) {
+    throw new Error(`paying answered ${status}: ${JSON.stringify(body)}`);
+  }
+  return body;
+}
+
+/** A delivery as the console lists it (`GET /api/console/deliveries`). */
+export interface DeliveryJson {
+  id: number;
+  messageId: string;
+  eventType: string;
+  subscriber: string;
+  orderId: string;
+  state: string;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  nextAttemptAt: string | null;
+  deadAt: string | null;
+  redrives: number;
+  refusedReason: string | null;
+  refusedBy: string | null;
+  refusedAt: string | null;
+}
+
+/** The dead letters of the client's sandbox, oldest first; `query` filters. */
+export async function deadLettersOf(
+  client: Client,
+  query = "",
+): Promise<DeliveryJson[]> {
+  const { status, body } = await client.json<{ items: DeliveryJson[] }>(
+    "GET",
+    `/api/console/dead-letters${query ? `?${query}` : ""}`,
+  );
+  if (status !== 200) {
+    throw new Error(`dead letters answered ${status}: ${JSON.stringify(body)}`);
+  }
+  return body.items;
+}
+
+/**
+ * Waits until the client's sandbox holds `count` dead letters matching
+ * `query` and none of its deliveries is still open (pending or in flight),
+ * so that the count can no longer grow; returns them, oldest first.
+ */
+export async function deadLettersSettle(
+  client: Client,
+  count: number,
+  query = "",
+  timeoutMs = 10_000,
+): Promise<DeliveryJson[]> {
+  let dead: DeliveryJson[] = [];
+  let open = -1;
+  try {
+    await eventually(`${count} dead letters (${query || "all"})`, async () => {
+      dead = await deadLettersOf(client, query);
+      const { body } = await client.json<{ counts: Record<string, number> }>(
+        "GET",
+        "/api/console/deliveries",
+      );
+      open = body.counts.pending + body.counts.in_flight;
+      return dead.length === count && open === 0;
+    }, timeoutMs);
+  } catch (error) {
+    throw new Error(
+      `${(error as Error).message}; ${open} open, dead: ${
+        JSON.stringify(dead)
+      }`,
+    );
+  }
+  return dead;
+}

@@ -1,0 +1,155 @@
+/**
+ * The console is for signed-in operators: every `/api/console/*` endpoint and
+ * the kitchen board answer 401 without a session and to a guest (a visitor
+ * who only ordered), and answer normally once the visitor signs in.
+ */
+import assert from "node:assert/strict";
+import {
+  Client,
+  deadLettersSettle,
+  orderSettles,
+  placeOrderVia,
+  signIn,
+  startTestBakery,
+} from "./_app.ts";
+
+interface Call {
+  method: string;
+  path: string;
+  json?: unknown;
+  /** The status once signed in. */
+  ok: number;
+}
+
+/**
+ * Every console call, with ids from the caller's sandbox: `done` is a
+ * delivery that went through, `redrive` and `refuse` are dead letters.
+ */
+function consoleCalls(ids: { done: number; redrive: number; refuse: number }) {
+  return [
+    { method: "GET", path: "/api/console/overview", ok: 200 },
+    { method: "GET", path: "/api/console/outbox", ok: 200 },
+    { method: "GET", path: "/api/console/deliveries", ok: 200 },
+    { method: "GET", path: "/api/console/deliveries?state=dead", ok: 200 },
+    { method: "GET", path: `/api/console/deliveries/${ids.done}`, ok: 200 },
+    { method: "GET", path: "/api/console/dead-letters", ok: 200 },
+    {
+      method: "GET",
+      path: "/api/console/dead-letters?subscriber=kitchen",
+      ok: 200,
+    },
+    { method: "GET", path: "/api/console/closure", ok: 200 },
+    {
+      method: "GET",
+      path: "/api/console/closure/rows?subscriber=kitchen&state=closed",
+      ok: 200,
+    },
+    { method: "GET", path: "/api/console/faults", ok: 200 },
+    { method: "GET", path: "/api/kitchen/board", ok: 200 },
+    {
+      method: "PUT",
+      path: "/api/console/faults",
+      json: { kitchenSlow: false },
+      ok: 200,
+    },
+    {
+      method: "POST",
+      path: `/api/console/dead-letters/${ids.redrive}/redrive`,
+      ok: 202,
+    },
+    {
+      method: "POST",
+      path: `/api/console/dead-letters/${ids.refuse}/refuse`,
+      json: { reason: "test order, nobody will bake it" },
+      ok: 200,
+    },
+    {
+      method: "POST",
+      path: "/api/console/dead-letters/redrive",
+      json: { subscriber: "receipts" },
+      ok: 202,
+    },
+    {
+      method: "POST",
+      path: "/api/console/dead-letters/refuse",
+      json: { subscriber: "receipts", reason: "none to refuse" },
+      ok: 200,
+    },
+  ] satisfies Call[];
+}
+
+/** Makes every call with `client`; returns "METHOD path -> status" lines. */
+async function statuses(client: Client, calls: Call[]) {
+  const out: string[] = [];
+  for (const call of calls) {
+    const { status } = await client.json(call.method, call.path, call.json);
+    out.push(`${call.method} ${call.path} -> ${status}`);
+  }
+  return out;
+}
+
+const expect = (calls: Call[], status?: number) =>
+  calls.map((c) => `${c.method} ${c.path} -> ${status ?? c.ok}`);
+
+Deno.test("console auth: 401 without a session and for a guest, 200 once signed in", async () => {
+  const t = await startTestBakery();
+  try {
+    // A guest: ordered from the storefront, never signed in.
+    const guest = t.client();
+    const { orderId } = await placeOrderVia(guest);
+    const order = await orderSettles(guest, orderId, "placed", 5_000);
+    const session = await guest.json<{ name: string | null }>(
+      "GET",
+      "/api/session",
+    );
+    assert.equal(session.status, 200);
+    assert.equal(session.body.name, null);
+    // Ids of the guest's own sandbox: a done delivery (the kitchen's).
+    const [kitchen] = await t.sql<{ id: string }[]>`
+      select id from queue.deliveries
+       where aggregate_id = ${orderId} and subscriber = 'kitchen'`;
+    const done = Number(kitchen.id);
+    assert.equal(
+      order.deliveries.filter((d) => d.state === "done").length,
+      3,
+    );
+
+    const before = consoleCalls({ done, redrive: done, refuse: done });
+    const anonymous = t.client();
+    assert.deepEqual(await statuses(anonymous, before), expect(before, 401));
+    assert.deepEqual(await statuses(guest, before), expect(before, 401));
+    // The refused calls changed nothing.
+    const [faults] = await t.sql<{ n: number }[]>`
+      select count(*)::int as n from platform.faults`;
+    assert.equal(faults.n, 0);
+    const [actions] = await t.sql<{ n: number }[]>`
+      select count(*)::int as n from queue.actions`;
+    assert.equal(actions.n, 0);
+
+    // Signed in, the guest keeps its sandbox and may use the console. Two
+    // dead letters of its own for the redrive and refuse calls.
+    await signIn(guest, "Ada");
+    const put = await guest.json("PUT", "/api/console/faults", {
+      kitchenRefuses: true,
+      customersRefuses: true,
+    });
+    assert.equal(put.status, 200);
+    await placeOrderVia(guest);
+    const dead = await deadLettersSettle(guest, 2);
+    const kitchenDead = dead.find((d) => d.subscriber === "kitchen")!;
+    const customersDead = dead.find((d) => d.subscriber === "customers")!;
+    assert.ok(kitchenDead && customersDead, JSON.stringify(dead));
+
+    const after = consoleCalls({
+      done,
+      redrive: kitchenDead.id,
+      refuse: customersDead.id,
+    });
+    assert.deepEqual(await statuses(guest, after), expect(after));
+
+    // And the anonymous client is still shut out.
+    assert.deepEqual(await statuses(anonymous, after), expect(after, 401));
+  } finally {
+    await t.stop();
+  }
+});

@@ -1,0 +1,394 @@
+/**
+ * The fault switches through the console API: every switch listed and off,
+ * bad switches refused, and what the relay, consumers and receivers do while
+ * a switch is on (the queue refuses sends, acknowledgements are lost,
+ * deliveries are sent twice), and that everything closes once it is off.
+ */
+import assert from "node:assert/strict";
+import type { Sql } from "../lib/db/connect.ts";
+import { Dispatcher } from "../lib/queue/mod.ts";
+import { FAULT_NAMES } from "../services/faults.ts";
+import { RECEIVERS } from "../services/routing.ts";
+import {
+  type Client,
+  countOf,
+  type DeliveryJson,
+  eventually,
+  orderSettles,
+  payVia,
+  placeOrderVia,
+  signIn,
+  startTestBakery,
+} from "./_app.ts";
+
+async function setFaults(client: Client, faults: Record<string, boolean>) {
+  const { status, body } = await client.json<Record<string, boolean>>(
+    "PUT",
+    "/api/console/faults",
+    faults,
+  );
+  assert.equal(status, 200, JSON.stringify(body));
+  for (const [name, on] of Object.entries(faults)) assert.equal(body[name], on);
+  return body;
+}
+
+interface OutboxJson {
+  pending: number;
+  ready: number;
+  backingOff: number;
+  oldestReadyAgeSeconds: number | null;
+  oldestAgeSeconds: number | null;
+  byService: { service: string; eventType: string; pending: number }[];
+  oldest: {
+    messageId: string;
+    service: string;
+    eventType: string;
+    orderId: string;
+    attempts: number;
+    lastError: string | null;
+  }[];
+}
+
+async function outbox(client: Client): Promise<OutboxJson> {
+  const { status, body } = await client.json<OutboxJson>(
+    "GET",
+    "/api/console/outbox",
+  );
+  assert.equal(status, 200);
+  return body;
+}
+
+async function closureTotals(client: Client) {
+  const { status, body } = await client.json<
+    { totals: Record<string, number> }
+  >("GET", "/api/console/closure");
+  assert.equal(status, 200);
+  return body.totals;
+}
+
+/** How many inbox rows each receiver holds for `messageId`. */
+async function inboxRows(sql: Sql, messageId: string, receivers: string[]) {
+  const out: Record<string, number> = {};
+  for (const r of receivers) {
+    out[r] = await countOf(sql<{ n: number }[]>`
+      select count(*)::int as n from ${sql(`${r}.inbox`)}
+       where message_id = ${messageId}`);
+  }
+  return out;
+}
+
+const once = (names: readonly string[]) =>
+  Object.fromEntries(names.map((n) => [n, 1]));
+
+Deno.test("faults: every switch is listed and off; unknown names and non-booleans are a 400", async () => {
+  const t = await startTestBakery();
+  try {
+    const client = t.client();
+    await signIn(client, "Frances");
+    const { status, body } = await client.json<Record<string, boolean>>(
+      "GET",
+      "/api/console/faults",
+    );
+    assert.equal(status, 200);
+    assert.deepEqual(
+      body,
+      Object.fromEntries(FAULT_NAMES.map((n) => [n, false])),
+    );
+    assert.ok(FAULT_NAMES.includes("kitchenRefuses"));
+
+    const bad: [unknown, string][] = [
+      [{ ovenOnFire: true }, "ovenOnFire"],
+      [{ kitchenRefuses: true, ovenOnFire: true }, "ovenOnFire"],
+      [{ kitchenRefuses: "yes" }, "kitchenRefuses"],
+      [{ kitchenRefuses: 1 }, "kitchenRefuses"],
+      [{ kitchenRefuses: null }, "kitchenRefuses"],
+    ];
+    for (const [input, name] of bad) {
+      const answer = await client.json<
+        { error: string; issues: { path: string }[] }
+      >("PUT", "/api/console/faults", input);
+      assert.equal(answer.status, 400, JSON.stringify(input));
+      assert.ok(
+        answer.body.issues.some((i) => i.path === name),
+        JSON.stringify(answer.body),
+      );
+      assert.match(answer.body.error, new RegExp(name));
+    }
+    for (const input of [[], "kitchenRefuses", null]) {
+      const answer = await client.json("PUT", "/api/console/faults", input);
+      assert.equal(answer.status, 400, JSON.stringify(input));
+    }
+    // Nothing was switched on by the refused requests.
+    const after = await client.json<Record<string, boolean>>(
+      "GET",
+      "/api/console/faults",
+    );
+    assert.deepEqual(after.body, body);
+    const [rows] = await t.sql<{ n: number }[]>`
+      select count(*)::int as n from platform.faults`;
+    assert.equal(rows.n, 0);
+
+    // A valid change answers with every switch.
+    const set = await setFaults(client, { kitchenRefuses: true });
+    assert.deepEqual(
+      set,
+      Object.fromEntries(
+        FAULT_NAMES.map((n) => [n, n === "kitchenRefuses"]),
+      ),
+    );
+  } finally {
+    await t.stop();
+  }
+});
+
+Deno.test("faults: while the queue refuses sends, OrderPlaced waits in the outbox and ages; then it drains", async () => {
+  const t = await startTestBakery();
+  try {
+    const client = t.client();
+    await signIn(client, "Frances");
+    await setFaults(client, { queueRefusesSends: true });
+    const { orderId } = await placeOrderVia(client);
+
+    // After the first failed publish the row backs off with its error.
+    let first: OutboxJson | undefined;
+    await eventually("a failed publish backing off", async () => {
+      first = await outbox(client);
+      return first.pending >= 1 && first.backingOff >= 1 &&
+        first.oldest[0]?.attempts >= 1;
+    });
+    const o = first!;
+    assert.equal(o.pending, 1);
+    assert.deepEqual(
+      [o.oldest[0].service, o.oldest[0].eventType, o.oldest[0].orderId],
+      ["orders", "OrderPlaced", orderId],
+    );
+    assert.match(o.oldest[0].lastError ?? "", /queue refused the send/);
+    assert.ok(o.oldestAgeSeconds !== null && o.oldestAgeSeconds >= 0);
+    assert.ok(
+      o.oldestReadyAgeSeconds === null ||
+        o.oldestReadyAgeSeconds < o.oldestAgeSeconds!,
+      JSON.stringify(o),
+    );
+    assert.deepEqual(
+      o.byService.map((s) => [s.service, s.eventType, s.pending]),
+      [["orders", "OrderPlaced", 1]],
+    );
+
+    // Nothing reached the queue; the closure says the three are owed.
+    assert.equal(
+      await countOf(t.sql<{ n: number }[]>`
+        select count(*)::int as n from queue.deliveries`),
+      0,
+    );
+    const owed = await closureTotals(client);
+    assert.equal(owed.owed, 3);
+    assert.equal(owed.closed, 0);
+
+    // The age grows while it waits, and the publish keeps failing.
+    let later: OutboxJson | undefined;
+    await eventually("the oldest age to grow", async () => {
+      later = await outbox(client);
+      return later.oldestAgeSeconds! > o.oldestAgeSeconds! &&
+        later.oldest[0].attempts > o.oldest[0].attempts;
+    });
+    assert.equal(later!.pending, 1);
+    assert.equal(later!.oldest[0].messageId, o.oldest[0].messageId);
+
+    // Off: the outbox drains and the order reaches its receivers.
+    await setFaults(client, { queueRefusesSends: false });
+    await eventually("the outbox to drain", async () => {
+      const now = await outbox(client);
+      return now.pending === 0 && now.oldestAgeSeconds === null;
+    });
+    await orderSettles(client, orderId, "placed", 5_000);
+    const totals = await closureTotals(client);
+    assert.deepEqual([totals.owed, totals.closed, totals.mismatch], [0, 3, 0]);
+    const [row] = await t.sql<{ state: string; attempts: number }[]>`
+      select state, attempts from orders.outbox where message_id = ${
+      o.oldest[0].messageId
+    }`;
+    assert.equal(row.state, "published");
+    assert.ok(row.attempts >= 2, `attempts ${row.attempts}`);
+  } finally {
+    await t.stop();
+  }
+});
+
+Deno.test("faults: lost acknowledgements leave accepted but unacknowledged deliveries; off, they close with one effect", async () => {
+  // Slow retries, so that the lost-ack state lasts long enough to be seen.
+  const t = await startTestBakery({ RETRY_DELAYS_MS: "1500,1500,1500" });
+  try {
+    const client = t.client();
+    await signIn(client, "Frances");
+    await setFaults(client, { lostAcks: true });
+    const { orderId } = await placeOrderVia(client);
+
+    // Each of the three receivers applied OrderPlaced, and each ack was lost:
+    // the deliveries wait for a retry.
+    let unacked: DeliveryJson[] = [];
+    await eventually("three lost acknowledgements", async () => {
+      const { body } = await client.json<{ items: DeliveryJson[] }>(
+        "GET",
+        `/api/console/deliveries?orderId=${orderId}`,
+      );
+      unacked = body.items;
+      return unacked.length === 3 &&
+        unacked.every((d) =>
+          d.attempts >= 1 && /acknowledgement lost/.test(d.lastError ?? "")
+        );
+    }, 5_000);
+    const placedId = unacked[0].messageId;
+    const receivers = ["kitchen", "schedule", "customers"];
+    assert.deepEqual(unacked.map((d) => d.subscriber).sort(), receivers.sort());
+    assert.ok(unacked.every((d) => d.state !== "done" && d.state !== "dead"));
+    // The receivers have it although no delivery is done.
+    assert.deepEqual(
+      await inboxRows(t.sql, placedId, receivers),
+      once(receivers),
+    );
+    const during = await closureTotals(client);
+    assert.deepEqual(
+      [during.acceptedUnacked, during.closed, during.inFlight],
+      [3, 0, 0],
+    );
+
+    await setFaults(client, { lostAcks: false });
+    await orderSettles(client, orderId, "placed", 10_000);
+    const totals = await closureTotals(client);
+    assert.deepEqual(
+      [
+        totals.closed,
+        totals.acceptedUnacked,
+        totals.inFlight,
+        totals.dead,
+        totals.mismatch,
+      ],
+      [3, 0, 0, 0, 0],
+    );
+
+    // One effect each, although each was delivered at least twice.
+    assert.deepEqual(
+      await inboxRows(t.sql, placedId, receivers),
+      once(receivers),
+    );
+    const deliveries = await t.sql<{ subscriber: string; attempts: number }[]>`
+      select subscriber, attempts from queue.deliveries where message_id = ${placedId}`;
+    assert.equal(deliveries.length, 3);
+    for (const d of deliveries) {
+      assert.ok(d.attempts >= 2, `${d.subscriber}: ${d.attempts} attempts`);
+    }
+    assert.equal(
+      await countOf(t.sql<{ n: number }[]>`
+        select count(*)::int as n from kitchen.cards where order_id = ${orderId}`),
+      1,
+    );
+    assert.equal(
+      await countOf(t.sql<{ n: number }[]>`
+        select count(*)::int as n from customers.history where order_id = ${orderId}`),
+      1,
+    );
+    const bookings = await t.sql<{ sku: string; qty: number }[]>`
+      select sku, qty from schedule.bookings where order_id = ${orderId} order by sku`;
+    assert.deepEqual(bookings.map((b) => [b.sku, b.qty]), [
+      ["cardamom-bun", 2],
+      ["country-loaf", 1],
+    ]);
+  } finally {
+    await t.stop();
+  }
+});
+
+Deno.test("faults: with every delivery sent twice, every receiver still applies each message once", async () => {
+  const t = await startTestBakery();
+  try {
+    const client = t.client();
+    await signIn(client, "Frances");
+    await setFaults(client, { duplicateDeliveries: true });
+    // Counts the posts to receivers (a spy: it changes nothing), to show that
+    // the switch really sent each delivery twice.
+    const posts = new Map<string, number>();
+    const send = Dispatcher.prototype.send;
+    Dispatcher.prototype.send = function (request: Request) {
+      const key = `${new URL(request.url).pathname} ${
+        request.headers.get("x-message-id")
+      }`;
+      posts.set(key, (posts.get(key) ?? 0) + 1);
+      return send.call(this, request);
+    };
+    let order;
+    try {
+      const { orderId } = await placeOrderVia(client);
+      await payVia(client, orderId);
+      order = await orderSettles(client, orderId, "paid", 5_000);
+    } finally {
+      Dispatcher.prototype.send = send;
+    }
+    const { orderId } = order;
+    assert.equal(posts.size, order.deliveries.length);
+    for (const d of order.deliveries) {
+      assert.equal(
+        posts.get(`/receivers/${d.subscriber} ${d.messageId}`),
+        2,
+        `${d.eventType} to ${d.subscriber}`,
+      );
+    }
+
+    const placed = order.events.find((e) => e.type === "OrderPlaced")!;
+    const paid = order.events.find((e) => e.type === "OrderPaid")!;
+    assert.deepEqual(
+      await inboxRows(t.sql, placed.messageId, [
+        "kitchen",
+        "schedule",
+        "customers",
+      ]),
+      once(["kitchen", "schedule", "customers"]),
+    );
+    assert.deepEqual(
+      await inboxRows(t.sql, paid.messageId, [...RECEIVERS]),
+      once(RECEIVERS),
+    );
+    // One attempt each: the second post was answered like the first.
+    assert.ok(
+      order.deliveries.every((d) => d.attempts === 1),
+      JSON.stringify(order.deliveries),
+    );
+
+    const board = await client.json<
+      { cards: { orderId: string; state: string }[] }
+    >("GET", "/api/kitchen/board");
+    assert.deepEqual(
+      board.body.cards.map((c) => [c.orderId, c.state]),
+      [[orderId, "confirmed"]],
+    );
+    const count = (table: string) =>
+      countOf(t.sql<{ n: number }[]>`
+        select count(*)::int as n from ${
+        t.sql(table)
+      } where order_id = ${orderId}`);
+    assert.deepEqual(
+      {
+        cards: await count("kitchen.cards"),
+        bookings: await count("schedule.bookings"),
+        stops: await count("dispatch.stops"),
+        interactions: await count("crm.interactions"),
+        history: await count("customers.history"),
+        receipts: await count("receipts.receipts"),
+      },
+      {
+        cards: 1,
+        bookings: 2,
+        stops: 1,
+        interactions: 1,
+        history: 2,
+        receipts: 1,
+      },
+    );
+    const totals = await closureTotals(client);
+    assert.deepEqual(
+      [totals.closed, totals.mismatch, totals.acceptedUnacked, totals.dead],
+      [10, 0, 0, 0],
+    );
+  } finally {
+    await t.stop();
+  }
+});
