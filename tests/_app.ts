@@ -365,7 +365,7 @@ export async function postWebhook(
 /** Signs `client` in as `name` (`POST /api/session`); fails unless 201. */
 export async function signIn(
   client: Client,
-  name = "Ada",
+  name = "Operator",
 ): Promise<{ sandboxId: string; name: string }> {
   const { status, body } = await client.json<
     { sandboxId: string; name: string }

@@ -128,7 +128,7 @@ Deno.test("console auth: 401 without a session and for a guest, 200 once signed 
 
     // Signed in, the guest keeps its sandbox and may use the console. Two
     // dead letters of its own for the redrive and refuse calls.
-    await signIn(guest, "Ada");
+    await signIn(guest, "Operator A");
     const put = await guest.json("PUT", "/api/console/faults", {
       kitchenRefuses: true,
       customersRefuses: true,

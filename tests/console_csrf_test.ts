@@ -31,7 +31,7 @@ Deno.test("console CSRF: foreign or missing Origin without the token is a 403; t
   const t = await startTestBakery();
   try {
     const client = t.client();
-    await signIn(client, "Hedy");
+    await signIn(client, "Token operator");
     const on = await send(client, "PUT", "/api/console/faults", {
       json: { kitchenRefuses: true },
     });
@@ -137,7 +137,7 @@ Deno.test("console CSRF: foreign or missing Origin without the token is a 403; t
       select action, actor from queue.actions order by id`;
     assert.deepEqual(actions.map((a) => [a.action, a.actor]), [[
       "redrive",
-      "Hedy",
+      "Token operator",
     ]]);
   } finally {
     await t.stop();

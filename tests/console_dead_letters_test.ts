@@ -46,7 +46,7 @@ Deno.test("dead letters: refuse one with a reason; no reason is a 400; not a dea
   const t = await startTestBakery();
   try {
     const client = t.client();
-    await signIn(client, "Margaret");
+    await signIn(client, "Counter operator");
     await setFaults(client, { kitchenRefuses: true });
     const { orderId } = await placeOrderVia(client);
     const [dead] = await deadLettersSettle(client, 1);
@@ -110,7 +110,7 @@ Deno.test("dead letters: refuse one with a reason; no reason is a 400; not a dea
       count: 1,
       ids: [dead.id],
       reason,
-      actor: "Margaret",
+      actor: "Counter operator",
     });
     assert.deepEqual(await deadLettersOf(client), []);
 
@@ -122,11 +122,11 @@ Deno.test("dead letters: refuse one with a reason; no reason is a 400; not a dea
     const detail = await deliveryState(client, dead.id);
     assert.equal(detail.delivery.state, "refused");
     assert.equal(detail.delivery.refusedReason, reason);
-    assert.equal(detail.delivery.refusedBy, "Margaret");
+    assert.equal(detail.delivery.refusedBy, "Counter operator");
     assert.ok(detail.delivery.refusedAt);
     assert.deepEqual(
       detail.actions.map((a) => [a.action, a.actor, a.reason]),
-      [["refuse", "Margaret", reason]],
+      [["refuse", "Counter operator", reason]],
     );
     const actions = await t.sql<
       { action: string; actor: string; reason: string }[]
@@ -134,7 +134,7 @@ Deno.test("dead letters: refuse one with a reason; no reason is a 400; not a dea
       select action, actor, reason from queue.actions where delivery_id = ${dead.id}`;
     assert.deepEqual(actions.map((a) => [a.action, a.actor, a.reason]), [[
       "refuse",
-      "Margaret",
+      "Counter operator",
       reason,
     ]]);
 
@@ -160,7 +160,7 @@ Deno.test("dead letters: bulk redrive by subscriber, oldest first; bulk refuse o
   const t = await startTestBakery();
   try {
     const client = t.client();
-    await signIn(client, "Katherine");
+    await signIn(client, "Bulk operator");
     await setFaults(client, { scheduleRefuses: true, crmRefuses: true });
     const orders = [];
     for (let i = 0; i < 2; i++) {
@@ -282,7 +282,7 @@ Deno.test("dead letters: bulk redrive by subscriber, oldest first; bulk refuse o
     assert.equal(refused.status, 200, JSON.stringify(refused.body));
     assert.equal(refused.body.count, 1);
     assert.deepEqual(refused.body.ids, [chosen.id]);
-    assert.equal(refused.body.actor, "Katherine");
+    assert.equal(refused.body.actor, "Bulk operator");
     assert.deepEqual((await deadLettersOf(client)).map((d) => d.id), [
       other.id,
     ]);

@@ -84,7 +84,7 @@ Deno.test("faults: every switch is listed and off; unknown names and non-boolean
   const t = await startTestBakery();
   try {
     const client = t.client();
-    await signIn(client, "Frances");
+    await signIn(client, "Fault operator");
     const { status, body } = await client.json<Record<string, boolean>>(
       "GET",
       "/api/console/faults",
@@ -145,7 +145,7 @@ Deno.test("faults: while the queue refuses sends, OrderPlaced waits in the outbo
   const t = await startTestBakery();
   try {
     const client = t.client();
-    await signIn(client, "Frances");
+    await signIn(client, "Fault operator");
     await setFaults(client, { queueRefusesSends: true });
     const { orderId } = await placeOrderVia(client);
 
@@ -219,7 +219,7 @@ Deno.test("faults: lost acknowledgements leave accepted but unacknowledged deliv
   const t = await startTestBakery({ RETRY_DELAYS_MS: "1500,1500,1500" });
   try {
     const client = t.client();
-    await signIn(client, "Frances");
+    await signIn(client, "Fault operator");
     await setFaults(client, { lostAcks: true });
     const { orderId } = await placeOrderVia(client);
 
@@ -302,7 +302,7 @@ Deno.test("faults: with every delivery sent twice, every receiver still applies 
   const t = await startTestBakery();
   try {
     const client = t.client();
-    await signIn(client, "Frances");
+    await signIn(client, "Fault operator");
     await setFaults(client, { duplicateDeliveries: true });
     // Counts the posts to receivers (a spy: it changes nothing), to show that
     // the switch really sent each delivery twice.

@@ -90,8 +90,8 @@ Deno.test("live: an order produces a change event in its own sandbox's stream, n
   try {
     const a = t.client();
     const b = t.client();
-    const { sandboxId: sandboxA } = await signIn(a, "Ada");
-    const { sandboxId: sandboxB } = await signIn(b, "Barbara");
+    const { sandboxId: sandboxA } = await signIn(a, "Operator A");
+    const { sandboxId: sandboxB } = await signIn(b, "Operator B");
 
     const streamA = await EventStream.open(a);
     streams.push(streamA);

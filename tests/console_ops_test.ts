@@ -30,7 +30,7 @@ Deno.test("metrics: outbox, deliveries, dead letters and latency histograms afte
   const t = await startTestBakery();
   try {
     const client = t.client();
-    await signIn(client, "Lynn");
+    await signIn(client, "Metrics operator");
     const { orderId } = await placeOrderVia(client);
     await payVia(client, orderId);
     await orderSettles(client, orderId, "paid", 5_000);
@@ -151,7 +151,7 @@ Deno.test("CSP: pages, probes, API answers and errors carry the Content-Security
     const evil = client.withOrigin("https://evil.example");
     const refused = await evil.fetch("/api/session", {
       method: "POST",
-      json: { name: "Mallory" },
+      json: { name: "Cross-site visitor" },
     });
     await refused.body?.cancel();
     assert.equal(refused.status, 403);

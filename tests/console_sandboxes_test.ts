@@ -37,8 +37,8 @@ Deno.test("sandboxes: two operators see only their own orders, dead letters, car
   try {
     const a = t.client();
     const b = t.client();
-    const sandboxA = (await signIn(a, "Ada")).sandboxId;
-    const sandboxB = (await signIn(b, "Barbara")).sandboxId;
+    const sandboxA = (await signIn(a, "Operator A")).sandboxId;
+    const sandboxB = (await signIn(b, "Operator B")).sandboxId;
     assert.notEqual(sandboxA, sandboxB);
 
     // A's first order goes through; then A's kitchen refuses.

@@ -61,7 +61,7 @@ Deno.test("console walkthrough: the kitchen refuses, the operator redrives, ever
   const t = await startTestBakery();
   try {
     const client = t.client();
-    await signIn(client, "Grace");
+    await signIn(client, "Morning shift");
     const on = await client.json<Record<string, boolean>>(
       "PUT",
       "/api/console/faults",
@@ -195,7 +195,7 @@ Deno.test("console walkthrough: the kitchen refuses, the operator redrives, ever
     );
     assert.deepEqual(
       story.actions.map((a) => [a.action, a.actor]),
-      [["redrive", "Grace"], ["redrive", "Grace"]],
+      [["redrive", "Morning shift"], ["redrive", "Morning shift"]],
     );
     assert.equal(story.delivery.redrives, 2);
 
@@ -204,8 +204,8 @@ Deno.test("console walkthrough: the kitchen refuses, the operator redrives, ever
       select action, actor from queue.actions
        where delivery_id = ${paid.id} order by id`;
     assert.deepEqual(actions.map((a) => [a.action, a.actor]), [
-      ["redrive", "Grace"],
-      ["redrive", "Grace"],
+      ["redrive", "Morning shift"],
+      ["redrive", "Morning shift"],
     ]);
     const [row] = await t.sql<{ state: string; attempts: number }[]>`
       select state, attempts from queue.deliveries where id = ${paid.id}`;
