@@ -42,14 +42,18 @@ export async function append(
   if (envelopes.length === 0) return;
   for (const e of envelopes) envelopeSchema.parse(e);
   const table = tx.sql(`${tx.service}.outbox`);
-  // One statement for the batch: the envelopes as one jsonb array, unpacked
-  // by the server; the columns are copies of envelope fields.
-  await tx.sql`
-    insert into ${table} (sandbox_id, message_id, type, envelope)
-    select (e->>'sandboxId')::uuid, (e->>'messageId')::uuid, e->>'type', e
-      from jsonb_array_elements(${tx.sql.json(envelopes as never)}) as e`;
+  // One statement: the new rows (the envelopes as one jsonb array, unpacked
+  // by the server; the columns are copies of envelope fields) and the
+  // flush. The UPDATE sees the table as it was before this statement, so it
+  // touches only older rows that wait for a retry or were parked.
   const sandboxes = [...new Set(envelopes.map((e) => e.sandboxId))];
   await tx.sql`
+    with inserted as (
+      insert into ${table} (sandbox_id, message_id, type, envelope)
+      select (e->>'sandboxId')::uuid, (e->>'messageId')::uuid, e->>'type', e
+        from jsonb_array_elements(${tx.sql.json(envelopes as never)}) as e
+      returning id
+    )
     update ${table} set next_attempt_at = now()
      where state = 'pending' and next_attempt_at > now()
        and sandbox_id = any(${sandboxes}::uuid[])`;

@@ -86,32 +86,52 @@ export async function recordEvent(
 }
 
 /**
- * Adds `qty` of `sku` to what the day has promised, unless that would pass
- * `capacity`. The row lock makes concurrent orders for the same day and
- * product queue up here, so two of them cannot both take the last bun.
- * Returns what was left before, or null when the qty was taken.
+ * Adds every line's `qty` to what its day has promised, in one statement,
+ * unless that would pass the product's capacity. Rows are locked in sku
+ * order whatever order the request lists its lines in: two orders naming the
+ * same products in opposite orders would otherwise deadlock. Concurrent
+ * orders for the same day and product queue up on the row lock, so two of
+ * them cannot both take the last bun. Returns the lines that did not fit,
+ * with what was left of each; an empty list means all were taken.
  */
 export async function takeCapacity(
   sql: TxSql,
   sandboxId: string,
   day: string,
-  sku: string,
-  qty: number,
-  capacity: number,
-): Promise<number | null> {
-  await sql`
-    insert into orders.day_counts (sandbox_id, day, sku, qty)
-    values (${sandboxId}, ${day}, ${sku}, 0)
-    on conflict do nothing`;
-  const [row] = await sql<{ qty: number }[]>`
-    select qty from orders.day_counts
-     where sandbox_id = ${sandboxId} and day = ${day} and sku = ${sku}
-     for update`;
-  if (row.qty + qty > capacity) return capacity - row.qty;
-  await sql`
-    update orders.day_counts set qty = qty + ${qty}
-     where sandbox_id = ${sandboxId} and day = ${day} and sku = ${sku}`;
-  return null;
+  lines: { sku: string; qty: number; capacity: number }[],
+): Promise<{ sku: string; left: number }[]> {
+  const sorted = [...lines].sort((a, b) =>
+    a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0
+  );
+  const caps = Object.fromEntries(sorted.map((l) => [l.sku, l.capacity]));
+  const taken = await sql<{ sku: string }[]>`
+    insert into orders.day_counts as d (sandbox_id, day, sku, qty)
+    select ${sandboxId}, ${day}, l.sku, l.qty
+      from unnest(${sorted.map((l) => l.sku)}::text[], ${
+    sorted.map((l) => l.qty)
+  }::int[],
+                  ${sorted.map((l) => l.capacity)}::int[])
+           with ordinality as l(sku, qty, cap, n)
+     where l.qty <= l.cap
+     order by l.n
+    on conflict (sandbox_id, day, sku) do update
+       set qty = d.qty + excluded.qty
+     where d.qty + excluded.qty <= (${
+    sql.json(caps)
+  }::jsonb ->> excluded.sku)::int
+    returning sku`;
+  if (taken.length === sorted.length) return [];
+  const done = new Set(taken.map((r) => r.sku));
+  const missing = sorted.filter((l) => !done.has(l.sku));
+  const rows = await sql<{ sku: string; qty: number }[]>`
+    select sku, qty from orders.day_counts
+     where sandbox_id = ${sandboxId} and day = ${day}
+       and sku = any(${missing.map((l) => l.sku)}::text[])`;
+  const promised = new Map(rows.map((r) => [r.sku, r.qty]));
+  return missing.map((l) => ({
+    sku: l.sku,
+    left: l.capacity - (promised.get(l.sku) ?? 0),
+  }));
 }
 
 /** Gives back what a cancelled order had taken. */

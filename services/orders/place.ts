@@ -9,7 +9,7 @@ import { HttpError } from "../../lib/http/errors.ts";
 import { append, newEnvelope, uuidv7 } from "../../lib/outbox/mod.ts";
 import { menuItem } from "../menu.ts";
 import type { OrderSnapshot } from "../events.ts";
-import { recordEvent, takeCapacity } from "./orders_sql.ts";
+import { takeCapacity } from "./orders_sql.ts";
 import type { PlaceOrderInput } from "./schema.ts";
 
 export interface Placed {
@@ -75,42 +75,25 @@ export async function placeOrder(
         unitCents: menu.priceCents,
       };
     });
-    // Rows are locked in sku order, whatever order the request lists them
-    // in: two orders that name the same products in opposite orders would
-    // otherwise wait on each other's rows and one would die in a deadlock.
-    const bySku = [...lines.entries()].sort(([, a], [, b]) =>
-      a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0
+    const short = await takeCapacity(
+      sql,
+      sandboxId,
+      day,
+      lines.map((l) => ({ ...l, capacity: menuItem(l.sku)!.dailyCapacity })),
     );
-    for (const [i, line] of bySku) {
-      const left = await takeCapacity(
-        sql,
-        sandboxId,
-        day,
-        line.sku,
-        line.qty,
-        menuItem(line.sku)!.dailyCapacity,
+    if (short.length > 0) {
+      const { sku, left } = short[0];
+      const i = lines.findIndex((l) => l.sku === sku);
+      const line = lines[i];
+      throw new HttpError(
+        409,
+        left === 0
+          ? `${line.name} is sold out for ${day}`
+          : `only ${left} ${line.name} left for ${day}; you asked for ${line.qty}`,
+        [{ path: `items.${i}.qty`, message: `only ${left} left for ${day}` }],
       );
-      if (left !== null) {
-        throw new HttpError(
-          409,
-          left === 0
-            ? `${line.name} is sold out for ${day}`
-            : `only ${left} ${line.name} left for ${day}; you asked for ${line.qty}`,
-          [{ path: `items.${i}.qty`, message: `only ${left} left for ${day}` }],
-        );
-      }
     }
     const totalCents = lines.reduce((sum, l) => sum + l.qty * l.unitCents, 0);
-    await sql`
-      insert into orders.orders (id, sandbox_id, customer_name, customer_email,
-                                 fulfilment, day, total_cents)
-      values (${orderId}, ${sandboxId}, ${input.customer.name}, ${input.customer.email},
-              ${input.fulfilment}, ${day}, ${totalCents})`;
-    await sql`
-      insert into orders.lines (order_id, sku, sandbox_id, name, qty, unit_cents)
-      select ${orderId}, l.sku, ${sandboxId}, l.name, l.qty, l."unitCents"
-        from jsonb_to_recordset(${sql.json(lines as never)})
-          as l(sku text, name text, qty int, "unitCents" int)`;
     const snapshot: OrderSnapshot = {
       orderId,
       lines,
@@ -126,13 +109,22 @@ export async function placeOrder(
       sandboxId,
       payload: snapshot,
     });
-    await recordEvent(sql, {
-      sandboxId,
-      orderId,
-      type: "OrderPlaced",
-      version: 1,
-      messageId: envelope.messageId,
-    });
+    // The order, its lines and its first event: one statement.
+    await sql`
+      with o as (
+        insert into orders.orders (id, sandbox_id, customer_name, customer_email,
+                                   fulfilment, day, total_cents)
+        values (${orderId}, ${sandboxId}, ${input.customer.name}, ${input.customer.email},
+                ${input.fulfilment}, ${day}, ${totalCents})
+        returning id
+      ), l as (
+        insert into orders.lines (order_id, sku, sandbox_id, name, qty, unit_cents)
+        select o.id, l.sku, ${sandboxId}, l.name, l.qty, l."unitCents"
+          from o, jsonb_to_recordset(${sql.json(lines as never)})
+            as l(sku text, name text, qty int, "unitCents" int)
+      )
+      insert into orders.events (sandbox_id, order_id, type, version, message_id)
+      select ${sandboxId}, o.id, 'OrderPlaced', 1, ${envelope.messageId} from o`;
     await append(tx, [envelope], { notify: options.notify });
     return { orderId, state: "placed", totalCents, created: true };
   });
