@@ -41,7 +41,7 @@ export async function createTestServices(sql: Sql) {
     await sql`alter default privileges in schema ${sql(s)}
       grant usage, select on sequences to ${sql(s)}`;
   }
-  await sql`select platform.create_outbox(${SENDER})`;
+  await sql`select platform.create_outbox_with_indexes(${SENDER})`;
   await sql`create table t_sender.orders (
     id text primary key, sandbox_id uuid not null, note text)`;
   await sql`select platform.enable_sandbox_rls('t_sender.orders')`;
