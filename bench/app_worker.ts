@@ -3,7 +3,8 @@
  * database is open (bakery.ts `startBakery`: web app, test-mode payments,
  * relay and consumers), for the memory figure under steady load.
  *
- * Environment: BENCH_WORKER_DATABASE_URL. Prints `BENCH ready {"url": ...}`.
+ * Environment: BENCH_WORKER_DATABASE_URL, BENCH_APP_DATA_DIR. Prints
+ * `BENCH ready {"url": ...}`.
  */
 import { parseConfig } from "../config.ts";
 import { createLogger } from "../lib/log/mod.ts";
@@ -15,7 +16,9 @@ if (!url) {
   console.error("BENCH_WORKER_DATABASE_URL is not set");
   Deno.exit(2);
 }
-const dataDir = await Deno.makeTempDir({ prefix: "bakery-bench-app-" });
+// The parent makes and removes the data directory, even if this process is
+// killed.
+const dataDir = Deno.env.get("BENCH_APP_DATA_DIR") ?? ".data-bench";
 const config = parseConfig({
   PORT: "0",
   HOST: "127.0.0.1",
@@ -27,14 +30,10 @@ const config = parseConfig({
 });
 const log = createLogger("warn", (line) => console.error(line));
 const next = stdinLines();
-try {
-  const bakery = await startBakery({ config, databaseUrl: url, log });
-  say("ready", { url: bakery.url, pid: Deno.pid });
-  while (await next() !== "stop") {
-    // only "stop" (or the end of stdin) ends the app
-  }
-  await bakery.stop();
-  say("stopped");
-} finally {
-  await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+const bakery = await startBakery({ config, databaseUrl: url, log });
+say("ready", { url: bakery.url, pid: Deno.pid });
+while (await next() !== "stop") {
+  // only "stop" (or the end of stdin) ends the app
 }
+await bakery.stop();
+say("stopped");

@@ -21,6 +21,8 @@ export interface DrainResult {
   complete: boolean;
   /** Deno.memoryUsage() of each worker at the end, MB. */
   usage: Record<string, number>[];
+  /** CPU seconds the workers spent between go and the end. */
+  drainCpuSeconds: number;
 }
 
 export async function drain(ctx: Ctx, o: {
@@ -74,12 +76,24 @@ export async function drain(ctx: Ctx, o: {
       ));
     }
     let peakMb = 0;
+    let drainCpu = 0;
     for (const [i, c] of children.entries()) {
       const stopped = await c.stop();
       peakMb = Math.max(peakMb, stopped.peakMb);
-      ctx.addWorkerCpu(Math.max(0, stopped.cpuSeconds - cpuBefore[i]));
+      // All of it (start-up included) counts as the workers'; the drain's
+      // own share is kept apart.
+      ctx.addWorkerCpu(stopped.cpuSeconds);
+      drainCpu += Math.max(0, stopped.cpuSeconds - cpuBefore[i]);
     }
-    return { done, seconds, rate: done / seconds, peakMb, complete, usage };
+    return {
+      done,
+      seconds,
+      rate: done / seconds,
+      peakMb,
+      complete,
+      usage,
+      drainCpuSeconds: drainCpu,
+    };
   } finally {
     for (const c of children) c.kill();
     for (const c of children) await c.closed();

@@ -17,6 +17,7 @@ import { type Ctx, makePlan, type Scenario, type Shared } from "./context.ts";
 import {
   cpuModel,
   cpuSeconds,
+  machineBusySeconds,
   machineMemoryMb,
   postgresCpuSeconds,
 } from "./procfs.ts";
@@ -106,6 +107,14 @@ const cleanup = () =>
     await killAllChildren();
     await server?.stop();
   })();
+// Once stopping, an error from a pool whose server went away (postgres.js
+// on a closed socket) must not end the process before the cleanup has.
+globalThis.addEventListener("error", (event) => {
+  if (cleaning) event.preventDefault();
+});
+globalThis.addEventListener("unhandledrejection", (event) => {
+  if (cleaning) event.preventDefault();
+});
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   Deno.addSignalListener(signal, () => {
     progress.note(`${signal}: stopping children and PostgreSQL`);
@@ -119,6 +128,7 @@ try {
   server = await startServer({ stats });
   results.machine = {
     cores: navigator.hardwareConcurrency,
+    loadAverageAtStart: Deno.loadavg(),
     memoryMb: machineMemoryMb(),
     cpuModel: cpuModel(),
     os: `${Deno.build.os} ${Deno.osRelease()} ${Deno.build.arch}`,
@@ -178,6 +188,7 @@ async function run(
     ? postgresCpuSeconds(server.postmasterPid)
     : null;
   const selfBefore = cpuSeconds(Deno.pid) ?? 0;
+  const busyBefore = machineBusySeconds();
   const t0 = performance.now();
   const result: ScenarioResult = {
     status: "ok",
@@ -202,13 +213,24 @@ async function run(
   result.seconds = Math.round(wall * 10) / 10;
   result.params = ctx.params;
   if (ctx.notes.length) result.notes = ctx.notes;
+  const benchSeconds = (cpuSeconds(Deno.pid) ?? 0) - selfBefore;
+  const postgresSeconds = pgBefore !== null && pgAfter !== null
+    ? pgAfter - pgBefore
+    : null;
+  const busyAfter = machineBusySeconds();
   result.cpu = {
     wallSeconds: result.seconds,
-    benchSeconds: (cpuSeconds(Deno.pid) ?? 0) - selfBefore,
+    benchSeconds,
     workerSeconds: workerCpu,
-    postgresSeconds: pgBefore !== null && pgAfter !== null
-      ? pgAfter - pgBefore
-      : null,
+    postgresSeconds,
+    otherSeconds:
+      busyBefore !== null && busyAfter !== null && postgresSeconds !== null
+        ? Math.max(
+          0,
+          busyAfter - busyBefore - benchSeconds - workerCpu - postgresSeconds,
+        )
+        : null,
+    loadAverage: Deno.loadavg()[0],
   };
   if (admin) {
     // Statements of every database of the run; the scenario's database is gone.

@@ -111,3 +111,15 @@ export class MemorySampler {
     return Math.max(this.peakRssMb, this.hwmMb);
   }
 }
+
+/**
+ * Busy CPU seconds of the whole machine (every process), from /proc/stat:
+ * what is not idle or waiting for I/O.
+ */
+export function machineBusySeconds(): number | null {
+  const line = readText("/proc/stat")?.split("\n")[0];
+  if (!line?.startsWith("cpu ")) return null;
+  const [user, nice, system, _idle, _iowait, irq, softirq, steal] = line
+    .split(/\s+/).slice(1).map(Number);
+  return (user + nice + system + irq + softirq + steal) / TICKS;
+}

@@ -35,6 +35,13 @@ export interface CpuUse {
   benchSeconds: number;
   workerSeconds: number;
   postgresSeconds: number | null;
+  /**
+   * Busy seconds of every other process on the machine meanwhile: a machine
+   * shared with other work shows here, and the figures are then noisier.
+   */
+  otherSeconds: number | null;
+  /** The 1-minute load average when the scenario ended. */
+  loadAverage: number;
 }
 
 export interface ScenarioResult {
@@ -172,7 +179,7 @@ export function table(results: Results): string {
 /** CPU per scenario: where the time went, bench/workers/postgres. */
 export function cpuTable(results: Results): string {
   const lines = [
-    "scenario        wall s   bench cpu s  workers cpu s  postgres cpu s",
+    "scenario        wall s   bench cpu s  workers cpu s  postgres cpu s  other cpu s  load",
   ];
   for (const [scenario, r] of Object.entries(results.scenarios)) {
     if (!r.cpu) continue;
@@ -181,7 +188,7 @@ export function cpuTable(results: Results): string {
         cell(r.cpu.benchSeconds).padStart(11)
       }  ${cell(r.cpu.workerSeconds).padStart(13)}  ${
         cell(r.cpu.postgresSeconds).padStart(14)
-      }`,
+      }  ${cell(r.cpu.otherSeconds).padStart(11)}  ${cell(r.cpu.loadAverage)}`,
     );
   }
   return lines.join("\n");

@@ -63,6 +63,7 @@ export async function deliver(ctx: Ctx): Promise<Figure[]> {
       timing: "server clock: from go to max(done_at)",
       states: byState,
       workerMemoryMb: r.usage,
+      workerDrainCpuSeconds: Math.round(r.drainCpuSeconds * 100) / 100,
       retried,
     };
     return [

@@ -62,6 +62,7 @@ export async function memory(ctx: Ctx): Promise<Figure[]> {
   const rate = (ctx.shared.sustainableRate ?? 40) / 2;
   const db = await ctx.server.database("memory");
   let app: BenchChild | undefined;
+  const dataDir = await Deno.makeTempDir({ prefix: "bakery-bench-app-" });
   let peakMb = 0;
   let paid = 0;
   try {
@@ -70,6 +71,7 @@ export async function memory(ctx: Ctx): Promise<Figure[]> {
     );
     app = new BenchChild("bench/app_worker.ts", [], {
       BENCH_WORKER_DATABASE_URL: db.url,
+      BENCH_APP_DATA_DIR: dataDir,
     });
     const { url } = await app.expect("ready") as { url: string };
     const cpuBefore = app.cpuSeconds();
@@ -108,6 +110,7 @@ export async function memory(ctx: Ctx): Promise<Figure[]> {
     app?.kill();
     await app?.closed();
     await db.drop();
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   }
   ctx.params = {
     appRate: rate,

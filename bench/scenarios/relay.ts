@@ -17,6 +17,7 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
   const figures: Figure[] = [];
   const peaks: number[] = [];
   const memoryUsage: Record<string, unknown> = {};
+  const drainCpu: Record<string, number> = {};
   for (const processes of [1, 2]) {
     const db = await ctx.server.database(`relay${processes}`);
     try {
@@ -60,6 +61,8 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
       }
       peaks.push(r.peakMb);
       memoryUsage[`${processes}_process`] = r.usage;
+      drainCpu[`${processes}_process`] = Math.round(r.drainCpuSeconds * 100) /
+        100;
       figures.push(
         figure(`messages_per_s_${processes}_process`, r.rate, "msg/s", {
           target: TARGET,
@@ -79,6 +82,7 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
       "1, then 2: separate Deno processes (bench/worker.ts relay), each with its own pool of 10",
     timing: "server clock: from go to max(published_at)",
     workerMemoryMb: memoryUsage,
+    workerDrainCpuSeconds: drainCpu,
   };
   return figures;
 }
