@@ -105,6 +105,13 @@ export function startBakeryMessaging(
     relayRetryMs: deps.config.RELAY_RETRY_MS,
     retryDelaysMs: deps.config.RETRY_DELAYS_MS,
     timeoutMs: deps.config.DELIVERY_TIMEOUT_MS,
+    // Each subscriber's inbox is the table `inbox` in its own schema; the
+    // read-only console role may read them all.
+    audit: {
+      reader: "console",
+      subscribers: SUBSCRIBERS,
+      inboxOf: (subscriber) => `${subscriber}.inbox`,
+    },
     ...extra,
   });
 }

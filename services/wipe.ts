@@ -20,6 +20,7 @@ export function cutoffFor(now: Date): Date {
 const FIRST = [
   "queue.attempts",
   "queue.actions",
+  "queue.mismatches",
   "queue.deliveries",
   "queue.messages",
   "orders.lines",

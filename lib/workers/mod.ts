@@ -12,6 +12,7 @@ import { consumeOnce, type Subscriber } from "../queue/consumer.ts";
 import { type Queue, QUEUE_CHANNEL } from "../queue/publish.ts";
 import type { Dispatcher } from "../queue/transport.ts";
 import { relayOnce } from "../relay/relay.ts";
+import { auditOnce, type AuditOptions } from "../queue/audit.ts";
 import { Listener } from "../wake/listener.ts";
 import { Loop } from "../wake/loop.ts";
 
@@ -36,6 +37,8 @@ export interface MessagingOptions {
   consumerLeaseMs?: number;
   /** Whether to run relays, consumers, or both (default both). */
   roles?: { relay?: boolean; consume?: boolean };
+  /** The closure audit of done deliveries, run beside the consumers. */
+  audit?: Omit<AuditOptions, "sql">;
   /** Called after a batch changed rows of these sandboxes (live views). */
   onTouched?: (sandboxIds: string[]) => void;
   observeLag?: (seconds: number, service: string) => void;
@@ -91,6 +94,17 @@ export async function startMessaging(
       );
     }
   }
+  let auditor: Loop | undefined;
+  if ((options.roles?.consume ?? true) && options.audit) {
+    const audit = options.audit;
+    auditor = new Loop({
+      name: "audit",
+      log,
+      pollMs: options.pollMs,
+      onTouched: options.onTouched,
+      tick: () => auditOnce({ ...audit, sql: options.sql }),
+    });
+  }
   if (options.roles?.consume ?? true) {
     for (let i = 0; i < (options.consumers ?? 4); i++) {
       consumers.push(
@@ -98,7 +112,10 @@ export async function startMessaging(
           name: `consumer:${i}`,
           log,
           pollMs: options.pollMs,
-          onTouched: options.onTouched,
+          onTouched: (ids) => {
+            auditor?.wake();
+            options.onTouched?.(ids);
+          },
           tick: () =>
             consumeOnce({
               sql: options.sql,
@@ -134,6 +151,7 @@ export async function startMessaging(
   await listener.start();
   relays.forEach((r) => r.start());
   consumers.forEach((c) => c.start());
+  auditor?.start();
   log.info("messaging_started", {
     relays: [...relays.keys()],
     consumers: consumers.length,
@@ -144,7 +162,8 @@ export async function startMessaging(
     wakeConsumers,
     stop: async () => {
       await Promise.all(
-        [...relays.values(), ...consumers].map((l) => l.stop()),
+        [...relays.values(), ...consumers, ...(auditor ? [auditor] : [])]
+          .map((l) => l.stop()),
       );
       await listener.stop();
       log.info("messaging_stopped", {});

@@ -39,6 +39,12 @@ function classify(state: string, accepted: boolean): ClosureState {
   return accepted ? "acceptedUnacked" : "inFlight";
 }
 
+/**
+ * The closure matrix of one sandbox. Done deliveries are read from the
+ * audit's counters (lib/queue/audit.ts) plus the few not audited yet; open,
+ * dead and refused ones through partial indexes that hold only those rows.
+ * No query reads the history of done deliveries.
+ */
 export async function closure(sql: Sql, sandboxId: string) {
   return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
     const bySubscriber: Record<string, ClosureCounts> = Object.fromEntries(
@@ -54,6 +60,28 @@ export async function closure(sql: Sql, sandboxId: string) {
         }
       }
     }
+    const counted = await sql<
+      { subscriber: string; closed: string; mismatch: string }[]
+    >`
+      select subscriber, closed, mismatch from queue.closure_counts`;
+    for (const c of counted) {
+      const counts = bySubscriber[c.subscriber];
+      if (!counts) continue;
+      counts.closed += Number(c.closed);
+      counts.mismatch += Number(c.mismatch);
+    }
+    const settled = await sql<
+      { subscriber: string; state: string; n: number }[]
+    >`
+      select subscriber, 'dead' as state, count(*)::int as n from queue.deliveries
+       where state = 'dead' group by subscriber
+      union all
+      select subscriber, 'refused', count(*)::int from queue.deliveries
+       where state = 'refused' group by subscriber`;
+    for (const r of settled) {
+      const counts = bySubscriber[r.subscriber];
+      if (counts) counts[r.state as "dead" | "refused"] += r.n;
+    }
     for (const subscriber of SUBSCRIBERS) {
       const rows = await sql<{ state: string; accepted: boolean; n: number }[]>`
         select d.state, (i.message_id is not null) as accepted, count(*)::int as n
@@ -62,6 +90,7 @@ export async function closure(sql: Sql, sandboxId: string) {
         sql(`${subscriber}.inbox`)
       } i on i.message_id = d.message_id
          where d.subscriber = ${subscriber}
+           and (d.state in ('pending', 'in_flight') or (d.state = 'done' and not d.audited))
          group by 1, 2`;
       for (const r of rows) {
         bySubscriber[subscriber][classify(r.state, r.accepted)] += r.n;
@@ -117,8 +146,20 @@ export async function closureRows(
              d.created_at, (i.message_id is not null) as accepted, i.status as inbox_status
         from queue.deliveries d
         left join ${sql(`${subscriber}.inbox`)} i on i.message_id = d.message_id
-       where d.subscriber = ${subscriber}
-       order by d.id desc`;
+       where d.subscriber = ${subscriber} and ${
+      // Each cell reads only rows that can be in it, through the partial
+      // indexes; "closed" reads the newest done rows and stops at the limit.
+      {
+        inFlight: sql`d.state in ('pending', 'in_flight')`,
+        acceptedUnacked: sql`d.state in ('pending', 'in_flight')`,
+        dead: sql`d.state = 'dead'`,
+        refused: sql`d.state = 'refused'`,
+        closed: sql`d.state = 'done' and i.message_id is not null`,
+        mismatch: sql`d.state = 'done' and (not d.audited
+          or d.id in (select delivery_id from queue.mismatches))`,
+      }[state]}
+       order by d.id desc
+       limit ${limit * 2}`;
     return rows.filter((r) => classify(r.state, r.accepted) === state).slice(
       0,
       limit,

@@ -54,6 +54,16 @@ export interface OutboxAges {
   }[];
 }
 
+interface Group {
+  service: string;
+  type: string;
+  pending: number;
+  ready: number;
+  parked: number;
+  oldest_ready: number | null;
+  oldest: number | null;
+}
+
 interface Row {
   service: string;
   message_id: string;
@@ -67,72 +77,93 @@ interface Row {
   ready: boolean;
 }
 
-/** Pending outbox rows of one sandbox, summarised. */
+/**
+ * Pending outbox rows of one sandbox, summarised by the server (counts, ages
+ * and histogram per service and type) plus the `limit` oldest rows: the
+ * backlog is never copied into this process.
+ */
 export async function outboxAges(
   sql: Sql,
   sandboxId: string,
   limit = 50,
 ): Promise<OutboxAges> {
-  const rows = await asService(
+  const bounds = [...AGE_BUCKETS];
+  const buckets = new Array<number>(bounds.length + 1).fill(0);
+  const { groups, oldest } = await asService(
     sql,
     "console",
     { sandboxId },
     async ({ sql }) => {
-      const all: Row[] = [];
+      const groups: Group[] = [];
+      const oldest: Row[] = [];
       for (const service of SENDERS) {
-        all.push(
+        const table = sql(`${service}.outbox`);
+        groups.push(
+          ...await sql<Group[]>`
+          with p as (
+            select type, next_attempt_at,
+                   extract(epoch from now() - created_at)::float8 as age
+              from ${table} where state <> 'published'
+          )
+          select ${service}::text as service, type,
+                 count(*)::int as pending,
+                 count(*) filter (where next_attempt_at <= now())::int as ready,
+                 count(*) filter (where next_attempt_at = 'infinity')::int as parked,
+                 max(age) filter (where next_attempt_at <= now()) as oldest_ready,
+                 max(age) as oldest
+            from p group by type`,
+        );
+        // width_bucket: 0 below the first bound, i in [bound i-1, bound i),
+        // n past the last bound (+Inf).
+        for (
+          const { b, n } of await sql<{ b: number; n: number }[]>`
+          select width_bucket(extract(epoch from now() - created_at)::float8,
+                              ${bounds}::float8[]) as b, count(*)::int as n
+            from ${table} where state <> 'published' group by b`
+        ) buckets[b] += n;
+        oldest.push(
           ...await sql<Row[]>`
           select ${service}::text as service, message_id, type,
                  envelope->>'aggregateId' as order_id, state,
                  extract(epoch from now() - created_at)::float8 as age,
                  attempts, last_error, next_attempt_at,
                  next_attempt_at <= now() as ready
-            from ${sql(`${service}.outbox`)}
+            from ${table}
            where state <> 'published'
-           order by id`,
+           order by id limit ${limit}`,
         );
       }
-      return all;
+      return { groups, oldest };
     },
   );
-  const ready = rows.filter((r) => r.ready);
-  const parked = rows.filter((r) => !isFinite(r.next_attempt_at.getTime()));
-  const maxAge = (rs: Row[]) =>
-    rs.length ? Math.max(...rs.map((r) => r.age)) : null;
-  const groups = new Map<string, Row[]>();
-  for (const r of rows) {
-    const key = `${r.service}\u0000${r.type}`;
-    groups.set(key, [...(groups.get(key) ?? []), r]);
-  }
+  const sum = (f: (g: Group) => number) => groups.reduce((n, g) => n + f(g), 0);
+  const max = (values: (number | null)[]) => {
+    const v = values.filter((x): x is number => x !== null);
+    return v.length ? Math.max(...v) : null;
+  };
+  const pending = sum((g) => g.pending);
+  const ready = sum((g) => g.ready);
   return {
-    pending: rows.length,
-    ready: ready.length,
-    backingOff: rows.length - ready.length,
-    parked: parked.length,
-    oldestReadyAgeSeconds: maxAge(ready),
-    oldestAgeSeconds: maxAge(rows),
+    pending,
+    ready,
+    backingOff: pending - ready,
+    parked: sum((g) => g.parked),
+    oldestReadyAgeSeconds: max(groups.map((g) => g.oldest_ready)),
+    oldestAgeSeconds: max(groups.map((g) => g.oldest)),
     buckets: [...AGE_BUCKETS, "+Inf" as const].map((le, i) => ({
       le,
-      count: rows.filter((r) =>
-        r.age <= (le === "+Inf" ? Infinity : le) &&
-        (i === 0 || r.age > AGE_BUCKETS[i - 1])
-      ).length,
+      count: buckets[i],
     })),
-    byService: [...groups.values()].map((g) => {
-      const gr = g.filter((r) => r.ready);
-      return {
-        service: g[0].service,
-        eventType: g[0].type,
-        pending: g.length,
-        ready: gr.length,
-        backingOff: g.length - gr.length,
-        oldestReadyAgeSeconds: maxAge(gr),
-        oldestAgeSeconds: maxAge(g),
-      };
-    }),
-    oldest: [...rows].sort((a, b) => b.age - a.age).slice(0, limit).map((
-      r,
-    ) => ({
+    byService: groups.map((g) => ({
+      service: g.service,
+      eventType: g.type,
+      pending: g.pending,
+      ready: g.ready,
+      backingOff: g.pending - g.ready,
+      oldestReadyAgeSeconds: g.oldest_ready,
+      oldestAgeSeconds: g.oldest,
+    })),
+    oldest: oldest.sort((a, b) => b.age - a.age).slice(0, limit).map((r) => ({
       messageId: r.message_id,
       service: r.service,
       eventType: r.type,

@@ -1,0 +1,89 @@
+/**
+ * The closure audit: every delivery that is done is checked once against
+ * its subscriber's inbox. Found: counted as closed. Not found: the
+ * acknowledgement has no effect behind it, counted as a mismatch and kept as
+ * a row. Afterwards the console reads counters instead of joining years of
+ * history to the inboxes.
+ *
+ * Two transactions per batch: the inboxes are read as a role that may read
+ * them (`reader`, e.g. a read-only console role), the results written as
+ * `queue`. The write is fenced by `not audited`, so two auditors never count
+ * a delivery twice.
+ */
+import type { Sql } from "../db/connect.ts";
+import { asService } from "../db/service.ts";
+import type { TickResult } from "../wake/loop.ts";
+
+export interface AuditOptions {
+  sql: Sql;
+  /** A role that may read every subscriber's inbox. */
+  reader: string;
+  /** The inbox table of a subscriber (`kitchen` -> `kitchen.inbox`). */
+  inboxOf: (subscriber: string) => string;
+  subscribers: readonly string[];
+  /** Deliveries per batch; 1000 keeps each statement short. */
+  batchSize?: number;
+}
+
+interface Checked {
+  id: string;
+  sandbox_id: string;
+  subscriber: string;
+  message_id: string;
+  accepted: boolean;
+}
+
+/** Audits one batch of done deliveries. */
+export async function auditOnce(options: AuditOptions): Promise<TickResult> {
+  const limit = options.batchSize ?? 1000;
+  const checked = await asService(
+    options.sql,
+    options.reader,
+    "workers",
+    async ({ sql }) => {
+      const rows: Checked[] = [];
+      for (const subscriber of options.subscribers) {
+        rows.push(
+          ...await sql<Checked[]>`
+          select d.id, d.sandbox_id, d.subscriber, d.message_id,
+                 (i.message_id is not null) as accepted
+            from queue.deliveries d
+            left join ${
+            sql(options.inboxOf(subscriber))
+          } i on i.message_id = d.message_id
+           where d.state = 'done' and not d.audited and d.subscriber = ${subscriber}
+           order by d.id limit ${limit}`,
+        );
+      }
+      return rows;
+    },
+  );
+  if (checked.length === 0) return { more: false };
+  await asService(options.sql, "queue", "workers", async ({ sql }) => {
+    await sql`
+      with r as (
+        -- postgres.js sends a JS boolean array badly; 1 and 0 travel well.
+        select id, ok = 1 as accepted from unnest(
+          ${checked.map((c) => c.id)}::bigint[],
+          ${checked.map((c) => c.accepted ? 1 : 0)}::int[]) as r(id, ok)
+      ), u as (
+        update queue.deliveries d set audited = true
+          from r where d.id = r.id and not d.audited and d.state = 'done'
+        returning d.id, d.sandbox_id, d.subscriber, d.message_id, r.accepted
+      ), m as (
+        insert into queue.mismatches (delivery_id, sandbox_id, subscriber, message_id)
+        select id, sandbox_id, subscriber, message_id from u where not accepted
+      )
+      insert into queue.closure_counts (sandbox_id, subscriber, closed, mismatch)
+      select sandbox_id, subscriber,
+             count(*) filter (where accepted), count(*) filter (where not accepted)
+        from u group by sandbox_id, subscriber
+      on conflict (sandbox_id, subscriber) do update
+         set closed = queue.closure_counts.closed + excluded.closed,
+             mismatch = queue.closure_counts.mismatch + excluded.mismatch`;
+  });
+  return {
+    more: checked.length >= limit,
+    touched: [...new Set(checked.map((c) => c.sandbox_id))],
+  };
+}
