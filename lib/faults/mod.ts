@@ -11,24 +11,66 @@ export type ActiveFaults = Map<string, Set<string>>;
 /** Reads the switches that are on for some sandboxes. */
 export type FaultReader = (sandboxIds: string[]) => Promise<ActiveFaults>;
 
-/**
- * Reads switches from `platform.faults`. The table is small and almost always
- * holds no enabled row, so the common case is one index probe returning
- * nothing.
- */
-export function pgFaults(sql: Sql): FaultReader {
-  return async (sandboxIds) => {
-    const active: ActiveFaults = new Map();
-    if (sandboxIds.length === 0) return active;
-    const rows = await sql<{ sandbox_id: string; name: string }[]>`
-      select sandbox_id, name from platform.faults
-       where enabled and sandbox_id = any(${sandboxIds}::uuid[])`;
-    for (const { sandbox_id, name } of rows) {
-      let set = active.get(sandbox_id);
-      if (!set) active.set(sandbox_id, set = new Set());
-      set.add(name);
+/** The cache of one pool: every enabled switch, and when it was read. */
+interface Cache {
+  active: ActiveFaults;
+  readAt: number;
+  /** Bumped by setFault: a read that started before is not kept. */
+  generation: number;
+  loading?: Promise<void>;
+}
+
+const caches = new WeakMap<Sql, Cache>();
+
+async function loadAll(sql: Sql): Promise<ActiveFaults> {
+  const active: ActiveFaults = new Map();
+  const rows = await sql<{ sandbox_id: string; name: string }[]>`
+    select sandbox_id, name from platform.faults where enabled`;
+  for (const { sandbox_id, name } of rows) {
+    let set = active.get(sandbox_id);
+    if (!set) active.set(sandbox_id, set = new Set());
+    set.add(name);
+  }
+  return active;
+}
+
+async function refresh(sql: Sql, cache: Cache) {
+  for (;;) {
+    const generation = cache.generation;
+    const active = await loadAll(sql);
+    if (generation === cache.generation) {
+      cache.active = active;
+      cache.readAt = Date.now();
+      return;
     }
-    return active;
+  }
+}
+
+/**
+ * Reads switches from `platform.faults`, through a per-pool cache of every
+ * enabled switch (a handful of rows, usually none) refreshed at most every
+ * `ttlMs`: the consumers and receivers ask for every delivery, and a query
+ * each time cost a tenth of a delivery's round trips. `setFault` on the same
+ * pool clears the cache at once; a switch flipped by another process is seen
+ * within `ttlMs`.
+ */
+export function pgFaults(sql: Sql, ttlMs = 250): FaultReader {
+  return async (sandboxIds) => {
+    let cache = caches.get(sql);
+    if (!cache) {
+      caches.set(sql, cache = { active: new Map(), readAt: 0, generation: 0 });
+    }
+    if (Date.now() - cache.readAt > ttlMs) {
+      const c = cache;
+      c.loading ??= refresh(sql, c).finally(() => c.loading = undefined);
+      await c.loading;
+    }
+    const out: ActiveFaults = new Map();
+    for (const id of sandboxIds) {
+      const set = cache.active.get(id);
+      if (set) out.set(id, set);
+    }
+    return out;
   };
 }
 
@@ -52,4 +94,9 @@ export async function setFault(
     values (${sandboxId}, ${name}, ${enabled})
     on conflict (sandbox_id, name)
     do update set enabled = excluded.enabled, updated_at = now()`;
+  const cache = caches.get(sql);
+  if (cache) {
+    cache.generation++;
+    cache.readAt = 0;
+  }
 }
