@@ -20,7 +20,6 @@ export type LiveState = "connecting" | "open" | "closed";
 export const liveState: Signal<LiveState> = signal("connecting");
 
 let source: EventSource | undefined;
-let hellos = 0;
 const listeners = new Set<() => void>();
 
 function notify() {
@@ -32,9 +31,11 @@ function openSource() {
   source = new EventSource("/api/events");
   source.addEventListener("hello", () => {
     liveState.value = "open";
-    // The server says hello on every (re)connect. After the first, changes
-    // may have happened while the stream was down, so everyone looks again.
-    if (hellos++ > 0) notify();
+    // The server says hello on every (re)connect, once it listens for this
+    // sandbox. A change made before that (between the page's render and the
+    // first hello, or while the stream was down) sent no event, so everyone
+    // looks again, the first time too.
+    notify();
   });
   source.addEventListener("change", notify);
   source.addEventListener("error", () => {
@@ -64,7 +65,6 @@ export function onChange(listener: () => void): () => void {
     if (listeners.size === 0 && source) {
       source.close();
       source = undefined;
-      hellos = 0;
     }
   };
 }
