@@ -7,69 +7,21 @@
  * tests/artifacts/ (not committed).
  */
 import assert from "node:assert/strict";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { startTestBakery } from "../_app.ts";
+import {
+  launch,
+  markPage,
+  ORDER_URL,
+  orderStateIs,
+  payWith,
+  screenshot as save,
+  SETTLE_MS,
+  stillMarked,
+} from "./_browser.ts";
 
-/** The system Chromium; .ci/run installs it where it is missing. */
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = new URL("../artifacts/", import.meta.url);
-
-// A payment goes through a webhook, a relay and six consumers; on a loaded
-// machine that is seconds, not the ~1 s it takes on a quiet one.
-const SETTLE_MS = 30_000;
-
-const ORDER_URL = /\/orders\/[0-9a-f-]{36}(\?.*)?$/;
-
-async function launch(): Promise<Browser> {
-  try {
-    await Deno.stat(CHROMIUM);
-  } catch {
-    throw new Error(
-      `no browser at ${CHROMIUM}: install it with 'apt-get install chromium'`,
-    );
-  }
-  return await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-    ],
-  });
-}
-
-async function screenshot(page: Page, name: string) {
-  await Deno.mkdir(ARTIFACTS, { recursive: true });
-  await page.screenshot({
-    path: new URL(`storefront-${name}.png`, ARTIFACTS).pathname,
-    fullPage: true,
-  });
-}
-
-/** An expiry that is always in the future: December of next year. */
-function futureExpiry(): string {
-  return `12/${String((new Date().getFullYear() + 1) % 100).padStart(2, "0")}`;
-}
-
-/** Fills the test checkout's card form and presses Pay. */
-async function payWith(page: Page, card: string) {
-  await page.waitForURL(/\/pay$/);
-  await page.getByText("Test checkout").waitFor();
-  await page.fill("#card", card);
-  await page.fill("#expiry", futureExpiry());
-  await page.fill("#cvc", "123");
-  await page.getByRole("button", { name: /^Pay €/ }).click();
-  await page.waitForURL(ORDER_URL);
-}
-
-/** Waits for the order page's state badge to read `state`. */
-async function stateIs(page: Page, state: string) {
-  await page.locator(`[data-testid="order-state"][data-state="${state}"]`)
-    .waitFor({ timeout: SETTLE_MS });
-}
+const screenshot = (page: Page, name: string) =>
+  save(page, `storefront-${name}`);
 
 /** Waits until `count` receivers of the `eventType` message are done. */
 async function receiversDone(page: Page, eventType: string, count: number) {
@@ -82,17 +34,6 @@ async function receiversDone(page: Page, eventType: string, count: number) {
     { timeout: SETTLE_MS },
   );
 }
-
-// A reload would drop this mark, so finding it later proves the page
-// followed the order by itself.
-const markPage = (page: Page) =>
-  page.evaluate(() => {
-    (globalThis as Record<string, unknown>).__notReloaded = true;
-  });
-const stillMarked = (page: Page) =>
-  page.evaluate(() =>
-    (globalThis as Record<string, unknown>).__notReloaded === true
-  );
 
 Deno.test("storefront: order, pay and watch it settle in the browser", async (t) => {
   const bakery = await startTestBakery();
@@ -124,7 +65,7 @@ Deno.test("storefront: order, pay and watch it settle in the browser", async (t)
           await page.getByText("Delivery", { exact: true }).click();
           await page.getByRole("button", { name: "Place order" }).click();
           await page.waitForURL(ORDER_URL);
-          await stateIs(page, "placed");
+          await orderStateIs(page, "placed");
           assert.equal(
             await page.getByTestId("order-total").textContent(),
             "€13.50",
@@ -146,7 +87,7 @@ Deno.test("storefront: order, pay and watch it settle in the browser", async (t)
           await payWith(page, "4242 4242 4242 4242");
           await markPage(page);
 
-          await stateIs(page, "paid");
+          await orderStateIs(page, "paid");
           await page.getByTestId("receipt-number").waitFor({
             timeout: SETTLE_MS,
           });
@@ -213,7 +154,7 @@ Deno.test("storefront: order, pay and watch it settle in the browser", async (t)
           await payWith(page, "4000 0000 0000 0002");
           await markPage(page);
 
-          await stateIs(page, "payment_failed");
+          await orderStateIs(page, "payment_failed");
           await receiversDone(page, "PaymentFailed", 1);
           await page.getByRole("link", { name: "Pay again" }).waitFor();
           assert.equal(await page.locator(".receipt").count(), 0);
@@ -221,7 +162,7 @@ Deno.test("storefront: order, pay and watch it settle in the browser", async (t)
 
           await page.getByRole("button", { name: "Cancel order" }).click();
           await page.getByRole("button", { name: "Yes, cancel it" }).click();
-          await stateIs(page, "cancelled");
+          await orderStateIs(page, "cancelled");
           await receiversDone(page, "OrderCancelled", 5);
           assert.ok(await stillMarked(page), "the order page was reloaded");
           await screenshot(page, "5-cancelled");
