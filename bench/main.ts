@@ -89,6 +89,7 @@ const results: Results = {
   mode: quick ? "quick" : "full",
   startedAt: new Date().toISOString(),
   machine: {},
+  code: await codeVersion(),
   method: [
     "one PostgreSQL for the run; a fresh database cloned from a migrated template per scenario (dropped after)",
     "baselines and scenarios use the same client library (postgres.js) on the same server in the same run",
@@ -239,4 +240,39 @@ async function run(
   }
   progress.note(`${name}: ${result.status} in ${result.seconds} s`);
   return result;
+}
+
+/**
+ * The commit measured and the measured code's files changed on top of it
+ * (the modules are loaded once at start, so this is what ran).
+ */
+async function codeVersion(): Promise<Results["code"]> {
+  const git = async (...args: string[]) => {
+    try {
+      const out = await new Deno.Command("git", {
+        args,
+        cwd: new URL("..", import.meta.url).pathname,
+        stdout: "piped",
+        stderr: "null",
+      }).output();
+      return out.success ? new TextDecoder().decode(out.stdout).trim() : null;
+    } catch {
+      return null;
+    }
+  };
+  const changed = await git(
+    "status",
+    "--porcelain",
+    "--",
+    "lib",
+    "services",
+    "migrations",
+    "bakery.ts",
+    "config.ts",
+    "bench",
+  );
+  return {
+    commit: await git("rev-parse", "HEAD"),
+    changed: changed ? changed.split("\n").map((l) => l.trim()) : [],
+  };
 }

@@ -1,7 +1,8 @@
 /**
  * The bakery's relay and consumers in this process, assembled as
  * services/mod.ts `startBakeryMessaging` does (same queue, routing,
- * receivers, subscribers and settings), with two transparent taps:
+ * receivers, subscribers, audit and settings) and woken as bakery.ts wakes
+ * them (an after-commit waker on the pool), with two transparent taps:
  *
  * - the queue: when the relay hands a claimed batch to `publish`, each
  *   message's claim time is noted (claim committed, faults read);
@@ -15,6 +16,7 @@
 import type { Sql } from "../lib/db/connect.ts";
 import { createLogger } from "../lib/log/mod.ts";
 import { pgFaults } from "../lib/faults/mod.ts";
+import { coalescingWaker, setOutboxWaker } from "../lib/outbox/mod.ts";
 import { Dispatcher, PgQueue, type Queue } from "../lib/queue/mod.ts";
 import { type Messaging, startMessaging } from "../lib/workers/mod.ts";
 import { parseConfig } from "../config.ts";
@@ -23,7 +25,7 @@ import {
   bakeryDispatcher,
   INTERNAL_ORIGIN,
 } from "../services/mod.ts";
-import { ROUTING, SENDERS } from "../services/routing.ts";
+import { ROUTING, SENDERS, SUBSCRIBERS } from "../services/routing.ts";
 
 export interface Completion {
   type: string;
@@ -63,6 +65,8 @@ export async function startProbe(options: {
   /** Where the LISTEN connection goes (another database blocks every hint). */
   listenUrl?: string;
   pollMs?: number;
+  /** Wake the in-process relay after a commit on `sql` (default true). */
+  localWake?: boolean;
 }): Promise<Probe> {
   const config = parseConfig({
     LOG_LEVEL: "warn",
@@ -119,6 +123,7 @@ export async function startProbe(options: {
       return response;
     },
   );
+  // As services/mod.ts `startBakeryMessaging` (keep the two in step).
   const messaging = await startMessaging({
     url: options.listenUrl ?? options.url,
     sql: options.sql,
@@ -132,13 +137,31 @@ export async function startProbe(options: {
     relayRetryMs: config.RELAY_RETRY_MS,
     retryDelaysMs: config.RETRY_DELAYS_MS,
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
+    audit: {
+      reader: "console",
+      subscribers: SUBSCRIBERS,
+      inboxOf: (subscriber) => `${subscriber}.inbox`,
+    },
   });
+  // As bakery.ts: commits on this pool wake the relay after commit (in
+  // process at once, a coalesced NOTIFY for other processes). Without the
+  // local wake, a commit here is like one in another process.
+  const waker = coalescingWaker(options.sql, {
+    local: options.localWake === false
+      ? undefined
+      : (service) => messaging.wakeRelay(service),
+    onError: (error) => log.warn("outbox_wake_failed", { error }),
+  });
+  setOutboxWaker(options.sql, waker.wake);
   return {
     messaging,
     watch: (type, aggregateId, fn) => watchers.set(key(type, aggregateId), fn),
     unwatch: (type, aggregateId) => watchers.delete(key(type, aggregateId)),
     inFlight: () => tracked.size,
-    stop: () => messaging.stop(),
+    stop: async () => {
+      await messaging.stop();
+      await waker.flush();
+    },
   };
 }
 

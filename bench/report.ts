@@ -63,6 +63,8 @@ export interface Results {
   startedAt: string;
   finishedAt?: string;
   machine: Record<string, unknown>;
+  /** The code measured: the commit, and files changed on top of it. */
+  code: { commit: string | null; changed: string[] };
   method: string[];
   scenarios: Record<string, ScenarioResult>;
 }

@@ -1,12 +1,13 @@
 /**
  * wakeup: idle workers (the bakery's relay and consumers in this process,
- * default settings), one order at a time: from placeOrder's commit (its
- * NOTIFY included) to the relay having claimed the row, and to all of
- * OrderPlaced's receivers having applied it.
+ * default settings, woken as bakery.ts wakes them), one order at a time:
+ * from placeOrder's commit to the relay having claimed the row, and to all
+ * of OrderPlaced's receivers having applied it.
  *
  * Then with notifications lost: the LISTEN connection is pointed at another
  * database of the same server, where no notification of this one arrives,
- * and the poll interval is short; the delay is then the poll's. Target:
+ * the commit does not wake the relay in process (as for a sender in another
+ * process), and the poll interval is short; the delay is then the poll's. Target:
  * picked up within the poll interval plus one batch (one relay batch of 100
  * at the rate the relay scenario measured).
  */
@@ -124,6 +125,7 @@ export async function wakeup(ctx: Ctx): Promise<Figure[]> {
       url: db.url,
       sql,
       listenUrl: withDatabase(db.url, "postgres"),
+      localWake: false,
       pollMs: w.blockedPollMs,
     });
     let lost: Sample[];
