@@ -178,6 +178,13 @@ export async function liveIsOpen(page: Page): Promise<void> {
   }
 }
 
+/** From a storefront page to the console, through its header's link. */
+export async function toConsole(page: Page): Promise<void> {
+  await page.getByRole("link", { name: "Console", exact: true }).click();
+  await page.waitForURL((url) => url.pathname === "/console");
+  await liveIsOpen(page);
+}
+
 /** Goes to a console page through its link in the console's header. */
 export async function openConsolePage(page: Page, key: string): Promise<void> {
   const link = byTestId(page, `nav-${key}`);

@@ -25,6 +25,7 @@ import {
   setFault,
   SETTLE_MS,
   signIn,
+  toConsole,
 } from "./_browser.ts";
 
 const OPERATOR = "Late shift";
@@ -84,8 +85,7 @@ Deno.test("console in the browser: cross-site form posts are refused and change 
     await signIn(page, base, OPERATOR);
     await setFault(page, "kitchenRefuses", true);
     await placeOrder(page, base);
-    await page.goto(`${base}console`);
-    await liveIsOpen(page);
+    await toConsole(page);
     await openConsolePage(page, "dead-letters");
     const [dead] = await deadLettersShown(page, 1, 4);
     // What the queue holds of it, to compare after the attacks.

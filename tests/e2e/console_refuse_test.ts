@@ -18,6 +18,7 @@ import {
   setFault,
   SETTLE_MS,
   signIn,
+  toConsole,
 } from "./_browser.ts";
 
 const OPERATOR = "Day shift";
@@ -39,8 +40,7 @@ Deno.test("console in the browser: refuse a dead letter with a reason", async ()
     await setFault(page, "kitchenRefuses", true);
     // Placed, not paid: the kitchen's OrderPlaced dies after its retries.
     const orderId = await placeOrder(page, base);
-    await page.goto(`${base}console`);
-    await liveIsOpen(page);
+    await toConsole(page);
     await openConsolePage(page, "dead-letters");
     const [dead] = await deadLettersShown(page, 1, 4);
     assert.equal(dead.eventType, "OrderPlaced");

@@ -20,6 +20,7 @@ import {
   scriptErrors,
   setFault,
   signIn,
+  toConsole,
 } from "./_browser.ts";
 
 interface Operator {
@@ -43,8 +44,7 @@ async function operator(
   await signIn(page, base, name);
   await setFault(page, "kitchenRefuses", true);
   const orderId = await placeOrder(page, base, { name: `Customer of ${name}` });
-  await page.goto(`${base}console`);
-  await liveIsOpen(page);
+  await toConsole(page);
   await openConsolePage(page, "dead-letters");
   const [dead] = await deadLettersShown(page, 1, 4);
   return { page, errors, orderId, deadLetterId: dead.id };

@@ -24,6 +24,7 @@ import {
   setFault,
   SETTLE_MS,
   signIn,
+  toConsole,
 } from "./_browser.ts";
 
 const OPERATOR = "Night shift";
@@ -93,8 +94,7 @@ Deno.test("console walkthrough in the browser: the kitchen refuses, the operator
     await orderStateIs(page, "paid");
 
     // After three retries the kitchen's two messages are dead letters.
-    await page.goto(`${base}console`);
-    await liveIsOpen(page);
+    await toConsole(page);
     await openConsolePage(page, "dead-letters");
     const dead = await deadLettersShown(page, 2, 4);
     assert.deepEqual(
@@ -182,7 +182,10 @@ Deno.test("console walkthrough in the browser: the kitchen refuses, the operator
 
     // The OrderPaid delivery's story: four 503s, the 409, then 200, and
     // two redrives by the operator.
-    await page.goto(`${base}console/deliveries/${paid.id}`);
+    await openConsolePage(page, "deliveries");
+    await page.locator(`a[href="/console/deliveries/${paid.id}"]`).first()
+      .click();
+    await page.waitForURL(new RegExp(`/console/deliveries/${paid.id}$`));
     await liveIsOpen(page);
     assert.equal(
       await page.locator('[data-testid="delivery-detail"]').getAttribute(
@@ -240,7 +243,7 @@ Deno.test("console walkthrough in the browser: the kitchen refuses, the operator
     await screenshot(page, "console-walkthrough-order");
 
     // Signing out ends on the sign-in page, which now asks again.
-    await page.goto(`${base}console`);
+    await toConsole(page);
     await byTestId(page, "sign-out").click();
     await page.waitForURL(/\/sign-in$/);
     await byTestId(page, "sign-in-form").waitFor();
