@@ -1,6 +1,7 @@
 /** `GET /health`: 200 when the database answers within 2 s, else 503. */
 import type { Context } from "hono";
 import type { Deps } from "../deps.ts";
+import { ping } from "../lib/db/connect.ts";
 
 const TIMEOUT_MS = 2000;
 
@@ -8,7 +9,7 @@ export function health(deps: Deps) {
   return async (c: Context) => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const up = await Promise.race([
-      deps.sql`select 1`.then(() => true, () => false),
+      ping(deps.sql),
       new Promise<false>((resolve) => {
         timer = setTimeout(() => resolve(false), TIMEOUT_MS);
       }),

@@ -33,3 +33,8 @@ export function withDatabase(url: string, database: string): string {
   u.pathname = `/${database}`;
   return u.toString();
 }
+
+/** True when the database answers a trivial query. */
+export async function ping(sql: Sql): Promise<boolean> {
+  return await sql`select 1`.then(() => true, () => false);
+}
