@@ -41,12 +41,23 @@ export async function asService<T>(
   service: string,
   scope: Scope,
   fn: (tx: ServiceTx) => Promise<T>,
+  options: {
+    /**
+     * One snapshot for every statement (REPEATABLE READ, READ ONLY): for
+     * reports that add up several queries and must not see a commit land
+     * between two of them.
+     */
+    snapshot?: boolean;
+  } = {},
 ): Promise<T> {
   if (!SERVICE_NAME.test(service)) {
     throw new TypeError(`not a service name: ${JSON.stringify(service)}`);
   }
   const committed: (() => void)[] = [];
-  const result = await sql.begin(async (tx) => {
+  const mode = options.snapshot
+    ? "isolation level repeatable read read only"
+    : "";
+  const result = await sql.begin(mode, async (tx) => {
     // set_config(..., true) is SET LOCAL with a bound value: the role, the
     // sandbox and the scope end with the transaction.
     await tx`select set_config('role', ${service}, true),

@@ -101,7 +101,7 @@ export async function closure(sql: Sql, sandboxId: string) {
       for (const s of CLOSURE_STATES) totals[s] += counts[s];
     }
     return { totals, bySubscriber };
-  });
+  }, { snapshot: true });
 }
 
 /** The obligations behind one cell of the closure matrix. */

@@ -135,6 +135,7 @@ export async function outboxAges(
       }
       return { groups, oldest };
     },
+    { snapshot: true },
   );
   const sum = (f: (g: Group) => number) => groups.reduce((n, g) => n + f(g), 0);
   const max = (values: (number | null)[]) => {
