@@ -1,8 +1,8 @@
 /**
  * Server-sent events: a Response whose body stays open and carries named
  * events, with a comment line every 15 s so that proxies keep it open. The
- * stream ends when the client goes away (the request's signal) or when the
- * server stops.
+ * stream ends when the client goes away (the runtime cancels the body) or
+ * when `signal` aborts (the server stops).
  */
 
 export interface SseChannel {

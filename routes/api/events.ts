@@ -13,8 +13,9 @@ const COALESCE_MS = 200;
 export function eventsRoute(deps: Deps) {
   return (c: Context) => {
     const { sandboxId } = requireSession(c);
-    const signal = AbortSignal.any([c.req.raw.signal, deps.closing]);
-    return sseResponse(signal, (channel) => {
+    // A client that goes away cancels the body stream; `closing` ends the
+    // stream when the server stops.
+    return sseResponse(deps.closing, (channel) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       channel.send("hello", { sandboxId });
       const unsubscribe = deps.feed.subscribe(sandboxId, () => {
