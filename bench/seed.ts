@@ -149,6 +149,20 @@ export async function consoleWorld(sql: Sql, o: {
       select sandbox_id, message_id, subscriber, 'OrderPlaced', order_id::text,
              'done', 1, 200, now()
         from seed order by g`;
+    // History as the running system leaves it: where the closure audit
+    // exists (migrations/0007), every done delivery has been audited and
+    // counted as closed.
+    const [audit] = await tx`
+      select 1 from information_schema.columns
+       where table_schema = 'queue' and table_name = 'deliveries'
+         and column_name = 'audited'`;
+    if (audit) {
+      step("history: audit");
+      await tx`update queue.deliveries set audited = true where state = 'done'`;
+      await tx`
+        insert into queue.closure_counts (sandbox_id, subscriber, closed)
+        select sandbox_id, subscriber, count(*) from seed group by 1, 2`;
+    }
     step("history: attempts");
     await tx`
       insert into queue.attempts (sandbox_id, delivery_id, attempt, started_at,
