@@ -58,10 +58,22 @@ try {
       TEST_RUN_ID: String(Deno.pid),
     },
     stdin: "null",
+    stdout: "piped",
   }).spawn();
   const stopChild = () => child.kill("SIGTERM");
   Deno.addSignalListener("SIGINT", stopChild);
+  // Pass the output through as it comes, and keep the closing summary.
+  let tail = "";
+  for await (const chunk of child.stdout) {
+    await Deno.stdout.write(chunk);
+    tail = (tail + new TextDecoder().decode(chunk)).slice(-4000);
+  }
   code = (await child.status).code;
+  // deno test ends with "ok | 12 passed | 0 failed"; CI tools also read the
+  // plain form on a line of its own.
+  const summary = tail.replace(/\x1b\[[0-9;]*m/g, "")
+    .match(/(\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed/);
+  if (summary) console.log(`\n${summary[1]} passed, ${summary[2]} failed`);
   Deno.removeSignalListener("SIGINT", stopChild);
 } catch (error) {
   console.error(`test setup failed: ${(error as Error).message}`);
