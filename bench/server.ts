@@ -89,7 +89,7 @@ export async function startServer(
   };
   try {
     const rows = await admin<{ name: string; setting: string }[]>`
-      select name, setting || coalesce(unit, '') as setting from pg_settings
+      select name, current_setting(name) as setting from pg_settings
        where name = any(${SHOWN})`;
     const settings = Object.fromEntries(rows.map((r) => [r.name, r.setting]));
     const [{ pid }] = await admin<
