@@ -142,7 +142,7 @@ export async function startServer(
  */
 export async function topStatements(
   sql: Sql,
-  limit = 12,
+  limit = 25,
 ): Promise<Record<string, unknown>[]> {
   const rows = await sql<
     {
@@ -153,7 +153,7 @@ export async function topStatements(
       rows: number;
     }[]
   >`
-    select left(regexp_replace(query, '\s+', ' ', 'g'), 240) as query,
+    select left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 240) as query,
            calls::int as calls, round(total_exec_time::numeric, 1)::float8 as total_ms,
            round(mean_exec_time::numeric, 3)::float8 as mean_ms, rows::int as rows
       from pg_stat_statements
