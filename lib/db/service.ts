@@ -48,6 +48,15 @@ export async function asService<T>(
      * between two of them.
      */
     snapshot?: boolean;
+    /**
+     * Commit without waiting for the WAL flush (synchronous_commit off), for
+     * the relay's and consumers' bookkeeping only, never for a sender's
+     * command or a receiver's effect. Safe there because WAL is flushed in
+     * order: if a bookkeeping commit is lost in a crash, so is everything
+     * that committed after it, and the worst outcome is a repeat publish or
+     * delivery, which the queue and the inboxes ignore.
+     */
+    bookkeeping?: boolean;
   } = {},
 ): Promise<T> {
   if (!SERVICE_NAME.test(service)) {
@@ -64,7 +73,12 @@ export async function asService<T>(
       set_config('app.sandbox_id', ${
       scope === "workers" ? "" : scope.sandboxId
     }, true),
-      set_config('app.scope', ${scope === "workers" ? "workers" : ""}, true)`;
+      set_config('app.scope', ${scope === "workers" ? "workers" : ""}, true),
+      set_config('synchronous_commit',
+        coalesce(${
+      options.bookkeeping ? "off" : null
+    }, current_setting('synchronous_commit')),
+        true)`;
     return await fn({
       sql: tx,
       service,
@@ -75,4 +89,17 @@ export async function asService<T>(
   }) as T;
   for (const f of committed) f();
   return result;
+}
+
+/**
+ * A transaction of the relay's or consumers' bookkeeping: as `service`, for
+ * every sandbox, committed without waiting for the WAL flush (see the
+ * `bookkeeping` option of {@link asService} for why that loses nothing).
+ */
+export function asBookkeeper<T>(
+  sql: Sql,
+  service: string,
+  fn: (tx: ServiceTx) => Promise<T>,
+): Promise<T> {
+  return asService(sql, service, "workers", fn, { bookkeeping: true });
 }

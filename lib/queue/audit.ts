@@ -11,7 +11,7 @@
  * a delivery twice.
  */
 import type { Sql } from "../db/connect.ts";
-import { asService } from "../db/service.ts";
+import { asBookkeeper } from "../db/service.ts";
 import type { TickResult } from "../wake/loop.ts";
 
 export interface AuditOptions {
@@ -36,10 +36,9 @@ interface Checked {
 /** Audits one batch of done deliveries. */
 export async function auditOnce(options: AuditOptions): Promise<TickResult> {
   const limit = options.batchSize ?? 1000;
-  const checked = await asService(
+  const checked = await asBookkeeper(
     options.sql,
     options.reader,
-    "workers",
     async ({ sql }) => {
       const rows: Checked[] = [];
       for (const subscriber of options.subscribers) {
@@ -59,7 +58,7 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
     },
   );
   if (checked.length === 0) return { more: false };
-  await asService(options.sql, "queue", "workers", async ({ sql }) => {
+  await asBookkeeper(options.sql, "queue", async ({ sql }) => {
     await sql`
       with r as (
         -- postgres.js sends a JS boolean array badly; 1 and 0 travel well.

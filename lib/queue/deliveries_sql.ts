@@ -3,7 +3,7 @@
  * lease, and finish them in one statement, fenced by that lease.
  */
 import type { Sql } from "../db/connect.ts";
-import { asService } from "../db/service.ts";
+import { asBookkeeper } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 
 export interface ClaimedDelivery {
@@ -30,7 +30,7 @@ export async function claimDeliveries(
   limit: number,
   leaseMs: number,
 ): Promise<ClaimedDelivery[]> {
-  const rows = await asService(sql, "queue", "workers", ({ sql }) =>
+  const rows = await asBookkeeper(sql, "queue", ({ sql }) =>
     sql<
       {
         id: string;
@@ -100,7 +100,7 @@ export async function finishDeliveries(
   results: AttemptResult[],
 ): Promise<number> {
   if (results.length === 0) return 0;
-  return await asService(sql, "queue", "workers", async ({ sql }) => {
+  return await asBookkeeper(sql, "queue", async ({ sql }) => {
     const rows = await sql`
       with r as (
         select * from unnest(
@@ -141,10 +141,9 @@ export async function finishDeliveries(
 
 /** When the earliest waiting delivery becomes due (null when none waits). */
 export async function nextDeliveryDue(sql: Sql): Promise<Date | null> {
-  const [row] = await asService(
+  const [row] = await asBookkeeper(
     sql,
     "queue",
-    "workers",
     ({ sql }) =>
       sql<{ at: Date | null }[]>`
       select min(next_attempt_at) as at from queue.deliveries

@@ -5,7 +5,7 @@
  * lets the relay publish first and mark second.
  */
 import type { Sql } from "../db/connect.ts";
-import { asService } from "../db/service.ts";
+import { asBookkeeper } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 
 /** Event type -> the subscribers that get it. */
@@ -42,7 +42,7 @@ export class PgQueue implements Queue {
       }
     }
     const e = messages.map((m) => m.envelope);
-    return await asService(this.sql, "queue", "workers", async ({ sql }) => {
+    return await asBookkeeper(this.sql, "queue", async ({ sql }) => {
       const [{ count }] = await sql<{ count: number }[]>`
         with m as (
           insert into queue.messages

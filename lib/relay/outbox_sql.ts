@@ -4,7 +4,7 @@
  * the service, for every sandbox; marking and failing are fenced by the lease.
  */
 import type { Sql } from "../db/connect.ts";
-import { asService } from "../db/service.ts";
+import { asBookkeeper } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 
 export interface ClaimedRow {
@@ -26,7 +26,7 @@ export async function claimOutbox(
   limit: number,
   leaseMs: number,
 ): Promise<ClaimedRow[]> {
-  const rows = await asService(sql, service, "workers", ({ sql }) => {
+  const rows = await asBookkeeper(sql, service, ({ sql }) => {
     const table = sql(`${service}.outbox`);
     return sql<{ id: string; sandbox_id: string; envelope: Envelope }[]>`
       with due as (
@@ -59,7 +59,7 @@ export async function markPublished(
   ids: number[],
 ): Promise<number> {
   if (ids.length === 0) return 0;
-  return await asService(sql, service, "workers", async ({ sql }) => {
+  return await asBookkeeper(sql, service, async ({ sql }) => {
     const rows = await sql`
       update ${sql(`${service}.outbox`)}
          set state = 'published', published_at = now(),
@@ -94,7 +94,7 @@ export async function failPublish(
   failed: FailedPublish,
 ): Promise<string[]> {
   if (failed.ids.length === 0) return [];
-  return await asService(sql, service, "workers", async ({ sql }) => {
+  return await asBookkeeper(sql, service, async ({ sql }) => {
     const sandboxes = [...new Set(failed.sandboxIds)];
     const guard = await sql<{ sandbox_id: string; rearms: number }[]>`
       insert into ${sql(`${service}.relay_guard`)} (sandbox_id, day, rearms)
@@ -125,10 +125,9 @@ export async function nextOutboxDue(
   sql: Sql,
   service: string,
 ): Promise<Date | null> {
-  const [row] = await asService(
+  const [row] = await asBookkeeper(
     sql,
     service,
-    "workers",
     ({ sql }) =>
       sql<{ at: Date | null }[]>`
       select min(next_attempt_at) as at from ${sql(`${service}.outbox`)}
