@@ -66,6 +66,11 @@ export async function asService<T>(
   const mode = options.snapshot
     ? "isolation level repeatable read read only"
     : "";
+  // Bookkeeping reads only through partial indexes of pending rows. The
+  // planner cannot know that the sandbox policy lets a worker see every row
+  // (it guesses 0.5 %), so it would seq-scan and sort the whole backlog to
+  // claim 100 rows (10 ms at 20,000 pending, measured; 0.1 ms by the index).
+  const bk = options.bookkeeping ?? false;
   const result = await sql.begin(mode, async (tx) => {
     // set_config(..., true) is SET LOCAL with a bound value: the role, the
     // sandbox and the scope end with the transaction.
@@ -76,9 +81,14 @@ export async function asService<T>(
       set_config('app.scope', ${scope === "workers" ? "workers" : ""}, true),
       set_config('synchronous_commit',
         coalesce(${
-      options.bookkeeping ? "off" : null
-    }, current_setting('synchronous_commit')),
-        true)`;
+      bk ? "off" : null
+    }, current_setting('synchronous_commit')), true),
+      set_config('enable_seqscan',
+        coalesce(${
+      bk ? "off" : null
+    }, current_setting('enable_seqscan')), true),
+      set_config('enable_sort',
+        coalesce(${bk ? "off" : null}, current_setting('enable_sort')), true)`;
     return await fn({
       sql: tx,
       service,
