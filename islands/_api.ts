@@ -9,11 +9,51 @@ export function csrfToken(): string | undefined {
     ?.content || undefined;
 }
 
-/** A JSON answer: its status and its parsed body (`{}` when not JSON). */
-export interface JsonAnswer {
+/** A JSON answer: its status and body (`{}` when the body is not JSON). */
+export interface Answer {
+  /** 0 when the bakery could not be reached. */
   status: number;
+  ok: boolean;
   // deno-lint-ignore no-explicit-any
   body: any;
+}
+
+/** The storefront's name for an answer. */
+export type JsonAnswer = Answer;
+
+/**
+ * Sends `body` as JSON with `X-CSRF-Token` and reads the answer. A network
+ * failure is an answer with status 0, so callers handle one shape.
+ *
+ * @example
+ * ```ts
+ * const answer = await sendJson("PUT", "/api/console/faults", { kitchenRefuses: true });
+ * ```
+ */
+export async function sendJson(
+  method: "POST" | "PUT",
+  path: string,
+  body: unknown = {},
+): Promise<Answer> {
+  const token = csrfToken();
+  try {
+    const response = await fetch(path, {
+      method,
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json",
+        ...(token ? { "x-csrf-token": token } : {}),
+      },
+      body: JSON.stringify(body),
+    });
+    return {
+      status: response.status,
+      ok: response.ok,
+      body: await response.json().catch(() => ({})),
+    };
+  } catch {
+    return { status: 0, ok: false, body: {} };
+  }
 }
 
 /**
@@ -28,19 +68,8 @@ export interface JsonAnswer {
 export async function postJson(
   path: string,
   body: unknown = {},
-): Promise<JsonAnswer> {
-  const token = csrfToken();
-  const response = await fetch(path, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json",
-      ...(token ? { "x-csrf-token": token } : {}),
-    },
-    body: JSON.stringify(body),
-  });
-  return {
-    status: response.status,
-    body: await response.json().catch(() => ({})),
-  };
+): Promise<Answer> {
+  const answer = await sendJson("POST", path, body);
+  if (answer.status === 0) throw new Error("the bakery could not be reached");
+  return answer;
 }
