@@ -71,6 +71,7 @@ try {
   code = (await child.status).code;
   // deno test ends with "ok | 12 passed | 0 failed"; CI tools also read the
   // plain form on a line of its own.
+  // deno-lint-ignore no-control-regex -- the escape starts a colour code
   const summary = tail.replace(/\x1b\[[0-9;]*m/g, "")
     .match(/(\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed/);
   if (summary) console.log(`\n${summary[1]} passed, ${summary[2]} failed`);
