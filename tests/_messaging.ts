@@ -61,6 +61,20 @@ export async function createSandbox(sql: Sql, name = "test"): Promise<string> {
   return row.id;
 }
 
+/** The test sender's OrderPlaced for `orderId`, not yet stored anywhere. */
+export function orderPlacedEnvelope(
+  sandboxId: string,
+  orderId: string,
+): Envelope {
+  return newEnvelope({
+    type: "OrderPlaced",
+    aggregateId: orderId,
+    aggregateVersion: 1,
+    sandboxId,
+    payload: { orderId },
+  });
+}
+
 /** The sender's command: an order and its OrderPlaced, in one transaction. */
 export async function placeOrder(
   sql: Sql,
@@ -68,13 +82,7 @@ export async function placeOrder(
   orderId: string,
   options: { failBeforeCommit?: boolean; occurredAt?: string } = {},
 ): Promise<Envelope> {
-  const envelope = newEnvelope({
-    type: "OrderPlaced",
-    aggregateId: orderId,
-    aggregateVersion: 1,
-    sandboxId,
-    payload: { orderId },
-  });
+  const envelope = orderPlacedEnvelope(sandboxId, orderId);
   if (options.occurredAt) envelope.occurredAt = options.occurredAt;
   await asService(sql, SENDER, { sandboxId }, async (tx) => {
     await tx

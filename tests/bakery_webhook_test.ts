@@ -33,6 +33,17 @@ async function orderWithPendingPayment(sql: Sql, client: Client) {
   return { orderId, sandboxId, paymentId, totalCents };
 }
 
+/** The `payment_intent.succeeded` event of that pending payment. */
+const succeededEvent = (
+  ids: Awaited<ReturnType<typeof orderWithPendingPayment>>,
+) =>
+  paymentIntentEvent({
+    sandboxId: ids.sandboxId,
+    orderId: ids.orderId,
+    paymentId: ids.paymentId,
+    amountCents: ids.totalCents,
+  });
+
 const sign = (
   payload: string,
   extra: { secret?: string; timestamp?: number } = {},
@@ -49,12 +60,7 @@ Deno.test("webhook: one event sent five times at once is applied once", async ()
     const { sql } = t;
     const client = t.client();
     const ids = await orderWithPendingPayment(sql, client);
-    const event = paymentIntentEvent({
-      sandboxId: ids.sandboxId,
-      orderId: ids.orderId,
-      paymentId: ids.paymentId,
-      amountCents: ids.totalCents,
-    });
+    const event = succeededEvent(ids);
     const payload = JSON.stringify(event);
     const signature = await sign(payload);
 
@@ -139,12 +145,7 @@ Deno.test("webhook: unverifiable events are a 400 and record nothing", async () 
     const { sql } = t;
     const client = t.client();
     const ids = await orderWithPendingPayment(sql, client);
-    const event = paymentIntentEvent({
-      sandboxId: ids.sandboxId,
-      orderId: ids.orderId,
-      paymentId: ids.paymentId,
-      amountCents: ids.totalCents,
-    });
+    const event = succeededEvent(ids);
     const payload = JSON.stringify(event);
     const now = Math.floor(Date.now() / 1000);
 

@@ -10,6 +10,7 @@ import {
   count,
   createSandbox,
   createTestServices,
+  orderPlacedEnvelope,
   placeOrder,
   receiverApply,
   RECEIVERS,
@@ -31,13 +32,7 @@ Deno.test("receiver rolls back after receive: no inbox row, no job", async () =>
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
     const sandboxId = await createSandbox(sql);
-    const envelope = newEnvelope({
-      type: "OrderPlaced",
-      aggregateId: "O1",
-      aggregateVersion: 1,
-      sandboxId,
-      payload: { orderId: "O1" },
-    });
+    const envelope = orderPlacedEnvelope(sandboxId, "O1");
     await assert.rejects(
       () =>
         asService(sql, "t_recv_a", { sandboxId }, async (tx) => {
@@ -88,13 +83,7 @@ Deno.test("receiver says not yet (409): nothing recorded, the answer tells the c
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
     const sandboxId = await createSandbox(sql);
-    const envelope = newEnvelope({
-      type: "OrderPlaced",
-      aggregateId: "O1",
-      aggregateVersion: 1,
-      sandboxId,
-      payload: { orderId: "O1" },
-    });
+    const envelope = orderPlacedEnvelope(sandboxId, "O1");
     const dispatcher = testDispatcher(sql, {
       apply: {
         t_recv_a: async (tx, e) => {
