@@ -73,8 +73,12 @@ export async function asService<T>(
   const bk = options.bookkeeping ?? false;
   const result = await sql.begin(mode, async (tx) => {
     // set_config(..., true) is SET LOCAL with a bound value: the role, the
-    // sandbox and the scope end with the transaction.
-    await tx`select set_config('role', ${service}, true),
+    // sandbox and the scope end with the transaction. It is sent at once and
+    // not waited for: the connection runs statements in order, so `fn`'s
+    // first statement goes out in the same round trip and still runs as the
+    // service. Should it fail, the transaction is aborted, every later
+    // statement fails, and postgres.js rethrows the first error.
+    const setup = tx`select set_config('role', ${service}, true),
       set_config('app.sandbox_id', ${
       scope === "workers" ? "" : scope.sandboxId
     }, true),
@@ -88,14 +92,17 @@ export async function asService<T>(
       bk ? "off" : null
     }, current_setting('enable_seqscan')), true),
       set_config('enable_sort',
-        coalesce(${bk ? "off" : null}, current_setting('enable_sort')), true)`;
-    return await fn({
+        coalesce(${bk ? "off" : null}, current_setting('enable_sort')), true)`
+      .execute();
+    const out = await fn({
       sql: tx,
       service,
       scope,
       pool: sql,
       afterCommit: (f) => committed.push(f),
     });
+    await setup;
+    return out;
   }) as T;
   for (const f of committed) f();
   return result;
