@@ -90,7 +90,9 @@ export async function orderView(
     const deliveries = await sql`
       select id, message_id, type, subscriber, state, attempts, last_status,
              last_error, next_attempt_at
-        from queue.deliveries where aggregate_id = ${orderId}
+        from queue.deliveries
+       where message_id in (select message_id from queue.messages
+                             where aggregate_id = ${orderId})
        order by id`;
     const ids = deliveries.map((d) => d.message_id as string);
     const inbox = new Map<

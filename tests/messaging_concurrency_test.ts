@@ -43,6 +43,11 @@ function recordingQueue(inner: Queue, published: string[]): Queue {
       published.push(...messages.map((m) => m.envelope.messageId));
       return fresh;
     },
+    async moveFrom(service, limit, faultNames) {
+      const moved = await inner.moveFrom!(service, limit, faultNames);
+      published.push(...moved.messageIds);
+      return moved;
+    },
   };
 }
 
@@ -119,6 +124,15 @@ Deno.test("two relays and two consumer sets over 2,000 messages: everything deli
     // after exactly one attempt.
     assert.equal(await count(sql, "queue.messages"), MESSAGES);
     assert.equal(await count(sql, "queue.deliveries"), total);
+    // No delivery without its message (no foreign key checks it).
+    assert.equal(
+      await count(
+        sql,
+        "queue.deliveries",
+        sql`message_id not in (select message_id from queue.messages)`,
+      ),
+      0,
+    );
     assert.equal(
       await count(
         sql,

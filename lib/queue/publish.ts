@@ -17,10 +17,38 @@ export interface OutgoingMessage {
   envelope: Envelope;
 }
 
+/** What one move from an outbox into the queue did. */
+export interface Moved {
+  /** Outbox rows marked published. */
+  rows: number;
+  /** Of those, messages the queue did not have yet. */
+  published: number;
+  /** The message ids of the rows moved. */
+  messageIds: string[];
+  /** The sandboxes of the rows moved. */
+  sandboxIds: string[];
+  /** Seconds from each row's creation to its publish. */
+  lagSeconds: number[];
+  /** Whether some sandbox has a relay fault on (its rows were left). */
+  faulted: boolean;
+}
+
 /** What any transport offers the relay. */
 export interface Queue {
   /** Publishes a batch; returns how many messages were new to the queue. */
   publish(messages: OutgoingMessage[]): Promise<number>;
+  /**
+   * A transport that lives in the sender's database may move due outbox
+   * rows into the queue in one transaction of its own, leaving out the
+   * sandboxes that have one of `faultNames` on (the relay takes those the
+   * long way, where the faults act). Without it, the relay claims,
+   * publishes and marks.
+   */
+  moveFrom?(
+    service: string,
+    limit: number,
+    faultNames: readonly string[],
+  ): Promise<Moved>;
 }
 
 /** The channel consumers LISTEN on. */
@@ -30,9 +58,8 @@ export const QUEUE_CHANNEL = "queue";
 export class PgQueue implements Queue {
   constructor(readonly sql: Sql, readonly routing: Routing) {}
 
-  async publish(messages: OutgoingMessage[]): Promise<number> {
-    if (messages.length === 0) return 0;
-    const types = [...new Set(messages.map((m) => m.envelope.type))];
+  /** The routing as two parallel arrays (type, subscriber), for unnest. */
+  #routes(types: Iterable<string>): [string[], string[]] {
     const routeTypes: string[] = [];
     const routeSubs: string[] = [];
     for (const type of types) {
@@ -41,6 +68,14 @@ export class PgQueue implements Queue {
         routeSubs.push(subscriber);
       }
     }
+    return [routeTypes, routeSubs];
+  }
+
+  async publish(messages: OutgoingMessage[]): Promise<number> {
+    if (messages.length === 0) return 0;
+    const [routeTypes, routeSubs] = this.#routes(
+      new Set(messages.map((m) => m.envelope.type)),
+    );
     const e = messages.map((m) => m.envelope);
     return await asBookkeeper(this.sql, "queue", async ({ sql }) => {
       const [{ count }] = await sql<{ count: number }[]>`
@@ -67,6 +102,88 @@ export class PgQueue implements Queue {
         select count(*)::int as count from m`;
       if (count > 0) await sql`select pg_notify(${QUEUE_CHANNEL}, '')`;
       return count;
+    });
+  }
+
+  /**
+   * Moves up to `limit` due rows of `service`'s outbox into the queue, oldest
+   * first, in one statement and one transaction as the relay: the rows are
+   * marked published and their messages and deliveries stored together, or
+   * nothing happens. Rows another relay holds are skipped; a row whose
+   * lease expired (a relay that claimed it the long way and died) is due
+   * again and moved. The envelope never leaves the database.
+   */
+  async moveFrom(
+    service: string,
+    limit: number,
+    faultNames: readonly string[],
+  ): Promise<Moved> {
+    const [routeTypes, routeSubs] = this.#routes(Object.keys(this.routing));
+    return await asBookkeeper(this.sql, "relay", async ({ sql }) => {
+      const table = sql(`${service}.outbox`);
+      const [row] = await sql<
+        {
+          rows: number;
+          published: number;
+          message_ids: string[] | null;
+          sandbox_ids: string[] | null;
+          lags: number[] | null;
+          notified: number;
+          faulted: boolean;
+        }[]
+      >`
+        with faulted as materialized (
+          select coalesce(array_agg(distinct sandbox_id), '{}') as ids
+            from platform.faults
+           where enabled and name = any(${faultNames as string[]}::text[])
+        ), due as (
+          select o.id from ${table} o
+           where o.state <> 'published' and o.next_attempt_at <= now()
+             and o.sandbox_id <> all((select ids from faulted)::uuid[])
+           order by o.id
+           limit ${limit}
+           for update skip locked
+        ), moved as (
+          update ${table} o
+             set state = 'published', published_at = now(),
+                 lease_owner = null, lease_expires_at = null
+            from due where o.id = due.id
+          returning o.id, o.sandbox_id, o.message_id, o.type, o.envelope,
+                    o.created_at
+        ), m as (
+          insert into queue.messages
+            (message_id, sandbox_id, source, type, aggregate_id, envelope)
+          select message_id, sandbox_id, ${service}, type,
+                 envelope->>'aggregateId', envelope
+            from moved order by id
+          on conflict (message_id) do nothing
+          returning message_id, sandbox_id, type, aggregate_id
+        ), d as (
+          insert into queue.deliveries
+            (sandbox_id, message_id, subscriber, type, aggregate_id)
+          select m.sandbox_id, m.message_id, r.subscriber, m.type, m.aggregate_id
+            from m join unnest(${routeTypes}::text[], ${routeSubs}::text[])
+              as r(type, subscriber) on r.type = m.type
+           order by m.message_id, r.subscriber
+        ), woken as (
+          select pg_notify(${QUEUE_CHANNEL}, '') from (select 1 from m limit 1) x
+        )
+        select (select count(*)::int from moved) as rows,
+               (select count(*)::int from m) as published,
+               (select array_agg(message_id) from moved) as message_ids,
+               (select array_agg(distinct sandbox_id) from moved) as sandbox_ids,
+               (select array_agg(extract(epoch from now() - created_at)::float8)
+                  from moved) as lags,
+               (select count(*)::int from woken) as notified,
+               (select cardinality(ids) > 0 from faulted) as faulted`;
+      return {
+        rows: row.rows,
+        published: row.published,
+        messageIds: row.message_ids ?? [],
+        sandboxIds: row.sandbox_ids ?? [],
+        lagSeconds: row.lags ?? [],
+        faulted: row.faulted,
+      };
     });
   }
 }

@@ -25,13 +25,19 @@ export async function claimOutbox(
   owner: string,
   limit: number,
   leaseMs: number,
+  /** Only rows of sandboxes that have one of these faults on. */
+  faultNames?: readonly string[],
 ): Promise<ClaimedRow[]> {
   const rows = await asBookkeeper(sql, service, ({ sql }) => {
     const table = sql(`${service}.outbox`);
+    const only = faultNames
+      ? sql`and sandbox_id in (select sandbox_id from platform.faults
+             where enabled and name = any(${faultNames as string[]}::text[]))`
+      : sql``;
     return sql<{ id: string; sandbox_id: string; envelope: Envelope }[]>`
       with due as (
         select id from ${table}
-         where state <> 'published' and next_attempt_at <= now()
+         where state <> 'published' and next_attempt_at <= now() ${only}
          order by id
          limit ${limit}
          for update skip locked

@@ -50,8 +50,50 @@ export interface RelayOptions {
   observeLag?: (seconds: number, service: string) => void;
 }
 
-/** One claim-publish-mark round for one service. */
+/**
+ * One round for one service. A queue that can move rows itself (the
+ * PostgreSQL transport, in the same database) moves a batch in one
+ * transaction; the rows of sandboxes with a relay fault on, and every row
+ * with another transport, go the long way: claim, publish, mark.
+ */
 export async function relayOnce(options: RelayOptions): Promise<TickResult> {
+  const { queue, service } = options;
+  if (!queue.moveFrom) return await claimPublishMark(options);
+  const limit = options.batchSize ?? 1000;
+  const moved = await queue.moveFrom(
+    service,
+    limit,
+    Object.values(RELAY_FAULTS),
+  );
+  if (options.observeLag) {
+    for (const lag of moved.lagSeconds) options.observeLag(lag, service);
+  }
+  if (moved.rows > 0) {
+    options.log.debug("relay_moved", {
+      service,
+      rows: moved.rows,
+      published: moved.published,
+    });
+  }
+  let slow: TickResult = { more: false };
+  if (moved.faulted) {
+    slow = await claimPublishMark(options, Object.values(RELAY_FAULTS));
+  } else if (moved.rows === 0) {
+    const next = await nextOutboxDue(options.sql, service);
+    slow = { more: false, nextDueAt: next ?? undefined };
+  }
+  return {
+    more: moved.rows === limit || slow.more,
+    nextDueAt: slow.nextDueAt,
+    touched: [...new Set([...moved.sandboxIds, ...(slow.touched ?? [])])],
+  };
+}
+
+/** One claim-publish-mark round, for rows of `faulted` sandboxes only if set. */
+async function claimPublishMark(
+  options: RelayOptions,
+  faulted?: readonly string[],
+): Promise<TickResult> {
   const { sql, service, owner, log } = options;
   const batchSize = options.batchSize ?? 100;
   const claimed = await claimOutbox(
@@ -60,6 +102,7 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
     owner,
     batchSize,
     options.leaseMs ?? 30_000,
+    faulted,
   );
   if (claimed.length === 0) {
     const next = await nextOutboxDue(sql, service);

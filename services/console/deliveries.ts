@@ -79,7 +79,12 @@ export async function listDeliveries(
     }
        ${f.subscriber ? sql`and subscriber = ${f.subscriber}` : sql``}
        ${f.eventType ? sql`and type = ${f.eventType}` : sql``}
-       ${f.orderId ? sql`and aggregate_id = ${f.orderId}` : sql``}
+       ${
+      f.orderId
+        ? sql`and message_id in (select message_id from queue.messages
+                                  where aggregate_id = ${f.orderId})`
+        : sql``
+    }
        ${f.since ? sql`and coalesce(dead_at, created_at) >= ${f.since}` : sql``}
        ${f.until ? sql`and coalesce(dead_at, created_at) < ${f.until}` : sql``}
        ${f.state === "dead" ? sql`order by dead_at, id` : sql`order by id desc`}
