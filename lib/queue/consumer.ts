@@ -17,10 +17,9 @@ import { type FaultReader, isOn } from "../faults/mod.ts";
 import type { Dispatcher } from "./transport.ts";
 import {
   type AttemptResult,
-  claimDeliveries,
+  claimBatch,
   type ClaimedDelivery,
   finishDeliveries,
-  nextDeliveryDue,
 } from "./deliveries_sql.ts";
 import type { TickResult } from "../wake/loop.ts";
 
@@ -54,6 +53,11 @@ export interface ConsumerOptions {
   leaseMs?: number;
   /** Seconds from a message's creation to its delivery, per done delivery. */
   observeDelivered?: (seconds: number, subscriber: string) => void;
+  /**
+   * Called just before the claim goes to the server: a wake-up hint heard
+   * before this moment is answered by this claim (lib/workers/mod.ts).
+   */
+  onClaimSent?: () => void;
 }
 
 /** The answer of one POST, before it is judged. */
@@ -107,14 +111,14 @@ export async function consumeOnce(
 ): Promise<TickResult> {
   const batchSize = options.batchSize ?? 10;
   const leaseMs = options.leaseMs ?? Math.max(10_000, options.timeoutMs * 4);
-  const claimed = await claimDeliveries(
+  const { claimed, nextDueAt: next } = await claimBatch(
     options.sql,
     options.owner,
     batchSize,
     leaseMs,
+    options.onClaimSent,
   );
   if (claimed.length === 0) {
-    const next = await nextDeliveryDue(options.sql);
     return { more: false, nextDueAt: next ?? undefined };
   }
   const faults = await options.faults([

@@ -30,10 +30,35 @@ export async function claimDeliveries(
   limit: number,
   leaseMs: number,
 ): Promise<ClaimedDelivery[]> {
-  const rows = await asBookkeeper(sql, "queue", ({ sql }) =>
-    sql<
+  return (await claimBatch(sql, owner, limit, leaseMs)).claimed;
+}
+
+/** A claim, and when the next delivery is due if it found none. */
+export interface ClaimBatch {
+  claimed: ClaimedDelivery[];
+  /** Only when nothing was claimed: the earliest waiting delivery's time. */
+  nextDueAt: Date | null;
+}
+
+/**
+ * {@link claimDeliveries} in one statement with the question an empty claim
+ * asks next (when is the earliest waiting delivery due), so that an idle
+ * consumer's look costs one transaction, not two. `onSent` is called just
+ * before the claim goes to the server: whatever committed before that moment
+ * is seen by this claim (the consumers' wake-ups rely on it).
+ */
+export async function claimBatch(
+  sql: Sql,
+  owner: string,
+  limit: number,
+  leaseMs: number,
+  onSent?: () => void,
+): Promise<ClaimBatch> {
+  const rows = await asBookkeeper(sql, "queue", ({ sql }) => {
+    onSent?.();
+    return sql<
       {
-        id: string;
+        id: string | null;
         sandbox_id: string;
         message_id: string;
         subscriber: string;
@@ -42,6 +67,7 @@ export async function claimDeliveries(
         attempts: number;
         max_attempts: number | null;
         envelope: Envelope;
+        next_due: Date | null;
       }[]
     >`
       with due as (
@@ -50,18 +76,26 @@ export async function claimDeliveries(
          order by id
          limit ${limit}
          for update skip locked
+      ), claimed as (
+        update queue.deliveries d
+           set state = 'in_flight',
+               lease_owner = ${owner},
+               lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
+               next_attempt_at = now() + ${leaseMs} * interval '1 millisecond',
+               attempts = d.attempts + 1
+          from due, queue.messages m
+         where d.id = due.id and m.message_id = d.message_id
+        returning d.id, d.sandbox_id, d.message_id, d.subscriber, d.type,
+                  d.aggregate_id, d.attempts, d.max_attempts, m.envelope
       )
-      update queue.deliveries d
-         set state = 'in_flight',
-             lease_owner = ${owner},
-             lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
-             next_attempt_at = now() + ${leaseMs} * interval '1 millisecond',
-             attempts = d.attempts + 1
-        from due, queue.messages m
-       where d.id = due.id and m.message_id = d.message_id
-      returning d.id, d.sandbox_id, d.message_id, d.subscriber, d.type,
-                d.aggregate_id, d.attempts, d.max_attempts, m.envelope`);
-  return rows.map((r) => ({
+      select c.*, null::timestamptz as next_due from claimed c
+      union all
+      select null, null, null, null, null, null, null, null, null,
+             (select min(next_attempt_at) from queue.deliveries
+               where state in ('pending', 'in_flight'))
+       where not exists (select from claimed)`;
+  });
+  const claimed = rows.filter((r) => r.id !== null).map((r) => ({
     id: Number(r.id),
     sandboxId: r.sandbox_id,
     messageId: r.message_id,
@@ -72,6 +106,10 @@ export async function claimDeliveries(
     maxAttempts: r.max_attempts,
     envelope: r.envelope,
   })).sort((a, b) => a.id - b.id);
+  return {
+    claimed,
+    nextDueAt: claimed.length === 0 ? rows[0]?.next_due ?? null : null,
+  };
 }
 
 /** What became of one attempt. */

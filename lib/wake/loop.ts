@@ -41,6 +41,11 @@ export class Loop {
     this.#running ??= this.#run();
   }
 
+  /** True while sleeping: not in a tick and not yet woken for the next. */
+  get idle(): boolean {
+    return this.#wake !== undefined && !this.#woken && !this.#stopped;
+  }
+
   /** Asks for a tick now (or right after the current one). */
   wake(): void {
     this.#woken = true;
@@ -94,15 +99,13 @@ export class Loop {
   #sleep(ms: number): Promise<void> {
     if (this.#woken || this.#stopped) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
+      const done = () => {
         clearTimeout(timer);
-        resolve();
-      }
-      this.#wake = () => {
         this.#wake = undefined;
-        done();
+        resolve();
       };
+      const timer = setTimeout(done, ms);
+      this.#wake = done;
     });
   }
 }
