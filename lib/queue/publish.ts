@@ -79,25 +79,31 @@ export class PgQueue implements Queue {
     const e = messages.map((m) => m.envelope);
     return await asBookkeeper(this.sql, "queue", async ({ sql }) => {
       const [{ count }] = await sql<{ count: number }[]>`
-        with m as (
-          insert into queue.messages
-            (message_id, sandbox_id, source, type, aggregate_id, envelope)
-          select (x.e->>'messageId')::uuid, (x.e->>'sandboxId')::uuid, x.source,
-                 x.e->>'type', x.e->>'aggregateId', x.e
+        with x as (
+          select x.source, x.e, x.n, (x.e->>'messageId')::uuid as message_id
             from unnest(
               ${messages.map((m) => m.source)}::text[],
               array(select v from jsonb_array_elements(${sql.json(e as never)})
                     with ordinality as t(v, n) order by n)
-            ) as x(source, e)
+            ) with ordinality as x(source, e, n)
+        ), m as (
+          insert into queue.messages
+            (message_id, sandbox_id, source, type, aggregate_id, envelope)
+          select x.message_id, (x.e->>'sandboxId')::uuid, x.source,
+                 x.e->>'type', x.e->>'aggregateId', x.e
+            from x order by x.n
           on conflict (message_id) do nothing
           returning message_id, sandbox_id, type, aggregate_id
         ), d as (
+          -- In the order given (the outbox's), not of message ids: two ids
+          -- of one millisecond do not sort by time.
           insert into queue.deliveries
             (sandbox_id, message_id, subscriber, type, aggregate_id)
           select m.sandbox_id, m.message_id, r.subscriber, m.type, m.aggregate_id
-            from m join unnest(${routeTypes}::text[], ${routeSubs}::text[])
+            from m join x using (message_id)
+            join unnest(${routeTypes}::text[], ${routeSubs}::text[])
               as r(type, subscriber) on r.type = m.type
-           order by m.message_id, r.subscriber
+           order by x.n, r.subscriber
         )
         select count(*)::int as count from m`;
       if (count > 0) await sql`select pg_notify(${QUEUE_CHANNEL}, '')`;
@@ -161,10 +167,13 @@ export class PgQueue implements Queue {
         ), d as (
           insert into queue.deliveries
             (sandbox_id, message_id, subscriber, type, aggregate_id)
+          -- In outbox order, not of message ids: two ids of one millisecond
+          -- do not sort by time.
           select m.sandbox_id, m.message_id, r.subscriber, m.type, m.aggregate_id
-            from m join unnest(${routeTypes}::text[], ${routeSubs}::text[])
+            from m join moved using (message_id)
+            join unnest(${routeTypes}::text[], ${routeSubs}::text[])
               as r(type, subscriber) on r.type = m.type
-           order by m.message_id, r.subscriber
+           order by moved.id, r.subscriber
         ), woken as (
           select pg_notify(${QUEUE_CHANNEL}, '') from (select 1 from m limit 1) x
         )
