@@ -82,15 +82,24 @@ export async function startMessaging(
   };
   const wakeEveryConsumer = () => consumers.forEach((c) => c.wake());
   // What a relay of this process published is for its consumers too: wake
-  // one as soon as the publish has committed, without waiting for the
-  // relay's mark or for the NOTIFY to come back.
+  // one as soon as the publish (or the move) has committed, without waiting
+  // for the relay's mark or for the NOTIFY to come back.
+  const inner = options.queue;
   const queue: Queue = {
     publish: async (messages) => {
-      const published = await options.queue.publish(messages);
+      const published = await inner.publish(messages);
       if (published > 0) wakeConsumers();
       return published;
     },
   };
+  if (inner.moveFrom) {
+    const moveFrom = inner.moveFrom.bind(inner);
+    queue.moveFrom = async (service, limit, faultNames) => {
+      const moved = await moveFrom(service, limit, faultNames);
+      if (moved.published > 0) wakeConsumers();
+      return moved;
+    };
+  }
   if (options.roles?.relay ?? true) {
     for (const service of options.senders) {
       relays.set(
