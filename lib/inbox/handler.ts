@@ -12,12 +12,11 @@
  * | 503    | the receiver refuses deliveries (fault)    |
  */
 import type { Sql } from "../db/connect.ts";
-import { asService } from "../db/service.ts";
 import type { Logger } from "../log/mod.ts";
 import { type FaultReader, isOn } from "../faults/mod.ts";
 import { envelopeSchema } from "../outbox/envelope.ts";
 import { NotYet } from "./errors.ts";
-import { type Apply, receive } from "./receive.ts";
+import { type Apply, receiveOnce } from "./receive.ts";
 
 export interface InboxHandlerOptions {
   sql: Sql;
@@ -65,14 +64,12 @@ export function inboxHandler(options: InboxHandlerOptions) {
       await new Promise((r) => setTimeout(r, options.slowMs ?? 6000));
     }
     try {
-      const result = await asService(
+      const result = await receiveOnce(
         options.sql,
         options.service,
-        { sandboxId: envelope.sandboxId },
-        (tx) =>
-          receive(tx, envelope, options.apply, {
-            replayHorizonDays: options.replayHorizonDays,
-          }),
+        envelope,
+        options.apply,
+        { replayHorizonDays: options.replayHorizonDays },
       );
       return json(result.status, {
         ...result.body,

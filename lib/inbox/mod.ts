@@ -4,6 +4,7 @@ export {
   type Apply,
   receive,
   type Received,
+  receiveOnce,
   type ReceiveOptions,
 } from "./receive.ts";
 export { inboxHandler, type InboxHandlerOptions } from "./handler.ts";

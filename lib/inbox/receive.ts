@@ -2,7 +2,8 @@
  * The idempotent receiver: apply a message once, in the receiver's own
  * transaction, keyed by its message id.
  */
-import type { ServiceTx } from "../db/service.ts";
+import type { Sql } from "../db/connect.ts";
+import { asService, type ServiceTx } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 import { NotYet, Refused } from "./errors.ts";
 
@@ -55,13 +56,8 @@ export async function receive(
       select status, outcome from ${inbox} where message_id = ${envelope.messageId}`;
     return { status: seen.status, body: seen.outcome, duplicate: true };
   }
-  const ageDays = (Date.now() - Date.parse(envelope.occurredAt)) / 86_400_000;
-  if (ageDays > options.replayHorizonDays) {
-    return await refuse(
-      tx,
-      envelope,
-      `older than the replay horizon of ${options.replayHorizonDays} days`,
-    );
+  if (beyondHorizon(envelope, options)) {
+    return await refuse(tx, envelope, horizonReason(options));
   }
   try {
     const body = await sql.savepoint((sp) =>
@@ -79,6 +75,131 @@ export async function receive(
     }
     throw error;
   }
+}
+
+function beyondHorizon(envelope: Envelope, options: ReceiveOptions) {
+  const ageDays = (Date.now() - Date.parse(envelope.occurredAt)) / 86_400_000;
+  return ageDays > options.replayHorizonDays;
+}
+
+function horizonReason(options: ReceiveOptions) {
+  return `older than the replay horizon of ${options.replayHorizonDays} days`;
+}
+
+/** Thrown inside the transaction to roll back the effect of a repeat. */
+class Seen extends Error {
+  override name = "Seen";
+}
+
+/**
+ * What {@link receive} does, as a transaction of `service` of its own, in
+ * fewer round trips: `apply` runs first, then the inbox row is inserted with
+ * its answer in one statement, and the commit follows. Nothing else is sent:
+ * no look-up before `apply`, no savepoint, no update of the answer after.
+ *
+ * The inbox row still decides: when the insert finds the message id there
+ * already (a repeat, or a concurrent delivery of the same message that
+ * committed first), the transaction is rolled back, so the repeat changes
+ * nothing, and the stored answer is returned. Whatever ends the transaction
+ * otherwise (NotYet, Refused, an error) is judged after the rollback, and a
+ * message the inbox has seen gets its stored answer then too:
+ *
+ * - Refused (or beyond the replay horizon): the refusal and the inbox row
+ *   (422) are recorded in a second transaction; the effect is gone with the
+ *   first. A crash between the two records nothing, and the retry refuses
+ *   again.
+ * - NotYet or an error: rethrown; no inbox row, a later delivery tries again.
+ */
+export async function receiveOnce(
+  sql: Sql,
+  service: string,
+  envelope: Envelope,
+  apply: Apply,
+  options: ReceiveOptions,
+): Promise<Received> {
+  if (beyondHorizon(envelope, options)) {
+    return await recordRefusal(sql, service, envelope, horizonReason(options));
+  }
+  const scope = { sandboxId: envelope.sandboxId };
+  try {
+    return await asService(sql, service, scope, async (tx) => {
+      const body = (await apply(tx, envelope)) ?? {};
+      const inserted = await tx.sql`
+        insert into ${tx.sql(`${service}.inbox`)}
+          (message_id, sandbox_id, type, status, outcome)
+        values (${envelope.messageId}, ${envelope.sandboxId}, ${envelope.type},
+                200, ${tx.sql.json(body as never)})
+        on conflict (message_id) do nothing
+        returning message_id`;
+      if (inserted.length === 0) throw new Seen(envelope.messageId);
+      return { status: 200 as const, body, duplicate: false };
+    });
+  } catch (error) {
+    if (error instanceof Refused) {
+      return await recordRefusal(sql, service, envelope, error.message);
+    }
+    const seen = await storedAnswer(sql, service, envelope);
+    if (seen) return seen;
+    if (error instanceof Seen) {
+      throw new Error(`message ${envelope.messageId} was seen, but not found`);
+    }
+    throw error;
+  }
+}
+
+/** The refusal and its inbox row (422), unless the inbox has the message. */
+async function recordRefusal(
+  sql: Sql,
+  service: string,
+  envelope: Envelope,
+  reason: string,
+): Promise<Received> {
+  const body = { reason };
+  const recorded = await asService(
+    sql,
+    service,
+    { sandboxId: envelope.sandboxId },
+    ({ sql }) =>
+      sql`
+        with i as (
+          insert into ${sql(`${service}.inbox`)}
+            (message_id, sandbox_id, type, status, outcome)
+          values (${envelope.messageId}, ${envelope.sandboxId}, ${envelope.type},
+                  422, ${sql.json(body)})
+          on conflict (message_id) do nothing
+          returning message_id, sandbox_id, type
+        )
+        insert into ${sql(`${service}.refusals`)}
+          (sandbox_id, message_id, type, reason)
+        select sandbox_id, message_id, type, ${reason} from i
+        returning message_id`,
+  );
+  if (recorded.length > 0) return { status: 422, body, duplicate: false };
+  const seen = await storedAnswer(sql, service, envelope);
+  if (!seen) {
+    throw new Error(`message ${envelope.messageId} was seen, but not found`);
+  }
+  return seen;
+}
+
+/** The answer the inbox holds for this message, if it has it. */
+async function storedAnswer(
+  sql: Sql,
+  service: string,
+  envelope: Envelope,
+): Promise<Received | undefined> {
+  const [seen] = await asService(
+    sql,
+    service,
+    { sandboxId: envelope.sandboxId },
+    ({ sql }) =>
+      sql<{ status: 200 | 422; outcome: Record<string, unknown> }[]>`
+        select status, outcome from ${sql(`${service}.inbox`)}
+         where message_id = ${envelope.messageId}`,
+  );
+  return seen
+    ? { status: seen.status, body: seen.outcome, duplicate: true }
+    : undefined;
 }
 
 async function refuse(
