@@ -39,23 +39,22 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
   const checked = await asBookkeeper(
     options.sql,
     options.reader,
-    async ({ sql }) => {
-      const rows: Checked[] = [];
-      for (const subscriber of options.subscribers) {
-        rows.push(
-          ...await sql<Checked[]>`
-          select d.id, d.sandbox_id, d.subscriber, d.message_id,
-                 (i.message_id is not null) as accepted
-            from queue.deliveries d
-            left join ${
+    // One statement for every subscriber (one round trip, not one each).
+    ({ sql }) =>
+      sql<Checked[]>`${
+        options.subscribers.map((subscriber) =>
+          sql`(
+            select d.id, d.sandbox_id, d.subscriber, d.message_id,
+                   (i.message_id is not null) as accepted
+              from queue.deliveries d
+              left join ${
             sql(options.inboxOf(subscriber))
           } i on i.message_id = d.message_id
-           where d.state = 'done' and not d.audited and d.subscriber = ${subscriber}
-           order by d.id limit ${limit}`,
-        );
-      }
-      return rows;
-    },
+             where d.state = 'done' and not d.audited
+               and d.subscriber = ${subscriber}
+             order by d.id limit ${limit})`
+        ).reduce((all, one) => sql`${all} union all ${one}`)
+      }`,
   );
   if (checked.length === 0) return { more: false };
   await asBookkeeper(options.sql, "queue", async ({ sql }) => {

@@ -39,6 +39,12 @@ export interface MessagingOptions {
   roles?: { relay?: boolean; consume?: boolean };
   /** The closure audit of done deliveries, run beside the consumers. */
   audit?: Omit<AuditOptions, "sql">;
+  /**
+   * How long after a consumer's batch the audit looks (default 1000 ms):
+   * it then takes everything done meanwhile in one batch, away from the
+   * moments a delivery is waiting for the cores.
+   */
+  auditDelayMs?: number;
   /** Called after a batch changed rows of these sandboxes (live views). */
   onTouched?: (sandboxIds: string[]) => void;
   observeLag?: (seconds: number, service: string) => void;
@@ -136,6 +142,17 @@ export async function startMessaging(
       tick: () => auditOnce({ ...audit, sql: options.sql }),
     });
   }
+  // The console reads the few done deliveries not yet audited directly, so
+  // the audit may lag; woken after every batch, it ran two transactions and
+  // seven statements in the middle of the next message's path.
+  let auditTimer: ReturnType<typeof setTimeout> | undefined;
+  const wakeAuditor = () => {
+    if (!auditor || auditTimer !== undefined) return;
+    auditTimer = setTimeout(() => {
+      auditTimer = undefined;
+      auditor?.wake();
+    }, options.auditDelayMs ?? 1000);
+  };
   if (options.roles?.consume ?? true) {
     for (let i = 0; i < (options.consumers ?? 4); i++) {
       const loop: Loop = new Loop({
@@ -143,7 +160,7 @@ export async function startMessaging(
         log,
         pollMs: options.pollMs,
         onTouched: (ids) => {
-          auditor?.wake();
+          wakeAuditor();
           options.onTouched?.(ids);
         },
         tick: async () => {
@@ -196,6 +213,7 @@ export async function startMessaging(
     wakeRelay: (service) => relays.get(service)?.wake(),
     wakeConsumers: wakeEveryConsumer,
     stop: async () => {
+      clearTimeout(auditTimer);
       await Promise.all(
         [...relays.values(), ...consumers, ...(auditor ? [auditor] : [])]
           .map((l) => l.stop()),
