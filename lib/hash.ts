@@ -1,13 +1,17 @@
-/** SHA-256 of a string, as lower-case hex. */
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(text),
-  );
-  return Array.from(
-    new Uint8Array(digest),
-    (b) => b.toString(16).padStart(2, "0"),
-  ).join("");
+import { createHash } from "node:crypto";
+
+/** SHA-256 of a string (UTF-8), as lower-case hex. */
+export function sha256Hex(text: string): Promise<string> {
+  return Promise.resolve(sha256HexSync(text));
+}
+
+/**
+ * The same digest, computed at once: node:crypto hashes in the calling
+ * thread (about 1 µs for a request body), where `crypto.subtle.digest` goes
+ * through a promise and costs about 20 µs.
+ */
+export function sha256HexSync(text: string): string {
+  return createHash("sha256").update(text, "utf8").digest("hex");
 }
 
 /** `bytes` random bytes as lower-case hex. */

@@ -4,23 +4,27 @@
  */
 import { z } from "zod";
 
+/** "00".."ff", by byte value. */
+const HEX = Array.from(
+  { length: 256 },
+  (_, b) => b.toString(16).padStart(2, "0"),
+);
+
 /** A UUID of version 7: time-ordered, so ids sort roughly by creation. */
 export function uuidv7(now = Date.now()): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  const b = crypto.getRandomValues(new Uint8Array(16));
   // 48 bits of milliseconds since the epoch, big-endian.
   let ms = now;
   for (let i = 5; i >= 0; i--) {
-    bytes[i] = ms % 256;
+    b[i] = ms % 256;
     ms = Math.floor(ms / 256);
   }
-  bytes[6] = (bytes[6] & 0x0f) | 0x70; // version 7
-  bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 9562 variant
-  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join(
-    "",
-  );
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${
-    hex.slice(16, 20)
-  }-${hex.slice(20)}`;
+  b[6] = (b[6] & 0x0f) | 0x70; // version 7
+  b[8] = (b[8] & 0x3f) | 0x80; // RFC 9562 variant
+  return HEX[b[0]] + HEX[b[1]] + HEX[b[2]] + HEX[b[3]] + "-" + HEX[b[4]] +
+    HEX[b[5]] + "-" + HEX[b[6]] + HEX[b[7]] + "-" + HEX[b[8]] + HEX[b[9]] +
+    "-" + HEX[b[10]] + HEX[b[11]] + HEX[b[12]] + HEX[b[13]] + HEX[b[14]] +
+    HEX[b[15]];
 }
 
 const uuid = z.string().regex(
