@@ -3,6 +3,7 @@
  * The rows commit or roll back with the caller's own change: that is the
  * whole promise of the transactional outbox.
  */
+import type postgres from "postgres";
 import type { ServiceTx } from "../db/service.ts";
 import { type Envelope, envelopeSchema } from "./envelope.ts";
 
@@ -19,6 +20,9 @@ export interface AppendOptions {
    */
   notify?: boolean;
 }
+
+/** A piece of SQL made with the transaction's `sql`, to be put in another. */
+export type Fragment = postgres.PendingQuery<postgres.Row[]>;
 
 /**
  * Writes `envelopes` into `<service>.outbox` in the caller's transaction, and
@@ -40,23 +44,68 @@ export async function append(
   options: AppendOptions = {},
 ): Promise<void> {
   if (envelopes.length === 0) return;
+  await tx.sql`with ${outboxWrites(tx, envelopes)} select`;
+  await wakeAfterAppend(tx, options);
+}
+
+/**
+ * What {@link append} writes, as two common table expressions for a
+ * statement of the caller's own (`outbox_rows` and `outbox_flush`, in this
+ * order, to follow `with` or a comma), so that a command can write its own
+ * rows and its messages in one statement. `when`, a condition that may name
+ * the caller's earlier expressions, decides whether they write anything at
+ * all (for example: only if the caller's own insert made a row). Once the
+ * statement has appended, the caller calls {@link wakeAfterAppend}.
+ *
+ * The envelopes are validated here (zod), before any SQL is sent.
+ *
+ * @example
+ * ```ts
+ * const writes = outboxWrites(tx, [envelope], tx.sql`exists (select from o)`);
+ * await tx.sql`
+ *   with o as (insert into orders.orders ... returning id), ${writes}
+ *   select`;
+ * await wakeAfterAppend(tx);
+ * ```
+ */
+export function outboxWrites(
+  tx: ServiceTx,
+  envelopes: Envelope[],
+  when?: Fragment,
+): Fragment {
+  if (envelopes.length === 0) throw new TypeError("no envelopes to append");
   for (const e of envelopes) envelopeSchema.parse(e);
-  const table = tx.sql(`${tx.service}.outbox`);
-  // One statement: the new rows (the envelopes as one jsonb array, unpacked
-  // by the server; the columns are copies of envelope fields) and the
-  // flush. The UPDATE sees the table as it was before this statement, so it
-  // touches only older rows that wait for a retry or were parked.
+  const { sql } = tx;
+  const table = sql(`${tx.service}.outbox`);
   const sandboxes = [...new Set(envelopes.map((e) => e.sandboxId))];
-  await tx.sql`
-    with inserted as (
+  const gate = when ?? sql`true`;
+  // The new rows: the envelopes as one jsonb array, unpacked by the server
+  // (the columns are copies of envelope fields). The flush: its UPDATE sees
+  // the table as it was before this statement, so it touches only older
+  // rows that wait for a retry or were parked.
+  return sql`
+    outbox_rows as (
       insert into ${table} (sandbox_id, message_id, type, envelope)
       select (e->>'sandboxId')::uuid, (e->>'messageId')::uuid, e->>'type', e
-        from jsonb_array_elements(${tx.sql.json(envelopes as never)}) as e
+        from jsonb_array_elements(${sql.json(envelopes as never)}) as e
+       where ${gate}
       returning id
-    )
-    update ${table} set next_attempt_at = now()
-     where state = 'pending' and next_attempt_at > now()
-       and sandbox_id = any(${sandboxes}::uuid[])`;
+    ), outbox_flush as (
+      update ${table} set next_attempt_at = now()
+       where state = 'pending' and next_attempt_at > now()
+         and sandbox_id = any(${sandboxes}::uuid[]) and ${gate}
+    )`;
+}
+
+/**
+ * Wakes the relay for what this transaction appended: a `NOTIFY outbox` in
+ * the transaction, or the pool's after-commit waker (see
+ * {@link AppendOptions.notify}).
+ */
+export async function wakeAfterAppend(
+  tx: ServiceTx,
+  options: AppendOptions = {},
+): Promise<void> {
   const waker = outboxWakerOf(tx.pool);
   if (options.notify ?? !waker) {
     await tx.sql`select pg_notify(${OUTBOX_CHANNEL}, ${tx.service})`;

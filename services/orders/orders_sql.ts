@@ -3,6 +3,9 @@
  * transaction (lib/db/service.ts); none opens one of its own.
  */
 import type { TxSql } from "../../lib/db/connect.ts";
+import type { ServiceTx } from "../../lib/db/service.ts";
+import { outboxWrites } from "../../lib/outbox/append.ts";
+import type { Envelope } from "../../lib/outbox/envelope.ts";
 import type { Line, OrderSnapshot } from "../events.ts";
 import type { OrderState } from "./states.ts";
 
@@ -85,53 +88,131 @@ export async function recordEvent(
             ${e.messageId ?? null}, ${sql.json((e.payload ?? {}) as never)})`;
 }
 
+/** A line of a new order, with its product's capacity for one day. */
+export interface NewLine extends Line {
+  capacity: number;
+}
+
+/** What {@link insertNewOrder} did. */
+export interface NewOrderOutcome {
+  /** False: the idempotency key was recorded before; nothing was written. */
+  claimed: boolean;
+  /** The skus whose capacity was taken; fewer than all: nothing placed. */
+  taken: string[];
+}
+
 /**
- * Adds every line's `qty` to what its day has promised, in one statement,
- * unless that would pass the product's capacity. Rows are locked in sku
- * order whatever order the request lists its lines in: two orders naming the
- * same products in opposite orders would otherwise deadlock. Concurrent
- * orders for the same day and product queue up on the row lock, so two of
- * them cannot both take the last bun. Returns the lines that did not fit,
- * with what was left of each; an empty list means all were taken.
+ * A whole new order in one statement: records the idempotency key, takes
+ * every line's `qty` from its day's capacity, and inserts the order, its
+ * lines, its OrderPlaced event and the outbox row (with the outbox flush,
+ * lib/outbox/append.ts). Each step writes only if the one before it did:
+ *
+ * - the key: a concurrent request with the same key waits on it until the
+ *   first commits, then finds it taken (`claimed` false) and writes nothing;
+ * - capacity: one upsert per line, in sku order whatever order the request
+ *   lists its lines in (two orders naming the same products in opposite
+ *   orders would otherwise deadlock); a line that would pass the product's
+ *   capacity is left out, and concurrent orders for the same day and
+ *   product queue up on the row lock, so two of them cannot both take the
+ *   last bun;
+ * - the order and the rest: only if every line was taken.
+ *
+ * The caller must roll back when a line was not taken (not in `taken`): the other lines have taken their capacity by then.
+ * `envelope` null leaves out the outbox row and its flush (for the write
+ * benchmark's measure of what the outbox costs, never for an order).
  */
-export async function takeCapacity(
+export async function insertNewOrder(
+  tx: ServiceTx,
+  order: {
+    sandboxId: string;
+    idempotencyKey: string;
+    requestHash: string;
+    orderId: string;
+    customer: { name: string; email: string };
+    fulfilment: string;
+    day: string;
+    totalCents: number;
+    lines: NewLine[];
+  },
+  envelope: Envelope | null,
+): Promise<NewOrderOutcome> {
+  const { sql } = tx;
+  const sorted = [...order.lines].sort((a, b) =>
+    a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0
+  );
+  const skus = sorted.map((l) => l.sku);
+  const caps = sorted.map((l) => l.capacity);
+  const outbox = envelope
+    ? sql`, ${outboxWrites(tx, [envelope], sql`exists (select from placed)`)}`
+    : sql``;
+  const sandboxId = order.sandboxId;
+  const [row] = await sql<NewOrderOutcome[]>`
+    with claim as (
+      insert into orders.commands_seen
+             (sandbox_id, idempotency_key, request_hash, order_id)
+      values (${sandboxId}, ${order.idempotencyKey}, ${order.requestHash},
+              ${order.orderId})
+      on conflict do nothing
+      returning order_id
+    ), line as (
+      select * from unnest(${skus}::text[], ${
+    sorted.map((l) => l.qty)
+  }::int[], ${caps}::int[],
+                           ${sorted.map((l) => l.name)}::text[], ${
+    sorted.map((l) => l.unitCents)
+  }::int[])
+               with ordinality as l(sku, qty, cap, name, unit_cents, n)
+    ), taken as (
+      insert into orders.day_counts as d (sandbox_id, day, sku, qty)
+      select ${sandboxId}, ${order.day}, line.sku, line.qty
+        from claim, line
+       where line.qty <= line.cap
+       order by line.n
+      on conflict (sandbox_id, day, sku) do update
+         set qty = d.qty + excluded.qty
+       where d.qty + excluded.qty
+             <= (${caps}::int[])[array_position(${skus}::text[], excluded.sku)]
+      returning sku
+    ), placed as (
+      insert into orders.orders (id, sandbox_id, customer_name, customer_email,
+                                 fulfilment, day, total_cents)
+      select ${order.orderId}, ${sandboxId}, ${order.customer.name},
+             ${order.customer.email}, ${order.fulfilment}, ${order.day},
+             ${order.totalCents}
+       where (select count(*) from taken) = ${sorted.length}
+      returning id
+    ), placed_lines as (
+      insert into orders.lines (order_id, sku, sandbox_id, name, qty, unit_cents)
+      select placed.id, line.sku, ${sandboxId}, line.name, line.qty,
+             line.unit_cents
+        from placed, line
+    ), placed_event as (
+      insert into orders.events (sandbox_id, order_id, type, version, message_id)
+      select ${sandboxId}, placed.id, 'OrderPlaced', 1, ${
+    envelope?.messageId ?? null
+  }
+        from placed
+    )${outbox}
+    select exists (select from claim) as claimed,
+           array(select sku from taken) as taken`;
+  return row;
+}
+
+/** What is left of each product's capacity on `day`, after this order's own takes. */
+export async function capacityLeft(
   sql: TxSql,
   sandboxId: string,
   day: string,
-  lines: { sku: string; qty: number; capacity: number }[],
-): Promise<{ sku: string; left: number }[]> {
-  const sorted = [...lines].sort((a, b) =>
-    a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0
-  );
-  const caps = Object.fromEntries(sorted.map((l) => [l.sku, l.capacity]));
-  const taken = await sql<{ sku: string }[]>`
-    insert into orders.day_counts as d (sandbox_id, day, sku, qty)
-    select ${sandboxId}, ${day}, l.sku, l.qty
-      from unnest(${sorted.map((l) => l.sku)}::text[], ${
-    sorted.map((l) => l.qty)
-  }::int[],
-                  ${sorted.map((l) => l.capacity)}::int[])
-           with ordinality as l(sku, qty, cap, n)
-     where l.qty <= l.cap
-     order by l.n
-    on conflict (sandbox_id, day, sku) do update
-       set qty = d.qty + excluded.qty
-     where d.qty + excluded.qty <= (${
-    sql.json(caps)
-  }::jsonb ->> excluded.sku)::int
-    returning sku`;
-  if (taken.length === sorted.length) return [];
-  const done = new Set(taken.map((r) => r.sku));
-  const missing = sorted.filter((l) => !done.has(l.sku));
+  lines: { sku: string; capacity: number }[],
+): Promise<Map<string, number>> {
   const rows = await sql<{ sku: string; qty: number }[]>`
     select sku, qty from orders.day_counts
      where sandbox_id = ${sandboxId} and day = ${day}
-       and sku = any(${missing.map((l) => l.sku)}::text[])`;
+       and sku = any(${lines.map((l) => l.sku)}::text[])`;
   const promised = new Map(rows.map((r) => [r.sku, r.qty]));
-  return missing.map((l) => ({
-    sku: l.sku,
-    left: l.capacity - (promised.get(l.sku) ?? 0),
-  }));
+  return new Map(
+    lines.map((l) => [l.sku, l.capacity - (promised.get(l.sku) ?? 0)]),
+  );
 }
 
 /** Gives back what a cancelled order had taken. */
