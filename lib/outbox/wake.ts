@@ -28,9 +28,12 @@ export function outboxWakerOf(sql: Sql): OutboxWaker | undefined {
 
 /**
  * A waker that calls `local` at once and coalesces NOTIFYs for other
- * processes: one per service per `windowMs`. The NOTIFY runs in its own
- * transaction with synchronous_commit off: it is a hint, and losing one in
- * a crash only delays a relay until its poll.
+ * processes: one per service per `windowMs` at most, and never two of a
+ * service at the same time. A wake that comes while a NOTIFY is on its way
+ * gets one more after it, since that one may have left before its commit.
+ * Each NOTIFY is one autocommit statement with synchronous_commit off (one
+ * round trip; the setting ends with that statement's transaction): it is a
+ * hint, and losing one in a crash only delays a relay until its poll.
  */
 export function coalescingWaker(
   sql: Sql,
@@ -40,21 +43,40 @@ export function coalescingWaker(
     onError?: (error: unknown) => void;
   } = {},
 ): { wake: OutboxWaker; flush(): Promise<void> } {
-  const pending = new Map<string, Promise<void>>();
   const windowMs = options.windowMs ?? 2;
+  /** Per service with a NOTIFY to come: whether it has left yet. */
+  const state = new Map<string, "waiting" | "sending">();
+  /** Services woken again while their NOTIFY was on its way. */
+  const again = new Set<string>();
+  /** What flush() waits for. */
+  const running = new Set<Promise<void>>();
+  const notify = async (service: string) => {
+    do {
+      state.set(service, "waiting");
+      await new Promise((resolve) => setTimeout(resolve, windowMs));
+      state.set(service, "sending");
+      try {
+        await sql`select set_config('synchronous_commit', 'off', true),
+                         pg_notify(${OUTBOX_CHANNEL}, ${service})`;
+      } catch (error) {
+        options.onError?.(error);
+      }
+    } while (again.delete(service));
+    state.delete(service);
+  };
   const wake = (service: string) => {
     options.local?.(service);
-    if (pending.has(service)) return;
-    const sent = new Promise<void>((resolve) => setTimeout(resolve, windowMs))
-      .then(() => {
-        pending.delete(service);
-        return sql.begin(async (tx) => {
-          await tx`set local synchronous_commit = off`;
-          await tx`select pg_notify(${OUTBOX_CHANNEL}, ${service})`;
-        });
-      })
-      .then(() => {}, (error) => options.onError?.(error));
-    pending.set(service, sent);
+    const s = state.get(service);
+    if (s === "sending") again.add(service);
+    if (s) return;
+    const done = notify(service);
+    running.add(done);
+    done.finally(() => running.delete(done));
   };
-  return { wake, flush: async () => void await Promise.all(pending.values()) };
+  return {
+    wake,
+    flush: async () => {
+      while (running.size > 0) await Promise.all(running);
+    },
+  };
 }
