@@ -6,7 +6,10 @@
  */
 import type { Sql } from "../lib/db/connect.ts";
 import { MENU } from "../services/menu.ts";
-import { placeOrder } from "../services/orders/place.ts";
+import {
+  placeOrder,
+  placeOrderWithoutOutboxForBenchmark,
+} from "../services/orders/place.ts";
 import type { PlaceOrderInput } from "../services/orders/schema.ts";
 import {
   createPayment,
@@ -99,6 +102,15 @@ export async function place(
   const { sandboxId, input } = await source.next();
   const placed = await placeOrder(sql, sandboxId, input, options);
   return { sandboxId, orderId: placed.orderId, totalCents: placed.totalCents };
+}
+
+/**
+ * The same order transaction without the outbox row, its flush and the
+ * wake-up: the write scenario's measure of what the outbox costs.
+ */
+export async function placeWithoutOutbox(sql: Sql, source: OrderSource) {
+  const { sandboxId, input } = await source.next();
+  await placeOrderWithoutOutboxForBenchmark(sql, sandboxId, input);
 }
 
 let payments = 0;

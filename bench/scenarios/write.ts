@@ -7,7 +7,10 @@
  * the figure is the write path alone; pending rows are swept as a relay
  * that keeps up would. The wake-up is the app's (bakery.ts): an after-commit
  * waker that coalesces NOTIFYs. A third run at 8 clients with a NOTIFY
- * inside every order transaction shows what that choice is worth.
+ * inside every order transaction shows what that choice is worth, and a
+ * fourth, the same order transaction without the outbox row, its flush and
+ * the wake-up (placeOrderWithoutOutboxForBenchmark), what the outbox itself
+ * costs. The target stays orders_8 against outbox_plain_8.
  */
 import { connect, type Sql } from "../../lib/db/connect.ts";
 import {
@@ -17,7 +20,7 @@ import {
 } from "../../lib/outbox/mod.ts";
 import { baseline, type Ctx } from "../context.ts";
 import { closedLoop } from "../load.ts";
-import { OrderSource, place } from "../orders.ts";
+import { OrderSource, place, placeWithoutOutbox } from "../orders.ts";
 import { type Figure, figure, ratioAtLeast } from "../report.ts";
 import { sleep } from "../stats.ts";
 
@@ -44,14 +47,24 @@ function sweeper(sql: Sql) {
 export async function write(ctx: Ctx): Promise<Figure[]> {
   const { plan, progress } = ctx;
   let notifications = 0;
-  /** `inTx`: the NOTIFY inside every order transaction, instead of the waker. */
-  const run = async (clients: number, inTx: boolean) => {
-    const label = `${clients}${inTx ? "n" : ""}`;
-    progress.step(
-      `write: placeOrder, ${clients} clients${
-        inTx ? ", NOTIFY in the transaction" : ""
-      }`,
-    );
+  /**
+   * `inTx`: the NOTIFY inside every order transaction, instead of the waker;
+   * `noOutbox`: the order transaction without the outbox row and wake-up.
+   */
+  const run = async (
+    clients: number,
+    mode: "waker" | "inTx" | "noOutbox",
+  ) => {
+    const inTx = mode === "inTx";
+    const label = `${clients}${
+      mode === "inTx" ? "n" : mode === "noOutbox" ? "x" : ""
+    }`;
+    const what = mode === "inTx"
+      ? " (NOTIFY in the transaction)"
+      : mode === "noOutbox"
+      ? " (no outbox row, no wake-up)"
+      : "";
+    progress.step(`write: placeOrder, ${clients} clients${what}`);
     // A fresh database per run: every run starts from the same tables.
     const db = await ctx.server.database(`write${label}`);
     const listener = connect(db.url, {
@@ -74,15 +87,17 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
         clients,
         warmupMs: plan.warmupMs,
         durationMs: plan.writeMs,
-        op: async (c) => {
-          await place(sql, sources[c], inTx ? { notify: true } : {});
-        },
+        op: mode === "noOutbox"
+          ? async (c) => {
+            await placeWithoutOutbox(sql, sources[c]);
+          }
+          : async (c) => {
+            await place(sql, sources[c], inTx ? { notify: true } : {});
+          },
         progress,
       });
       progress.note(
-        `${clients} clients${inTx ? " (NOTIFY in the transaction)" : ""}: ${
-          Math.round(r.rate)
-        } orders/s`,
+        `${clients} clients${what}: ${Math.round(r.rate)} orders/s`,
       );
       return r.rate;
     } finally {
@@ -94,21 +109,29 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
     }
   };
   const figures: Figure[] = [];
-  const w4 = await run(4, false);
+  const w4 = await run(4, "waker");
   figures.push(figure("orders_4", w4, "orders/s", {
     baseline: baseline(ctx, "outbox_plain_4", "tx/s"),
   }));
-  const w8 = await run(8, false);
+  const w8 = await run(8, "waker");
   figures.push(figure("orders_8", w8, "orders/s", {
     baseline: baseline(ctx, "outbox_plain_8", "tx/s"),
     target: ratioAtLeast(0.9, ">= 0.9 x outbox_plain_8"),
   }));
-  const inTx = await run(8, true);
+  const inTx = await run(8, "inTx");
   figures.push(figure("orders_8_notify_in_transaction", inTx, "orders/s", {
     baseline: baseline(ctx, "outbox_plain_8", "tx/s"),
     note:
       "placeOrder(..., { notify: true }): a NOTIFY inside every order transaction, for comparison",
   }));
+  const noOutbox = await run(8, "noOutbox");
+  figures.push(
+    figure("orders_8_without_outbox", noOutbox, "orders/s", {
+      baseline: baseline(ctx, "outbox_plain_8", "tx/s"),
+      note:
+        "the same order transaction without the outbox row, its flush and the wake-up (what the outbox costs; not the target)",
+    }),
+  );
   ctx.params = {
     durationMs: plan.writeMs,
     warmupMs: plan.warmupMs,
@@ -119,6 +142,8 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
     listener: `one LISTEN ${OUTBOX_CHANNEL} connection, no relay running`,
     sweeper:
       "pending outbox rows marked published every 100 ms, as a relay that keeps up would (see lib/outbox/append.ts flush)",
+    withoutOutbox:
+      "orders_8_without_outbox: placeOrderWithoutOutboxForBenchmark, the same transaction without the outbox row, its flush and the wake-up",
     notificationsReceived: notifications,
   };
   return figures;
