@@ -9,6 +9,16 @@ import { cpuSeconds, MemorySampler } from "./procfs.ts";
 const ROOT = new URL("..", import.meta.url).pathname;
 const live = new Set<BenchChild>();
 
+/**
+ * The `--v8-flags=...` of a task in deno.json, so that a child runs as the
+ * task would (`deno task worker` caps V8's young generation).
+ */
+export function taskV8Flags(task: string): string[] {
+  const config = JSON.parse(Deno.readTextFileSync(`${ROOT}deno.json`));
+  const command = String(config.tasks?.[task] ?? "");
+  return command.match(/--v8-flags=\S+/g) ?? [];
+}
+
 export class BenchChild {
   readonly pid: number;
   readonly memory: MemorySampler;
@@ -20,9 +30,14 @@ export class BenchChild {
   #exited = false;
   #status: Promise<Deno.CommandStatus>;
 
-  constructor(script: string, args: string[], env: Record<string, string>) {
+  constructor(
+    script: string,
+    args: string[],
+    env: Record<string, string>,
+    denoFlags: string[] = [],
+  ) {
     this.#process = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--quiet", script, ...args],
+      args: ["run", "-A", "--quiet", ...denoFlags, script, ...args],
       cwd: ROOT,
       env,
       stdin: "piped",

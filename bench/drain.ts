@@ -8,7 +8,7 @@
  */
 import type { Ctx } from "./context.ts";
 import type { BenchDb } from "./server.ts";
-import { BenchChild } from "./child.ts";
+import { BenchChild, taskV8Flags } from "./child.ts";
 import { Progress } from "./progress.ts";
 import { sleep } from "./stats.ts";
 
@@ -39,9 +39,12 @@ export async function drain(ctx: Ctx, o: {
   try {
     for (let i = 0; i < o.processes; i++) {
       children.push(
-        new BenchChild("bench/worker.ts", [o.role], {
-          BENCH_WORKER_DATABASE_URL: o.db.url,
-        }),
+        new BenchChild(
+          "bench/worker.ts",
+          [o.role],
+          { BENCH_WORKER_DATABASE_URL: o.db.url },
+          taskV8Flags("worker"),
+        ),
       );
     }
     for (const c of children) await c.expect("ready");

@@ -11,7 +11,7 @@
  *   card, whose signed webhook the app posts to itself.
  */
 import type { Ctx } from "../context.ts";
-import { BenchChild } from "../child.ts";
+import { BenchChild, taskV8Flags } from "../child.ts";
 import { openLoop } from "../load.ts";
 import { orderInput, type Slot, slots } from "../orders.ts";
 import { atMost, type Figure, figure } from "../report.ts";
@@ -69,10 +69,12 @@ export async function memory(ctx: Ctx): Promise<Figure[]> {
     progress.step(
       `memory: the whole app under ${rate.toFixed(1)} paid orders/s over HTTP`,
     );
-    app = new BenchChild("bench/app_worker.ts", [], {
-      BENCH_WORKER_DATABASE_URL: db.url,
-      BENCH_APP_DATA_DIR: dataDir,
-    });
+    app = new BenchChild(
+      "bench/app_worker.ts",
+      [],
+      { BENCH_WORKER_DATABASE_URL: db.url, BENCH_APP_DATA_DIR: dataDir },
+      taskV8Flags("start"),
+    );
     const { url } = await app.expect("ready") as { url: string };
     const cpuBefore = app.cpuSeconds();
     const visitors = Array.from(
