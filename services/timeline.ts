@@ -81,7 +81,9 @@ export async function orderView(
     const messages = await sql`
       select 'orders' as service, message_id, type, state, attempts, last_error,
              created_at, published_at
-        from orders.outbox where envelope->>'aggregateId' = ${orderId}
+        from orders.outbox
+       where message_id in (select message_id from orders.events
+                             where order_id = ${orderId})
       union all
       select 'billing', message_id, type, state, attempts, last_error,
              created_at, published_at
