@@ -19,6 +19,7 @@ import {
   type AttemptResult,
   claimBatch,
   type ClaimedDelivery,
+  finishAndClaim,
   finishDeliveries,
 } from "./deliveries_sql.ts";
 import type { TickResult } from "../wake/loop.ts";
@@ -58,6 +59,13 @@ export interface ConsumerOptions {
    * before this moment is answered by this claim (lib/workers/mod.ts).
    */
   onClaimSent?: () => void;
+  /** Called when a claim came back full: there is probably more to do. */
+  onFullBatch?: () => void;
+  /**
+   * Full batches one tick may take in a row, each claimed in the
+   * transaction that records the one before (default 5).
+   */
+  batchesPerTick?: number;
 }
 
 /** The answer of one POST, before it is judged. */
@@ -105,22 +113,73 @@ export function retryDelay(delays: readonly number[], attempt: number): number {
   return Math.round(base * (1 + Math.random() * 0.1));
 }
 
-/** One claim-deliver-record round. */
+/**
+ * One claim-deliver-record round; after a full batch, the next batch is
+ * claimed in the same transaction that records this one, up to
+ * `batchesPerTick` batches.
+ */
 export async function consumeOnce(
   options: ConsumerOptions,
 ): Promise<TickResult> {
   const batchSize = options.batchSize ?? 10;
   const leaseMs = options.leaseMs ?? Math.max(10_000, options.timeoutMs * 4);
-  const { claimed, nextDueAt: next } = await claimBatch(
+  const rounds = options.batchesPerTick ?? 5;
+  let batch = await claimBatch(
     options.sql,
     options.owner,
     batchSize,
     leaseMs,
     options.onClaimSent,
   );
-  if (claimed.length === 0) {
-    return { more: false, nextDueAt: next ?? undefined };
+  const touched = new Set<string>();
+  // Wake for the earliest retry a batch scheduled: waiting for the poll
+  // would turn a 1 s retry into a 5 s one (POLL_INTERVAL_MS).
+  let retryAt = Infinity;
+  for (let round = 1; batch.claimed.length > 0; round++) {
+    const claimed = batch.claimed;
+    const full = claimed.length === batchSize;
+    if (full) options.onFullBatch?.();
+    const results = await deliverBatch(options, claimed);
+    for (const d of claimed) touched.add(d.sandboxId);
+    const chain = full && round < rounds;
+    let finished: number;
+    if (chain) {
+      ({ finished, next: batch } = await finishAndClaim(
+        options.sql,
+        options.owner,
+        results,
+        { limit: batchSize, leaseMs, onSent: options.onClaimSent },
+      ));
+    } else {
+      finished = await finishDeliveries(options.sql, options.owner, results);
+    }
+    recorded(options, claimed, results, finished);
+    for (const r of results) {
+      if (r.state === "pending") {
+        retryAt = Math.min(retryAt, Date.now() + r.delayMs);
+      }
+    }
+    if (!chain) {
+      return {
+        more: full,
+        nextDueAt: retryAt < Infinity ? new Date(retryAt) : undefined,
+        touched: [...touched],
+      };
+    }
   }
+  const due = Math.min(retryAt, batch.nextDueAt?.getTime() ?? Infinity);
+  return {
+    more: false,
+    nextDueAt: due < Infinity ? new Date(due) : undefined,
+    touched: touched.size > 0 ? [...touched] : undefined,
+  };
+}
+
+/** Sends one claimed batch; its deliveries' results, in any order. */
+async function deliverBatch(
+  options: ConsumerOptions,
+  claimed: ClaimedDelivery[],
+): Promise<AttemptResult[]> {
   const faults = await options.faults([
     ...new Set(claimed.map((d) => d.sandboxId)),
   ]);
@@ -129,13 +188,24 @@ export async function consumeOnce(
   const groups = new Map<string, ClaimedDelivery[]>();
   for (const d of claimed) {
     const key = `${d.subscriber}\u0000${d.aggregateId}`;
-    groups.set(key, [...(groups.get(key) ?? []), d]);
+    const group = groups.get(key);
+    if (group) group.push(d);
+    else groups.set(key, [d]);
   }
   const results: AttemptResult[] = [];
   await Promise.all([...groups.values()].map(async (group) => {
     for (const d of group) results.push(await attempt(options, d, faults));
   }));
-  const finished = await finishDeliveries(options.sql, options.owner, results);
+  return results;
+}
+
+/** Logs what a recorded batch needs said, and observes the delivered. */
+function recorded(
+  options: ConsumerOptions,
+  claimed: ClaimedDelivery[],
+  results: AttemptResult[],
+  finished: number,
+) {
   if (finished < results.length) {
     options.log.warn("lease_lost", {
       owner: options.owner,
@@ -147,27 +217,19 @@ export async function consumeOnce(
       options.log.warn("dead_letter", { delivery: r.id, error: r.error });
     }
   }
-  // Wake for the earliest retry this batch scheduled: waiting for the poll
-  // would turn a 1 s retry into a 5 s one (POLL_INTERVAL_MS).
-  const delays = results.filter((r) => r.state === "pending")
-    .map((r) => r.delayMs);
   if (options.observeDelivered) {
     const now = Date.now();
+    const done = new Set(
+      results.filter((r) => r.state === "done").map((r) => r.id),
+    );
     for (const d of claimed) {
-      if (results.find((r) => r.id === d.id)?.state !== "done") continue;
+      if (!done.has(d.id)) continue;
       options.observeDelivered(
         (now - Date.parse(d.envelope.occurredAt)) / 1000,
         d.subscriber,
       );
     }
   }
-  return {
-    more: claimed.length === batchSize,
-    nextDueAt: delays.length > 0
-      ? new Date(Date.now() + Math.min(...delays))
-      : undefined,
-    touched: [...new Set(claimed.map((d) => d.sandboxId))],
-  };
 }
 
 async function attempt(

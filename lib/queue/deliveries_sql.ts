@@ -2,7 +2,7 @@
  * Queries on queue.deliveries for the consumers: claim due deliveries with a
  * lease, and finish them in one statement, fenced by that lease.
  */
-import type { Sql } from "../db/connect.ts";
+import type { Sql, TxSql } from "../db/connect.ts";
 import { asBookkeeper } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 
@@ -40,61 +40,57 @@ export interface ClaimBatch {
   nextDueAt: Date | null;
 }
 
+interface ClaimRow {
+  id: string | null;
+  sandbox_id: string;
+  message_id: string;
+  subscriber: string;
+  type: string;
+  aggregate_id: string;
+  attempts: number;
+  max_attempts: number | null;
+  envelope: Envelope;
+  next_due: Date | null;
+}
+
 /**
- * {@link claimDeliveries} in one statement with the question an empty claim
- * asks next (when is the earliest waiting delivery due), so that an idle
- * consumer's look costs one transaction, not two. `onSent` is called just
- * before the claim goes to the server: whatever committed before that moment
- * is seen by this claim (the consumers' wake-ups rely on it).
+ * The claim, with the question an empty claim asks next (when is the
+ * earliest waiting delivery due) in the same statement.
  */
-export async function claimBatch(
-  sql: Sql,
+function claimStatement(
+  sql: TxSql,
   owner: string,
   limit: number,
   leaseMs: number,
-  onSent?: () => void,
-): Promise<ClaimBatch> {
-  const rows = await asBookkeeper(sql, "queue", ({ sql }) => {
-    onSent?.();
-    return sql<
-      {
-        id: string | null;
-        sandbox_id: string;
-        message_id: string;
-        subscriber: string;
-        type: string;
-        aggregate_id: string;
-        attempts: number;
-        max_attempts: number | null;
-        envelope: Envelope;
-        next_due: Date | null;
-      }[]
-    >`
-      with due as (
-        select id from queue.deliveries
-         where state in ('pending', 'in_flight') and next_attempt_at <= now()
-         order by id
-         limit ${limit}
-         for update skip locked
-      ), claimed as (
-        update queue.deliveries d
-           set state = 'in_flight',
-               lease_owner = ${owner},
-               lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
-               next_attempt_at = now() + ${leaseMs} * interval '1 millisecond',
-               attempts = d.attempts + 1
-          from due, queue.messages m
-         where d.id = due.id and m.message_id = d.message_id
-        returning d.id, d.sandbox_id, d.message_id, d.subscriber, d.type,
-                  d.aggregate_id, d.attempts, d.max_attempts, m.envelope
-      )
-      select c.*, null::timestamptz as next_due from claimed c
-      union all
-      select null, null, null, null, null, null, null, null, null,
-             (select min(next_attempt_at) from queue.deliveries
-               where state in ('pending', 'in_flight'))
-       where not exists (select from claimed)`;
-  });
+) {
+  return sql<ClaimRow[]>`
+    with due as (
+      select id from queue.deliveries
+       where state in ('pending', 'in_flight') and next_attempt_at <= now()
+       order by id
+       limit ${limit}
+       for update skip locked
+    ), claimed as (
+      update queue.deliveries d
+         set state = 'in_flight',
+             lease_owner = ${owner},
+             lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
+             next_attempt_at = now() + ${leaseMs} * interval '1 millisecond',
+             attempts = d.attempts + 1
+        from due, queue.messages m
+       where d.id = due.id and m.message_id = d.message_id
+      returning d.id, d.sandbox_id, d.message_id, d.subscriber, d.type,
+                d.aggregate_id, d.attempts, d.max_attempts, m.envelope
+    )
+    select c.*, null::timestamptz as next_due from claimed c
+    union all
+    select null, null, null, null, null, null, null, null, null,
+           (select min(next_attempt_at) from queue.deliveries
+             where state in ('pending', 'in_flight'))
+     where not exists (select from claimed)`;
+}
+
+function toBatch(rows: ClaimRow[]): ClaimBatch {
   const claimed = rows.filter((r) => r.id !== null).map((r) => ({
     id: Number(r.id),
     sandboxId: r.sandbox_id,
@@ -110,6 +106,28 @@ export async function claimBatch(
     claimed,
     nextDueAt: claimed.length === 0 ? rows[0]?.next_due ?? null : null,
   };
+}
+
+/**
+ * {@link claimDeliveries} and, when it finds nothing, when the next delivery
+ * is due: one statement, so that an idle consumer's look costs one
+ * transaction, not two. `onSent` is called just before the claim goes to the
+ * server: whatever committed before that moment is seen by this claim (the
+ * consumers' wake-ups rely on it).
+ */
+export async function claimBatch(
+  sql: Sql,
+  owner: string,
+  limit: number,
+  leaseMs: number,
+  onSent?: () => void,
+): Promise<ClaimBatch> {
+  return toBatch(
+    await asBookkeeper(sql, "queue", ({ sql }) => {
+      onSent?.();
+      return claimStatement(sql, owner, limit, leaseMs);
+    }),
+  );
 }
 
 /** What became of one attempt. */
@@ -138,43 +156,73 @@ export async function finishDeliveries(
   results: AttemptResult[],
 ): Promise<number> {
   if (results.length === 0) return 0;
+  return await asBookkeeper(
+    sql,
+    "queue",
+    async ({ sql }) => (await finishStatement(sql, owner, results)).length,
+  );
+}
+
+/**
+ * {@link finishDeliveries} and the next {@link claimBatch}, in one
+ * transaction whose two statements go out together: a consumer with a
+ * backlog pays one transaction per batch instead of two. The claim runs
+ * after the finish, so it never takes back what this batch just finished.
+ */
+export async function finishAndClaim(
+  sql: Sql,
+  owner: string,
+  results: AttemptResult[],
+  claim: { limit: number; leaseMs: number; onSent?: () => void },
+): Promise<{ finished: number; next: ClaimBatch }> {
   return await asBookkeeper(sql, "queue", async ({ sql }) => {
-    const rows = await sql`
-      with r as (
-        select * from unnest(
-          ${results.map((r) => r.id)}::bigint[],
-          ${results.map((r) => r.state)}::text[],
-          ${results.map((r) => r.attempt)}::int[],
-          ${results.map((r) => r.status)}::int[],
-          ${results.map((r) => r.error)}::text[],
-          ${results.map((r) => r.delayMs)}::int[],
-          ${results.map((r) => r.startedAt.toISOString())}::timestamptz[],
-          ${results.map((r) => r.durationMs)}::int[])
-          as r(id, state, attempt, status, error, delay_ms, started_at, duration_ms)
-      ), u as (
-        update queue.deliveries d
-           set state = r.state,
-               lease_owner = null,
-               lease_expires_at = null,
-               next_attempt_at = case when r.state = 'pending'
-                 then now() + r.delay_ms * interval '1 millisecond'
-                 else d.next_attempt_at end,
-               last_status = r.status,
-               last_error = r.error,
-               done_at = case when r.state = 'done' then now() end,
-               dead_at = case when r.state = 'dead' then now() else d.dead_at end
-          from r
-         where d.id = r.id and d.lease_owner = ${owner} and d.state = 'in_flight'
-        returning d.id, d.sandbox_id
-      )
-      insert into queue.attempts
-        (sandbox_id, delivery_id, attempt, started_at, duration_ms, status, outcome, error)
-      select u.sandbox_id, r.id, r.attempt, r.started_at, r.duration_ms, r.status,
-             case r.state when 'pending' then 'retry' else r.state end, r.error
-        from u join r on r.id = u.id
-      returning delivery_id`;
-    return rows.length;
+    const finishing = results.length > 0
+      ? finishStatement(sql, owner, results)
+      : Promise.resolve([]);
+    claim.onSent?.();
+    const [finished, claimed] = await Promise.all([
+      finishing,
+      claimStatement(sql, owner, claim.limit, claim.leaseMs),
+    ]);
+    return { finished: finished.length, next: toBatch(claimed) };
   });
+}
+
+function finishStatement(sql: TxSql, owner: string, results: AttemptResult[]) {
+  return sql`
+    with r as (
+      select * from unnest(
+        ${results.map((r) => r.id)}::bigint[],
+        ${results.map((r) => r.state)}::text[],
+        ${results.map((r) => r.attempt)}::int[],
+        ${results.map((r) => r.status)}::int[],
+        ${results.map((r) => r.error)}::text[],
+        ${results.map((r) => r.delayMs)}::int[],
+        ${results.map((r) => r.startedAt.toISOString())}::timestamptz[],
+        ${results.map((r) => r.durationMs)}::int[])
+        as r(id, state, attempt, status, error, delay_ms, started_at, duration_ms)
+    ), u as (
+      update queue.deliveries d
+         set state = r.state,
+             lease_owner = null,
+             lease_expires_at = null,
+             next_attempt_at = case when r.state = 'pending'
+               then now() + r.delay_ms * interval '1 millisecond'
+               else d.next_attempt_at end,
+             last_status = r.status,
+             last_error = r.error,
+             done_at = case when r.state = 'done' then now() end,
+             dead_at = case when r.state = 'dead' then now() else d.dead_at end
+        from r
+       where d.id = r.id and d.lease_owner = ${owner} and d.state = 'in_flight'
+      returning d.id, d.sandbox_id
+    )
+    insert into queue.attempts
+      (sandbox_id, delivery_id, attempt, started_at, duration_ms, status, outcome, error)
+    select u.sandbox_id, r.id, r.attempt, r.started_at, r.duration_ms, r.status,
+           case r.state when 'pending' then 'retry' else r.state end, r.error
+      from u join r on r.id = u.id
+    returning delivery_id`;
 }
 
 /** When the earliest waiting delivery becomes due (null when none waits). */

@@ -163,8 +163,8 @@ export async function startMessaging(
           wakeAuditor();
           options.onTouched?.(ids);
         },
-        tick: async () => {
-          const result = await consumeOnce({
+        tick: () =>
+          consumeOnce({
             sql: options.sql,
             owner,
             log,
@@ -176,11 +176,9 @@ export async function startMessaging(
             leaseMs: options.consumerLeaseMs,
             observeDelivered: options.observeDelivered,
             onClaimSent: () => owed.delete(loop),
-          });
-          // A full batch: there is probably more, let an idle one help.
-          if (result.more) wakeConsumers();
-          return result;
-        },
+            // A full batch: there is probably more, let an idle one help.
+            onFullBatch: wakeConsumers,
+          }),
       });
       consumers.push(loop);
     }
