@@ -4,8 +4,9 @@
  * receivers, subscribers, audit and settings) and woken as bakery.ts wakes
  * them (an after-commit waker on the pool), with two transparent taps:
  *
- * - the queue: when the relay hands a claimed batch to `publish`, each
- *   message's claim time is noted (claim committed, faults read);
+ * - the queue: when the relay's move of a batch has committed (claim and
+ *   publish are one transaction), or when the long way hands a claimed batch
+ *   to `publish`, each message's claim time is noted;
  * - the dispatcher: when a receiver answers 200, its subscriber is noted;
  *   once every subscriber the routing names has answered, the message is
  *   complete and its waiters are called.
@@ -78,20 +79,28 @@ export async function startProbe(options: {
   const key = (type: string, aggregateId: string) => `${type}:${aggregateId}`;
   const faults = pgFaults(options.sql);
 
+  const track = (messageId: string, type: string, aggregateId: string) =>
+    tracked.set(messageId, {
+      type,
+      aggregateId,
+      claimedAt: performance.now(),
+      expected: ROUTING[type]?.length ?? 0,
+      seen: new Set(),
+    });
   const inner = new PgQueue(options.sql, ROUTING);
   const queue: Queue = {
     publish: (messages) => {
-      const now = performance.now();
       for (const { envelope: e } of messages) {
-        tracked.set(e.messageId, {
-          type: e.type,
-          aggregateId: e.aggregateId,
-          claimedAt: now,
-          expected: ROUTING[e.type]?.length ?? 0,
-          seen: new Set(),
-        });
+        track(e.messageId, e.type, e.aggregateId);
       }
       return inner.publish(messages);
+    },
+    moveFrom: async (service, limit, faultNames) => {
+      const moved = await inner.moveFrom(service, limit, faultNames);
+      moved.messageIds.forEach((id, i) =>
+        track(id, moved.types[i], moved.aggregateIds[i])
+      );
+      return moved;
     },
   };
   const receivers = bakeryDispatcher({

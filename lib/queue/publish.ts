@@ -23,8 +23,10 @@ export interface Moved {
   rows: number;
   /** Of those, messages the queue did not have yet. */
   published: number;
-  /** The message ids of the rows moved. */
+  /** The rows moved: message id, type and aggregate, three parallel lists. */
   messageIds: string[];
+  types: string[];
+  aggregateIds: string[];
   /** The sandboxes of the rows moved. */
   sandboxIds: string[];
   /** Seconds from each row's creation to its publish. */
@@ -132,6 +134,8 @@ export class PgQueue implements Queue {
           rows: number;
           published: number;
           message_ids: string[] | null;
+          types: string[] | null;
+          aggregate_ids: string[] | null;
           sandbox_ids: string[] | null;
           lags: number[] | null;
           notified: number;
@@ -179,7 +183,10 @@ export class PgQueue implements Queue {
         )
         select (select count(*)::int from moved) as rows,
                (select count(*)::int from m) as published,
-               (select array_agg(message_id) from moved) as message_ids,
+               (select array_agg(message_id order by id) from moved) as message_ids,
+               (select array_agg(type order by id) from moved) as types,
+               (select array_agg(envelope->>'aggregateId' order by id)
+                  from moved) as aggregate_ids,
                (select array_agg(distinct sandbox_id) from moved) as sandbox_ids,
                (select array_agg(extract(epoch from now() - created_at)::float8)
                   from moved) as lags,
@@ -189,6 +196,8 @@ export class PgQueue implements Queue {
         rows: row.rows,
         published: row.published,
         messageIds: row.message_ids ?? [],
+        types: row.types ?? [],
+        aggregateIds: row.aggregate_ids ?? [],
         sandboxIds: row.sandbox_ids ?? [],
         lagSeconds: row.lags ?? [],
         faulted: row.faulted,
