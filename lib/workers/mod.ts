@@ -81,10 +81,15 @@ export async function startMessaging(
   const wakeConsumers = () => {
     if (owed.size > 0) return;
     const idle = consumers.find((c) => c.idle);
-    for (const c of idle ? [idle] : consumers) {
-      owed.add(c);
-      c.wake();
+    if (idle) {
+      owed.add(idle);
+      idle.wake();
+      return;
     }
+    // All busy: each looks again after its batch. They are not owed: a
+    // consumer that goes idle meanwhile must still be woken by the next
+    // hint, not wait for the others' batches.
+    consumers.forEach((c) => c.wake());
   };
   const wakeEveryConsumer = () => consumers.forEach((c) => c.wake());
   // What a relay of this process published is for its consumers too: wake
