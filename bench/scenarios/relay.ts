@@ -77,7 +77,9 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
     rows: plan.relayRows,
     type: "OrderPlaced (three subscribers: three deliveries per message)",
     sandboxes: 100,
-    batchSize: "100 (lib/relay default)",
+    move:
+      "lib/relay defaults: one statement moves 1,000 rows into the queue (mark published, message, deliveries); two moves side by side while a backlog lasts",
+    messageIds: "UUIDv7 in outbox order, as lib/outbox makes them",
     processes:
       "1, then 2: separate Deno processes (bench/worker.ts relay), each with its own pool of 10",
     timing: "server clock: from go to max(published_at)",
