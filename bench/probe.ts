@@ -79,14 +79,33 @@ export async function startProbe(options: {
   const key = (type: string, aggregateId: string) => `${type}:${aggregateId}`;
   const faults = pgFaults(options.sql);
 
-  const track = (messageId: string, type: string, aggregateId: string) =>
-    tracked.set(messageId, {
+  // Answers that came before their message was tracked: a consumer woken by
+  // the move's NOTIFY may have a receiver answer before the move's own reply
+  // is read here. Kept until the move's reply names the message.
+  const early = new Map<string, { seen: Set<string>; at: number }>();
+  const complete = (messageId: string, t: Tracked, doneAt: number) => {
+    tracked.delete(messageId);
+    watchers.get(key(t.type, t.aggregateId))?.({
+      type: t.type,
+      aggregateId: t.aggregateId,
+      messageId,
+      claimedAt: t.claimedAt,
+      doneAt,
+    });
+  };
+  const track = (messageId: string, type: string, aggregateId: string) => {
+    const before = early.get(messageId);
+    early.delete(messageId);
+    const t: Tracked = {
       type,
       aggregateId,
       claimedAt: performance.now(),
       expected: ROUTING[type]?.length ?? 0,
-      seen: new Set(),
-    });
+      seen: before?.seen ?? new Set(),
+    };
+    tracked.set(messageId, t);
+    if (before && t.seen.size >= t.expected) complete(messageId, t, before.at);
+  };
   const inner = new PgQueue(options.sql, ROUTING);
   const queue: Queue = {
     publish: (messages) => {
@@ -115,19 +134,18 @@ export async function startProbe(options: {
       const messageId = request.headers.get("x-message-id") ?? "";
       const subscriber = new URL(request.url).pathname.split("/").pop() ?? "";
       const response = await receivers.send(request);
+      if (response.status !== 200) return response;
       const t = tracked.get(messageId);
-      if (t && response.status === 200) {
+      if (t) {
         t.seen.add(subscriber);
         if (t.seen.size >= t.expected) {
-          tracked.delete(messageId);
-          watchers.get(key(t.type, t.aggregateId))?.({
-            type: t.type,
-            aggregateId: t.aggregateId,
-            messageId,
-            claimedAt: t.claimedAt,
-            doneAt: performance.now(),
-          });
+          complete(messageId, t, performance.now());
         }
+      } else {
+        const e = early.get(messageId) ?? { seen: new Set(), at: 0 };
+        e.seen.add(subscriber);
+        e.at = performance.now();
+        early.set(messageId, e);
       }
       return response;
     },

@@ -59,7 +59,11 @@ export interface OrderView {
 
 const iso = (d: Date | null) => d ? d.toISOString() : null;
 
-/** The whole story of one order; null when the sandbox has no such order. */
+/**
+ * The whole story of one order; null when the sandbox has no such order.
+ * Read from one snapshot: the events, messages and deliveries agree with one
+ * another even while workers move them on.
+ */
 export async function orderView(
   sql: Sql,
   sandboxId: string,
@@ -176,5 +180,5 @@ export async function orderView(
         : null,
       kitchenCard: card ? { state: card.state, version: card.version } : null,
     };
-  });
+  }, { snapshot: true });
 }
