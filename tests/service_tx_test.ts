@@ -53,3 +53,49 @@ Deno.test("service transactions: afterCommit runs after a commit only; snapshot 
     assert.equal(level, "repeatable read");
   });
 });
+
+Deno.test("service transactions: a failed statement nobody waited for rolls everything back and is an error; savepoints undo their part only", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await sql`create table platform.probe (n int primary key)`;
+    await sql`grant select, insert on platform.probe to orders`;
+    const rows = async () =>
+      (await sql<{ n: number }[]>`select n from platform.probe order by n`)
+        .map((r) => r.n);
+
+    // The first insert is awaited; the second fails and is never awaited.
+    let unawaited: Promise<unknown> | undefined;
+    await assert.rejects(
+      () =>
+        asService(sql, "orders", "workers", async ({ sql }) => {
+          await sql`insert into platform.probe values (1)`;
+          unawaited = sql`insert into platform.probe values (1)`.execute();
+          unawaited.catch(() => {});
+        }),
+      /rolled back/,
+    );
+    await assert.rejects(() => unawaited!, /duplicate key/);
+    assert.deepEqual(await rows(), []);
+
+    // A savepoint that throws undoes its own insert; the rest commits.
+    await asService(sql, "orders", "workers", async ({ sql }) => {
+      await sql`insert into platform.probe values (2)`;
+      await assert.rejects(() =>
+        sql.savepoint(async (sp) => {
+          await sp`insert into platform.probe values (3)`;
+          throw new Error("undo 3");
+        })
+      );
+      await sql.savepoint((sp) => sp`insert into platform.probe values (4)`);
+    });
+    assert.deepEqual(await rows(), [2, 4]);
+
+    // A connection given back after an error serves the next transaction.
+    const role = await asService(
+      sql,
+      "billing",
+      "workers",
+      async ({ sql }) => (await sql`select current_user as u`)[0].u,
+    );
+    assert.equal(role, "billing");
+  });
+});

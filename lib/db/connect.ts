@@ -9,6 +9,9 @@ export type Sql = postgres.Sql;
 /** A postgres.js transaction handle. */
 export type TxSql = postgres.TransactionSql;
 
+/** A connection taken from the pool until released (lib/db/service.ts). */
+export type ReservedSql = postgres.ReservedSql;
+
 export interface ConnectOptions {
   /** Pool size; 10 is postgres.js's default and ample for 2 cores. */
   max?: number;

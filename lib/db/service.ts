@@ -4,7 +4,7 @@
  * enforces the rest: the role reaches its own schema only, and row-level
  * security shows it only the rows of that sandbox.
  */
-import type { Sql, TxSql } from "./connect.ts";
+import type { ReservedSql, Sql, TxSql } from "./connect.ts";
 
 /** Whose rows a transaction may see: one sandbox, or all (relays, consumers). */
 export type Scope = { sandboxId: string } | "workers";
@@ -63,9 +63,6 @@ export async function asService<T>(
     throw new TypeError(`not a service name: ${JSON.stringify(service)}`);
   }
   const committed: (() => void)[] = [];
-  const mode = options.snapshot
-    ? "isolation level repeatable read read only"
-    : "";
   // Bookkeeping reads only through partial indexes of pending rows. The
   // planner cannot know that the sandbox policy lets a worker see every row
   // (it guesses 0.5 %), so it would seq-scan and sort the whole backlog to
@@ -74,13 +71,20 @@ export async function asService<T>(
   // PostgreSQL JIT-compile every statement that sorts a few rows (800 ms for
   // a relay batch, measured): bookkeeping runs with jit off.
   const bk = options.bookkeeping ?? false;
-  const result = await sql.begin(mode, async (tx) => {
+  // BEGIN, the setup and `fn`'s first statement leave in one round trip: a
+  // reserved connection runs what it is sent in order, and nothing waits
+  // for BEGIN's answer (postgres.js's own begin() would). Should any of them
+  // fail, the transaction is aborted, every later statement fails with it,
+  // and COMMIT answers ROLLBACK, which is an error here.
+  const reserved = await sql.reserve();
+  const tx = withSavepoints(reserved);
+  let result: T;
+  try {
+    const begin = (options.snapshot
+      ? tx`begin isolation level repeatable read read only`
+      : tx`begin`).execute();
     // set_config(..., true) is SET LOCAL with a bound value: the role, the
-    // sandbox and the scope end with the transaction. It is sent at once and
-    // not waited for: the connection runs statements in order, so `fn`'s
-    // first statement goes out in the same round trip and still runs as the
-    // service. Should it fail, the transaction is aborted, every later
-    // statement fails, and postgres.js rethrows the first error.
+    // sandbox and the scope end with the transaction.
     const setup = tx`select set_config('role', ${service}, true),
       set_config('app.sandbox_id', ${
       scope === "workers" ? "" : scope.sandboxId
@@ -99,16 +103,33 @@ export async function asService<T>(
       set_config('jit', coalesce(${bk ? "off" : null}, current_setting('jit')),
         true)`
       .execute();
-    const out = await fn({
+    // Read after `fn`, so that their failure is not unhandled meanwhile.
+    begin.catch(() => {});
+    setup.catch(() => {});
+    result = await fn({
       sql: tx,
       service,
       scope,
       pool: sql,
-      afterCommit: (f) => committed.push(f),
+      afterCommit: (f) =>
+        committed.push(f),
     });
+    await begin;
     await setup;
-    return out;
-  }) as T;
+    const done = await tx`commit`;
+    if (done.command !== "COMMIT") {
+      throw new RolledBack(
+        "the transaction was rolled back: one of its statements failed",
+      );
+    }
+  } catch (error) {
+    // After a failed COMMIT (or a broken connection) there is nothing left
+    // to roll back; the first error is the one that tells.
+    await tx`rollback`.catch(() => {});
+    throw error;
+  } finally {
+    reserved.release();
+  }
   for (const f of committed) f();
   return result;
 }
@@ -124,4 +145,32 @@ export function asBookkeeper<T>(
   fn: (tx: ServiceTx) => Promise<T>,
 ): Promise<T> {
   return asService(sql, service, "workers", fn, { bookkeeping: true });
+}
+
+/** COMMIT found the transaction aborted by a statement nobody waited for. */
+export class RolledBack extends Error {
+  override name = "RolledBack";
+}
+
+/**
+ * A reserved connection that also offers `savepoint(fn)` as a transaction
+ * handle of postgres.js does: `fn` runs after SAVEPOINT, is released when it
+ * resolves and rolled back to when it throws.
+ */
+function withSavepoints(reserved: ReservedSql): TxSql {
+  let n = 0;
+  const savepoint = async <U>(fn: (sp: TxSql) => U | Promise<U>) => {
+    const name = reserved(`s${n++}`);
+    await reserved`savepoint ${name}`;
+    try {
+      const out = await fn(tx);
+      await reserved`release savepoint ${name}`;
+      return out;
+    } catch (error) {
+      await reserved`rollback to savepoint ${name}`;
+      throw error;
+    }
+  };
+  const tx = Object.assign(reserved, { savepoint }) as unknown as TxSql;
+  return tx;
 }
