@@ -117,7 +117,8 @@ export interface NewOrderOutcome {
  *   last bun;
  * - the order and the rest: only if every line was taken.
  *
- * The caller must roll back when a line was not taken (not in `taken`): the other lines have taken their capacity by then.
+ * The caller must roll back when a line was not taken (not in `taken`):
+ * the other lines have taken their capacity by then.
  * `envelope` null leaves out the outbox row and its flush (for the write
  * benchmark's measure of what the outbox costs, never for an order).
  */
@@ -141,7 +142,10 @@ export async function insertNewOrder(
     a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0
   );
   const skus = sorted.map((l) => l.sku);
+  const qtys = sorted.map((l) => l.qty);
   const caps = sorted.map((l) => l.capacity);
+  const names = sorted.map((l) => l.name);
+  const units = sorted.map((l) => l.unitCents);
   const outbox = envelope
     ? sql`, ${outboxWrites(tx, [envelope], sql`exists (select from placed)`)}`
     : sql``;
@@ -155,12 +159,8 @@ export async function insertNewOrder(
       on conflict do nothing
       returning order_id
     ), line as (
-      select * from unnest(${skus}::text[], ${
-    sorted.map((l) => l.qty)
-  }::int[], ${caps}::int[],
-                           ${sorted.map((l) => l.name)}::text[], ${
-    sorted.map((l) => l.unitCents)
-  }::int[])
+      select * from unnest(${skus}::text[], ${qtys}::int[], ${caps}::int[],
+                           ${names}::text[], ${units}::int[])
                with ordinality as l(sku, qty, cap, name, unit_cents, n)
     ), taken as (
       insert into orders.day_counts as d (sandbox_id, day, sku, qty)
