@@ -3,11 +3,18 @@
  * billing, through its inbox. A paid order records OrderPaid with its own
  * outbox row, and the chain goes on to the six receivers.
  */
+import type { TxSql } from "../../lib/db/connect.ts";
 import type { ServiceTx } from "../../lib/db/service.ts";
 import { Refused } from "../../lib/inbox/mod.ts";
-import { append, type Envelope, newEnvelope } from "../../lib/outbox/mod.ts";
-import { parsePayload } from "../events.ts";
-import { lockOrder, recordEvent, setState, snapshot } from "./orders_sql.ts";
+import { type Envelope, newEnvelope } from "../../lib/outbox/mod.ts";
+import { outboxWrites, wakeAfterAppend } from "../../lib/outbox/append.ts";
+import { type Line, parsePayload } from "../events.ts";
+import {
+  lockOrder,
+  type OrderRow,
+  recordEvent,
+  setState,
+} from "./orders_sql.ts";
 import { OPEN_STATES } from "./states.ts";
 
 export async function applyToOrders(tx: ServiceTx, envelope: Envelope) {
@@ -22,7 +29,7 @@ export async function applyToOrders(tx: ServiceTx, envelope: Envelope) {
 
 async function paymentSucceeded(tx: ServiceTx, envelope: Envelope) {
   const p = parsePayload("PaymentSucceeded", envelope.payload);
-  const order = await lockOrder(tx.sql, p.orderId);
+  const order = await lockWithLines(tx.sql, p.orderId);
   if (!order) {
     throw new Refused(`no order ${p.orderId} for payment ${p.paymentId}`);
   }
@@ -68,27 +75,61 @@ async function paymentSucceeded(tx: ServiceTx, envelope: Envelope) {
       `payment ${p.paymentId} of ${p.amountCents} cents does not match the order total of ${order.total_cents} cents`,
     );
   }
-  const version = await setState(tx.sql, order, "paid", p.paymentId);
+  // The row is locked: the next version is this one plus one. The state,
+  // the event and the outbox row (with its flush) are one statement.
+  const version = order.version + 1;
   const paid = newEnvelope({
     type: "OrderPaid",
     aggregateId: order.id,
     aggregateVersion: version,
     sandboxId: envelope.sandboxId,
     payload: {
-      ...(await snapshot(tx.sql, order)),
+      orderId: order.id,
+      lines: order.lines,
+      totalCents: order.total_cents,
+      customer: { name: order.customer_name, email: order.customer_email },
+      fulfilment: order.fulfilment,
+      day: order.day,
       paymentId: p.paymentId,
       paidAt: new Date().toISOString(),
     },
   });
-  await recordEvent(tx.sql, {
-    ...base,
-    type: "OrderPaid",
-    version,
-    messageId: paid.messageId,
-    payload: { paymentId: p.paymentId },
-  });
-  await append(tx, [paid]);
+  const { sql } = tx;
+  await sql`
+    with paid_order as (
+      update orders.orders
+         set state = 'paid', version = ${version}, updated_at = now(),
+             payment_ref = ${p.paymentId}
+       where id = ${order.id}
+      returning id
+    ), paid_event as (
+      insert into orders.events
+        (sandbox_id, order_id, type, version, message_id, payload)
+      select ${envelope.sandboxId}, id, 'OrderPaid', ${version},
+             ${paid.messageId}, ${sql.json({ paymentId: p.paymentId })}
+        from paid_order
+    ), ${outboxWrites(tx, [paid], sql`exists (select from paid_order)`)}
+    select`;
+  await wakeAfterAppend(tx);
   return { state: "paid", version };
+}
+
+/** An order locked for the rest of the transaction, with its lines. */
+async function lockWithLines(
+  sql: TxSql,
+  orderId: string,
+): Promise<(OrderRow & { lines: Line[] }) | undefined> {
+  const [row] = await sql<(OrderRow & { lines: Line[] })[]>`
+    select o.id, o.sandbox_id, o.state, o.version, o.customer_name,
+           o.customer_email, o.fulfilment, o.day::text as day, o.total_cents,
+           o.payment_ref, o.created_at, o.updated_at,
+           coalesce((select json_agg(json_build_object('sku', l.sku,
+                              'name', l.name, 'qty', l.qty,
+                              'unitCents', l.unit_cents) order by l.sku)
+                       from orders.lines l where l.order_id = o.id),
+                    '[]') as lines
+      from orders.orders o where o.id = ${orderId} for update of o`;
+  return row;
 }
 
 async function paymentFailed(tx: ServiceTx, envelope: Envelope) {
