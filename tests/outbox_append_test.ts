@@ -20,9 +20,11 @@ Deno.test("outboxWrites: the order and its outbox row in one statement, or neith
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
     const sandboxId = await createSandbox(sql);
-    // An older row of this sandbox that waits for a retry.
+    // An older row of this sandbox that waits for a retry (as a failed
+    // publish leaves it).
     const old = await placeOrder(sql, sandboxId, "O0");
-    await sql`update t_sender.outbox set next_attempt_at = now() + interval '1 hour'
+    await sql`update t_sender.outbox
+                 set attempts = 1, next_attempt_at = now() + interval '1 hour'
                where message_id = ${old.messageId}`;
     const insertOrder = (orderId: string) =>
       asService(sql, SENDER, { sandboxId }, async (tx) => {

@@ -92,7 +92,7 @@ export function outboxWrites(
       returning id
     ), outbox_flush as (
       update ${table} set next_attempt_at = now()
-       where state = 'pending' and next_attempt_at > now()
+       where state = 'pending' and attempts > 0 and next_attempt_at > now()
          and sandbox_id = any(${sandboxes}::uuid[]) and ${gate}
     )`;
 }

@@ -1,5 +1,11 @@
 /** The transactional outbox: append messages in the sender's own transaction. */
-export { append, type AppendOptions, OUTBOX_CHANNEL } from "./append.ts";
+export {
+  append,
+  type AppendOptions,
+  OUTBOX_CHANNEL,
+  outboxWrites,
+  wakeAfterAppend,
+} from "./append.ts";
 export {
   type Envelope,
   envelopeSchema,

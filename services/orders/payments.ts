@@ -6,8 +6,13 @@
 import type { TxSql } from "../../lib/db/connect.ts";
 import type { ServiceTx } from "../../lib/db/service.ts";
 import { Refused } from "../../lib/inbox/mod.ts";
-import { type Envelope, newEnvelope } from "../../lib/outbox/mod.ts";
-import { outboxWrites, wakeAfterAppend } from "../../lib/outbox/append.ts";
+import {
+  type Envelope,
+  newEnvelope,
+  outboxWrites,
+  wakeAfterAppend,
+} from "../../lib/outbox/mod.ts";
+
 import { type Line, parsePayload } from "../events.ts";
 import {
   lockOrder,
