@@ -58,6 +58,24 @@ export interface Queue {
 export const QUEUE_CHANNEL = "queue";
 
 /**
+ * The INSERT of the messages that `rows` yields (message_id, sandbox_id,
+ * source, type, aggregate_id, envelope, position), in the order of
+ * `position`; a message id the queue has already is left as it is. Returns
+ * the ids it stored.
+ */
+function messagesOf(sql: TxSql, rows: Fragment): Fragment {
+  return sql`
+    insert into queue.messages
+      (message_id, sandbox_id, source, type, aggregate_id, envelope)
+    select s.message_id, s.sandbox_id, s.source, s.type, s.aggregate_id,
+           s.envelope
+      from (${rows}) s
+     order by s.position
+    on conflict (message_id) do nothing
+    returning message_id`;
+}
+
+/**
  * The INSERT of one delivery per subscriber of each message that `rows`
  * yields (sandbox_id, message_id, type, aggregate_id, position), in the
  * order of `position` (the outbox's), not of message ids: two UUIDv7 of one
@@ -117,13 +135,16 @@ export class PgQueue implements Queue {
                     with ordinality as t(v, n) order by n)
             ) with ordinality as x(source, e, n)
         ), m as (
-          insert into queue.messages
-            (message_id, sandbox_id, source, type, aggregate_id, envelope)
-          select x.message_id, (x.e->>'sandboxId')::uuid, x.source,
-                 x.e->>'type', x.e->>'aggregateId', x.e
-            from x order by x.n
-          on conflict (message_id) do nothing
-          returning message_id, sandbox_id, type, aggregate_id
+          ${
+        messagesOf(
+          sql,
+          sql`
+            select message_id, (e->>'sandboxId')::uuid as sandbox_id, source,
+                   e->>'type' as type, e->>'aggregateId' as aggregate_id,
+                   e as envelope, n as position
+              from x`,
+        )
+      }
         ), d as (
           ${
         deliveriesOf(
@@ -192,13 +213,16 @@ export class PgQueue implements Queue {
           returning o.id, o.sandbox_id, o.message_id, o.type, o.envelope,
                     o.created_at
         ), m as (
-          insert into queue.messages
-            (message_id, sandbox_id, source, type, aggregate_id, envelope)
-          select message_id, sandbox_id, ${service}, type,
-                 envelope->>'aggregateId', envelope
-            from moved order by id
-          on conflict (message_id) do nothing
-          returning message_id, sandbox_id, type, aggregate_id
+          ${
+        messagesOf(
+          sql,
+          sql`
+            select message_id, sandbox_id, ${service}::text as source, type,
+                   envelope->>'aggregateId' as aggregate_id, envelope,
+                   id as position
+              from moved`,
+        )
+      }
         ), d as (
           ${
         deliveriesOf(
