@@ -133,6 +133,22 @@ export interface TestBakery {
   stop(): Promise<void>;
 }
 
+/**
+ * Runs `fn` against the whole bakery on a fresh database, and stops it
+ * afterwards whatever `fn` did.
+ */
+export async function withTestBakery<T>(
+  fn: (t: TestBakery) => Promise<T>,
+  env: Record<string, string> = {},
+): Promise<T> {
+  const t = await startTestBakery(env);
+  try {
+    return await fn(t);
+  } finally {
+    await t.stop();
+  }
+}
+
 /** Starts the whole bakery on a fresh database. Always call stop(). */
 export async function startTestBakery(
   env: Record<string, string> = {},

@@ -9,8 +9,8 @@ import {
   orderSettles,
   placeOrderVia,
   rowCounts,
-  startTestBakery,
   walkthroughOrder,
+  withTestBakery,
 } from "./_app.ts";
 
 async function send(
@@ -25,8 +25,7 @@ async function send(
 }
 
 Deno.test("access: a paid order cannot be cancelled (409)", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     const { orderId } = await placeOrderVia(client);
     const pay = await client.json("POST", `/api/orders/${orderId}/pay`, {
@@ -58,14 +57,11 @@ Deno.test("access: a paid order cannot be cancelled (409)", async () => {
     });
     assert.equal(again.status, 409);
     assert.deepEqual(await rowCounts(t.sql), before);
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("access: another sandbox can neither read nor cancel nor pay an order (404)", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const owner = t.client();
     const { orderId } = await placeOrderVia(owner);
     // A second visitor, with a guest session and an order of its own.
@@ -96,14 +92,11 @@ Deno.test("access: another sandbox can neither read nor cancel nor pay an order 
     assert.equal(theirs.status, 200);
     const swapped = await owner.json("GET", `/api/orders/${own.orderId}`);
     assert.equal(swapped.status, 404);
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("access: without a same-site Origin or X-CSRF-Token a change is a 403", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const browser = t.client();
     const { orderId } = await placeOrderVia(browser);
     const before = await rowCounts(t.sql);
@@ -177,7 +170,5 @@ Deno.test("access: without a same-site Origin or X-CSRF-Token a change is a 403"
     );
     assert.equal(cancelled.status, 202, JSON.stringify(cancelled.body));
     await orderSettles(browser, orderId, "cancelled", 5_000);
-  } finally {
-    await t.stop();
-  }
+  });
 });

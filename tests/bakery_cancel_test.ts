@@ -14,8 +14,8 @@ import {
   eventually,
   orderSettles,
   placeOrderVia,
-  startTestBakery,
   type TestBakery,
+  withTestBakery,
 } from "./_app.ts";
 
 /** Posts an envelope straight to a receiver, as a consumer would. */
@@ -70,8 +70,7 @@ function snapshot(orderId: string): OrderSnapshot {
 }
 
 Deno.test("cancel: a redelivered OrderPlaced leaves the cancelled card cancelled", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const { sql } = t;
     const client = t.client();
     const { orderId } = await placeOrderVia(client);
@@ -144,14 +143,11 @@ Deno.test("cancel: a redelivered OrderPlaced leaves the cancelled card cancelled
     const bookings = await sql`
       select state from schedule.bookings where order_id = ${orderId}`;
     assert.deepEqual(bookings.map((b) => b.state), ["released", "released"]);
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("cancel: an OrderCancelled before its OrderPlaced wins; the late OrderPlaced is stale", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     await placeOrderVia(client);
     const sandboxId = await sandboxOf(client);
@@ -208,14 +204,11 @@ Deno.test("cancel: an OrderCancelled before its OrderPlaced wins; the late Order
     assert.deepEqual(bookings.map((b) => [b.sku, b.state, b.version]), [
       ["cardamom-bun", "released", 2],
     ]);
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("cancel: a second OrderPlaced with a new message id is refused (422), the card kept", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const { sql } = t;
     const client = t.client();
     const { orderId } = await placeOrderVia(client);
@@ -261,7 +254,5 @@ Deno.test("cancel: a second OrderPlaced with a new message id is refused (422), 
       1,
     );
     assert.deepEqual(await cardOf(sql, orderId), original);
-  } finally {
-    await t.stop();
-  }
+  });
 });

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { menuItem } from "../services/menu.ts";
 import { MAX_QTY } from "../services/orders/schema.ts";
-import { rowCounts, startTestBakery } from "./_app.ts";
+import { rowCounts, withTestBakery } from "./_app.ts";
 
 const LOAF = menuItem("country-loaf")!;
 const LEFT = 4;
@@ -33,8 +33,7 @@ function order(
 Deno.test("capacity: an order over the day's capacity is a 409 and writes nothing; a cancel gives it back", async () => {
   // One line may hold up to MAX_QTY; the first order takes all but LEFT.
   assert.ok(LOAF.dailyCapacity - LEFT <= MAX_QTY);
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     const first = await client.json<{ orderId: string }>(
       "POST",
@@ -106,14 +105,11 @@ Deno.test("capacity: an order over the day's capacity is a 409 and writes nothin
       ["cardamom-bun", 2],
       [LOAF.sku, LEFT + LEFT + 1],
     ]);
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("capacity: another day has its own capacity", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     const full = await client.json(
       "POST",
@@ -136,14 +132,11 @@ Deno.test("capacity: another day has its own capacity", async () => {
       order("key-capacity-full-day-2", [{ sku: LOAF.sku, qty: 1 }]),
     );
     assert.equal(sameDay.status, 409);
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("capacity: concurrent orders share the last loaves, in any line order", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     const signIn = await client.json("POST", "/api/session", { name: "Ada" });
     assert.equal(signIn.status, 201);
@@ -180,7 +173,5 @@ Deno.test("capacity: concurrent orders share the last loaves, in any line order"
       t.lines.filter((l) => l.level === "error").map((l) => l.event),
       [],
     );
-  } finally {
-    await t.stop();
-  }
+  });
 });

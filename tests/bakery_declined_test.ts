@@ -8,12 +8,11 @@ import {
   eventually,
   orderSettles,
   placeOrderVia,
-  startTestBakery,
+  withTestBakery,
 } from "./_app.ts";
 
 Deno.test("declined card: payment_failed, nothing paid; paying again succeeds", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const { sql } = t;
     const client = t.client();
     const { orderId } = await placeOrderVia(client);
@@ -84,7 +83,5 @@ Deno.test("declined card: payment_failed, nothing paid; paying again succeeds", 
       [failedId, "failed"],
       [paid.body.paymentId, "succeeded"],
     ]);
-  } finally {
-    await t.stop();
-  }
+  });
 });

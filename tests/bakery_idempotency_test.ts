@@ -7,8 +7,8 @@ import type { Sql } from "../lib/db/connect.ts";
 import {
   countOf,
   rowCounts,
-  startTestBakery,
   walkthroughOrder,
+  withTestBakery,
 } from "./_app.ts";
 
 async function ordersOfKey(sql: Sql, key: string) {
@@ -29,8 +29,7 @@ async function placedMessages(sql: Sql) {
 }
 
 Deno.test("idempotency: the same key twice gives the same order (201, then 200)", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     const order = walkthroughOrder("key-sequential-0001");
     const first = await client.json<{ orderId: string; state: string }>(
@@ -56,14 +55,11 @@ Deno.test("idempotency: the same key twice gives the same order (201, then 200)"
       orders: 1,
     });
     assert.equal(await placedMessages(t.sql), 1);
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("idempotency: ten concurrent posts with one key place one order", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     // One session first, so that all ten posts act in the same sandbox.
     const signIn = await client.json("POST", "/api/session", { name: "Ada" });
@@ -104,14 +100,11 @@ Deno.test("idempotency: ten concurrent posts with one key place one order", asyn
       ["cardamom-bun", 2],
       ["country-loaf", 1],
     ]);
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("idempotency: the same key with another body is a 409 and writes nothing", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     const order = walkthroughOrder("key-conflict-0001");
     const first = await client.json("POST", "/api/orders", order);
@@ -137,7 +130,5 @@ Deno.test("idempotency: the same key with another body is a 409 and writes nothi
     const again = await client.json("POST", "/api/orders", order);
     assert.equal(again.status, 200);
     assert.equal(again.body.orderId, first.body.orderId);
-  } finally {
-    await t.stop();
-  }
+  });
 });

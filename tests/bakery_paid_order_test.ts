@@ -10,8 +10,8 @@ import {
   countOf,
   orderSettles,
   placeOrderVia,
-  startTestBakery,
   walkthroughOrder,
+  withTestBakery,
 } from "./_app.ts";
 
 /** How many rows of each receiver's inbox hold `messageId`. */
@@ -28,8 +28,7 @@ async function inboxCounts(sql: Sql, messageId: string) {
 const ONCE_EACH = Object.fromEntries(RECEIVERS.map((r) => [r, 1]));
 
 Deno.test("paid order: every receiver applies OrderPaid exactly once", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     const { orderId, totalCents } = await placeOrderVia(client);
     assert.equal(totalCents, 2 * 350 + 650);
@@ -122,14 +121,11 @@ Deno.test("paid order: every receiver applies OrderPaid exactly once", async () 
       t.lines.filter((l) => l.level === "error").map((l) => l.event),
       [],
     );
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("paid order: a pickup order gets no dispatch stop", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     const { orderId } = await placeOrderVia(
       client,
@@ -162,7 +158,5 @@ Deno.test("paid order: a pickup order gets no dispatch stop", async () => {
         select count(*)::int as n from receipts.receipts where order_id = ${orderId}`),
       1,
     );
-  } finally {
-    await t.stop();
-  }
+  });
 });

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { COOKIE } from "../lib/http/session_middleware.ts";
-import { countOf, placeOrderVia, startTestBakery } from "./_app.ts";
+import { countOf, placeOrderVia, withTestBakery } from "./_app.ts";
 
 /** GET `path` with nothing but the given session cookie. */
 async function withCookie(url: string, path: string, token: string) {
@@ -24,8 +24,7 @@ function sessionCookie(response: Response): string {
 }
 
 Deno.test("session: signing in without a session opens a new sandbox", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     const response = await client.fetch("/api/session", {
       method: "POST",
@@ -70,14 +69,11 @@ Deno.test("session: signing in without a session opens a new sandbox", async () 
         select count(*)::int as n from platform.sandboxes`),
       1,
     );
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("session: a guest who signs in keeps the sandbox, with a new cookie", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     const { orderId } = await placeOrderVia(client);
     const guestToken = client.cookie(COOKIE)!;
@@ -122,14 +118,11 @@ Deno.test("session: a guest who signs in keeps the sandbox, with a new cookie", 
       401,
     );
     assert.equal(await withCookie(t.url, "/api/session", token), 200);
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("session: signing out ends the session; the old cookie gets 401", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     const signIn = await client.json("POST", "/api/session", { name: "Ada" });
     assert.equal(signIn.status, 201);
@@ -154,7 +147,5 @@ Deno.test("session: signing out ends the session; the old cookie gets 401", asyn
     const twice = await client.fetch("/api/session", { method: "DELETE" });
     assert.equal(twice.status, 204);
     await twice.body?.cancel();
-  } finally {
-    await t.stop();
-  }
+  });
 });

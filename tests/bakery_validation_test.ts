@@ -4,7 +4,7 @@
  * message, no session.
  */
 import assert from "node:assert/strict";
-import { rowCounts, startTestBakery, walkthroughOrder } from "./_app.ts";
+import { rowCounts, walkthroughOrder, withTestBakery } from "./_app.ts";
 
 const good = walkthroughOrder("key-validation-0001");
 
@@ -57,8 +57,7 @@ const CASES: [string, unknown, string][] = [
 ];
 
 Deno.test("validation: each bad order body is a 400 naming its field, and writes nothing", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const before = await rowCounts(t.sql);
     for (const [what, body, path] of CASES) {
       // A new visitor each time: a refused body must not even open a session.
@@ -80,14 +79,11 @@ Deno.test("validation: each bad order body is a 400 naming its field, and writes
       assert.equal(client.cookie("bakery_session"), undefined, what);
       assert.deepEqual(await rowCounts(t.sql), before, what);
     }
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("validation: malformed JSON is a 400, another content type a 415, a huge body a 413", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const before = await rowCounts(t.sql);
     const client = t.client();
     const raw = async (contentType: string, body: string) => {
@@ -123,7 +119,5 @@ Deno.test("validation: malformed JSON is a 400, another content type a 415, a hu
     // The same client, a good body: accepted, so the refusals were the body's.
     const placed = await raw("application/json; charset=utf-8", json);
     assert.equal(placed.status, 201, JSON.stringify(placed.body));
-  } finally {
-    await t.stop();
-  }
+  });
 });

@@ -13,8 +13,8 @@ import {
   paymentIntentEvent,
   placeOrderVia,
   postWebhook,
-  startTestBakery,
   TEST_WEBHOOK_SECRET,
+  withTestBakery,
 } from "./_app.ts";
 
 /** An order placed through the API and a pending payment for it. */
@@ -55,8 +55,7 @@ const sign = (
   });
 
 Deno.test("webhook: one event sent five times at once is applied once", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const { sql } = t;
     const client = t.client();
     const ids = await orderWithPendingPayment(sql, client);
@@ -134,14 +133,11 @@ Deno.test("webhook: one event sent five times at once is applied once", async ()
       await n(sql`select count(*)::int as n from receipts.receipts`),
       1,
     );
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("webhook: unverifiable events are a 400 and record nothing", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const { sql } = t;
     const client = t.client();
     const ids = await orderWithPendingPayment(sql, client);
@@ -214,14 +210,11 @@ Deno.test("webhook: unverifiable events are a 400 and record nothing", async () 
     const after = await recorded();
     assert.equal(after.stripeEvents, 1);
     assert.match(after.payment, /^succeeded /);
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("webhook: another event for a settled payment changes nothing", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const { sql } = t;
     const client = t.client();
     const ids = await orderWithPendingPayment(sql, client);
@@ -271,14 +264,11 @@ Deno.test("webhook: another event for a settled payment changes nothing", async 
       "OrderPlaced",
       "OrderPaid",
     ]);
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("webhook: other payments of a paid order change nothing but are kept for a refund", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const { sql } = t;
     const client = t.client();
     const ids = await orderWithPendingPayment(sql, client);
@@ -352,7 +342,5 @@ Deno.test("webhook: other payments of a paid order change nothing but are kept f
     );
     const [receipt] = await sql`select payment_ref from receipts.receipts`;
     assert.equal(receipt.payment_ref, ids.paymentId);
-  } finally {
-    await t.stop();
-  }
+  });
 });

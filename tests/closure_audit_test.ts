@@ -5,14 +5,13 @@ import {
   payVia,
   placeOrderVia,
   signIn,
-  startTestBakery,
+  withTestBakery,
 } from "./_app.ts";
 import { auditOnce } from "../lib/queue/audit.ts";
 import { SUBSCRIBERS } from "../services/routing.ts";
 
 Deno.test("closure audit: done deliveries are counted once as closed; an ack with no inbox row is a mismatch", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     const { sandboxId } = await signIn(client);
     const { orderId } = await placeOrderVia(client);
@@ -68,7 +67,5 @@ Deno.test("closure audit: done deliveries are counted once as closed; an ack wit
       "/api/console/closure/rows?subscriber=kitchen&state=mismatch",
     );
     assert.deepEqual(rows.body.items.map((r) => r.deliveryId), [Number(d.id)]);
-  } finally {
-    await t.stop();
-  }
+  });
 });

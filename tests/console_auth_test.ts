@@ -10,7 +10,7 @@ import {
   orderSettles,
   placeOrderVia,
   signIn,
-  startTestBakery,
+  withTestBakery,
 } from "./_app.ts";
 
 interface Call {
@@ -92,8 +92,7 @@ const expect = (calls: Call[], status?: number) =>
   calls.map((c) => `${c.method} ${c.path} -> ${status ?? c.ok}`);
 
 Deno.test("console auth: 401 without a session and for a guest, 200 once signed in", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     // A guest: ordered from the storefront, never signed in.
     const guest = t.client();
     const { orderId } = await placeOrderVia(guest);
@@ -149,7 +148,5 @@ Deno.test("console auth: 401 without a session and for a guest, 200 once signed 
 
     // And the anonymous client is still shut out.
     assert.deepEqual(await statuses(anonymous, after), expect(after, 401));
-  } finally {
-    await t.stop();
-  }
+  });
 });

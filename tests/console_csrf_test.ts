@@ -12,7 +12,7 @@ import {
   eventually,
   placeOrderVia,
   signIn,
-  startTestBakery,
+  withTestBakery,
 } from "./_app.ts";
 
 async function send(
@@ -28,8 +28,7 @@ async function send(
 }
 
 Deno.test("console CSRF: foreign or missing Origin without the token is a 403; the token works", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     await signIn(client, "Token operator");
     const on = await send(client, "PUT", "/api/console/faults", {
@@ -139,7 +138,5 @@ Deno.test("console CSRF: foreign or missing Origin without the token is a 403; t
       "redrive",
       "Token operator",
     ]]);
-  } finally {
-    await t.stop();
-  }
+  });
 });

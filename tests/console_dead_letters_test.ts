@@ -12,7 +12,7 @@ import {
   payVia,
   placeOrderVia,
   signIn,
-  startTestBakery,
+  withTestBakery,
 } from "./_app.ts";
 
 async function setFaults(client: Client, faults: Record<string, boolean>) {
@@ -43,8 +43,7 @@ async function deliveryState(client: Client, id: number) {
 }
 
 Deno.test("dead letters: refuse one with a reason; no reason is a 400; not a dead letter is a 404", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     await signIn(client, "Counter operator");
     await setFaults(client, { kitchenRefuses: true });
@@ -151,14 +150,11 @@ Deno.test("dead letters: refuse one with a reason; no reason is a 400; not a dea
     );
     assert.equal(twice.status, 404);
     assert.equal((await deliveryState(client, dead.id)).actions.length, 1);
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("dead letters: bulk redrive by subscriber, oldest first; bulk refuse of chosen ids; unknown filters are a 400", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     await signIn(client, "Bulk operator");
     await setFaults(client, { scheduleRefuses: true, crmRefuses: true });
@@ -322,7 +318,5 @@ Deno.test("dead letters: bulk redrive by subscriber, oldest first; bulk refuse o
         select state from queue.deliveries where id = ${other.id}`;
       return row.state === "done";
     });
-  } finally {
-    await t.stop();
-  }
+  });
 });

@@ -18,7 +18,7 @@ import {
   payVia,
   placeOrderVia,
   signIn,
-  startTestBakery,
+  withTestBakery,
 } from "./_app.ts";
 
 async function setFaults(client: Client, faults: Record<string, boolean>) {
@@ -81,8 +81,7 @@ const once = (names: readonly string[]) =>
   Object.fromEntries(names.map((n) => [n, 1]));
 
 Deno.test("faults: every switch is listed and off; unknown names and non-booleans are a 400", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     await signIn(client, "Fault operator");
     const { status, body } = await client.json<Record<string, boolean>>(
@@ -136,14 +135,11 @@ Deno.test("faults: every switch is listed and off; unknown names and non-boolean
         FAULT_NAMES.map((n) => [n, n === "kitchenRefuses"]),
       ),
     );
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("faults: while the queue refuses sends, OrderPlaced waits in the outbox and ages; then it drains", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     await signIn(client, "Fault operator");
     await setFaults(client, { queueRefusesSends: true });
@@ -209,15 +205,12 @@ Deno.test("faults: while the queue refuses sends, OrderPlaced waits in the outbo
     }`;
     assert.equal(row.state, "published");
     assert.ok(row.attempts >= 2, `attempts ${row.attempts}`);
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("faults: lost acknowledgements leave accepted but unacknowledged deliveries; off, they close with one effect", async () => {
   // Slow retries, so that the lost-ack state lasts long enough to be seen.
-  const t = await startTestBakery({ RETRY_DELAYS_MS: "1500,1500,1500" });
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     await signIn(client, "Fault operator");
     await setFaults(client, { lostAcks: true });
@@ -293,14 +286,11 @@ Deno.test("faults: lost acknowledgements leave accepted but unacknowledged deliv
       ["cardamom-bun", 2],
       ["country-loaf", 1],
     ]);
-  } finally {
-    await t.stop();
-  }
+  }, { RETRY_DELAYS_MS: "1500,1500,1500" });
 });
 
 Deno.test("faults: with every delivery sent twice, every receiver still applies each message once", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     await signIn(client, "Fault operator");
     await setFaults(client, { duplicateDeliveries: true });
@@ -388,7 +378,5 @@ Deno.test("faults: with every delivery sent twice, every receiver still applies 
       [totals.closed, totals.mismatch, totals.acceptedUnacked, totals.dead],
       [10, 0, 0, 0],
     );
-  } finally {
-    await t.stop();
-  }
+  });
 });

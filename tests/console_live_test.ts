@@ -11,6 +11,7 @@ import {
   placeOrderVia,
   signIn,
   startTestBakery,
+  withTestBakery,
 } from "./_app.ts";
 
 interface SseEvent {
@@ -155,12 +156,9 @@ Deno.test("live: an order produces a change event in its own sandbox's stream, n
 });
 
 Deno.test("live: the event stream needs a session", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const response = await t.client().fetch("/api/events");
     assert.equal(response.status, 401);
     await response.body?.cancel();
-  } finally {
-    await t.stop();
-  }
+  });
 });

@@ -12,7 +12,7 @@ import {
   payVia,
   placeOrderVia,
   signIn,
-  startTestBakery,
+  withTestBakery,
 } from "./_app.ts";
 
 /** The samples of a Prometheus text body: "name{labels}" -> value. */
@@ -27,8 +27,7 @@ function samples(text: string): Map<string, number> {
 }
 
 Deno.test("metrics: outbox, deliveries, dead letters and latency histograms after an order", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     await signIn(client, "Metrics operator");
     const { orderId } = await placeOrderVia(client);
@@ -121,14 +120,11 @@ Deno.test("metrics: outbox, deliveries, dead letters and latency histograms afte
     ).map(([, v]) => v);
     assert.ok(kitchenBuckets.length > 2);
     assert.deepEqual(kitchenBuckets, [...kitchenBuckets].sort((a, b) => a - b));
-  } finally {
-    await t.stop();
-  }
+  });
 });
 
 Deno.test("CSP: pages, probes, API answers and errors carry the Content-Security-Policy", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     const paths: [string, string, number][] = [
       ["GET", "/", 200],
@@ -169,7 +165,5 @@ Deno.test("CSP: pages, probes, API answers and errors carry the Content-Security
     assert.equal(directives.get("object-src"), "'none'");
     assert.equal(directives.get("frame-ancestors"), "'none'");
     assert.doesNotMatch(CSP, /unsafe-inline|unsafe-eval|\*/);
-  } finally {
-    await t.stop();
-  }
+  });
 });

@@ -12,7 +12,7 @@ import {
   orderSettles,
   placeOrderVia,
   signIn,
-  startTestBakery,
+  withTestBakery,
 } from "./_app.ts";
 
 async function board(client: Client) {
@@ -33,8 +33,7 @@ async function deliveries(client: Client) {
 }
 
 Deno.test("sandboxes: two operators see only their own orders, dead letters, cards and faults", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const a = t.client();
     const b = t.client();
     const sandboxA = (await signIn(a, "Operator A")).sandboxId;
@@ -142,7 +141,5 @@ Deno.test("sandboxes: two operators see only their own orders, dead letters, car
     const totalsB = await closureOf(b);
     assert.deepEqual([totalsA.closed, totalsA.dead], [5, 1]);
     assert.deepEqual([totalsB.closed, totalsB.dead], [3, 0]);
-  } finally {
-    await t.stop();
-  }
+  });
 });

@@ -14,8 +14,8 @@ import {
   payVia,
   placeOrderVia,
   signIn,
-  startTestBakery,
   walkthroughOrder,
+  withTestBakery,
 } from "./_app.ts";
 
 interface DetailJson {
@@ -58,8 +58,7 @@ async function redrive(client: Client, id: number) {
 }
 
 Deno.test("console walkthrough: the kitchen refuses, the operator redrives, everything closes", async () => {
-  const t = await startTestBakery();
-  try {
+  await withTestBakery(async (t) => {
     const client = t.client();
     await signIn(client, "Morning shift");
     const on = await client.json<Record<string, boolean>>(
@@ -213,7 +212,5 @@ Deno.test("console walkthrough: the kitchen refuses, the operator redrives, ever
     const cards = await t.sql<{ state: string }[]>`
       select state from kitchen.cards where order_id = ${orderId}`;
     assert.deepEqual(cards.map((c) => c.state), ["confirmed"]);
-  } finally {
-    await t.stop();
-  }
+  });
 });
