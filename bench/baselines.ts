@@ -8,6 +8,12 @@
  * - handler_plain: per transaction, an INSERT into an inbox table plus one
  *   upsert of an effect row, 4 clients;
  * - notify: a committed pg_notify to a LISTEN callback on another connection.
+ *
+ * And two for reading the misses, with no target of their own:
+ * - six_rows_plain: the six rows an order writes, in one statement into plain
+ *   tables, 8 clients (what the rows cost without the services' machinery);
+ * - jobs_plain: a job queue draining no-op jobs, 1,000 per statement, one
+ *   client (the kind of figure the relay target cites).
  */
 import { connect, type Sql } from "../lib/db/connect.ts";
 import { uuidv7 } from "../lib/outbox/envelope.ts";
@@ -37,6 +43,31 @@ async function createTables(sql: Sql) {
     message_id uuid primary key, received_at timestamptz not null default now())`;
   await sql`create table bench.effects (
     key int primary key, n int not null, updated_at timestamptz not null)`;
+  // six_rows_plain: the rows an order writes, in plain tables.
+  await sql`create table bench.keys (
+    sandbox_id int not null, key text not null, request_hash text not null,
+    order_id uuid not null, primary key (sandbox_id, key))`;
+  await sql`create table bench.day_counts (
+    sandbox_id int not null, day int not null, sku text not null,
+    qty int not null, primary key (sandbox_id, day, sku))`;
+  await sql`create table bench.placed (
+    id uuid primary key, sandbox_id int not null, customer_name text not null,
+    customer_email text not null, total_cents int not null,
+    created_at timestamptz not null default now())`;
+  await sql`create table bench.lines (
+    order_id uuid not null, sku text not null, qty int not null,
+    unit_cents int not null, primary key (order_id, sku))`;
+  await sql`create table bench.events (
+    id bigint generated always as identity primary key, order_id uuid not null,
+    type text not null, message_id uuid)`;
+  // jobs_plain: a job queue's table, its available jobs indexed apart.
+  await sql`create table bench.jobs (
+    id bigint generated always as identity primary key, kind text not null,
+    args jsonb not null, state text not null default 'available',
+    attempts int not null default 0, run_at timestamptz not null default now(),
+    finished_at timestamptz)`;
+  await sql`create index jobs_available on bench.jobs (id)
+    where state = 'available'`;
   await sql`vacuum analyze bench.orders`;
 }
 
@@ -131,6 +162,49 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
       "tx/s",
     );
 
+    // The rows of an order (services/orders/orders_sql.ts insertNewOrder) in
+    // one statement, with none of the services' machinery: no role or
+    // sandbox, no row-level security, no foreign keys, no wake-up.
+    let placed = 0;
+    const sixRows = (sql: Sql) =>
+      sql.begin(async (tx) => {
+        const n = ++placed;
+        const orderId = uuidv7();
+        const e = envelope(n);
+        await tx`
+          with k as (
+            insert into bench.keys values (${n % 8}, ${
+          "k" + n
+        }, 'h', ${orderId})
+          ), c as (
+            insert into bench.day_counts as d values (${n % 8}, ${
+          n % 60
+        }, 'bun', 1)
+            on conflict (sandbox_id, day, sku) do update set qty = d.qty + 1
+          ), o as (
+            insert into bench.placed (id, sandbox_id, customer_name,
+                                      customer_email, total_cents)
+            values (${orderId}, ${
+          n % 8
+        }, 'Bench Customer', 'bench@example.com', 350)
+          ), l as (
+            insert into bench.lines values (${orderId}, 'bun', 1, 350)
+          ), v as (
+            insert into bench.events (order_id, type, message_id)
+            values (${orderId}, 'OrderPlaced', ${e.messageId})
+          )
+          insert into bench.outbox (message_id, type, envelope)
+          values (${e.messageId}, ${e.type}, ${tx.json(e)})`;
+      });
+    record(
+      "six_rows_plain_8",
+      await loop("six_rows_plain, 8 clients", 8, sixRows),
+      "tx/s",
+    );
+
+    progress.step(`baseline jobs_plain: ${plan.relayRows} no-op jobs`);
+    record("jobs_plain", await jobsDrain(db.sql, plan.relayRows), "jobs/s");
+
     progress.step("baseline notify");
     const latency = await notifyLatency(db.url, plan.notifySamples, progress);
     const s = summarize(latency);
@@ -147,6 +221,10 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
       orderRows: ORDERS,
       notifySamples: plan.notifySamples,
       transactions: "postgres.js sql.begin: BEGIN, the statements, COMMIT",
+      sixRowsPlain:
+        "six_rows_plain_8: the six rows of an order (key, capacity upsert, order, line, event, outbox row) in one statement into plain tables: no role, no row-level security, no foreign keys, no wake-up",
+      jobsPlain:
+        "jobs_plain: one client drains no-op jobs from a job table, 1,000 marked completed per statement (FOR UPDATE SKIP LOCKED), the kind of job queue the relay target cites",
       notify:
         "from sending the autocommit `select pg_notify(...)` to the LISTEN callback",
     };
@@ -154,6 +232,33 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
     await db.drop();
   }
   return figures;
+}
+
+/**
+ * A PostgreSQL job queue draining `n` no-op jobs: one client marks 1,000
+ * available jobs completed per statement (oldest first, FOR UPDATE SKIP
+ * LOCKED) and gets them back, until none is left. Jobs per second.
+ */
+async function jobsDrain(sql: Sql, n: number): Promise<number> {
+  await sql`insert into bench.jobs (kind, args)
+            select 'noop', jsonb_build_object('n', g)
+              from generate_series(1, ${n}) g`;
+  await sql`vacuum analyze bench.jobs`;
+  await sql`checkpoint`;
+  const started = performance.now();
+  let done = 0;
+  for (;;) {
+    const rows = await sql`
+      update bench.jobs j
+         set state = 'completed', finished_at = now(), attempts = attempts + 1
+       where j.id in (select id from bench.jobs
+                       where state = 'available' and run_at <= now()
+                       order by id limit 1000 for update skip locked)
+      returning j.id, j.args`;
+    if (rows.length === 0) break;
+    done += rows.length;
+  }
+  return done / ((performance.now() - started) / 1000);
 }
 
 /** Milliseconds from sending a committed pg_notify to the listener's callback. */

@@ -5,7 +5,7 @@
  * own pool, as `deno task worker` runs. Messages per second, from `go` to
  * the last row marked published.
  */
-import type { Ctx } from "../context.ts";
+import { baseline, type Ctx } from "../context.ts";
 import { drain } from "../drain.ts";
 import { atLeast, type Figure, figure } from "../report.ts";
 import { outboxBacklog } from "../seed.ts";
@@ -65,6 +65,8 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
         100;
       figures.push(
         figure(`messages_per_s_${processes}_process`, r.rate, "msg/s", {
+          // For reading only: the target is the absolute figure.
+          baseline: baseline(ctx, "jobs_plain", "jobs/s"),
           target: TARGET,
         }),
       );
