@@ -101,7 +101,7 @@ export async function startBakery(options: {
     onError: (error) => log.warn("outbox_wake_failed", { error }),
   });
   setOutboxWaker(sql, waker.wake);
-  const stopWipes = config.WORKERS === "on"
+  const stopWipes = config.WORKERS === "on" && config.SANDBOX_WIPE === "on"
     ? scheduleWipes(sql, log)
     : () => Promise.resolve();
   log.info("listening", {

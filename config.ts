@@ -45,6 +45,7 @@ const schema = z.object({
   RETRY_DELAYS_MS: msList.default([1000, 5000, 25000]),
   REPLAY_HORIZON_DAYS: int(1, 3650).default(30),
   WORKERS: z.enum(["on", "off"]).default("on"),
+  SANDBOX_WIPE: z.enum(["on", "off"]).default("on"),
 });
 
 /** The validated settings. */

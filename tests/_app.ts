@@ -17,11 +17,16 @@ import { type TestDatabase, testDatabase } from "./_db.ts";
 
 export const TEST_WEBHOOK_SECRET = "whsec_test_secret_for_the_suite";
 
-/** Settings for tests: fast retries, a short poll, a known webhook secret. */
+/**
+ * Settings for tests: fast retries, a short poll, a known webhook secret, and
+ * no daily wipe (a test running across 10:00 UTC would see its sandbox wiped
+ * and its session ended; tests/wipe_test.ts runs the wipe itself).
+ */
 export function testConfig(env: Record<string, string> = {}): Config {
   return parseConfig({
     PORT: "0",
     WORKERS: "on",
+    SANDBOX_WIPE: "off",
     RETRY_DELAYS_MS: "100,200,300",
     RELAY_RETRY_MS: "200",
     POLL_INTERVAL_MS: "500",

@@ -5,6 +5,8 @@ import { cutoffFor, wipeDue } from "../services/wipe.ts";
 import { placeOrder } from "../services/orders/place.ts";
 import { setFault } from "../lib/faults/mod.ts";
 import { SessionStore } from "../lib/http/session.ts";
+import type { Sql } from "../lib/db/connect.ts";
+import { eventually, withTestBakery } from "./_app.ts";
 
 Deno.test("wipe: the boundary is 10:00 UTC today, or yesterday before ten", () => {
   assert.equal(
@@ -79,5 +81,24 @@ Deno.test("wipe: sandboxes older than the boundary lose their rows; newer ones k
     const [w] = await sql`select count(*)::int as n from platform.wipes
       where cutoff = ${boundary} and finished_at is not null`;
     assert.equal(w.n, 1);
+  });
+});
+
+Deno.test("wipe: the bakery schedules it unless SANDBOX_WIPE is off", async () => {
+  const wipes = async (sql: Sql) =>
+    (await sql<{ n: number }[]>`
+      select count(*)::int as n from platform.wipes
+       where finished_at is not null`)[0].n;
+  await withTestBakery(async ({ sql }) => {
+    await eventually(
+      "the first scheduled wipe",
+      async () => await wipes(sql) === 1,
+      5_000,
+    );
+  }, { SANDBOX_WIPE: "on" });
+  await withTestBakery(async ({ sql }) => {
+    // The schedule's first run comes one second after the start.
+    await new Promise((r) => setTimeout(r, 1_500));
+    assert.equal(await wipes(sql), 0);
   });
 });

@@ -50,6 +50,6 @@ await runUntilSignal(log, async () => {
   });
   setOutboxWaker(sql, waker.wake);
   onShutdown(() => waker.flush());
-  onShutdown(scheduleWipes(sql, log));
+  if (config.SANDBOX_WIPE === "on") onShutdown(scheduleWipes(sql, log));
   console.error(`worker ${messaging.owner} is running; SIGTERM stops it`);
 });
