@@ -102,6 +102,22 @@ function deliveriesOf(
     on conflict (message_id, subscriber) do nothing`;
 }
 
+/**
+ * `m` and `d`, two common table expressions (to follow `with` or a comma):
+ * the messages and the deliveries of the rows that `rows` yields
+ * (message_id, sandbox_id, source, type, aggregate_id, envelope, position).
+ * `m` returns the ids of the messages it stored.
+ */
+function messagesAndDeliveries(
+  sql: TxSql,
+  routes: [string[], string[]],
+  rows: Fragment,
+): Fragment {
+  return sql`
+    m as (${messagesOf(sql, rows)}),
+    d as (${deliveriesOf(sql, routes[0], routes[1], rows)})`;
+}
+
 /** The PostgreSQL transport: tables in the `queue` schema. */
 export class PgQueue implements Queue {
   constructor(readonly sql: Sql, readonly routing: Routing) {}
@@ -121,9 +137,7 @@ export class PgQueue implements Queue {
 
   async publish(messages: OutgoingMessage[]): Promise<number> {
     if (messages.length === 0) return 0;
-    const [routeTypes, routeSubs] = this.#routes(
-      new Set(messages.map((m) => m.envelope.type)),
-    );
+    const routes = this.#routes(new Set(messages.map((m) => m.envelope.type)));
     const e = messages.map((m) => m.envelope);
     return await asBookkeeper(this.sql, "queue", async ({ sql }) => {
       const [{ count }] = await sql<{ count: number }[]>`
@@ -134,10 +148,10 @@ export class PgQueue implements Queue {
               array(select v from jsonb_array_elements(${sql.json(e as never)})
                     with ordinality as t(v, n) order by n)
             ) with ordinality as x(source, e, n)
-        ), m as (
-          ${
-        messagesOf(
+        ), ${
+        messagesAndDeliveries(
           sql,
+          routes,
           sql`
             select message_id, (e->>'sandboxId')::uuid as sandbox_id, source,
                    e->>'type' as type, e->>'aggregateId' as aggregate_id,
@@ -145,20 +159,6 @@ export class PgQueue implements Queue {
               from x`,
         )
       }
-        ), d as (
-          ${
-        deliveriesOf(
-          sql,
-          routeTypes,
-          routeSubs,
-          sql`
-            select (e->>'sandboxId')::uuid as sandbox_id, message_id,
-                   e->>'type' as type, e->>'aggregateId' as aggregate_id,
-                   n as position
-              from x`,
-        )
-      }
-        )
         select count(*)::int as count from m`;
       if (count > 0) await sql`select pg_notify(${QUEUE_CHANNEL}, '')`;
       return count;
@@ -178,7 +178,7 @@ export class PgQueue implements Queue {
     limit: number,
     faultNames: readonly string[],
   ): Promise<Moved> {
-    const [routeTypes, routeSubs] = this.#routes(Object.keys(this.routing));
+    const routes = this.#routes(Object.keys(this.routing));
     return await asBookkeeper(this.sql, "relay", async ({ sql }) => {
       const table = sql(`${service}.outbox`);
       const [row] = await sql<
@@ -212,30 +212,17 @@ export class PgQueue implements Queue {
             from due where o.id = due.id
           returning o.id, o.sandbox_id, o.message_id, o.type, o.envelope,
                     o.created_at
-        ), m as (
-          ${
-        messagesOf(
+        ), ${
+        messagesAndDeliveries(
           sql,
+          routes,
           sql`
             select message_id, sandbox_id, ${service}::text as source, type,
                    envelope->>'aggregateId' as aggregate_id, envelope,
                    id as position
               from moved`,
         )
-      }
-        ), d as (
-          ${
-        deliveriesOf(
-          sql,
-          routeTypes,
-          routeSubs,
-          sql`
-            select sandbox_id, message_id, type,
-                   envelope->>'aggregateId' as aggregate_id, id as position
-              from moved`,
-        )
-      }
-        ), woken as (
+      }, woken as (
           select pg_notify(${QUEUE_CHANNEL}, '') from (select 1 from m limit 1) x
         )
         select (select count(*)::int from moved) as rows,
