@@ -169,24 +169,20 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
     const sixRows = (sql: Sql) =>
       sql.begin(async (tx) => {
         const n = ++placed;
+        const [sandbox, day, key] = [n % 8, n % 60, `k${n}`];
         const orderId = uuidv7();
         const e = envelope(n);
         await tx`
           with k as (
-            insert into bench.keys values (${n % 8}, ${
-          "k" + n
-        }, 'h', ${orderId})
+            insert into bench.keys values (${sandbox}, ${key}, 'h', ${orderId})
           ), c as (
-            insert into bench.day_counts as d values (${n % 8}, ${
-          n % 60
-        }, 'bun', 1)
+            insert into bench.day_counts as d values (${sandbox}, ${day}, 'bun', 1)
             on conflict (sandbox_id, day, sku) do update set qty = d.qty + 1
           ), o as (
             insert into bench.placed (id, sandbox_id, customer_name,
                                       customer_email, total_cents)
-            values (${orderId}, ${
-          n % 8
-        }, 'Bench Customer', 'bench@example.com', 350)
+            values (${orderId}, ${sandbox}, 'Bench Customer',
+                    'bench@example.com', 350)
           ), l as (
             insert into bench.lines values (${orderId}, 'bun', 1, 350)
           ), v as (

@@ -57,6 +57,9 @@ export interface Queue {
 /** The channel consumers LISTEN on. */
 export const QUEUE_CHANNEL = "queue";
 
+/** The routing as two parallel arrays (type, subscriber), for unnest. */
+type Routes = [string[], string[]];
+
 /**
  * The INSERT of the messages that `rows` yields (message_id, sandbox_id,
  * source, type, aggregate_id, envelope, position), in the order of
@@ -87,8 +90,7 @@ function messagesOf(sql: TxSql, rows: Fragment): Fragment {
  */
 function deliveriesOf(
   sql: TxSql,
-  routeTypes: string[],
-  routeSubs: string[],
+  [routeTypes, routeSubs]: Routes,
   rows: Fragment,
 ): Fragment {
   return sql`
@@ -110,20 +112,20 @@ function deliveriesOf(
  */
 function messagesAndDeliveries(
   sql: TxSql,
-  routes: [string[], string[]],
+  routes: Routes,
   rows: Fragment,
 ): Fragment {
   return sql`
     m as (${messagesOf(sql, rows)}),
-    d as (${deliveriesOf(sql, routes[0], routes[1], rows)})`;
+    d as (${deliveriesOf(sql, routes, rows)})`;
 }
 
 /** The PostgreSQL transport: tables in the `queue` schema. */
 export class PgQueue implements Queue {
   constructor(readonly sql: Sql, readonly routing: Routing) {}
 
-  /** The routing as two parallel arrays (type, subscriber), for unnest. */
-  #routes(types: Iterable<string>): [string[], string[]] {
+  /** The routes of `types`. */
+  #routes(types: Iterable<string>): Routes {
     const routeTypes: string[] = [];
     const routeSubs: string[] = [];
     for (const type of types) {
