@@ -84,25 +84,21 @@ export async function asService<T>(
       ? tx`begin isolation level repeatable read read only`
       : tx`begin`).execute();
     // set_config(..., true) is SET LOCAL with a bound value: the role, the
-    // sandbox and the scope end with the transaction.
+    // sandbox and the scope end with the transaction. Bookkeeping also sets
+    // its four switches; other transactions leave them alone.
+    const switches = bk
+      ? tx`, set_config('synchronous_commit', 'off', true),
+          set_config('enable_seqscan', 'off', true),
+          set_config('enable_sort', 'off', true),
+          set_config('jit', 'off', true)`
+      : tx``;
     const setup = tx`select set_config('role', ${service}, true),
       set_config('app.sandbox_id', ${
       scope === "workers" ? "" : scope.sandboxId
     }, true),
-      set_config('app.scope', ${scope === "workers" ? "workers" : ""}, true),
-      set_config('synchronous_commit',
-        coalesce(${
-      bk ? "off" : null
-    }, current_setting('synchronous_commit')), true),
-      set_config('enable_seqscan',
-        coalesce(${
-      bk ? "off" : null
-    }, current_setting('enable_seqscan')), true),
-      set_config('enable_sort',
-        coalesce(${bk ? "off" : null}, current_setting('enable_sort')), true),
-      set_config('jit', coalesce(${bk ? "off" : null}, current_setting('jit')),
-        true)`
-      .execute();
+      set_config('app.scope', ${
+      scope === "workers" ? "workers" : ""
+    }, true)${switches}`.execute();
     // Read after `fn`, so that their failure is not unhandled meanwhile.
     begin.catch(() => {});
     setup.catch(() => {});
