@@ -4,11 +4,50 @@
  * processes: separate Deno processes running bench/worker.ts, each with its
  * own pool, as `deno task worker` runs. Messages per second, from `go` to
  * the last row marked published.
+ *
+ * Then, for reading the miss, the relay's move statement alone in this
+ * process, twice: with the bakery's routing (three deliveries per message)
+ * and with none (messages only: what a queue that made deliveries when a
+ * consumer claims them would leave the relay to do).
  */
+import { connect } from "../../lib/db/connect.ts";
+import { PgQueue, type Routing } from "../../lib/queue/publish.ts";
+import { ROUTING } from "../../services/routing.ts";
 import { baseline, type Ctx } from "../context.ts";
 import { drain } from "../drain.ts";
 import { atLeast, type Figure, figure } from "../report.ts";
+import type { BenchDb } from "../server.ts";
 import { outboxBacklog } from "../seed.ts";
+
+/** Moves side by side, as the relay runs them while a backlog lasts. */
+const SIDE_BY_SIDE = 2;
+/** Rows per move, the relay's default. */
+const BATCH = 1_000;
+
+/**
+ * Drains orders.outbox with `PgQueue.moveFrom` loops in this process (no
+ * relay loop, no worker); messages per second.
+ */
+async function moveLoops(db: BenchDb, routing: Routing): Promise<number> {
+  const sql = connect(db.url, { max: SIDE_BY_SIDE });
+  try {
+    const queue = new PgQueue(sql, routing);
+    let moved = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: SIDE_BY_SIDE }, async () => {
+        for (;;) {
+          const { rows } = await queue.moveFrom("orders", BATCH, []);
+          if (rows === 0) return;
+          moved += rows;
+        }
+      }),
+    );
+    return moved / ((performance.now() - t0) / 1000);
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
 
 const TARGET = atLeast(40_000, ">= 40,000 msg/s");
 
@@ -74,6 +113,34 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
       await db.drop();
     }
   }
+  const moves: Record<string, number> = {};
+  for (
+    const [label, routing] of [["with", ROUTING], ["without", {}]] as const
+  ) {
+    const db = await ctx.server.database(`move_${label}`);
+    try {
+      progress.step(`relay: the move statement alone, ${label} deliveries`);
+      await outboxBacklog(db.sql, plan.relayRows);
+      moves[label] = await moveLoops(db, routing);
+      progress.note(
+        `move ${label} deliveries: ${Math.round(moves[label])} msg/s`,
+      );
+    } finally {
+      await db.drop();
+    }
+  }
+  figures.push(
+    figure("move_with_deliveries", moves.with, "msg/s", {
+      baseline: baseline(ctx, "jobs_plain", "jobs/s"),
+      note:
+        "PgQueue.moveFrom alone in the bench process, two side by side, the bakery's routing (three deliveries per message)",
+    }),
+    figure("move_without_deliveries", moves.without, "msg/s", {
+      baseline: baseline(ctx, "jobs_plain", "jobs/s"),
+      note:
+        "the same with no routes: outbox rows marked and messages stored, no deliveries (a reference for a queue that makes deliveries at claim time; not the product)",
+    }),
+  );
   ctx.shared.workerPeakMb.relay = Math.max(...peaks);
   ctx.params = {
     rows: plan.relayRows,
@@ -87,6 +154,8 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
     timing: "server clock: from go to max(published_at)",
     workerMemoryMb: memoryUsage,
     workerDrainCpuSeconds: drainCpu,
+    moveAlone:
+      `move_with_deliveries and move_without_deliveries: ${SIDE_BY_SIDE} PgQueue.moveFrom loops of ${BATCH} rows in the bench process, a fresh backlog each`,
   };
   return figures;
 }
