@@ -93,6 +93,8 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
   const { plan, progress } = ctx;
   const db = await ctx.server.database("baselines");
   const figures: Figure[] = [];
+  /** CPU µs per transaction by baseline: the bench process and PostgreSQL. */
+  const cpuUsPerOp: Record<string, Record<string, number>> = {};
   const random = seeded(1);
   const record = (name: string, value: number, unit: string) => {
     ctx.shared.baselines.set(name, value);
@@ -102,6 +104,7 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
   try {
     await createTables(db.sql);
     const loop = async (
+      name: string,
       label: string,
       clients: number,
       op: (sql: Sql) => Promise<unknown>,
@@ -117,7 +120,9 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
             await op(sql);
           },
           progress,
+          cpu: ctx.cpuNow,
         });
+        if (r.cpuUsPerOp) cpuUsPerOp[name] = r.cpuUsPerOp;
         return r.rate;
       } finally {
         await sql.end({ timeout: 5 });
@@ -128,7 +133,12 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
     for (const clients of [1, 4]) {
       record(
         `commit_${clients}`,
-        await loop(`commit, ${clients} client(s)`, clients, commit),
+        await loop(
+          `commit_${clients}`,
+          `commit, ${clients} client(s)`,
+          clients,
+          commit,
+        ),
         "commits/s",
       );
     }
@@ -144,7 +154,12 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
     for (const clients of [4, 8]) {
       record(
         `outbox_plain_${clients}`,
-        await loop(`outbox_plain, ${clients} clients`, clients, outbox),
+        await loop(
+          `outbox_plain_${clients}`,
+          `outbox_plain, ${clients} clients`,
+          clients,
+          outbox,
+        ),
         "tx/s",
       );
     }
@@ -158,7 +173,7 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
       });
     record(
       "handler_plain_4",
-      await loop("handler_plain, 4 clients", 4, handler),
+      await loop("handler_plain_4", "handler_plain, 4 clients", 4, handler),
       "tx/s",
     );
 
@@ -194,7 +209,7 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
       });
     record(
       "six_rows_plain_8",
-      await loop("six_rows_plain, 8 clients", 8, sixRows),
+      await loop("six_rows_plain_8", "six_rows_plain, 8 clients", 8, sixRows),
       "tx/s",
     );
 
@@ -223,6 +238,7 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
         "jobs_plain: one client drains no-op jobs from a job table, 1,000 marked completed per statement (FOR UPDATE SKIP LOCKED), the kind of job queue the relay target cites",
       notify:
         "from sending the autocommit `select pg_notify(...)` to the LISTEN callback",
+      cpuUsPerOp,
     };
   } finally {
     await db.drop();

@@ -147,6 +147,11 @@ export interface Ctx {
   notes: string[];
   /** Adds CPU seconds spent by child processes of this scenario. */
   addWorkerCpu(seconds: number): void;
+  /**
+   * CPU seconds so far of the bench process and of PostgreSQL (when it runs
+   * on this machine), for {@link closedLoop}'s `cpu`.
+   */
+  cpuNow(): Record<string, number>;
 }
 
 export type Scenario = (ctx: Ctx) => Promise<Figure[]>;

@@ -11,6 +11,11 @@ export interface ClosedLoopResult {
   ops: number;
   seconds: number;
   rate: number;
+  /**
+   * With `cpu`: CPU microseconds per operation in the measured window, for
+   * each process that `cpu` reads (rounded).
+   */
+  cpuUsPerOp?: Record<string, number>;
 }
 
 /**
@@ -24,12 +29,23 @@ export async function closedLoop(options: {
   durationMs: number;
   op: (client: number) => Promise<void>;
   progress?: Progress;
+  /** CPU seconds so far, by process; read when the window opens and closes. */
+  cpu?: () => Record<string, number>;
 }): Promise<ClosedLoopResult> {
   const start = performance.now();
   const from = start + options.warmupMs;
   const until = from + options.durationMs;
   let ops = 0;
   let failed: unknown;
+  let cpuFrom: Record<string, number> | undefined;
+  let cpuUntil: Record<string, number> | undefined;
+  const cpu = options.cpu;
+  const windowTimers = cpu
+    ? [
+      setTimeout(() => cpuFrom = cpu(), options.warmupMs),
+      setTimeout(() => cpuUntil = cpu(), options.warmupMs + options.durationMs),
+    ]
+    : [];
   const ticker = setInterval(() => {
     const now = performance.now();
     options.progress?.update(
@@ -55,10 +71,23 @@ export async function closedLoop(options: {
     );
   } finally {
     clearInterval(ticker);
+    for (const t of windowTimers) clearTimeout(t);
   }
+  // The last operations may end before the closing timer fires.
+  if (cpu && cpuFrom && !cpuUntil) cpuUntil = cpu();
   if (failed !== undefined) throw failed;
   const seconds = options.durationMs / 1000;
-  return { ops, seconds, rate: ops / seconds };
+  const result: ClosedLoopResult = { ops, seconds, rate: ops / seconds };
+  if (cpuFrom && cpuUntil && ops > 0) {
+    const from = cpuFrom;
+    const until = cpuUntil;
+    result.cpuUsPerOp = Object.fromEntries(
+      Object.keys(until).map((
+        k,
+      ) => [k, Math.round((until[k] - from[k]) * 1e6 / ops)]),
+    );
+  }
+  return result;
 }
 
 export interface OpenLoopResult {

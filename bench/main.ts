@@ -184,6 +184,14 @@ async function run(
     params: {},
     notes: [],
     addWorkerCpu: (s) => workerCpu += s,
+    cpuNow: () => {
+      const now: Record<string, number> = { bench: cpuSeconds(Deno.pid) ?? 0 };
+      const pg = server.postmasterPid
+        ? postgresCpuSeconds(server.postmasterPid)
+        : null;
+      if (pg !== null) now.postgres = pg;
+      return now;
+    },
   };
   const pgBefore = server.postmasterPid
     ? postgresCpuSeconds(server.postmasterPid)

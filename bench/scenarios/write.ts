@@ -47,6 +47,8 @@ function sweeper(sql: Sql) {
 export async function write(ctx: Ctx): Promise<Figure[]> {
   const { plan, progress } = ctx;
   let notifications = 0;
+  /** CPU µs per order by run: the bench process and PostgreSQL. */
+  const cpuUsPerOp: Record<string, Record<string, number>> = {};
   /**
    * `inTx`: the NOTIFY inside every order transaction, instead of the waker;
    * `noOutbox`: the order transaction without the outbox row and wake-up.
@@ -95,7 +97,16 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
             await place(sql, sources[c], inTx ? { notify: true } : {});
           },
         progress,
+        cpu: ctx.cpuNow,
       });
+      if (r.cpuUsPerOp) {
+        const name = mode === "inTx"
+          ? `orders_${clients}_notify_in_transaction`
+          : mode === "noOutbox"
+          ? `orders_${clients}_without_outbox`
+          : `orders_${clients}`;
+        cpuUsPerOp[name] = r.cpuUsPerOp;
+      }
       progress.note(
         `${clients} clients${what}: ${Math.round(r.rate)} orders/s`,
       );
@@ -145,6 +156,7 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
     withoutOutbox:
       "orders_8_without_outbox: placeOrderWithoutOutboxForBenchmark, the same transaction without the outbox row, its flush and the wake-up",
     notificationsReceived: notifications,
+    cpuUsPerOp,
   };
   return figures;
 }
