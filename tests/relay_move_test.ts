@@ -15,8 +15,9 @@ import {
   SENDER,
 } from "./_messaging.ts";
 import { PgQueue } from "../lib/queue/publish.ts";
-import { RELAY_FAULTS } from "../lib/relay/mod.ts";
-import { setFault } from "../lib/faults/mod.ts";
+import { RELAY_FAULTS, relayOnce } from "../lib/relay/mod.ts";
+import { pgFaults, setFault } from "../lib/faults/mod.ts";
+import { memoryLogger } from "../lib/log/mod.ts";
 import { asBookkeeper } from "../lib/db/service.ts";
 
 const FAULTS = Object.values(RELAY_FAULTS);
@@ -150,5 +151,48 @@ Deno.test("the relay role may mark outbox rows and add to the queue, nothing els
       await count(sql, `${SENDER}.outbox`, sql`state = 'published'`),
       1,
     );
+  });
+});
+
+Deno.test("a relay tick drains a backlog with moves side by side: every row once, and it says when more is left", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    const sandbox = await createSandbox(sql, "backlog");
+    const orderIds = Array.from({ length: 70 }, (_, i) => `B${i}`);
+    await placeOrders(sql, sandbox, orderIds);
+    const options = {
+      sql,
+      service: SENDER,
+      queue: new PgQueue(sql, ROUTING),
+      owner: "test-relay",
+      log: memoryLogger("warn").logger,
+      faults: pgFaults(sql),
+      retryMs: 100,
+      batchSize: 3,
+      parallel: 2,
+    };
+    const published = () =>
+      count(sql, `${SENDER}.outbox`, sql`state = 'published'`);
+
+    // A first move of 3 finds a full batch; two moves then go side by side,
+    // ten each at most: 3 + 2 x 10 x 3 = 63 rows, and more is left.
+    const first = await relayOnce(options);
+    assert.equal(await published(), 63);
+    assert.equal(first.more, true);
+    assert.deepEqual(first.touched, [sandbox]);
+
+    // The rest: a side-by-side move finds less than a batch, so the tick
+    // says there is nothing more.
+    const second = await relayOnce(options);
+    assert.equal(await published(), 70);
+    assert.equal(second.more, false);
+
+    // Each message once, with one delivery per receiver.
+    assert.equal(await count(sql, "queue.messages"), 70);
+    assert.equal(await count(sql, "queue.deliveries"), 70 * RECEIVERS.length);
+    const [{ n }] = await sql<{ n: number }[]>`
+      select count(distinct (message_id, subscriber))::int as n
+        from queue.deliveries`;
+    assert.equal(n, 70 * RECEIVERS.length);
   });
 });

@@ -82,20 +82,29 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
   };
   let moved = await move();
   const touched = new Set(moved.sandboxIds);
-  // A full batch means a backlog: drain it with `parallel` moves at a time
-  // (a few rounds, then back to the loop, which comes straight back).
+  // A full batch means a backlog: drain it with `parallel` moves side by
+  // side, each going on by itself (no waiting for the slower one) until it
+  // finds less than a batch or has moved ten; then back to the loop, which
+  // comes straight back while there is more.
   let full = moved.rows === limit;
-  for (let round = 0; full && round < 10; round++) {
-    const batch = await Promise.all(
-      Array.from({ length: options.parallel ?? 2 }, move),
+  if (full) {
+    let more = false;
+    await Promise.all(
+      Array.from({ length: options.parallel ?? 2 }, async () => {
+        for (let round = 0; round < 10; round++) {
+          const b = await move();
+          b.sandboxIds.forEach((id) => touched.add(id));
+          moved = {
+            ...moved,
+            rows: moved.rows + b.rows,
+            faulted: moved.faulted || b.faulted,
+          };
+          if (b.rows < limit) return;
+        }
+        more = true;
+      }),
     );
-    for (const b of batch) b.sandboxIds.forEach((id) => touched.add(id));
-    full = batch.some((b) => b.rows === limit);
-    moved = {
-      ...moved,
-      rows: moved.rows + batch.reduce((n, b) => n + b.rows, 0),
-      faulted: batch.some((b) => b.faulted),
-    };
+    full = more;
   }
   let slow: TickResult = { more: false };
   if (moved.faulted) {
