@@ -80,11 +80,10 @@ export async function closedLoop(options: {
   const result: ClosedLoopResult = { ops, seconds, rate: ops / seconds };
   if (cpuFrom && cpuUntil && ops > 0) {
     const from = cpuFrom;
-    const until = cpuUntil;
     result.cpuUsPerOp = Object.fromEntries(
-      Object.keys(until).map((
-        k,
-      ) => [k, Math.round((until[k] - from[k]) * 1e6 / ops)]),
+      Object.entries(cpuUntil).map((
+        [k, v],
+      ) => [k, Math.round((v - from[k]) * 1e6 / ops)]),
     );
   }
   return result;

@@ -80,36 +80,32 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
     }
     return moved;
   };
-  let moved = await move();
-  const touched = new Set(moved.sandboxIds);
+  const first = await move();
+  const touched = new Set(first.sandboxIds);
+  let faulted = first.faulted;
   // A full batch means a backlog: drain it with `parallel` moves side by
   // side, each going on by itself (no waiting for the slower one) until it
   // finds less than a batch or has moved ten; then back to the loop, which
   // comes straight back while there is more.
-  let full = moved.rows === limit;
+  let full = first.rows === limit;
   if (full) {
-    let more = false;
+    full = false;
     await Promise.all(
       Array.from({ length: options.parallel ?? 2 }, async () => {
         for (let round = 0; round < 10; round++) {
           const b = await move();
           b.sandboxIds.forEach((id) => touched.add(id));
-          moved = {
-            ...moved,
-            rows: moved.rows + b.rows,
-            faulted: moved.faulted || b.faulted,
-          };
+          faulted ||= b.faulted;
           if (b.rows < limit) return;
         }
-        more = true;
+        full = true;
       }),
     );
-    full = more;
   }
   let slow: TickResult = { more: false };
-  if (moved.faulted) {
+  if (faulted) {
     slow = await claimPublishMark(options, Object.values(RELAY_FAULTS));
-  } else if (moved.rows === 0) {
+  } else if (first.rows === 0) {
     const next = await nextOutboxDue(options.sql, service);
     slow = { more: false, nextDueAt: next ?? undefined };
   }
