@@ -52,20 +52,25 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
   /**
    * `inTx`: the NOTIFY inside every order transaction, instead of the waker;
    * `noOutbox`: the order transaction without the outbox row and wake-up.
+   * Each with its database label, its words, and its figure's suffix.
    */
-  const run = async (
-    clients: number,
-    mode: "waker" | "inTx" | "noOutbox",
-  ) => {
+  const MODES = {
+    waker: { label: "", what: "", figure: "" },
+    inTx: {
+      label: "n",
+      what: " (NOTIFY in the transaction)",
+      figure: "_notify_in_transaction",
+    },
+    noOutbox: {
+      label: "x",
+      what: " (no outbox row, no wake-up)",
+      figure: "_without_outbox",
+    },
+  };
+  const run = async (clients: number, mode: keyof typeof MODES) => {
     const inTx = mode === "inTx";
-    const label = `${clients}${
-      mode === "inTx" ? "n" : mode === "noOutbox" ? "x" : ""
-    }`;
-    const what = mode === "inTx"
-      ? " (NOTIFY in the transaction)"
-      : mode === "noOutbox"
-      ? " (no outbox row, no wake-up)"
-      : "";
+    const label = `${clients}${MODES[mode].label}`;
+    const what = MODES[mode].what;
     progress.step(`write: placeOrder, ${clients} clients${what}`);
     // A fresh database per run: every run starts from the same tables.
     const db = await ctx.server.database(`write${label}`);
@@ -100,12 +105,7 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
         cpu: ctx.cpuNow,
       });
       if (r.cpuUsPerOp) {
-        const name = mode === "inTx"
-          ? `orders_${clients}_notify_in_transaction`
-          : mode === "noOutbox"
-          ? `orders_${clients}_without_outbox`
-          : `orders_${clients}`;
-        cpuUsPerOp[name] = r.cpuUsPerOp;
+        cpuUsPerOp[`orders_${clients}${MODES[mode].figure}`] = r.cpuUsPerOp;
       }
       progress.note(
         `${clients} clients${what}: ${Math.round(r.rate)} orders/s`,
