@@ -147,8 +147,10 @@ export async function consoleWorld(sql: Sql, o: {
         from seed order by g`;
     step("history: messages");
     await tx`
-      insert into queue.messages (message_id, sandbox_id, source, type, aggregate_id, envelope)
-      select message_id, sandbox_id, 'orders', 'OrderPlaced', order_id::text, ${small}
+      insert into queue.messages (message_id, sandbox_id, source, type, aggregate_id,
+                                  envelope, published_at)
+      select message_id, sandbox_id, 'orders', 'OrderPlaced', order_id::text, ${small},
+             now() - (${o.history} - g) * interval '100 ms'
         from seed order by g`;
     step("history: deliveries");
     await tx`
@@ -197,9 +199,11 @@ export async function consoleWorld(sql: Sql, o: {
              ${envelopeSql(tx, "OrderPlaced", 1, false)}
         from seed where g <= ${o.pending} order by g`;
     await tx`
-      insert into queue.messages (message_id, sandbox_id, source, type, aggregate_id, envelope)
+      insert into queue.messages (message_id, sandbox_id, source, type, aggregate_id,
+                                  envelope, published_at)
       select seed.message_id, seed.sandbox_id, 'orders', 'OrderPaid', seed.order_id::text,
-             ${envelopeSql(tx, "OrderPaid", 2, true)}
+             ${envelopeSql(tx, "OrderPaid", 2, true)},
+             now() - (${o.pending + o.dead} - g) * interval '1 s'
         from seed where g > ${o.pending} order by g`;
     await tx`
       insert into queue.deliveries (sandbox_id, message_id, subscriber, type, aggregate_id,

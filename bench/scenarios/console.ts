@@ -4,7 +4,8 @@
  * row published, queue message, done delivery with its attempt, inbox row),
  * and in the sandbox the console reads, 10,000 pending outbox rows and
  * 1,000 dead letters. Each API is called 200 times in a row (one warm-up
- * call first): outbox ages, the dead-letter list, and closure.
+ * call first): outbox ages, the dead-letter list, closure, and the
+ * deliveries page (counts per state, the newest deliveries).
  */
 import type { Sql } from "../../lib/db/connect.ts";
 import type { Ctx } from "../context.ts";
@@ -13,7 +14,10 @@ import { atMost, type Figure, figure } from "../report.ts";
 import { consoleWorld } from "../seed.ts";
 import { summarize } from "../stats.ts";
 import { outboxAges } from "../../services/console/outbox.ts";
-import { listDeliveries } from "../../services/console/deliveries.ts";
+import {
+  deliveryCounts,
+  listDeliveries,
+} from "../../services/console/deliveries.ts";
 import { closure } from "../../services/console/closure.ts";
 
 const TARGET = atMost(50, "p95 <= 50 ms");
@@ -43,6 +47,10 @@ export async function consoleApis(ctx: Ctx): Promise<Figure[]> {
         (sql) => listDeliveries(sql, sandboxId, { state: "dead" }),
       ],
       ["closure", (sql) => closure(sql, sandboxId)],
+      // The deliveries page: its tabs' counts, and its list (all states,
+      // newest first), which reads history.
+      ["delivery_counts", (sql) => deliveryCounts(sql, sandboxId)],
+      ["deliveries", (sql) => listDeliveries(sql, sandboxId)],
     ];
     const calls: Record<string, number> = {};
     for (const [name, call] of apis) {
@@ -81,7 +89,7 @@ export async function consoleApis(ctx: Ctx): Promise<Figure[]> {
       deadInReadSandbox: c.dead,
       calls,
       apis:
-        "outboxAges(sql, sandbox); listDeliveries(sql, sandbox, { state: 'dead' }); closure(sql, sandbox)",
+        "outboxAges(sql, sandbox); listDeliveries(sql, sandbox, { state: 'dead' }); closure(sql, sandbox); deliveryCounts(sql, sandbox); listDeliveries(sql, sandbox)",
       seeding:
         "INSERT ... SELECT generate_series, then VACUUM ANALYZE and CHECKPOINT",
     };

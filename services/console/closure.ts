@@ -146,9 +146,16 @@ export async function closureRows(
              d.created_at, (i.message_id is not null) as accepted, i.status as inbox_status
         from queue.deliveries d
         left join ${sql(`${subscriber}.inbox`)} i on i.message_id = d.message_id
+        ${
+      // "closed" reads history: the newest done rows, found through this
+      // sandbox's newest messages (migrations/0014).
+      state === "closed"
+        ? sql`join queue.messages m on m.message_id = d.message_id
+                and m.sandbox_id = ${sandboxId}`
+        : sql``}
        where d.subscriber = ${subscriber} and ${
       // Each cell reads only rows that can be in it, through the partial
-      // indexes; "closed" reads the newest done rows and stops at the limit.
+      // indexes; "closed" stops at the limit.
       {
         inFlight: sql`d.state in ('pending', 'in_flight')`,
         acceptedUnacked: sql`d.state in ('pending', 'in_flight')`,
@@ -158,7 +165,9 @@ export async function closureRows(
         mismatch: sql`d.state = 'done' and (not d.audited
           or d.id in (select delivery_id from queue.mismatches))`,
       }[state]}
-       order by d.id desc
+       order by ${
+      state === "closed" ? sql`m.published_at desc, d.id desc` : sql`d.id desc`
+    }
        limit ${limit * 2}`;
     return rows.filter((r) => classify(r.state, r.accepted) === state).slice(
       0,

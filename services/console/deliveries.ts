@@ -60,39 +60,65 @@ export interface DeliveryFilter {
   limit?: number;
 }
 
-/** Deliveries of one sandbox, newest first (dead letters: oldest first). */
+/**
+ * Deliveries of one sandbox, newest first (dead letters: oldest first).
+ * Open, dead and refused ones are few and each state has a partial index;
+ * done ones are history, found through this sandbox's newest messages
+ * (migrations/0014).
+ */
 export async function listDeliveries(
   sql: Sql,
   sandboxId: string,
   f: DeliveryFilter = {},
 ): Promise<DeliveryItem[]> {
+  const limit = Math.min(f.limit ?? 200, 1000);
+  const history = f.state === undefined || f.state === "done";
   const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
     sql`
-      select * from queue.deliveries
-       where true
+      select d.* from queue.deliveries d
+      ${
+      history
+        ? sql`join queue.messages m on m.message_id = d.message_id
+               where m.sandbox_id = ${sandboxId}`
+        : sql`where true`
+    }
        ${
       f.state === "retrying"
-        ? sql`and state = 'pending' and attempts > 0`
+        ? sql`and d.state = 'pending' and d.attempts > 0`
         : f.state
-        ? sql`and state = ${f.state}`
+        ? sql`and d.state = ${f.state}`
         : sql``
     }
-       ${f.subscriber ? sql`and subscriber = ${f.subscriber}` : sql``}
-       ${f.eventType ? sql`and type = ${f.eventType}` : sql``}
+       ${f.subscriber ? sql`and d.subscriber = ${f.subscriber}` : sql``}
+       ${f.eventType ? sql`and d.type = ${f.eventType}` : sql``}
        ${
       f.orderId
-        ? sql`and message_id in (select message_id from queue.messages
-                                  where aggregate_id = ${f.orderId})`
+        ? sql`and d.message_id in (select message_id from queue.messages
+                                    where aggregate_id = ${f.orderId})`
         : sql``
     }
-       ${f.since ? sql`and coalesce(dead_at, created_at) >= ${f.since}` : sql``}
-       ${f.until ? sql`and coalesce(dead_at, created_at) < ${f.until}` : sql``}
-       ${f.state === "dead" ? sql`order by dead_at, id` : sql`order by id desc`}
-       limit ${Math.min(f.limit ?? 200, 1000)}`);
+       ${
+      f.since ? sql`and coalesce(d.dead_at, d.created_at) >= ${f.since}` : sql``
+    }
+       ${
+      f.until ? sql`and coalesce(d.dead_at, d.created_at) < ${f.until}` : sql``
+    }
+       ${
+      f.state === "dead"
+        ? sql`order by d.dead_at, d.id`
+        : history
+        ? sql`order by m.published_at desc, d.id desc`
+        : sql`order by d.id desc`
+    }
+       limit ${limit}`);
   return rows.map(item);
 }
 
-/** Counts by state, for the tabs of the deliveries page. */
+/**
+ * Counts by state, for the tabs of the deliveries page, without reading
+ * history: open, dead and refused deliveries through their partial indexes;
+ * done ones are the closure audit's counters plus those not audited yet.
+ */
 export async function deliveryCounts(sql: Sql, sandboxId: string) {
   const rows = await asService(
     sql,
@@ -101,7 +127,17 @@ export async function deliveryCounts(sql: Sql, sandboxId: string) {
     ({ sql }) =>
       sql<{ state: string; retrying: boolean; n: number }[]>`
       select state, (state = 'pending' and attempts > 0) as retrying, count(*)::int as n
-        from queue.deliveries group by 1, 2`,
+        from queue.deliveries where state in ('pending', 'in_flight') group by 1, 2
+      union all
+      select 'dead', false, count(*)::int from queue.deliveries where state = 'dead'
+      union all
+      select 'refused', false, count(*)::int from queue.deliveries where state = 'refused'
+      union all
+      select 'done', false, count(*)::int from queue.deliveries
+       where state = 'done' and not audited
+      union all
+      select 'done', false, coalesce(sum(closed + mismatch), 0)::int
+        from queue.closure_counts`,
   );
   const counts: Record<string, number> = {
     pending: 0,
