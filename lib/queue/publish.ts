@@ -234,7 +234,7 @@ export class PgQueue implements Queue {
                (select array_agg(envelope->>'aggregateId' order by id)
                   from moved) as aggregate_ids,
                (select array_agg(distinct sandbox_id) from moved) as sandbox_ids,
-               (select array_agg(extract(epoch from now() - created_at)::float8)
+               (select array_agg(date_part('epoch', now() - created_at))
                   from moved) as lags,
                (select count(*)::int from woken) as notified,
                (select cardinality(ids) > 0 from faulted) as faulted`;

@@ -94,46 +94,62 @@ export async function outboxAges(
     "console",
     { sandboxId },
     async ({ sql }) => {
-      const groups: Group[] = [];
-      const oldest: Row[] = [];
-      for (const service of SENDERS) {
+      // Per sender two statements, all four sent at once: one scan of the
+      // pending rows grouped by type and age bucket (folded per type here),
+      // and the oldest rows through the pending index.
+      const read = await Promise.all(SENDERS.map((service) => {
         const table = sql(`${service}.outbox`);
-        groups.push(
-          ...await sql<Group[]>`
+        return Promise.all([
+          sql<(Group & { b: number })[]>`
           with p as (
             select type, next_attempt_at,
-                   extract(epoch from now() - created_at)::float8 as age
+                   date_part('epoch', now() - created_at) as age
               from ${table} where state <> 'published'
           )
           select ${service}::text as service, type,
+                 -- width_bucket: 0 below the first bound, i in
+                 -- [bound i-1, bound i), n past the last bound (+Inf).
+                 width_bucket(age, ${bounds}::float8[]) as b,
                  count(*)::int as pending,
                  count(*) filter (where next_attempt_at <= now())::int as ready,
                  count(*) filter (where next_attempt_at = 'infinity')::int as parked,
                  max(age) filter (where next_attempt_at <= now()) as oldest_ready,
                  max(age) as oldest
-            from p group by type`,
-        );
-        // width_bucket: 0 below the first bound, i in [bound i-1, bound i),
-        // n past the last bound (+Inf).
-        for (
-          const { b, n } of await sql<{ b: number; n: number }[]>`
-          select width_bucket(extract(epoch from now() - created_at)::float8,
-                              ${bounds}::float8[]) as b, count(*)::int as n
-            from ${table} where state <> 'published' group by b`
-        ) buckets[b] += n;
-        oldest.push(
-          ...await sql<Row[]>`
+            from p group by type, b`,
+          sql<Row[]>`
           select ${service}::text as service, message_id, type,
                  envelope->>'aggregateId' as order_id, state,
-                 extract(epoch from now() - created_at)::float8 as age,
+                 date_part('epoch', now() - created_at) as age,
                  attempts, last_error, next_attempt_at,
                  next_attempt_at <= now() as ready
             from ${table}
            where state <> 'published'
            order by id limit ${limit}`,
-        );
+        ]);
+      }));
+      const groups = new Map<string, Group>();
+      const later = (a: number | null, b: number | null) =>
+        a === null ? b : b === null ? a : Math.max(a, b);
+      for (const [cells] of read) {
+        for (const { b, ...cell } of cells) {
+          buckets[b] += cell.pending;
+          const key = `${cell.service}\u0000${cell.type}`;
+          const g = groups.get(key);
+          if (!g) {
+            groups.set(key, cell);
+            continue;
+          }
+          g.pending += cell.pending;
+          g.ready += cell.ready;
+          g.parked += cell.parked;
+          g.oldest_ready = later(g.oldest_ready, cell.oldest_ready);
+          g.oldest = later(g.oldest, cell.oldest);
+        }
       }
-      return { groups, oldest };
+      return {
+        groups: [...groups.values()],
+        oldest: read.flatMap(([, rows]) => rows),
+      };
     },
     { snapshot: true },
   );
