@@ -57,6 +57,16 @@ export async function asService<T>(
      * delivery, which the queue and the inboxes ignore.
      */
     bookkeeping?: boolean;
+    /**
+     * Plan each statement once per connection instead of at every run
+     * (plan_cache_mode force_generic_plan), for bookkeeping statements whose
+     * plan does not depend on their parameters. PostgreSQL plans a
+     * statement anew for its first five runs and keeps doing so when the
+     * plan without parameters looks dearer, which it does for anything with
+     * `LIMIT $n` (guessed at a tenth of the table): a consumer's claim spent
+     * 1.3 ms planning and 0.7 ms running (measured).
+     */
+    genericPlans?: boolean;
   } = {},
 ): Promise<T> {
   if (!SERVICE_NAME.test(service)) {
@@ -86,11 +96,14 @@ export async function asService<T>(
     // set_config(..., true) is SET LOCAL with a bound value: the role, the
     // sandbox and the scope end with the transaction. Bookkeeping also sets
     // its four switches; other transactions leave them alone.
+    const generic = bk && options.genericPlans
+      ? tx`, set_config('plan_cache_mode', 'force_generic_plan', true)`
+      : tx``;
     const switches = bk
       ? tx`, set_config('synchronous_commit', 'off', true),
           set_config('enable_seqscan', 'off', true),
           set_config('enable_sort', 'off', true),
-          set_config('jit', 'off', true)`
+          set_config('jit', 'off', true)${generic}`
       : tx``;
     const setup = tx`select set_config('role', ${service}, true),
       set_config('app.sandbox_id', ${
@@ -139,8 +152,12 @@ export function asBookkeeper<T>(
   sql: Sql,
   service: string,
   fn: (tx: ServiceTx) => Promise<T>,
+  options: { genericPlans?: boolean } = {},
 ): Promise<T> {
-  return asService(sql, service, "workers", fn, { bookkeeping: true });
+  return asService(sql, service, "workers", fn, {
+    bookkeeping: true,
+    genericPlans: options.genericPlans,
+  });
 }
 
 /** COMMIT found the transaction aborted by a statement nobody waited for. */

@@ -211,7 +211,7 @@ export class PgQueue implements Queue {
           update ${table} o
              set state = 'published', published_at = now(),
                  lease_owner = null, lease_expires_at = null
-            from due where o.id = due.id
+           where o.id = any(array(select id from due))
           returning o.id, o.sandbox_id, o.message_id, o.type, o.envelope,
                     o.created_at
         ), ${
@@ -248,6 +248,9 @@ export class PgQueue implements Queue {
         lagSeconds: row.lags ?? [],
         faulted: row.faulted,
       };
-    });
+      // Planned once per connection (see lib/queue/deliveries_sql.ts): a
+      // move of one row, as an idle relay makes, spent longer planning than
+      // running.
+    }, { genericPlans: true });
   }
 }
