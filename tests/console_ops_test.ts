@@ -8,6 +8,7 @@ import { CSP } from "../app.tsx";
 import { RECEIVERS } from "../services/routing.ts";
 import {
   deadLettersSettle,
+  eventually,
   orderSettles,
   payVia,
   placeOrderVia,
@@ -120,6 +121,32 @@ Deno.test("metrics: outbox, deliveries, dead letters and latency histograms afte
     ).map(([, v]) => v);
     assert.ok(kitchenBuckets.length > 2);
     assert.deepEqual(kitchenBuckets, [...kitchenBuckets].sort((a, b) => a - b));
+
+    // Done deliveries are counted from the closure audit's counters once it
+    // has seen them: the same figures after the audit as the rows say.
+    await eventually("the audit to count every done delivery", async () => {
+      const [{ n }] = await t.sql<{ n: number }[]>`
+        select count(*)::int as n from queue.deliveries
+         where state = 'done' and not audited`;
+      return n === 0;
+    });
+    const audited = samples(
+      await (await fetch(new URL("/metrics", t.url)))
+        .text(),
+    );
+    const rows = await t.sql<{ subscriber: string; n: number }[]>`
+      select subscriber, count(*)::int as n from queue.deliveries
+       where state = 'done' group by 1`;
+    assert.equal(rows.length, RECEIVERS.length + 1);
+    for (const { subscriber, n } of rows) {
+      assert.equal(
+        audited.get(
+          `bakery_deliveries{state="done",subscriber="${subscriber}"}`,
+        ),
+        n,
+        subscriber,
+      );
+    }
   });
 });
 
