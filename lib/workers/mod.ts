@@ -40,9 +40,12 @@ export interface MessagingOptions {
   /** The closure audit of done deliveries, run beside the consumers. */
   audit?: Omit<AuditOptions, "sql">;
   /**
-   * How long after a consumer's batch the audit looks (default 1000 ms):
-   * it then takes everything done meanwhile in one batch, away from the
-   * moments a delivery is waiting for the cores.
+   * How long after a consumer's batch the audit looks (default 250 ms): it
+   * then takes everything done meanwhile in one batch, away from the moments
+   * a delivery is waiting for the cores. A second made each batch big
+   * enough to hold up the deliveries around it: at 23 paid orders/s on 2
+   * cores, p99 from webhook to six applied 167 to 201 ms with 1000 ms, 91
+   * and 105 ms with 250 ms (bench --only steady, two or three runs).
    */
   auditDelayMs?: number;
   /** Called after a batch changed rows of these sandboxes (live views). */
@@ -156,7 +159,7 @@ export async function startMessaging(
     auditTimer = setTimeout(() => {
       auditTimer = undefined;
       auditor?.wake();
-    }, options.auditDelayMs ?? 1000);
+    }, options.auditDelayMs ?? 250);
   };
   if (options.roles?.consume ?? true) {
     for (let i = 0; i < (options.consumers ?? 4); i++) {
