@@ -8,6 +8,7 @@ import type { Sql } from "../lib/db/connect.ts";
 import { asService } from "../lib/db/service.ts";
 import { LATENCY_BUCKETS, Registry } from "../lib/metrics/mod.ts";
 import { SENDERS } from "./routing.ts";
+import { tallyDeliveries } from "./console/deliveries.ts";
 
 export function bakeryMetrics(sql: Sql) {
   const registry = new Registry();
@@ -62,28 +63,7 @@ export function bakeryMetrics(sql: Sql) {
     help: "Deliveries by state and subscriber.",
     read: () =>
       read(async ({ sql }) => {
-        // No scan of history: open, dead and refused deliveries through
-        // their partial indexes; done ones from the closure audit's
-        // counters plus the few not audited yet.
-        const rows = await sql<
-          { state: string; subscriber: string; n: number }[]
-        >`
-          select state, subscriber, sum(n)::int as n from (
-            select state, subscriber, count(*) as n from queue.deliveries
-             where state in ('pending', 'in_flight') group by 1, 2
-            union all
-            select 'dead', subscriber, count(*) from queue.deliveries
-             where state = 'dead' group by 2
-            union all
-            select 'refused', subscriber, count(*) from queue.deliveries
-             where state = 'refused' group by 2
-            union all
-            select 'done', subscriber, count(*) from queue.deliveries
-             where state = 'done' and not audited group by 2
-            union all
-            select 'done', subscriber, sum(closed + mismatch)
-              from queue.closure_counts group by 2
-          ) c group by 1, 2`;
+        const rows = await tallyDeliveries(sql);
         return rows.map((r) => ({
           labels: { state: r.state, subscriber: r.subscriber },
           value: r.n,

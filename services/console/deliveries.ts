@@ -3,7 +3,7 @@
  * delivery's attempt history and operator actions, and the dead letter list
  * with its filters (receiver, event type, time window), oldest first.
  */
-import type { Sql } from "../../lib/db/connect.ts";
+import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
 import type { DeliveryState } from "../../lib/queue/mod.ts";
 
@@ -114,30 +114,51 @@ export async function listDeliveries(
   return rows.map(item);
 }
 
+/** A count of deliveries in one state to one subscriber. */
+export interface DeliveryTally {
+  state: DeliveryState;
+  subscriber: string;
+  n: number;
+  /** Of those, pending with at least one attempt behind them. */
+  retrying: number;
+}
+
 /**
- * Counts by state, for the tabs of the deliveries page, without reading
- * history: open, dead and refused deliveries through their partial indexes;
- * done ones are the closure audit's counters plus those not audited yet.
+ * Deliveries by state and subscriber, within the transaction's scope,
+ * without reading history: open, dead and refused deliveries through their
+ * partial indexes; done ones are the closure audit's counters plus the few
+ * not audited yet. For the deliveries page's tabs and for /metrics.
  */
+export async function tallyDeliveries(sql: TxSql): Promise<DeliveryTally[]> {
+  return await sql<DeliveryTally[]>`
+    select state, subscriber, sum(n)::int as n, sum(retrying)::int as retrying
+      from (
+      select state, subscriber, count(*) as n,
+             count(*) filter (where state = 'pending' and attempts > 0) as retrying
+        from queue.deliveries where state in ('pending', 'in_flight')
+       group by 1, 2
+      union all
+      select 'dead', subscriber, count(*), 0 from queue.deliveries
+       where state = 'dead' group by 2
+      union all
+      select 'refused', subscriber, count(*), 0 from queue.deliveries
+       where state = 'refused' group by 2
+      union all
+      select 'done', subscriber, count(*), 0 from queue.deliveries
+       where state = 'done' and not audited group by 2
+      union all
+      select 'done', subscriber, sum(closed + mismatch), 0
+        from queue.closure_counts group by 2
+    ) c group by 1, 2`;
+}
+
+/** Counts by state, for the tabs of the deliveries page. */
 export async function deliveryCounts(sql: Sql, sandboxId: string) {
   const rows = await asService(
     sql,
     "console",
     { sandboxId },
-    ({ sql }) =>
-      sql<{ state: string; retrying: boolean; n: number }[]>`
-      select state, (state = 'pending' and attempts > 0) as retrying, count(*)::int as n
-        from queue.deliveries where state in ('pending', 'in_flight') group by 1, 2
-      union all
-      select 'dead', false, count(*)::int from queue.deliveries where state = 'dead'
-      union all
-      select 'refused', false, count(*)::int from queue.deliveries where state = 'refused'
-      union all
-      select 'done', false, count(*)::int from queue.deliveries
-       where state = 'done' and not audited
-      union all
-      select 'done', false, coalesce(sum(closed + mismatch), 0)::int
-        from queue.closure_counts`,
+    ({ sql }) => tallyDeliveries(sql),
   );
   const counts: Record<string, number> = {
     pending: 0,
@@ -149,7 +170,7 @@ export async function deliveryCounts(sql: Sql, sandboxId: string) {
   };
   for (const r of rows) {
     counts[r.state] += r.n;
-    if (r.retrying) counts.retrying += r.n;
+    counts.retrying += r.retrying;
   }
   return counts;
 }
