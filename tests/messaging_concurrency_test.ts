@@ -20,7 +20,12 @@ import {
   waitForDeliveries,
 } from "./_messaging.ts";
 import { connect, type Sql } from "../lib/db/connect.ts";
-import { type OutgoingMessage, PgQueue, type Queue } from "../lib/queue/mod.ts";
+import {
+  type Moved,
+  type OutgoingMessage,
+  PgQueue,
+  type Queue,
+} from "../lib/queue/mod.ts";
 
 const MESSAGES = 2_000;
 /** Orders per sender transaction, and transactions committed at once. */
@@ -34,6 +39,14 @@ interface Process {
   answers: Answer[];
 }
 
+/**
+ * Moves of at most this many rows: a wave of 400 rows is then several moves,
+ * and both relays, woken by the same notification, take part in it. With the
+ * relay's own 1,000 a wave fits in one move, and the relay that woke first
+ * could take every wave (seen once: 2,000 and 0).
+ */
+const MOVE_CHUNK = 50;
+
 function recordingQueue(inner: Queue, published: string[]): Queue {
   return {
     async publish(messages: OutgoingMessage[]) {
@@ -44,10 +57,30 @@ function recordingQueue(inner: Queue, published: string[]): Queue {
       return fresh;
     },
     async moveFrom(service, limit, faultNames) {
-      const moved = await inner.moveFrom!(service, limit, faultNames);
-      published.push(...moved.messageIds);
-      return moved;
+      // Up to `limit` rows, as the relay asked, in moves of MOVE_CHUNK; each
+      // move is its own transaction, so the other relay's moves run between.
+      let total: Moved | undefined;
+      while (true) {
+        const chunk = Math.min(MOVE_CHUNK, limit - (total?.rows ?? 0));
+        const moved = await inner.moveFrom!(service, chunk, faultNames);
+        published.push(...moved.messageIds);
+        total = total ? addMoved(total, moved) : moved;
+        if (moved.rows < chunk || total.rows >= limit) return total;
+      }
     },
+  };
+}
+
+function addMoved(a: Moved, b: Moved): Moved {
+  return {
+    rows: a.rows + b.rows,
+    published: a.published + b.published,
+    messageIds: [...a.messageIds, ...b.messageIds],
+    types: [...a.types, ...b.types],
+    aggregateIds: [...a.aggregateIds, ...b.aggregateIds],
+    sandboxIds: [...new Set([...a.sandboxIds, ...b.sandboxIds])],
+    lagSeconds: [...a.lagSeconds, ...b.lagSeconds],
+    faulted: a.faulted || b.faulted,
   };
 }
 

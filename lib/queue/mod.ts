@@ -18,6 +18,7 @@ export {
   refuse,
 } from "./dead_letters.ts";
 export {
+  type Moved,
   type OutgoingMessage,
   PgQueue,
   type Queue,
