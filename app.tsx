@@ -5,6 +5,8 @@
 import { Hono } from "hono";
 import type { Deps } from "./deps.ts";
 import { HttpError } from "./lib/http/errors.ts";
+import { ConnectionLost } from "./lib/db/service.ts";
+import { isConnectionError } from "./lib/db/reserved.ts";
 import { html } from "./lib/http/render.ts";
 import { sessionMiddleware } from "./lib/http/session_middleware.ts";
 import { Layout } from "./components/layout.tsx";
@@ -143,6 +145,20 @@ export function createApp(deps: Deps): Hono {
         { error: error.message, issues: error.issues },
         error.status,
       );
+    }
+    if (error instanceof ConnectionLost || isConnectionError(error)) {
+      // The database is restarting or out of reach: a moment's trouble, not
+      // a bug. What was not committed is gone; a command sent again with the
+      // same idempotency key cannot apply twice.
+      deps.log.warn("database_unavailable", {
+        method: c.req.method,
+        path: c.req.path,
+        error,
+      });
+      c.header("Retry-After", "1");
+      return c.json({
+        error: "the database is not answering right now; try again in a moment",
+      }, 503);
     }
     deps.log.error("http_error", {
       method: c.req.method,

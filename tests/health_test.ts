@@ -42,6 +42,37 @@ Deno.test("health: 200 while the database answers, 503 once it is gone", async (
   }
 });
 
+Deno.test("health: a request that needs the database while it is gone is a 503 with Retry-After, not a 500", async () => {
+  const db = await testDatabase({ max: 2 });
+  try {
+    const app = appFor(db.sql);
+    const signIn = () =>
+      app.fetch(
+        new Request("http://x/api/session", {
+          method: "POST",
+          headers: { origin: "http://x", "content-type": "application/json" },
+          body: JSON.stringify({ name: "Ada" }),
+        }),
+      );
+    assert.equal((await signIn()).status, 201);
+
+    const name = new URL(db.url).pathname.slice(1);
+    const admin = connect(adminUrl(), { max: 1 });
+    try {
+      await admin`drop database ${admin(name)} with (force)`;
+    } finally {
+      await admin.end();
+    }
+
+    const down = await signIn();
+    assert.equal(down.status, 503);
+    assert.equal(down.headers.get("retry-after"), "1");
+    assert.match((await down.json()).error, /database is not answering/);
+  } finally {
+    await db.drop();
+  }
+});
+
 Deno.test("health: an unknown API route is a 404 in JSON", async () => {
   await withTestDatabase(async ({ sql }) => {
     const app = appFor(sql);

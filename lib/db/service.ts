@@ -5,6 +5,7 @@
  * security shows it only the rows of that sandbox.
  */
 import type { ReservedSql, Sql, TxSql } from "./connect.ts";
+import { isConnectionError, reserveWatched } from "./reserved.ts";
 
 /** Whose rows a transaction may see: one sandbox, or all (relays, consumers). */
 export type Scope = { sandboxId: string } | "workers";
@@ -86,13 +87,19 @@ export async function asService<T>(
   // for BEGIN's answer (postgres.js's own begin() would). Should any of them
   // fail, the transaction is aborted, every later statement fails with it,
   // and COMMIT answers ROLLBACK, which is an error here.
-  const reserved = await sql.reserve();
-  const tx = withSavepoints(reserved);
+  // The connection is watched: should its server process go away, what is
+  // left of the transaction fails instead of ending the process (see
+  // lib/db/reserved.ts).
+  const conn = await reserveWatched(sql);
+  const tx = withSavepoints(conn.sql);
   let result: T;
+  let commitSent = false;
   try {
-    const begin = (options.snapshot
-      ? tx`begin isolation level repeatable read read only`
-      : tx`begin`).execute();
+    const begin = conn.begin(
+      options.snapshot
+        ? "begin isolation level repeatable read read only"
+        : "begin",
+    );
     // set_config(..., true) is SET LOCAL with a bound value: the role, the
     // sandbox and the scope end with the transaction. Bookkeeping also sets
     // its four switches; other transactions leave them alone.
@@ -120,11 +127,11 @@ export async function asService<T>(
       service,
       scope,
       pool: sql,
-      afterCommit: (f) =>
-        committed.push(f),
+      afterCommit: (f) => committed.push(f),
     });
     await begin;
     await setup;
+    commitSent = true;
     const done = await tx`commit`;
     if (done.command !== "COMMIT") {
       throw new RolledBack(
@@ -132,12 +139,19 @@ export async function asService<T>(
       );
     }
   } catch (error) {
-    // After a failed COMMIT (or a broken connection) there is nothing left
-    // to roll back; the first error is the one that tells.
+    const lost = conn.lost();
+    if (lost || isConnectionError(error)) {
+      // Nothing more goes to that connection, and it is not given back; the
+      // server rolls back a transaction whose connection has gone.
+      conn.abandon();
+      throw new ConnectionLost(commitSent, lost ?? error);
+    }
+    // After a failed COMMIT there is nothing left to roll back; the first
+    // error is the one that tells.
     await tx`rollback`.catch(() => {});
     throw error;
   } finally {
-    reserved.release();
+    conn.release();
   }
   for (const f of committed) f();
   return result;
@@ -158,6 +172,25 @@ export function asBookkeeper<T>(
     bookkeeping: true,
     genericPlans: options.genericPlans,
   });
+}
+
+/**
+ * The connection of a service transaction went away before its COMMIT was
+ * answered (the server process was terminated, the server restarted, the
+ * network failed). Before COMMIT was sent, the transaction did not commit;
+ * with COMMIT on its way, nobody can tell, so a caller that must know looks
+ * at the rows (commands are idempotent for that reason).
+ */
+export class ConnectionLost extends Error {
+  override name = "ConnectionLost";
+  constructor(readonly commitSent: boolean, cause: unknown) {
+    super(
+      commitSent
+        ? "the connection to PostgreSQL was lost while COMMIT was on its way: the transaction may or may not have committed"
+        : "the connection to PostgreSQL was lost during the transaction: nothing of it was committed",
+      { cause },
+    );
+  }
 }
 
 /** COMMIT found the transaction aborted by a statement nobody waited for. */

@@ -1,0 +1,119 @@
+/**
+ * A reserved connection that outlives the loss of its server process.
+ *
+ * postgres.js 3.4.9 does not, on its own: once the socket of a reserved
+ * connection has closed (the backend was terminated, the server restarted,
+ * the network dropped), the next statement sent on it throws a TypeError
+ * from a timer, outside any promise. That is an uncaught exception, which
+ * ends a Deno process, and the statement's promise never settles. And
+ * `release()` puts the dead connection back among the pool's open ones,
+ * where the pool's next query meets the same end (both seen here; the
+ * library's tracker has the first as an open issue).
+ *
+ * So the first statement goes with the query option that postgres.js's own
+ * `begin()` uses to learn its connection (`onexecute`), and the connection's
+ * `onclose` hook, which the pool calls when the socket has closed, marks it
+ * lost. From then on every statement goes to a pool that has ended, which
+ * fails it at once (CONNECTION_ENDED), and `release()` does nothing: the pool
+ * has already counted the connection as closed and opens a new one when it
+ * needs one. Both are internals of the pinned version; the tests in
+ * tests/service_connection_test.ts fail the day they change.
+ */
+import postgres from "postgres";
+import type { ReservedSql, Sql } from "./connect.ts";
+
+/** What postgres.js's connection offers that is used here. */
+interface PgConnection {
+  onclose: ((error: Error) => void) | null;
+}
+
+export interface WatchedConnection {
+  /** The reserved connection; after a loss, statements fail at once. */
+  sql: ReservedSql;
+  /** Sends `text` (BEGIN ...) as the first statement, and starts watching. */
+  begin(text: string): Promise<unknown>;
+  /** The error that closed the connection, once it has. */
+  lost(): Error | undefined;
+  /**
+   * Marks the connection as going away (an error said so before its socket
+   * closed): it will not be given back.
+   */
+  abandon(): void;
+  /**
+   * Back to the pool, unless it was lost or abandoned: the pool moves it to
+   * its closed ones when the socket closes, and opens a new one in its place.
+   */
+  release(): void;
+}
+
+let ended: Sql | undefined;
+
+/** A pool that has ended: every statement sent to it fails at once. */
+function endedPool(): Sql {
+  if (!ended) {
+    ended = postgres({ max: 1, onnotice: () => {} });
+    ended.end().catch(() => {});
+  }
+  return ended;
+}
+
+/** Reserves a connection of `pool` and watches it for loss. */
+export async function reserveWatched(pool: Sql): Promise<WatchedConnection> {
+  const reserved = await pool.reserve();
+  let connection: PgConnection | undefined;
+  let lostWith: Error | undefined;
+  let abandoned = false;
+  const sql = new Proxy(reserved, {
+    apply(target, self, args) {
+      return Reflect.apply(lostWith ? endedPool() : target, self, args);
+    },
+    get(target, key) {
+      if (lostWith && (key === "unsafe" || key === "file")) {
+        return Reflect.get(endedPool(), key);
+      }
+      return Reflect.get(target, key);
+    },
+  }) as ReservedSql;
+  const onexecute = (c: PgConnection) => {
+    connection = c;
+    c.onclose = (error) => {
+      lostWith = error;
+    };
+    // The answer postgres.js's begin() gives: the connection may take the
+    // next statement now.
+    return true;
+  };
+  return {
+    sql,
+    begin: (text) =>
+      reserved.unsafe(text, [], { onexecute } as postgres.UnsafeQueryOptions)
+        .execute(),
+    lost: () => lostWith,
+    abandon: () => {
+      abandoned = true;
+    },
+    release: () => {
+      if (lostWith || abandoned) return;
+      if (connection) connection.onclose = null;
+      reserved.release();
+    },
+  };
+}
+
+/**
+ * True for an error of the connection rather than of a statement: the
+ * socket closed or failed, the pool has ended, or the server said it is
+ * ending the session (severity FATAL, as for a terminated process, or
+ * PANIC). After one, nothing more should be sent on that connection; the
+ * server rolls back what it had open.
+ */
+export function isConnectionError(error: unknown): boolean {
+  if (error instanceof postgres.PostgresError) {
+    return error.severity === "FATAL" || error.severity === "PANIC";
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" &&
+    (code.startsWith("CONNECTION_") || code === "CONNECT_TIMEOUT" ||
+      /^E(CONNRESET|CONNREFUSED|CONNABORTED|PIPE|TIMEDOUT|HOSTUNREACH|NETUNREACH)$/
+        .test(code));
+}

@@ -1,0 +1,135 @@
+/**
+ * A service transaction whose server process goes away (terminated here, as
+ * a restart or an operator would) fails with ConnectionLost: it does not end
+ * the process, does not hang, commits nothing, and the pool serves the next
+ * transactions on new connections. Without lib/db/reserved.ts, postgres.js
+ * throws an uncaught TypeError on the next statement, which fails this file.
+ */
+import assert from "node:assert/strict";
+import { withTestDatabase } from "./_db.ts";
+import { connect, type Sql } from "../lib/db/connect.ts";
+import { asService, ConnectionLost } from "../lib/db/service.ts";
+
+/** Terminates a server process and waits until it is gone. */
+async function terminate(admin: Sql, pid: number) {
+  await admin`select pg_terminate_backend(${pid})`;
+  for (let i = 0; i < 100; i++) {
+    const [row] = await admin<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity where pid = ${pid}`;
+    if (row.n === 0) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`process ${pid} did not end`);
+}
+
+async function setUp(sql: Sql) {
+  await sql`create table platform.probe (n int primary key)`;
+  await sql`grant select, insert on platform.probe to orders`;
+}
+
+async function probeRows(sql: Sql): Promise<number[]> {
+  return (await sql<{ n: number }[]>`select n from platform.probe order by n`)
+    .map((r) => r.n);
+}
+
+/**
+ * The pool (of one connection) serves statements and service transactions
+ * again. postgres.js 3.4.9 keeps the server's last words to a connection
+ * terminated mid-statement (57P01) and hands them to the first statement
+ * after it reconnects: that one may fail, in those words, and only that one.
+ */
+async function poolGoesOn(pool: Sql, n: number) {
+  const first = await pool`select 1`.then(() => null, (e: Error) => e);
+  if (first) assert.match(first.message, /terminating connection/);
+  for (let i = 0; i < 3; i++) await pool`select 1`;
+  await asService(pool, "orders", "workers", async ({ sql }) => {
+    await sql`insert into platform.probe values (${n})`;
+  });
+}
+
+Deno.test("connection lost between two statements: ConnectionLost, nothing committed, the pool goes on", async () => {
+  await withTestDatabase(async (db) => {
+    await setUp(db.sql);
+    const pool = connect(db.url, { max: 1, applicationName: "test-lost" });
+    try {
+      const attempt = asService(pool, "orders", "workers", async ({ sql }) => {
+        await sql`insert into platform.probe values (1)`;
+        const [{ pid }] = await sql<{ pid: number }[]>`
+          select pg_backend_pid() as pid`;
+        await terminate(db.sql, pid);
+        // Long enough for the client to have seen its socket close.
+        await new Promise((r) => setTimeout(r, 100));
+        await sql`insert into platform.probe values (2)`;
+      });
+      const error = await attempt.then(
+        () => assert.fail("the transaction committed"),
+        (e) => e,
+      );
+      assert.ok(error instanceof ConnectionLost, String(error));
+      assert.equal(error.commitSent, false);
+      assert.match(error.message, /nothing of it was committed/);
+      assert.deepEqual(await probeRows(db.sql), []);
+
+      await poolGoesOn(pool, 3);
+      assert.deepEqual(await probeRows(db.sql), [3]);
+    } finally {
+      await pool.end({ timeout: 5 });
+    }
+  });
+});
+
+Deno.test("connection lost during a statement: ConnectionLost, nothing committed, the pool goes on", async () => {
+  await withTestDatabase(async (db) => {
+    await setUp(db.sql);
+    const pool = connect(db.url, { max: 1, applicationName: "test-lost" });
+    try {
+      let pid = 0;
+      const attempt = asService(pool, "orders", "workers", async ({ sql }) => {
+        await sql`insert into platform.probe values (1)`;
+        [{ pid }] = await sql<{ pid: number }[]>`
+          select pg_backend_pid() as pid`;
+        // Still running when its process is terminated.
+        await sql`select pg_sleep(30)`;
+      });
+      attempt.catch(() => {});
+      while (pid === 0) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 50));
+      await terminate(db.sql, pid);
+      const error = await attempt.then(
+        () => assert.fail("the transaction committed"),
+        (e) => e,
+      );
+      assert.ok(error instanceof ConnectionLost, String(error));
+      assert.equal(error.commitSent, false);
+      assert.deepEqual(await probeRows(db.sql), []);
+
+      await poolGoesOn(pool, 4);
+      assert.deepEqual(await probeRows(db.sql), [4]);
+    } finally {
+      await pool.end({ timeout: 5 });
+    }
+  });
+});
+
+Deno.test("a statement error on a live connection still rolls back and gives the connection back", async () => {
+  await withTestDatabase(async (db) => {
+    await setUp(db.sql);
+    const pool = connect(db.url, { max: 1, applicationName: "test-lost" });
+    try {
+      await assert.rejects(
+        () =>
+          asService(pool, "orders", "workers", async ({ sql }) => {
+            await sql`insert into platform.probe values (5)`;
+            await sql`insert into platform.probe values (5)`;
+          }),
+        (e: Error) =>
+          !(e instanceof ConnectionLost) && /duplicate/.test(e.message),
+      );
+      // One connection in the pool: it was given back, and works.
+      await poolGoesOn(pool, 6);
+      assert.deepEqual(await probeRows(db.sql), [6]);
+    } finally {
+      await pool.end({ timeout: 5 });
+    }
+  });
+});
