@@ -6,6 +6,7 @@
  * only code that deletes messaging rows (dead letters included).
  */
 import type { Sql } from "../lib/db/connect.ts";
+import { asOwner } from "../lib/db/service.ts";
 import type { Logger } from "../lib/log/mod.ts";
 
 /** The wipe boundary at or before `now`: 10:00 UTC today or yesterday. */
@@ -53,7 +54,7 @@ export async function wipeDue(
     where cutoff = ${cutoff} and finished_at is not null`;
   if (done) return idle;
   try {
-    return await sql.begin(async (tx) => {
+    return await asOwner(sql, async (tx) => {
       const [{ locked }] =
         await tx`select pg_try_advisory_xact_lock(${LOCK_KEY}) as locked`;
       if (!locked) return idle;

@@ -1,14 +1,15 @@
 /**
- * A service transaction whose server process goes away (terminated here, as
- * a restart or an operator would) fails with ConnectionLost: it does not end
- * the process, does not hang, commits nothing, and the pool serves the next
- * transactions on new connections. Without lib/db/reserved.ts, postgres.js
- * throws an uncaught TypeError on the next statement, which fails this file.
+ * A service transaction (or the owner's, as the daily wipe runs) whose server
+ * process goes away (terminated here, as a restart or an operator would)
+ * fails with ConnectionLost: it does not end the process, does not hang,
+ * commits nothing, and the pool serves the next transactions on new
+ * connections. Without lib/db/reserved.ts, postgres.js throws an uncaught
+ * TypeError on the next statement, which fails this file.
  */
 import assert from "node:assert/strict";
 import { withTestDatabase } from "./_db.ts";
-import { connect, type Sql } from "../lib/db/connect.ts";
-import { asService, ConnectionLost } from "../lib/db/service.ts";
+import { connect, type Sql, type TxSql } from "../lib/db/connect.ts";
+import { asOwner, asService, ConnectionLost } from "../lib/db/service.ts";
 
 /** Terminates a server process and waits until it is gone. */
 async function terminate(admin: Sql, pid: number) {
@@ -47,36 +48,45 @@ async function poolGoesOn(pool: Sql, n: number) {
   });
 }
 
-Deno.test("connection lost between two statements: ConnectionLost, nothing committed, the pool goes on", async () => {
-  await withTestDatabase(async (db) => {
-    await setUp(db.sql);
-    const pool = connect(db.url, { max: 1, applicationName: "test-lost" });
-    try {
-      const attempt = asService(pool, "orders", "workers", async ({ sql }) => {
-        await sql`insert into platform.probe values (1)`;
-        const [{ pid }] = await sql<{ pid: number }[]>`
-          select pg_backend_pid() as pid`;
-        await terminate(db.sql, pid);
-        // Long enough for the client to have seen its socket close.
-        await new Promise((r) => setTimeout(r, 100));
-        await sql`insert into platform.probe values (2)`;
-      });
-      const error = await attempt.then(
-        () => assert.fail("the transaction committed"),
-        (e) => e,
-      );
-      assert.ok(error instanceof ConnectionLost, String(error));
-      assert.equal(error.commitSent, false);
-      assert.match(error.message, /nothing of it was committed/);
-      assert.deepEqual(await probeRows(db.sql), []);
+/** A transaction as the orders service, or as the owner (the wipe's way). */
+const RUNNERS = {
+  asService: <T>(pool: Sql, fn: (sql: TxSql) => Promise<T>) =>
+    asService(pool, "orders", "workers", ({ sql }) => fn(sql)),
+  asOwner,
+};
 
-      await poolGoesOn(pool, 3);
-      assert.deepEqual(await probeRows(db.sql), [3]);
-    } finally {
-      await pool.end({ timeout: 5 });
-    }
+for (const [name, run] of Object.entries(RUNNERS)) {
+  Deno.test(`${name}: connection lost between two statements: ConnectionLost, nothing committed, the pool goes on`, async () => {
+    await withTestDatabase(async (db) => {
+      await setUp(db.sql);
+      const pool = connect(db.url, { max: 1, applicationName: "test-lost" });
+      try {
+        const attempt = run(pool, async (sql) => {
+          await sql`insert into platform.probe values (1)`;
+          const [{ pid }] = await sql<{ pid: number }[]>`
+            select pg_backend_pid() as pid`;
+          await terminate(db.sql, pid);
+          // Long enough for the client to have seen its socket close.
+          await new Promise((r) => setTimeout(r, 100));
+          await sql`insert into platform.probe values (2)`;
+        });
+        const error = await attempt.then(
+          () => assert.fail("the transaction committed"),
+          (e) => e,
+        );
+        assert.ok(error instanceof ConnectionLost, String(error));
+        assert.equal(error.commitSent, false);
+        assert.match(error.message, /nothing of it was committed/);
+        assert.deepEqual(await probeRows(db.sql), []);
+
+        await poolGoesOn(pool, 3);
+        assert.deepEqual(await probeRows(db.sql), [3]);
+      } finally {
+        await pool.end({ timeout: 5 });
+      }
+    });
   });
-});
+}
 
 Deno.test("connection lost during a statement: ConnectionLost, nothing committed, the pool goes on", async () => {
   await withTestDatabase(async (db) => {

@@ -73,7 +73,6 @@ export async function asService<T>(
   if (!SERVICE_NAME.test(service)) {
     throw new TypeError(`not a service name: ${JSON.stringify(service)}`);
   }
-  const committed: (() => void)[] = [];
   // Bookkeeping reads only through partial indexes of pending rows. The
   // planner cannot know that the sandbox policy lets a worker see every row
   // (it guesses 0.5 %), so it would seq-scan and sort the whole backlog to
@@ -82,55 +81,79 @@ export async function asService<T>(
   // PostgreSQL JIT-compile every statement that sorts a few rows (800 ms for
   // a relay batch, measured): bookkeeping runs with jit off.
   const bk = options.bookkeeping ?? false;
-  // BEGIN, the setup and `fn`'s first statement leave in one round trip: a
-  // reserved connection runs what it is sent in order, and nothing waits
-  // for BEGIN's answer (postgres.js's own begin() would). Should any of them
-  // fail, the transaction is aborted, every later statement fails with it,
-  // and COMMIT answers ROLLBACK, which is an error here.
-  // The connection is watched: should its server process go away, what is
-  // left of the transaction fails instead of ending the process (see
-  // lib/db/reserved.ts).
+  return await transaction(
+    sql,
+    options.snapshot
+      ? "begin isolation level repeatable read read only"
+      : "begin",
+    (tx) => {
+      // set_config(..., true) is SET LOCAL with a bound value: the role, the
+      // sandbox and the scope end with the transaction. Bookkeeping also
+      // sets its four switches; other transactions leave them alone.
+      const generic = bk && options.genericPlans
+        ? tx`, set_config('plan_cache_mode', 'force_generic_plan', true)`
+        : tx``;
+      const switches = bk
+        ? tx`, set_config('synchronous_commit', 'off', true),
+            set_config('enable_seqscan', 'off', true),
+            set_config('enable_sort', 'off', true),
+            set_config('jit', 'off', true)${generic}`
+        : tx``;
+      return tx`select set_config('role', ${service}, true),
+        set_config('app.sandbox_id', ${
+        scope === "workers" ? "" : scope.sandboxId
+      }, true),
+        set_config('app.scope', ${
+        scope === "workers" ? "workers" : ""
+      }, true)${switches}`.execute();
+    },
+    (tx, afterCommit) =>
+      fn({ sql: tx, service, scope, pool: sql, afterCommit }),
+  );
+}
+
+/**
+ * Runs `fn` in one transaction as the pool's own user, with no role or
+ * sandbox set: for the platform's own jobs that reach every schema (the
+ * daily wipe). Commits when `fn` resolves, rolls back when it throws, and
+ * fails with {@link ConnectionLost} as a service transaction does.
+ */
+export async function asOwner<T>(
+  sql: Sql,
+  fn: (tx: TxSql) => Promise<T>,
+): Promise<T> {
+  return await transaction(sql, "begin", null, (tx) => fn(tx));
+}
+
+/**
+ * The transaction itself. BEGIN, the setup and `fn`'s first statement leave
+ * in one round trip: a reserved connection runs what it is sent in order,
+ * and nothing waits for BEGIN's answer (postgres.js's own begin() would).
+ * Should any of them fail, the transaction is aborted, every later statement
+ * fails with it, and COMMIT answers ROLLBACK, which is an error here. The
+ * connection is watched: should its server process go away, what is left of
+ * the transaction fails instead of ending the process (lib/db/reserved.ts).
+ */
+async function transaction<T>(
+  sql: Sql,
+  beginText: string,
+  setup: ((tx: TxSql) => Promise<unknown>) | null,
+  fn: (tx: TxSql, afterCommit: (f: () => void) => void) => Promise<T>,
+): Promise<T> {
+  const committed: (() => void)[] = [];
   const conn = await reserveWatched(sql);
   const tx = withSavepoints(conn.sql);
   let result: T;
   let commitSent = false;
   try {
-    const begin = conn.begin(
-      options.snapshot
-        ? "begin isolation level repeatable read read only"
-        : "begin",
-    );
-    // set_config(..., true) is SET LOCAL with a bound value: the role, the
-    // sandbox and the scope end with the transaction. Bookkeeping also sets
-    // its four switches; other transactions leave them alone.
-    const generic = bk && options.genericPlans
-      ? tx`, set_config('plan_cache_mode', 'force_generic_plan', true)`
-      : tx``;
-    const switches = bk
-      ? tx`, set_config('synchronous_commit', 'off', true),
-          set_config('enable_seqscan', 'off', true),
-          set_config('enable_sort', 'off', true),
-          set_config('jit', 'off', true)${generic}`
-      : tx``;
-    const setup = tx`select set_config('role', ${service}, true),
-      set_config('app.sandbox_id', ${
-      scope === "workers" ? "" : scope.sandboxId
-    }, true),
-      set_config('app.scope', ${
-      scope === "workers" ? "workers" : ""
-    }, true)${switches}`.execute();
+    const begin = conn.begin(beginText);
+    const set = setup?.(tx) ?? Promise.resolve();
     // Read after `fn`, so that their failure is not unhandled meanwhile.
     begin.catch(() => {});
-    setup.catch(() => {});
-    result = await fn({
-      sql: tx,
-      service,
-      scope,
-      pool: sql,
-      afterCommit: (f) => committed.push(f),
-    });
+    set.catch(() => {});
+    result = await fn(tx, (f) => committed.push(f));
     await begin;
-    await setup;
+    await set;
     commitSent = true;
     const done = await tx`commit`;
     if (done.command !== "COMMIT") {
