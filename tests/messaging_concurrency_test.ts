@@ -81,6 +81,7 @@ function addMoved(a: Moved, b: Moved): Moved {
     sandboxIds: [...new Set([...a.sandboxIds, ...b.sandboxIds])],
     lagSeconds: [...a.lagSeconds, ...b.lagSeconds],
     faulted: a.faulted || b.faulted,
+    busy: a.rows + b.rows === 0 && (a.busy || b.busy),
   };
 }
 

@@ -196,3 +196,69 @@ Deno.test("a relay tick drains a backlog with moves side by side: every row once
     assert.equal(n, 70 * RECEIVERS.length);
   });
 });
+
+Deno.test("move slots: with every slot of an outbox held by other moves, a move is busy and touches nothing; a relay tick waits a moment", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    const sandbox = await createSandbox(sql, "slots");
+    await placeOrders(sql, sandbox, ["S1", "S2", "S3"]);
+    const queue = new PgQueue(sql, ROUTING, { moveSlots: 2 });
+
+    // Two moves in flight elsewhere: two transactions holding both slots,
+    // taken the way a move takes one.
+    const holders = await Promise.all([sql.reserve(), sql.reserve()]);
+    try {
+      for (const holder of holders) {
+        await holder`begin`;
+        const [{ moved }] = await holder<{ moved: number }[]>`
+          select count(*)::int as moved from (
+            select s from generate_series(0, 1) as s
+             where pg_try_advisory_xact_lock(${0x6d6f7665},
+                     hashtext(${SENDER}) # s)
+             limit 1) x`;
+        assert.equal(moved, 1);
+      }
+      const busy = await queue.moveFrom(SENDER, 10, FAULTS);
+      assert.equal(busy.busy, true);
+      assert.equal(busy.rows, 0);
+      assert.equal(
+        await count(sql, `${SENDER}.outbox`, sql`state = 'published'`),
+        0,
+      );
+      // A third slot would have been free: the limit is the queue's.
+      const wider = await new PgQueue(sql, ROUTING, { moveSlots: 3 })
+        .moveFrom(SENDER, 1, FAULTS);
+      assert.equal(wider.busy, false);
+      assert.equal(wider.rows, 1);
+
+      const { logger } = memoryLogger("warn");
+      const before = Date.now();
+      const tick = await relayOnce({
+        sql,
+        service: SENDER,
+        queue,
+        owner: "test-relay",
+        log: logger,
+        faults: pgFaults(sql),
+        retryMs: 1000,
+      });
+      assert.equal(tick.more, false);
+      assert.ok(tick.nextDueAt, "a busy relay says when to look again");
+      const wait = tick.nextDueAt!.getTime() - before;
+      assert.ok(wait > 0 && wait <= 1000, `looks again in ${wait} ms`);
+    } finally {
+      for (const holder of holders) {
+        await holder`rollback`;
+        holder.release();
+      }
+    }
+    // Slots free again: the rest moves.
+    const after = await queue.moveFrom(SENDER, 10, FAULTS);
+    assert.equal(after.busy, false);
+    assert.equal(after.rows, 2);
+    assert.equal(
+      await count(sql, `${SENDER}.outbox`, sql`state = 'published'`),
+      3,
+    );
+  });
+});

@@ -34,6 +34,11 @@ export interface Moved {
   lagSeconds: number[];
   /** Whether some sandbox has a relay fault on (its rows were left). */
   faulted: boolean;
+  /**
+   * Other moves of this outbox held every slot (see PgQueue's `moveSlots`):
+   * nothing was looked at, and rows may well be due.
+   */
+  busy: boolean;
 }
 
 /** What any transport offers the relay. */
@@ -121,8 +126,31 @@ function messagesAndDeliveries(
 }
 
 /** The PostgreSQL transport: tables in the `queue` schema. */
+/** The first key of the move slots' advisory locks (the second is the slot). */
+const MOVE_SLOT_LOCK = 0x6d6f7665; // "move"
+
 export class PgQueue implements Queue {
-  constructor(readonly sql: Sql, readonly routing: Routing) {}
+  /**
+   * At most `moveSlots` moves from one outbox run at once, across every
+   * process on this database (default 2, one per core here). Each move
+   * takes a slot, a transaction-level advisory lock, or does nothing and
+   * says it was busy. Two relay processes with two side-by-side moves each
+   * ran four moves at once, and drained a backlog a quarter slower than
+   * one process (12,026 and 13,043 against 18,413 and 16,226 msg/s, bench
+   * --only relay); two moves at once were the fastest.
+   */
+  readonly moveSlots: number;
+
+  constructor(
+    readonly sql: Sql,
+    readonly routing: Routing,
+    options: { moveSlots?: number } = {},
+  ) {
+    this.moveSlots = options.moveSlots ?? 2;
+    if (!Number.isInteger(this.moveSlots) || this.moveSlots < 1) {
+      throw new RangeError(`moveSlots must be a whole number >= 1`);
+    }
+  }
 
   /** The routes of `types`. */
   #routes(types: Iterable<string>): Routes {
@@ -194,9 +222,15 @@ export class PgQueue implements Queue {
           lags: number[] | null;
           notified: number;
           faulted: boolean;
+          busy: boolean;
         }[]
       >`
-        with faulted as materialized (
+        with slot as materialized (
+          select s from generate_series(0, ${this.moveSlots - 1}) as s
+           where pg_try_advisory_xact_lock(${MOVE_SLOT_LOCK},
+                   hashtext(${service}) # s)
+           limit 1
+        ), faulted as materialized (
           select coalesce(array_agg(distinct sandbox_id), '{}') as ids
             from platform.faults
            where enabled and name = any(${faultNames as string[]}::text[])
@@ -204,6 +238,7 @@ export class PgQueue implements Queue {
           select o.id from ${table} o
            where o.state <> 'published' and o.next_attempt_at <= now()
              and o.sandbox_id <> all((select ids from faulted)::uuid[])
+             and exists (select from slot)
            order by o.id
            limit ${limit}
            for update skip locked
@@ -237,7 +272,8 @@ export class PgQueue implements Queue {
                (select array_agg(date_part('epoch', now() - created_at))
                   from moved) as lags,
                (select count(*)::int from woken) as notified,
-               (select cardinality(ids) > 0 from faulted) as faulted`;
+               (select cardinality(ids) > 0 from faulted) as faulted,
+               not exists (select from slot) as busy`;
       return {
         rows: row.rows,
         published: row.published,
@@ -247,6 +283,7 @@ export class PgQueue implements Queue {
         sandboxIds: row.sandbox_ids ?? [],
         lagSeconds: row.lags ?? [],
         faulted: row.faulted,
+        busy: row.busy,
       };
       // Planned once per connection, as the consumers' claim is (see
       // lib/queue/deliveries_sql.ts): the move alone went from 11,773 to

@@ -23,6 +23,9 @@ import {
   nextOutboxDue,
 } from "./outbox_sql.ts";
 
+/** How soon a relay that found every move slot taken looks again. */
+const BUSY_RETRY_MS = 100;
+
 /** Fault switches the relay obeys. */
 export const RELAY_FAULTS = {
   /** The queue refuses the publish of this sandbox's messages. */
@@ -81,6 +84,15 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
     return moved;
   };
   const first = await move();
+  if (first.busy) {
+    // Other relays hold every move slot of this outbox: they are draining
+    // it. Look again shortly, in case they stop before it is empty.
+    return {
+      more: false,
+      nextDueAt: new Date(Date.now() + BUSY_RETRY_MS),
+      touched: [],
+    };
+  }
   const touched = new Set(first.sandboxIds);
   let faulted = first.faulted;
   // A full batch means a backlog: drain it with `parallel` moves side by
@@ -96,7 +108,7 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
           const b = await move();
           b.sandboxIds.forEach((id) => touched.add(id));
           faulted ||= b.faulted;
-          if (b.rows < limit) return;
+          if (b.rows < limit) return; // also when busy: another move has it
         }
         full = true;
       }),
