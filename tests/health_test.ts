@@ -12,6 +12,17 @@ function appFor(sql: ReturnType<typeof connect>) {
   return createApp(testDeps(sql));
 }
 
+/** Drops the test database while the app's pool still points at it. */
+async function dropUnderTheApp(db: { url: string }) {
+  const name = new URL(db.url).pathname.slice(1);
+  const admin = connect(adminUrl(), { max: 1 });
+  try {
+    await admin`drop database ${admin(name)} with (force)`;
+  } finally {
+    await admin.end();
+  }
+}
+
 Deno.test("health: 200 while the database answers, 503 once it is gone", async () => {
   const db = await testDatabase({ max: 2 });
   try {
@@ -20,13 +31,7 @@ Deno.test("health: 200 while the database answers, 503 once it is gone", async (
     assert.equal(up.status, 200);
     assert.deepEqual(await up.json(), { status: "ok", database: "up" });
 
-    const name = new URL(db.url).pathname.slice(1);
-    const admin = connect(adminUrl(), { max: 1 });
-    try {
-      await admin`drop database ${admin(name)} with (force)`;
-    } finally {
-      await admin.end();
-    }
+    await dropUnderTheApp(db);
 
     const started = Date.now();
     const down = await app.fetch(new Request("http://x/health"));
@@ -56,13 +61,7 @@ Deno.test("health: a request that needs the database while it is gone is a 503 w
       );
     assert.equal((await signIn()).status, 201);
 
-    const name = new URL(db.url).pathname.slice(1);
-    const admin = connect(adminUrl(), { max: 1 });
-    try {
-      await admin`drop database ${admin(name)} with (force)`;
-    } finally {
-      await admin.end();
-    }
+    await dropUnderTheApp(db);
 
     const down = await signIn();
     assert.equal(down.status, 503);

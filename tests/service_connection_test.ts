@@ -7,7 +7,7 @@
  * TypeError on the next statement, which fails this file.
  */
 import assert from "node:assert/strict";
-import { withTestDatabase } from "./_db.ts";
+import { type TestDatabase, withTestDatabase } from "./_db.ts";
 import { connect, type Sql, type TxSql } from "../lib/db/connect.ts";
 import { asOwner, asService, ConnectionLost } from "../lib/db/service.ts";
 
@@ -23,9 +23,24 @@ async function terminate(admin: Sql, pid: number) {
   throw new Error(`process ${pid} did not end`);
 }
 
-async function setUp(sql: Sql) {
-  await sql`create table platform.probe (n int primary key)`;
-  await sql`grant select, insert on platform.probe to orders`;
+/**
+ * A fresh database with a probe table the orders role may write, and a pool
+ * of one connection on it (so the connection that is lost is the one the
+ * next statement gets).
+ */
+async function withProbePool(
+  fn: (db: TestDatabase, pool: Sql) => Promise<void>,
+) {
+  await withTestDatabase(async (db) => {
+    await db.sql`create table platform.probe (n int primary key)`;
+    await db.sql`grant select, insert on platform.probe to orders`;
+    const pool = connect(db.url, { max: 1, applicationName: "test-lost" });
+    try {
+      await fn(db, pool);
+    } finally {
+      await pool.end({ timeout: 5 });
+    }
+  });
 }
 
 async function probeRows(sql: Sql): Promise<number[]> {
@@ -57,89 +72,71 @@ const RUNNERS = {
 
 for (const [name, run] of Object.entries(RUNNERS)) {
   Deno.test(`${name}: connection lost between two statements: ConnectionLost, nothing committed, the pool goes on`, async () => {
-    await withTestDatabase(async (db) => {
-      await setUp(db.sql);
-      const pool = connect(db.url, { max: 1, applicationName: "test-lost" });
-      try {
-        const attempt = run(pool, async (sql) => {
-          await sql`insert into platform.probe values (1)`;
-          const [{ pid }] = await sql<{ pid: number }[]>`
-            select pg_backend_pid() as pid`;
-          await terminate(db.sql, pid);
-          // Long enough for the client to have seen its socket close.
-          await new Promise((r) => setTimeout(r, 100));
-          await sql`insert into platform.probe values (2)`;
-        });
-        const error = await attempt.then(
-          () => assert.fail("the transaction committed"),
-          (e) => e,
-        );
-        assert.ok(error instanceof ConnectionLost, String(error));
-        assert.equal(error.commitSent, false);
-        assert.match(error.message, /nothing of it was committed/);
-        assert.deepEqual(await probeRows(db.sql), []);
-
-        await poolGoesOn(pool, 3);
-        assert.deepEqual(await probeRows(db.sql), [3]);
-      } finally {
-        await pool.end({ timeout: 5 });
-      }
-    });
-  });
-}
-
-Deno.test("connection lost during a statement: ConnectionLost, nothing committed, the pool goes on", async () => {
-  await withTestDatabase(async (db) => {
-    await setUp(db.sql);
-    const pool = connect(db.url, { max: 1, applicationName: "test-lost" });
-    try {
-      let pid = 0;
-      const attempt = asService(pool, "orders", "workers", async ({ sql }) => {
+    await withProbePool(async (db, pool) => {
+      const attempt = run(pool, async (sql) => {
         await sql`insert into platform.probe values (1)`;
-        [{ pid }] = await sql<{ pid: number }[]>`
-          select pg_backend_pid() as pid`;
-        // Still running when its process is terminated.
-        await sql`select pg_sleep(30)`;
+        const [{ pid }] = await sql<{ pid: number }[]>`
+            select pg_backend_pid() as pid`;
+        await terminate(db.sql, pid);
+        // Long enough for the client to have seen its socket close.
+        await new Promise((r) => setTimeout(r, 100));
+        await sql`insert into platform.probe values (2)`;
       });
-      attempt.catch(() => {});
-      while (pid === 0) await new Promise((r) => setTimeout(r, 10));
-      await new Promise((r) => setTimeout(r, 50));
-      await terminate(db.sql, pid);
       const error = await attempt.then(
         () => assert.fail("the transaction committed"),
         (e) => e,
       );
       assert.ok(error instanceof ConnectionLost, String(error));
       assert.equal(error.commitSent, false);
+      assert.match(error.message, /nothing of it was committed/);
       assert.deepEqual(await probeRows(db.sql), []);
 
-      await poolGoesOn(pool, 4);
-      assert.deepEqual(await probeRows(db.sql), [4]);
-    } finally {
-      await pool.end({ timeout: 5 });
-    }
+      await poolGoesOn(pool, 3);
+      assert.deepEqual(await probeRows(db.sql), [3]);
+    });
+  });
+}
+
+Deno.test("connection lost during a statement: ConnectionLost, nothing committed, the pool goes on", async () => {
+  await withProbePool(async (db, pool) => {
+    let pid = 0;
+    const attempt = asService(pool, "orders", "workers", async ({ sql }) => {
+      await sql`insert into platform.probe values (1)`;
+      [{ pid }] = await sql<{ pid: number }[]>`
+          select pg_backend_pid() as pid`;
+      // Still running when its process is terminated.
+      await sql`select pg_sleep(30)`;
+    });
+    attempt.catch(() => {});
+    while (pid === 0) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 50));
+    await terminate(db.sql, pid);
+    const error = await attempt.then(
+      () => assert.fail("the transaction committed"),
+      (e) => e,
+    );
+    assert.ok(error instanceof ConnectionLost, String(error));
+    assert.equal(error.commitSent, false);
+    assert.deepEqual(await probeRows(db.sql), []);
+
+    await poolGoesOn(pool, 4);
+    assert.deepEqual(await probeRows(db.sql), [4]);
   });
 });
 
 Deno.test("a statement error on a live connection still rolls back and gives the connection back", async () => {
-  await withTestDatabase(async (db) => {
-    await setUp(db.sql);
-    const pool = connect(db.url, { max: 1, applicationName: "test-lost" });
-    try {
-      await assert.rejects(
-        () =>
-          asService(pool, "orders", "workers", async ({ sql }) => {
-            await sql`insert into platform.probe values (5)`;
-            await sql`insert into platform.probe values (5)`;
-          }),
-        (e: Error) =>
-          !(e instanceof ConnectionLost) && /duplicate/.test(e.message),
-      );
-      // One connection in the pool: it was given back, and works.
-      await poolGoesOn(pool, 6);
-      assert.deepEqual(await probeRows(db.sql), [6]);
-    } finally {
-      await pool.end({ timeout: 5 });
-    }
+  await withProbePool(async (db, pool) => {
+    await assert.rejects(
+      () =>
+        asService(pool, "orders", "workers", async ({ sql }) => {
+          await sql`insert into platform.probe values (5)`;
+          await sql`insert into platform.probe values (5)`;
+        }),
+      (e: Error) =>
+        !(e instanceof ConnectionLost) && /duplicate/.test(e.message),
+    );
+    // One connection in the pool: it was given back, and works.
+    await poolGoesOn(pool, 6);
+    assert.deepEqual(await probeRows(db.sql), [6]);
   });
 });
