@@ -14,7 +14,7 @@ import {
   ROUTING,
   SENDER,
 } from "./_messaging.ts";
-import { PgQueue } from "../lib/queue/publish.ts";
+import { MOVE_SLOT_LOCK, PgQueue } from "../lib/queue/publish.ts";
 import { RELAY_FAULTS, relayOnce } from "../lib/relay/mod.ts";
 import { pgFaults, setFault } from "../lib/faults/mod.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
@@ -213,7 +213,7 @@ Deno.test("move slots: with every slot of an outbox held by other moves, a move 
         const [{ moved }] = await holder<{ moved: number }[]>`
           select count(*)::int as moved from (
             select s from generate_series(0, 1) as s
-             where pg_try_advisory_xact_lock(${0x6d6f7665},
+             where pg_try_advisory_xact_lock(${MOVE_SLOT_LOCK},
                      hashtext(${SENDER}) # s)
              limit 1) x`;
         assert.equal(moved, 1);

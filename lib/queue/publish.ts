@@ -127,7 +127,7 @@ function messagesAndDeliveries(
 
 /** The PostgreSQL transport: tables in the `queue` schema. */
 /** The first key of the move slots' advisory locks (the second is the slot). */
-const MOVE_SLOT_LOCK = 0x6d6f7665; // "move"
+export const MOVE_SLOT_LOCK = 0x6d6f7665; // "move"
 
 export class PgQueue implements Queue {
   /**
