@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { type TestDatabase, withTestDatabase } from "./_db.ts";
 import { connect, type Sql, type TxSql } from "../lib/db/connect.ts";
 import { asOwner, asService, ConnectionLost } from "../lib/db/service.ts";
+import { ABANDON_GRACE_MS } from "../lib/db/reserved.ts";
 
 /** Terminates a server process and waits until it is gone. */
 async function terminate(admin: Sql, pid: number) {
@@ -138,5 +139,42 @@ Deno.test("a statement error on a live connection still rolls back and gives the
     // One connection in the pool: it was given back, and works.
     await poolGoesOn(pool, 6);
     assert.deepEqual(await probeRows(db.sql), [6]);
+  });
+});
+
+Deno.test("a connection error that is not the transaction's own: the connection is rolled back and given back after the grace period", async () => {
+  await withProbePool(async (db, pool) => {
+    // As when a statement of another pool fails inside the transaction: an
+    // error of the connection kind while this transaction's socket is fine.
+    const error = await asService(
+      pool,
+      "orders",
+      "workers",
+      async ({ sql }) => {
+        await sql`insert into platform.probe values (7)`;
+        throw Object.assign(new Error("write CONNECTION_CLOSED elsewhere"), {
+          code: "CONNECTION_CLOSED",
+        });
+      },
+    ).then(() => assert.fail("the transaction committed"), (e) => e);
+    assert.ok(error instanceof ConnectionLost, String(error));
+    // The pool's only connection comes back: without the grace period it
+    // would be held for good and this transaction would wait forever.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const next = asService(pool, "orders", "workers", async ({ sql }) => {
+      await sql`insert into platform.probe values (8)`;
+    });
+    const deadline = new Promise((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error("the connection was not given back")),
+        ABANDON_GRACE_MS + 4000,
+      );
+    });
+    try {
+      await Promise.race([next, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+    assert.deepEqual(await probeRows(db.sql), [8]);
   });
 });

@@ -35,8 +35,11 @@ export interface WatchedConnection {
   /** The error that closed the connection, once it has. */
   lost(): Error | undefined;
   /**
-   * Marks the connection as going away (an error said so before its socket
-   * closed): it will not be given back.
+   * Marks the connection as going away: an error said so before its socket
+   * closed. It is not given back now. Should the socket still be open after
+   * ABANDON_GRACE_MS, the error was not this connection's (a statement of
+   * another pool failed inside the transaction): the transaction is rolled
+   * back and the connection given back, so that the pool does not lose it.
    */
   abandon(): void;
   /**
@@ -45,6 +48,9 @@ export interface WatchedConnection {
    */
   release(): void;
 }
+
+/** How long an abandoned connection is given to close (see `abandon`). */
+export const ABANDON_GRACE_MS = 1000;
 
 let ended: Sql | undefined;
 
@@ -63,6 +69,7 @@ export async function reserveWatched(pool: Sql): Promise<WatchedConnection> {
   let connection: PgConnection | undefined;
   let lostWith: Error | undefined;
   let abandoned = false;
+  let grace: ReturnType<typeof setTimeout> | undefined;
   const sql = new Proxy(reserved, {
     apply(target, self, args) {
       return Reflect.apply(lostWith ? endedPool() : target, self, args);
@@ -78,6 +85,7 @@ export async function reserveWatched(pool: Sql): Promise<WatchedConnection> {
     connection = c;
     c.onclose = (error) => {
       lostWith = error;
+      clearTimeout(grace);
     };
     // The answer postgres.js's begin() gives: the connection may take the
     // next statement now.
@@ -90,7 +98,18 @@ export async function reserveWatched(pool: Sql): Promise<WatchedConnection> {
         .execute(),
     lost: () => lostWith,
     abandon: () => {
+      if (lostWith || abandoned) return;
       abandoned = true;
+      grace = setTimeout(() => {
+        if (lostWith) return;
+        reserved`rollback`.catch(() => {}).finally(() => {
+          if (lostWith) return;
+          if (connection) connection.onclose = null;
+          reserved.release();
+        });
+      }, ABANDON_GRACE_MS);
+      // Never what keeps a process from ending.
+      Deno.unrefTimer(grace);
     },
     release: () => {
       if (lostWith || abandoned) return;
