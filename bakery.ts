@@ -97,7 +97,7 @@ export async function startBakery(options: {
   // Commits wake the relay after commit, not with a NOTIFY inside every
   // order transaction (lib/outbox/wake.ts says why).
   const waker = coalescingWaker(sql, {
-    local: (service) => messaging?.wakeRelay(service),
+    local: messaging,
     onError: (error) => log.warn("outbox_wake_failed", { error }),
   });
   setOutboxWaker(sql, waker.wake);

@@ -114,8 +114,8 @@ export async function startProbe(options: {
       }
       return inner.publish(messages);
     },
-    moveFrom: async (service, limit, faultNames) => {
-      const moved = await inner.moveFrom(service, limit, faultNames);
+    moveFrom: async (service, limit, faultNames, wokenBy) => {
+      const moved = await inner.moveFrom(service, limit, faultNames, wokenBy);
       moved.messageIds.forEach((id, i) =>
         track(id, moved.types[i], moved.aggregateIds[i])
       );
@@ -174,9 +174,7 @@ export async function startProbe(options: {
   // process at once, a coalesced NOTIFY for other processes). Without the
   // local wake, a commit here is like one in another process.
   const waker = coalescingWaker(options.sql, {
-    local: options.localWake === false
-      ? undefined
-      : (service) => messaging.wakeRelay(service),
+    local: options.localWake === false ? undefined : messaging,
     onError: (error) => log.warn("outbox_wake_failed", { error }),
   });
   setOutboxWaker(options.sql, waker.wake);

@@ -52,7 +52,7 @@ const messaging = await startBakeryMessaging(
   },
 );
 const waker = coalescingWaker(sql, {
-  local: (service) => messaging.wakeRelay(service),
+  local: messaging,
   onError: (error) => log.warn("outbox_wake_failed", { error }),
 });
 setOutboxWaker(sql, waker.wake);

@@ -56,13 +56,18 @@ function recordingQueue(inner: Queue, published: string[]): Queue {
       published.push(...messages.map((m) => m.envelope.messageId));
       return fresh;
     },
-    async moveFrom(service, limit, faultNames) {
+    async moveFrom(service, limit, faultNames, wokenBy) {
       // Up to `limit` rows, as the relay asked, in moves of MOVE_CHUNK; each
       // move is its own transaction, so the other relay's moves run between.
       let total: Moved | undefined;
       while (true) {
         const chunk = Math.min(MOVE_CHUNK, limit - (total?.rows ?? 0));
-        const moved = await inner.moveFrom!(service, chunk, faultNames);
+        const moved = await inner.moveFrom!(
+          service,
+          chunk,
+          faultNames,
+          wokenBy,
+        );
         published.push(...moved.messageIds);
         total = total ? addMoved(total, moved) : moved;
         if (moved.rows < chunk || total.rows >= limit) return total;

@@ -2,7 +2,7 @@
  * The after-commit waker (lib/outbox/wake.ts): the in-process relay is woken
  * at every call; other processes get coalesced NOTIFYs, at least one after
  * every wake, never two of a service at the same time, each sent without
- * waiting for the WAL flush.
+ * waiting for the WAL flush, naming the process whose relay was woken.
  */
 import assert from "node:assert/strict";
 import { withTestDatabase } from "./_db.ts";
@@ -12,15 +12,19 @@ import { OUTBOX_CHANNEL } from "../lib/outbox/channel.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-Deno.test("coalescingWaker: a burst is one NOTIFY per service; local wakes every time", async () => {
+Deno.test("coalescingWaker: a burst is one NOTIFY per service; local wakes every time; a NOTIFY names the process whose relay was woken", async () => {
   await withTestDatabase(async ({ sql, url }) => {
     const listener = connect(url, { max: 1 });
     const heard: string[] = [];
     try {
       await listener.listen(OUTBOX_CHANNEL, (payload) => heard.push(payload));
       const local: string[] = [];
+      // This process runs a relay for orders and none for billing.
       const waker = coalescingWaker(sql, {
-        local: (s) => local.push(s),
+        local: {
+          owner: "worker-here",
+          wakeRelay: (s) => local.push(s) > 0 && s === "orders",
+        },
         windowMs: 20,
       });
       for (let i = 0; i < 50; i++) waker.wake("orders");
@@ -28,7 +32,8 @@ Deno.test("coalescingWaker: a burst is one NOTIFY per service; local wakes every
       await waker.flush();
       await sleep(100);
       assert.equal(local.length, 51);
-      assert.deepEqual(heard.sort(), ["billing", "orders"]);
+      // Only orders' hint names this process: its listener skips it.
+      assert.deepEqual(heard.sort(), ["billing", "orders worker-here"]);
     } finally {
       await listener.end();
     }

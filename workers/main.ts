@@ -45,7 +45,7 @@ await runUntilSignal(log, async () => {
   onShutdown(() => messaging.stop());
   // Orders appends OrderPaid inside a delivery: wake the relay after commit.
   const waker = coalescingWaker(sql, {
-    local: (service) => messaging.wakeRelay(service),
+    local: messaging,
     onError: (error) => log.warn("outbox_wake_failed", { error }),
   });
   setOutboxWaker(sql, waker.wake);

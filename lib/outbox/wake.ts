@@ -11,9 +11,17 @@
  * processes.
  */
 import type { Sql } from "../db/connect.ts";
-import { OUTBOX_CHANNEL } from "./channel.ts";
+import { OUTBOX_CHANNEL, outboxHint } from "./channel.ts";
 
 export type OutboxWaker = (service: string) => void;
+
+/** The relays of this process (lib/workers/mod.ts `Messaging`). */
+export interface LocalRelays {
+  /** Names this process in hints; its listener skips hints that carry it. */
+  owner: string;
+  /** Wakes this process's relay of `service`; false when it has none. */
+  wakeRelay(service: string): boolean;
+}
 
 const wakers = new WeakMap<Sql, OutboxWaker>();
 
@@ -27,18 +35,26 @@ export function outboxWakerOf(sql: Sql): OutboxWaker | undefined {
 }
 
 /**
- * A waker that calls `local` at once and coalesces NOTIFYs for other
- * processes: one per service per `windowMs` at most, and never two of a
- * service at the same time. A wake that comes while a NOTIFY is on its way
+ * A waker that wakes the `local` relays at once and coalesces NOTIFYs for
+ * other processes: one per service per `windowMs` at most, and never two of
+ * a service at the same time. A wake that comes while a NOTIFY is on its way
  * gets one more after it, since that one may have left before its commit.
  * Each NOTIFY is one autocommit statement with synchronous_commit off (one
  * round trip; the setting ends with that statement's transaction): it is a
  * hint, and losing one in a crash only delays a relay until its poll.
+ *
+ * A NOTIFY names the local process when its relay of that service was
+ * woken, so that the process's own listener skips it. Heard again, it ran a
+ * second move that found nothing, and the move's own NOTIFY a second
+ * consumer claim, beside the receivers that were waiting for the same two
+ * cores: webhook commit to six applied, one paid order at a time, p50 16.5,
+ * 19.6 and 19.5 ms before, 14.5, 15.4 and 15.4 ms after (three alternating
+ * runs of 300 orders each way).
  */
 export function coalescingWaker(
   sql: Sql,
   options: {
-    local?: OutboxWaker;
+    local?: LocalRelays;
     windowMs?: number;
     onError?: (error: unknown) => void;
   } = {},
@@ -46,6 +62,8 @@ export function coalescingWaker(
   const windowMs = options.windowMs ?? 2;
   /** Per service with a NOTIFY to come: whether it has left yet. */
   const state = new Map<string, "waiting" | "sending">();
+  /** Services whose local relay was woken since their last NOTIFY left. */
+  const heard = new Set<string>();
   /** Services woken again while their NOTIFY was on its way. */
   const again = new Set<string>();
   /** What flush() waits for. */
@@ -55,9 +73,13 @@ export function coalescingWaker(
       state.set(service, "waiting");
       await new Promise((resolve) => setTimeout(resolve, windowMs));
       state.set(service, "sending");
+      const payload = outboxHint(
+        service,
+        heard.delete(service) ? options.local?.owner : undefined,
+      );
       try {
         await sql`select set_config('synchronous_commit', 'off', true),
-                         pg_notify(${OUTBOX_CHANNEL}, ${service})`;
+                         pg_notify(${OUTBOX_CHANNEL}, ${payload})`;
       } catch (error) {
         options.onError?.(error);
       }
@@ -65,7 +87,7 @@ export function coalescingWaker(
     state.delete(service);
   };
   const wake = (service: string) => {
-    options.local?.(service);
+    if (options.local?.wakeRelay(service)) heard.add(service);
     const s = state.get(service);
     if (s === "sending") again.add(service);
     if (s) return;

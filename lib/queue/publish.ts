@@ -50,16 +50,21 @@ export interface Queue {
    * rows into the queue in one transaction of its own, leaving out the
    * sandboxes that have one of `faultNames` on (the relay takes those the
    * long way, where the faults act). Without it, the relay claims,
-   * publishes and marks.
+   * publishes and marks. `wokenBy` names the process that wakes its own
+   * consumers after the move, in the move's NOTIFY (its listener skips it).
    */
   moveFrom?(
     service: string,
     limit: number,
     faultNames: readonly string[],
+    wokenBy?: string,
   ): Promise<Moved>;
 }
 
-/** The channel consumers LISTEN on. */
+/**
+ * The channel consumers LISTEN on. The payload is empty, or names the
+ * process that has woken its own consumers already (see `moveFrom`).
+ */
 export const QUEUE_CHANNEL = "queue";
 
 /** The routing as two parallel arrays (type, subscriber), for unnest. */
@@ -207,6 +212,7 @@ export class PgQueue implements Queue {
     service: string,
     limit: number,
     faultNames: readonly string[],
+    wokenBy = "",
   ): Promise<Moved> {
     const routes = this.#routes(Object.keys(this.routing));
     return await asBookkeeper(this.sql, "relay", async ({ sql }) => {
@@ -260,7 +266,8 @@ export class PgQueue implements Queue {
               from moved`,
         )
       }, woken as (
-          select pg_notify(${QUEUE_CHANNEL}, '') from (select 1 from m limit 1) x
+          select pg_notify(${QUEUE_CHANNEL}, ${wokenBy})
+            from (select 1 from m limit 1) x
         )
         select (select count(*)::int from moved) as rows,
                (select count(*)::int from m) as published,

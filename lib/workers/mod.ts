@@ -7,7 +7,7 @@
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
 import type { FaultReader } from "../faults/mod.ts";
-import { OUTBOX_CHANNEL } from "../outbox/append.ts";
+import { OUTBOX_CHANNEL, readOutboxHint } from "../outbox/channel.ts";
 import { consumeOnce, type Subscriber } from "../queue/consumer.ts";
 import { type Queue, QUEUE_CHANNEL } from "../queue/publish.ts";
 import type { Dispatcher } from "../queue/transport.ts";
@@ -57,8 +57,11 @@ export interface MessagingOptions {
 export interface Messaging {
   /** The owner id written into leases by this process. */
   owner: string;
-  /** Wakes the relay of `service` now (an in-process hint after a commit). */
-  wakeRelay(service: string): void;
+  /**
+   * Wakes the relay of `service` now (an in-process hint after a commit);
+   * false when this process runs none.
+   */
+  wakeRelay(service: string): boolean;
   wakeConsumers(): void;
   /** Stops claiming, finishes what is in flight, closes the listener. */
   stop(): Promise<void>;
@@ -109,7 +112,10 @@ export async function startMessaging(
   if (inner.moveFrom) {
     const moveFrom = inner.moveFrom.bind(inner);
     queue.moveFrom = async (service, limit, faultNames) => {
-      const moved = await moveFrom(service, limit, faultNames);
+      // The move's NOTIFY names this process when its consumers are woken
+      // here, so that its own listener skips it (lib/outbox/wake.ts).
+      const wokenBy = consumers.length > 0 ? owner : undefined;
+      const moved = await moveFrom(service, limit, faultNames, wokenBy);
       if (moved.published > 0) wakeConsumers();
       return moved;
     };
@@ -200,8 +206,11 @@ export async function startMessaging(
     channels: [OUTBOX_CHANNEL, QUEUE_CHANNEL],
     log,
     onNotify: (channel, payload) => {
-      if (channel === OUTBOX_CHANNEL) relays.get(payload)?.wake();
-      else wakeConsumers();
+      // A hint that names this process was answered here already.
+      if (channel === OUTBOX_CHANNEL) {
+        const hint = readOutboxHint(payload);
+        if (hint.wokenBy !== owner) relays.get(hint.service)?.wake();
+      } else if (payload !== owner) wakeConsumers();
     },
     // After a reconnect, notifications sent meanwhile are lost: look now.
     onReconnect: wakeAll,
@@ -216,7 +225,11 @@ export async function startMessaging(
   });
   return {
     owner,
-    wakeRelay: (service) => relays.get(service)?.wake(),
+    wakeRelay: (service) => {
+      const relay = relays.get(service);
+      relay?.wake();
+      return relay !== undefined;
+    },
     wakeConsumers: wakeEveryConsumer,
     stop: async () => {
       clearTimeout(auditTimer);

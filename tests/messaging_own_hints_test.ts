@@ -1,0 +1,119 @@
+/**
+ * A process does not answer its own hints twice. Its relay is woken in
+ * process after a commit and its consumers after a move; the NOTIFYs that
+ * tell other processes name it, and its listener skips them (before, each
+ * ran a second move or claim that found nothing, on the cores the receivers
+ * were waiting for). A hint that names another process, or none, still
+ * wakes it.
+ */
+import assert from "node:assert/strict";
+import { withTestDatabase } from "./_db.ts";
+import {
+  count,
+  createSandbox,
+  createTestServices,
+  placeOrder,
+  ROUTING,
+  SENDER,
+  waitFor,
+  waitForJobs,
+  withWorkers,
+} from "./_messaging.ts";
+import { connect, type Sql } from "../lib/db/connect.ts";
+import { PgQueue, type Queue } from "../lib/queue/mod.ts";
+import { QUEUE_CHANNEL } from "../lib/queue/publish.ts";
+import { OUTBOX_CHANNEL, outboxHint } from "../lib/outbox/channel.ts";
+import { coalescingWaker, setOutboxWaker } from "../lib/outbox/wake.ts";
+
+/** A minute: whatever happens within the test was woken, not polled. */
+const POLL_MS = 60_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const pending = (sql: Sql) =>
+  count(sql, `${SENDER}.outbox`, sql`state <> 'published'`);
+
+Deno.test("the listener skips hints that name its own process and follows the others", async () => {
+  await withTestDatabase(async (db) => {
+    const { sql } = db;
+    await createTestServices(sql);
+    const sandboxId = await createSandbox(sql);
+    // Commits on this pool send no hint of their own: the test sends them.
+    setOutboxWaker(sql, () => {});
+    await withWorkers(db, { pollMs: POLL_MS }, async ({ messaging }) => {
+      await sleep(300); // the loops' first ticks find nothing and sleep
+      await placeOrder(sql, sandboxId, "O1");
+
+      await sql`select pg_notify(${OUTBOX_CHANNEL},
+                  ${outboxHint(SENDER, messaging.owner)})`;
+      await sleep(500);
+      assert.equal(await pending(sql), 1, "a hint naming this process");
+
+      await sql`select pg_notify(${OUTBOX_CHANNEL},
+                  ${outboxHint(SENDER, "worker-elsewhere")})`;
+      await waitForJobs(sql, 1, 2_000);
+
+      // A move made outside this process's loops, whose NOTIFY names it.
+      await placeOrder(sql, sandboxId, "O2");
+      const moved = await new PgQueue(sql, ROUTING)
+        .moveFrom(SENDER, 10, [], messaging.owner);
+      assert.equal(moved.published, 1);
+      await sleep(500);
+      assert.equal(
+        await count(sql, "queue.deliveries", sql`state = 'pending'`),
+        3,
+        "deliveries after a queue hint naming this process",
+      );
+
+      await sql`select pg_notify(${QUEUE_CHANNEL}, '')`;
+      await waitForJobs(sql, 2, 2_000);
+    });
+  });
+});
+
+Deno.test("a commit woken in process is one move: the NOTIFY for other processes does not run a second", async () => {
+  await withTestDatabase(async (db) => {
+    const { sql, url } = db;
+    await createTestServices(sql);
+    const sandboxId = await createSandbox(sql);
+    const inner = new PgQueue(sql, ROUTING);
+    const moves: number[] = [];
+    const queue: Queue = {
+      publish: (messages) => inner.publish(messages),
+      moveFrom: async (service, limit, faultNames, wokenBy) => {
+        const moved = await inner.moveFrom(service, limit, faultNames, wokenBy);
+        moves.push(moved.rows);
+        return moved;
+      },
+    };
+    const heard: string[] = [];
+    const listener = connect(url, { max: 1 });
+    try {
+      await listener.listen(OUTBOX_CHANNEL, (payload) => heard.push(payload));
+      await withWorkers(
+        db,
+        { pollMs: POLL_MS, queue },
+        async ({ messaging }) => {
+          const waker = coalescingWaker(sql, {
+            local: messaging,
+            windowMs: 1,
+          });
+          setOutboxWaker(sql, waker.wake);
+          await sleep(300); // the loops' first ticks find nothing and sleep
+          moves.length = 0;
+
+          await placeOrder(sql, sandboxId, "O1");
+          await waitForJobs(sql, 1, 2_000);
+          await waker.flush();
+          await waitFor("the hint to come back", () => heard.length === 1);
+          await sleep(300);
+
+          assert.deepEqual(heard, [`${SENDER} ${messaging.owner}`]);
+          assert.deepEqual(moves, [1], "moves after the commit (rows each)");
+        },
+      );
+    } finally {
+      await listener.end();
+    }
+  });
+});
