@@ -114,8 +114,8 @@ export async function startProbe(options: {
       }
       return inner.publish(messages);
     },
-    moveFrom: async (service, limit, faultNames, wokenBy) => {
-      const moved = await inner.moveFrom(service, limit, faultNames, wokenBy);
+    moveFrom: async (service, limit, faultNames, options) => {
+      const moved = await inner.moveFrom(service, limit, faultNames, options);
       moved.messageIds.forEach((id, i) =>
         track(id, moved.types[i], moved.aggregateIds[i])
       );

@@ -56,7 +56,7 @@ function recordingQueue(inner: Queue, published: string[]): Queue {
       published.push(...messages.map((m) => m.envelope.messageId));
       return fresh;
     },
-    async moveFrom(service, limit, faultNames, wokenBy) {
+    async moveFrom(service, limit, faultNames, options) {
       // Up to `limit` rows, as the relay asked, in moves of MOVE_CHUNK; each
       // move is its own transaction, so the other relay's moves run between.
       let total: Moved | undefined;
@@ -66,7 +66,7 @@ function recordingQueue(inner: Queue, published: string[]): Queue {
           service,
           chunk,
           faultNames,
-          wokenBy,
+          options,
         );
         published.push(...moved.messageIds);
         total = total ? addMoved(total, moved) : moved;
@@ -87,6 +87,7 @@ function addMoved(a: Moved, b: Moved): Moved {
     lagSeconds: [...a.lagSeconds, ...b.lagSeconds],
     faulted: a.faulted || b.faulted,
     busy: a.rows + b.rows === 0 && (a.busy || b.busy),
+    handed: [...a.handed, ...b.handed],
   };
 }
 

@@ -56,7 +56,7 @@ Deno.test("the listener skips hints that name its own process and follows the ot
       // A move made outside this process's loops, whose NOTIFY names it.
       await placeOrder(sql, sandboxId, "O2");
       const moved = await new PgQueue(sql, ROUTING)
-        .moveFrom(SENDER, 10, [], messaging.owner);
+        .moveFrom(SENDER, 10, [], { wokenBy: messaging.owner });
       assert.equal(moved.published, 1);
       await sleep(500);
       assert.equal(
@@ -80,8 +80,8 @@ Deno.test("a commit woken in process is one move: the NOTIFY for other processes
     const moves: number[] = [];
     const queue: Queue = {
       publish: (messages) => inner.publish(messages),
-      moveFrom: async (service, limit, faultNames, wokenBy) => {
-        const moved = await inner.moveFrom(service, limit, faultNames, wokenBy);
+      moveFrom: async (service, limit, faultNames, options) => {
+        const moved = await inner.moveFrom(service, limit, faultNames, options);
         moves.push(moved.rows);
         return moved;
       },

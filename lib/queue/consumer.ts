@@ -48,7 +48,7 @@ export interface ConsumerOptions {
   timeoutMs: number;
   log: Logger;
   faults: FaultReader;
-  /** Deliveries per claim; 10 keeps a batch's lock time short. */
+  /** Deliveries per claim; 10 (the default) keeps a batch's lock time short. */
   batchSize?: number;
   /** Must outlast the timeout; default 4 x timeout, at least 10 s. */
   leaseMs?: number;
@@ -66,6 +66,22 @@ export interface ConsumerOptions {
    * transaction that records the one before (default 5).
    */
   batchesPerTick?: number;
+  /**
+   * Deliveries a move of this process stored already leased to `owner`
+   * (lib/queue/publish.ts `Handoff`): when there are some, the tick sends
+   * them instead of claiming.
+   */
+  handed?: () => ClaimedDelivery[] | undefined;
+}
+
+/** Deliveries per claim, unless a consumer says otherwise. */
+export const CONSUMER_BATCH_SIZE = 10;
+
+/** How long a consumer's claim holds a delivery. */
+export function consumerLeaseMs(
+  options: { leaseMs?: number; timeoutMs: number },
+): number {
+  return options.leaseMs ?? Math.max(10_000, options.timeoutMs * 4);
 }
 
 /** The answer of one POST, before it is judged. */
@@ -121,10 +137,11 @@ export function retryDelay(delays: readonly number[], attempt: number): number {
 export async function consumeOnce(
   options: ConsumerOptions,
 ): Promise<TickResult> {
-  const batchSize = options.batchSize ?? 10;
-  const leaseMs = options.leaseMs ?? Math.max(10_000, options.timeoutMs * 4);
+  const batchSize = options.batchSize ?? CONSUMER_BATCH_SIZE;
+  const leaseMs = consumerLeaseMs(options);
   const rounds = options.batchesPerTick ?? 5;
-  let batch = await claimBatch(
+  const handed = options.handed?.();
+  let batch = handed ? { claimed: handed, nextDueAt: null } : await claimBatch(
     options.sql,
     options.owner,
     batchSize,

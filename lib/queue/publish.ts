@@ -8,6 +8,7 @@ import type { Sql, TxSql } from "../db/connect.ts";
 import type { Fragment } from "../outbox/append.ts";
 import { asBookkeeper } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
+import type { ClaimedDelivery } from "./deliveries_sql.ts";
 
 /** Event type -> the subscribers that get it. */
 export type Routing = Readonly<Record<string, readonly string[]>>;
@@ -39,6 +40,33 @@ export interface Moved {
    * nothing was looked at, and rows may well be due.
    */
   busy: boolean;
+  /**
+   * The deliveries this move stored already claimed, for the consumer of
+   * `MoveOptions.handoff` (empty without one, or when there were more).
+   */
+  handed: ClaimedDelivery[];
+}
+
+/**
+ * The deliveries of a small move, stored already leased to a consumer of
+ * the moving process, which sends them at once: no claim between the move
+ * and the first attempt (one transaction less per hop of a message).
+ */
+export interface Handoff {
+  /** The consumer's lease owner. */
+  owner: string;
+  leaseMs: number;
+  /** Hand off only when the move makes at most this many deliveries. */
+  max: number;
+}
+
+export interface MoveOptions {
+  /**
+   * The process that wakes its own consumers after the move: the move's
+   * NOTIFY names it, and that process's listener skips it.
+   */
+  wokenBy?: string;
+  handoff?: Handoff;
 }
 
 /** What any transport offers the relay. */
@@ -50,14 +78,13 @@ export interface Queue {
    * rows into the queue in one transaction of its own, leaving out the
    * sandboxes that have one of `faultNames` on (the relay takes those the
    * long way, where the faults act). Without it, the relay claims,
-   * publishes and marks. `wokenBy` names the process that wakes its own
-   * consumers after the move, in the move's NOTIFY (its listener skips it).
+   * publishes and marks.
    */
   moveFrom?(
     service: string,
     limit: number,
     faultNames: readonly string[],
-    wokenBy?: string,
+    options?: MoveOptions,
   ): Promise<Moved>;
 }
 
@@ -102,8 +129,10 @@ function deliveriesOf(
   sql: TxSql,
   [routeTypes, routeSubs]: Routes,
   rows: Fragment,
+  handoff?: Handoff,
 ): Fragment {
-  return sql`
+  if (!handoff) {
+    return sql`
     insert into queue.deliveries
       (sandbox_id, message_id, subscriber, type, aggregate_id)
     select s.sandbox_id, s.message_id, r.subscriber, s.type, s.aggregate_id
@@ -112,6 +141,28 @@ function deliveriesOf(
         as r(type, subscriber) on r.type = s.type
      order by s.position, r.subscriber
     on conflict (message_id, subscriber) do nothing`;
+  }
+  // All of them leased to the handoff's owner (as a claim would: first
+  // attempt, the lease's end also the next attempt), or none.
+  const lease = sql`now() + ${handoff.leaseMs} * interval '1 millisecond'`;
+  return sql`
+    insert into queue.deliveries
+      (sandbox_id, message_id, subscriber, type, aggregate_id, state,
+       lease_owner, lease_expires_at, next_attempt_at, attempts)
+    select s.sandbox_id, s.message_id, s.subscriber, s.type, s.aggregate_id,
+           case when s.n <= ${handoff.max} then 'in_flight' else 'pending' end,
+           case when s.n <= ${handoff.max} then ${handoff.owner} end,
+           case when s.n <= ${handoff.max} then ${lease} end,
+           case when s.n <= ${handoff.max} then ${lease} else now() end,
+           case when s.n <= ${handoff.max} then 1 else 0 end
+      from (select s.*, r.subscriber, count(*) over () as n
+              from (${rows}) s
+              join unnest(${routeTypes}::text[], ${routeSubs}::text[])
+                as r(type, subscriber) on r.type = s.type) s
+     order by s.position, s.subscriber
+    on conflict (message_id, subscriber) do nothing
+    returning id, sandbox_id, message_id, subscriber, type, aggregate_id,
+              state`;
 }
 
 /**
@@ -124,10 +175,22 @@ function messagesAndDeliveries(
   sql: TxSql,
   routes: Routes,
   rows: Fragment,
+  handoff?: Handoff,
 ): Fragment {
   return sql`
     m as (${messagesOf(sql, rows)}),
-    d as (${deliveriesOf(sql, routes, rows)})`;
+    d as (${deliveriesOf(sql, routes, rows, handoff)})`;
+}
+
+/** A delivery a move handed off, as the statement returns it. */
+interface HandedRow {
+  id: number;
+  sandbox_id: string;
+  message_id: string;
+  subscriber: string;
+  type: string;
+  aggregate_id: string;
+  envelope: Envelope;
 }
 
 /** The PostgreSQL transport: tables in the `queue` schema. */
@@ -212,9 +275,10 @@ export class PgQueue implements Queue {
     service: string,
     limit: number,
     faultNames: readonly string[],
-    wokenBy = "",
+    options: MoveOptions = {},
   ): Promise<Moved> {
     const routes = this.#routes(Object.keys(this.routing));
+    const { handoff } = options;
     return await asBookkeeper(this.sql, "relay", async ({ sql }) => {
       const table = sql(`${service}.outbox`);
       const [row] = await sql<
@@ -229,6 +293,7 @@ export class PgQueue implements Queue {
           notified: number;
           faulted: boolean;
           busy: boolean;
+          handed: HandedRow[] | null;
         }[]
       >`
         with slot as materialized (
@@ -264,10 +329,16 @@ export class PgQueue implements Queue {
                    envelope->>'aggregateId' as aggregate_id, envelope,
                    id as position
               from moved`,
+          handoff,
         )
       }, woken as (
-          select pg_notify(${QUEUE_CHANNEL}, ${wokenBy})
-            from (select 1 from m limit 1) x
+          select pg_notify(${QUEUE_CHANNEL}, ${options.wokenBy ?? ""})
+            from (${
+        handoff
+          // Handed-off deliveries are nobody else's business.
+          ? sql`select 1 from d where d.state = 'pending' limit 1`
+          : sql`select 1 from m limit 1`
+      }) x
         )
         select (select count(*)::int from moved) as rows,
                (select count(*)::int from m) as published,
@@ -280,7 +351,18 @@ export class PgQueue implements Queue {
                   from moved) as lags,
                (select count(*)::int from woken) as notified,
                (select cardinality(ids) > 0 from faulted) as faulted,
-               not exists (select from slot) as busy`;
+               not exists (select from slot) as busy,
+               ${
+        handoff
+          ? sql`(select json_agg(json_build_object(
+                   'id', d.id, 'sandbox_id', d.sandbox_id,
+                   'message_id', d.message_id, 'subscriber', d.subscriber,
+                   'type', d.type, 'aggregate_id', d.aggregate_id,
+                   'envelope', mv.envelope) order by d.id)
+                  from d join moved mv on mv.message_id = d.message_id
+                 where d.state = 'in_flight')`
+          : sql`null::json`
+      } as handed`;
       return {
         rows: row.rows,
         published: row.published,
@@ -291,6 +373,17 @@ export class PgQueue implements Queue {
         lagSeconds: row.lags ?? [],
         faulted: row.faulted,
         busy: row.busy,
+        handed: (row.handed ?? []).map((h) => ({
+          id: Number(h.id),
+          sandboxId: h.sandbox_id,
+          messageId: h.message_id,
+          subscriber: h.subscriber,
+          type: h.type,
+          aggregateId: h.aggregate_id,
+          attempt: 1,
+          maxAttempts: null,
+          envelope: h.envelope,
+        })),
       };
       // Planned once per connection, as the consumers' claim is (see
       // lib/queue/deliveries_sql.ts): the move alone went from 11,773 to

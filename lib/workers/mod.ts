@@ -8,7 +8,14 @@ import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
 import type { FaultReader } from "../faults/mod.ts";
 import { OUTBOX_CHANNEL, readOutboxHint } from "../outbox/channel.ts";
-import { consumeOnce, type Subscriber } from "../queue/consumer.ts";
+import {
+  consumeOnce,
+  CONSUMER_BATCH_SIZE,
+  consumerLeaseMs,
+  type ConsumerOptions,
+  type Subscriber,
+} from "../queue/consumer.ts";
+import type { ClaimedDelivery } from "../queue/deliveries_sql.ts";
 import { type Queue, QUEUE_CHANNEL } from "../queue/publish.ts";
 import type { Dispatcher } from "../queue/transport.ts";
 import { relayOnce } from "../relay/relay.ts";
@@ -98,6 +105,17 @@ export async function startMessaging(
     consumers.forEach((c) => c.wake());
   };
   const wakeEveryConsumer = () => consumers.forEach((c) => c.wake());
+  // A move of this process made while one of its consumers is idle stores
+  // its deliveries (when there are at most a batch of them) already leased
+  // to this process and hands them to that consumer, which sends them
+  // without a claim: one transaction less at each hop of a message.
+  // Batches wait here for the next consumer tick; stop() sends what is left.
+  const handoffs: ClaimedDelivery[][] = [];
+  let stopping = false;
+  const handoffLeaseMs = consumerLeaseMs({
+    leaseMs: options.consumerLeaseMs,
+    timeoutMs: options.timeoutMs,
+  });
   // What a relay of this process published is for its consumers too: wake
   // one as soon as the publish (or the move) has committed, without waiting
   // for the relay's mark or for the NOTIFY to come back.
@@ -112,11 +130,22 @@ export async function startMessaging(
   if (inner.moveFrom) {
     const moveFrom = inner.moveFrom.bind(inner);
     queue.moveFrom = async (service, limit, faultNames) => {
+      const local = consumers.length > 0;
+      const handoff = local && !stopping && consumers.some((c) => c.idle)
+        ? { owner, leaseMs: handoffLeaseMs, max: CONSUMER_BATCH_SIZE }
+        : undefined;
       // The move's NOTIFY names this process when its consumers are woken
       // here, so that its own listener skips it (lib/outbox/wake.ts).
-      const wokenBy = consumers.length > 0 ? owner : undefined;
-      const moved = await moveFrom(service, limit, faultNames, wokenBy);
-      if (moved.published > 0) wakeConsumers();
+      const moved = await moveFrom(service, limit, faultNames, {
+        wokenBy: local ? owner : undefined,
+        handoff,
+      });
+      if (moved.handed.length > 0) {
+        handoffs.push(moved.handed);
+        const idle = consumers.find((c) => c.idle);
+        if (idle) idle.wake();
+        else wakeEveryConsumer();
+      } else if (moved.published > 0) wakeConsumers();
       return moved;
     };
   }
@@ -167,6 +196,20 @@ export async function startMessaging(
       auditor?.wake();
     }, options.auditDelayMs ?? 250);
   };
+  const consumerOptions: ConsumerOptions = {
+    sql: options.sql,
+    owner,
+    log,
+    faults: options.faults,
+    dispatcher: options.dispatcher,
+    subscribers: options.subscribers,
+    retryDelaysMs: options.retryDelaysMs,
+    timeoutMs: options.timeoutMs,
+    leaseMs: options.consumerLeaseMs,
+    observeDelivered: options.observeDelivered,
+    // A full batch: there is probably more, let an idle one help.
+    onFullBatch: wakeConsumers,
+  };
   if (options.roles?.consume ?? true) {
     for (let i = 0; i < (options.consumers ?? 4); i++) {
       const loop: Loop = new Loop({
@@ -179,19 +222,14 @@ export async function startMessaging(
         },
         tick: () =>
           consumeOnce({
-            sql: options.sql,
-            owner,
-            log,
-            faults: options.faults,
-            dispatcher: options.dispatcher,
-            subscribers: options.subscribers,
-            retryDelaysMs: options.retryDelaysMs,
-            timeoutMs: options.timeoutMs,
-            leaseMs: options.consumerLeaseMs,
-            observeDelivered: options.observeDelivered,
+            ...consumerOptions,
             onClaimSent: () => owed.delete(loop),
-            // A full batch: there is probably more, let an idle one help.
-            onFullBatch: wakeConsumers,
+            handed: () => {
+              const batch = handoffs.shift();
+              // Woken to claim, it sends a handoff instead: another claims.
+              if (batch && owed.delete(loop)) wakeConsumers();
+              return batch;
+            },
           }),
       });
       consumers.push(loop);
@@ -232,11 +270,21 @@ export async function startMessaging(
     },
     wakeConsumers: wakeEveryConsumer,
     stop: async () => {
+      stopping = true;
       clearTimeout(auditTimer);
       await Promise.all(
         [...relays.values(), ...consumers, ...(auditor ? [auditor] : [])]
           .map((l) => l.stop()),
       );
+      // Handed off after the consumers' last look: theirs to send, not to
+      // leave leased until the lease runs out.
+      while (handoffs.length > 0) {
+        await consumeOnce({
+          ...consumerOptions,
+          batchesPerTick: 1,
+          handed: () => handoffs.shift(),
+        }).catch((error) => log.error("handoff_unsent", { error }));
+      }
       await listener.stop();
       log.info("messaging_stopped", {});
     },
