@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { withTestDatabase } from "./_db.ts";
-import { asBookkeeper, asService } from "../lib/db/service.ts";
+import { connect } from "../lib/db/connect.ts";
+import {
+  asBookkeeper,
+  asService,
+  bookkeepingStatement,
+} from "../lib/db/service.ts";
 
 Deno.test("service transactions: bookkeeping commits asynchronously, commands keep the server's setting", async () => {
   await withTestDatabase(async ({ sql }) => {
@@ -97,5 +102,52 @@ Deno.test("service transactions: a failed statement nobody waited for rolls ever
       async ({ sql }) => (await sql`select current_user as u`)[0].u,
     );
     assert.equal(role, "billing");
+  });
+});
+
+Deno.test("bookkeepingStatement: one statement with its COMMIT right behind; a failure is the statement's own error, and nothing of it stays", async () => {
+  await withTestDatabase(async ({ sql, url }) => {
+    await sql`create table bk_probe (id int primary key)`;
+    await sql`grant select, insert on bk_probe to queue`;
+    // One connection: whatever a statement leaves behind, the next one meets.
+    const one = connect(url, { max: 1 });
+    try {
+      const first = await bookkeepingStatement(
+        one,
+        "queue",
+        ({ sql }) =>
+          sql<{ id: number; sync: string; role: string }[]>`
+            insert into bk_probe values (1)
+            returning id, current_setting('synchronous_commit') as sync,
+                      current_user as role`,
+      );
+      assert.deepEqual([...first], [{ id: 1, sync: "off", role: "queue" }]);
+
+      await assert.rejects(
+        () =>
+          bookkeepingStatement(
+            one,
+            "queue",
+            ({ sql }) => sql`insert into bk_probe values (2), (1)`,
+          ),
+        (error: { code?: string }) => error.code === "23505",
+      );
+      // Back to the pool's own user, outside any transaction.
+      const [after] = await one<{ own: boolean; open: boolean }[]>`
+        select current_user = session_user as own,
+               pg_current_xact_id_if_assigned() is not null as open`;
+      assert.deepEqual({ ...after }, { own: true, open: false });
+
+      await bookkeepingStatement(
+        one,
+        "queue",
+        ({ sql }) => sql`insert into bk_probe values (3)`,
+      );
+      const rows = await sql<{ id: number }[]>`
+        select id from bk_probe order by id`;
+      assert.deepEqual(rows.map((r) => r.id), [1, 3]);
+    } finally {
+      await one.end();
+    }
   });
 });

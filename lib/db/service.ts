@@ -4,6 +4,7 @@
  * enforces the rest: the role reaches its own schema only, and row-level
  * security shows it only the rows of that sandbox.
  */
+import type postgres from "postgres";
 import type { ReservedSql, Sql, TxSql } from "./connect.ts";
 import { isConnectionError, reserveWatched } from "./reserved.ts";
 
@@ -68,6 +69,11 @@ export async function asService<T>(
      * 1.3 ms planning and 0.7 ms running (measured).
      */
     genericPlans?: boolean;
+    /**
+     * `fn` returns one statement, not yet sent; COMMIT goes right behind it
+     * (see {@link bookkeepingStatement}).
+     */
+    commitWithStatement?: boolean;
   } = {},
 ): Promise<T> {
   if (!SERVICE_NAME.test(service)) {
@@ -109,6 +115,7 @@ export async function asService<T>(
     },
     (tx, afterCommit) =>
       fn({ sql: tx, service, scope, pool: sql, afterCommit }),
+    options.commitWithStatement ?? false,
   );
 }
 
@@ -139,6 +146,7 @@ async function transaction<T>(
   beginText: string,
   setup: ((tx: TxSql) => Promise<unknown>) | null,
   fn: (tx: TxSql, afterCommit: (f: () => void) => void) => Promise<T>,
+  commitWithStatement = false,
 ): Promise<T> {
   const committed: (() => void)[] = [];
   const conn = await reserveWatched(sql);
@@ -151,11 +159,28 @@ async function transaction<T>(
     // Read after `fn`, so that their failure is not unhandled meanwhile.
     begin.catch(() => {});
     set.catch(() => {});
-    result = await fn(tx, (f) => committed.push(f));
-    await begin;
-    await set;
-    commitSent = true;
-    const done = await tx`commit`;
+    let done: postgres.RowList<postgres.Row[]>;
+    if (commitWithStatement) {
+      // `fn` gave its statement without sending it: send it, then COMMIT,
+      // and wait for both answers at once. Should the statement fail, the
+      // COMMIT answers ROLLBACK, and the statement's error is thrown.
+      const statement = (fn(tx, (f) => committed.push(f)) as unknown as {
+        execute(): Promise<T>;
+      }).execute();
+      commitSent = true;
+      const commit = tx`commit`.execute();
+      commit.catch(() => {});
+      result = await statement;
+      await begin;
+      await set;
+      done = await commit;
+    } else {
+      result = await fn(tx, (f) => committed.push(f));
+      await begin;
+      await set;
+      commitSent = true;
+      done = await tx`commit`;
+    }
     if (done.command !== "COMMIT") {
       throw new RolledBack(
         "the transaction was rolled back: one of its statements failed",
@@ -178,6 +203,37 @@ async function transaction<T>(
   }
   for (const f of committed) f();
   return result;
+}
+
+/**
+ * A bookkeeping transaction (see {@link asBookkeeper}) of one statement,
+ * whose COMMIT is sent right behind it instead of after its answer: BEGIN,
+ * the setup and the statement leave in one round trip, COMMIT in the same
+ * breath, and the answers come back together. The relay's move and the
+ * consumers' claim and finish are one statement each. A round trip costs
+ * about 0.2 ms on 2 cores, as much as a one-row move takes to run: a
+ * bookkeeping `select 1` took 0.29 ms instead of 0.46 (medians of 350).
+ *
+ * `statement` must return the query as postgres.js builds it, unsent (not
+ * awaited, not from an async function).
+ */
+export function bookkeepingStatement<R extends readonly postgres.MaybeRow[]>(
+  sql: Sql,
+  service: string,
+  statement: (tx: ServiceTx) => postgres.PendingQuery<R>,
+  options: { genericPlans?: boolean } = {},
+): Promise<postgres.RowList<R>> {
+  return asService(
+    sql,
+    service,
+    "workers",
+    statement as unknown as (tx: ServiceTx) => Promise<postgres.RowList<R>>,
+    {
+      bookkeeping: true,
+      genericPlans: options.genericPlans,
+      commitWithStatement: true,
+    },
+  );
 }
 
 /**

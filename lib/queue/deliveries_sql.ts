@@ -3,7 +3,7 @@
  * lease, and finish them in one statement, fenced by that lease.
  */
 import type { Sql, TxSql } from "../db/connect.ts";
-import { asBookkeeper } from "../db/service.ts";
+import { asBookkeeper, bookkeepingStatement } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 
 export interface ClaimedDelivery {
@@ -133,7 +133,7 @@ export async function claimBatch(
   onSent?: () => void,
 ): Promise<ClaimBatch> {
   return toBatch(
-    await asBookkeeper(sql, "queue", ({ sql }) => {
+    await bookkeepingStatement(sql, "queue", ({ sql }) => {
       onSent?.();
       return claimStatement(sql, owner, limit, leaseMs);
     }, GENERIC),
@@ -166,12 +166,13 @@ export async function finishDeliveries(
   results: AttemptResult[],
 ): Promise<number> {
   if (results.length === 0) return 0;
-  return await asBookkeeper(
+  const finished = await bookkeepingStatement(
     sql,
     "queue",
-    async ({ sql }) => (await finishStatement(sql, owner, results)).length,
+    ({ sql }) => finishStatement(sql, owner, results),
     GENERIC,
   );
+  return finished.length;
 }
 
 /**
