@@ -16,6 +16,7 @@ import {
   RECEIVERS,
   ROUTING,
   SENDER,
+  waitForDeliveries,
   waitForJobs,
   withWorkers,
 } from "./_messaging.ts";
@@ -90,6 +91,8 @@ Deno.test("with an idle consumer, a commit's deliveries are handed to it and app
       await sleep(300); // the loops' first ticks find nothing and sleep
       await placeOrder(sql, sandboxId, "O1");
       await waitForJobs(sql, 1, 2_000);
+      // The receivers answer before the consumer records their answers.
+      await waitForDeliveries(sql, "done", RECEIVERS.length, 2_000);
       assert.equal(moves.length, 1);
       assert.deepEqual(
         moves[0].handed.map((d) => d.subscriber),
@@ -128,6 +131,7 @@ Deno.test("deliveries handed to a process that died are due again when the lease
     assert.equal(moved.handed.length, RECEIVERS.length);
     await withWorkers(db, { pollMs: 100 }, async () => {
       await waitForJobs(sql, 1, 5_000);
+      await waitForDeliveries(sql, "done", RECEIVERS.length, 2_000);
       const rows = await sql<{ attempts: number; state: string }[]>`
         select attempts, state from queue.deliveries`;
       // The handoff was the first attempt; the claim after the lease, the
