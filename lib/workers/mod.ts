@@ -111,6 +111,19 @@ export async function startMessaging(
   // without a claim: one transaction less at each hop of a message.
   // Batches wait here for the next consumer tick; stop() sends what is left.
   const handoffs: ClaimedDelivery[][] = [];
+  /**
+   * The handoffs waiting, oldest first, joined up to a claim's batch (at
+   * least one): under load, moves are small and come faster than ticks.
+   */
+  const takeHandoffs = (): ClaimedDelivery[] | undefined => {
+    const batch = handoffs.shift();
+    if (!batch) return undefined;
+    while (
+      handoffs.length > 0 &&
+      batch.length + handoffs[0].length <= CONSUMER_BATCH_SIZE
+    ) batch.push(...handoffs.shift()!);
+    return batch;
+  };
   let stopping = false;
   const handoffLeaseMs = consumerLeaseMs({
     leaseMs: options.consumerLeaseMs,
@@ -225,7 +238,7 @@ export async function startMessaging(
             ...consumerOptions,
             onClaimSent: () => owed.delete(loop),
             handed: () => {
-              const batch = handoffs.shift();
+              const batch = takeHandoffs();
               // Woken to claim, it sends a handoff instead: another claims.
               if (batch && owed.delete(loop)) wakeConsumers();
               return batch;
@@ -282,7 +295,7 @@ export async function startMessaging(
         await consumeOnce({
           ...consumerOptions,
           batchesPerTick: 1,
-          handed: () => handoffs.shift(),
+          handed: takeHandoffs,
         }).catch((error) => log.error("handoff_unsent", { error }));
       }
       await listener.stop();
