@@ -11,14 +11,12 @@
  * processes.
  */
 import type { Sql } from "../db/connect.ts";
-import { OUTBOX_CHANNEL, outboxHint } from "./channel.ts";
+import { OUTBOX_CHANNEL } from "./channel.ts";
 
 export type OutboxWaker = (service: string) => void;
 
 /** The relays of this process (lib/workers/mod.ts `Messaging`). */
 export interface LocalRelays {
-  /** Names this process in hints; its listener skips hints that carry it. */
-  owner: string;
   /** Wakes this process's relay of `service`; false when it has none. */
   wakeRelay(service: string): boolean;
 }
@@ -35,21 +33,25 @@ export function outboxWakerOf(sql: Sql): OutboxWaker | undefined {
 }
 
 /**
- * A waker that wakes the `local` relays at once and coalesces NOTIFYs for
- * other processes: one per service per `windowMs` at most, and never two of
- * a service at the same time. A wake that comes while a NOTIFY is on its way
- * gets one more after it, since that one may have left before its commit.
- * Each NOTIFY is one autocommit statement with synchronous_commit off (one
- * round trip; the setting ends with that statement's transaction): it is a
- * hint, and losing one in a crash only delays a relay until its poll.
+ * A waker that wakes the relay of this process (`local`) at once, and
+ * only when this process runs no relay of that service, coalesces NOTIFYs
+ * for the relays of other processes: one per service per `windowMs` at
+ * most, and never two of a service at the same time. A wake that comes
+ * while a NOTIFY is on its way gets one more after it, since that one may
+ * have left before its commit. Each NOTIFY is one autocommit statement with
+ * synchronous_commit off (one round trip; the setting ends with that
+ * statement's transaction): it is a hint, and losing one in a crash only
+ * delays a relay until its poll.
  *
- * A NOTIFY names the local process when its relay of that service was
- * woken, so that the process's own listener skips it. Heard again, it ran a
- * second move that found nothing, and the move's own NOTIFY a second
- * consumer claim, beside the receivers that were waiting for the same two
- * cores: webhook commit to six applied, one paid order at a time, p50 16.5,
- * 19.6 and 19.5 ms before, 14.5, 15.4 and 15.4 ms after (three alternating
- * runs of 300 orders each way).
+ * A relay of this process that was woken moves the rows itself; another
+ * process's relay woken as well would find nothing, or compete for the same
+ * rows. The NOTIFY sent anyway was heard by this process's own listener
+ * too, and ran a second, empty move beside the receivers that were waiting
+ * for the same two cores: webhook commit to six applied, one paid order at
+ * a time, p50 16.5, 19.6 and 19.5 ms with it, 14.5, 15.4 and 15.4 ms once
+ * the listener skipped it (three alternating runs of 300 orders each way).
+ * Should this process die between the commit and its move, the other
+ * relays find the rows at their next poll.
  */
 export function coalescingWaker(
   sql: Sql,
@@ -62,8 +64,6 @@ export function coalescingWaker(
   const windowMs = options.windowMs ?? 2;
   /** Per service with a NOTIFY to come: whether it has left yet. */
   const state = new Map<string, "waiting" | "sending">();
-  /** Services whose local relay was woken since their last NOTIFY left. */
-  const heard = new Set<string>();
   /** Services woken again while their NOTIFY was on its way. */
   const again = new Set<string>();
   /** What flush() waits for. */
@@ -73,13 +73,9 @@ export function coalescingWaker(
       state.set(service, "waiting");
       await new Promise((resolve) => setTimeout(resolve, windowMs));
       state.set(service, "sending");
-      const payload = outboxHint(
-        service,
-        heard.delete(service) ? options.local?.owner : undefined,
-      );
       try {
         await sql`select set_config('synchronous_commit', 'off', true),
-                         pg_notify(${OUTBOX_CHANNEL}, ${payload})`;
+                         pg_notify(${OUTBOX_CHANNEL}, ${service})`;
       } catch (error) {
         options.onError?.(error);
       }
@@ -87,7 +83,7 @@ export function coalescingWaker(
     state.delete(service);
   };
   const wake = (service: string) => {
-    if (options.local?.wakeRelay(service)) heard.add(service);
+    if (options.local?.wakeRelay(service)) return;
     const s = state.get(service);
     if (s === "sending") again.add(service);
     if (s) return;

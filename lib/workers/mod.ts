@@ -7,7 +7,7 @@
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
 import type { FaultReader } from "../faults/mod.ts";
-import { OUTBOX_CHANNEL, readOutboxHint } from "../outbox/channel.ts";
+import { OUTBOX_CHANNEL } from "../outbox/channel.ts";
 import {
   consumeOnce,
   CONSUMER_BATCH_SIZE,
@@ -66,7 +66,7 @@ export interface Messaging {
   owner: string;
   /**
    * Wakes the relay of `service` now (an in-process hint after a commit);
-   * false when this process runs none.
+   * false when this process runs none, or is stopping.
    */
   wakeRelay(service: string): boolean;
   wakeConsumers(): void;
@@ -147,8 +147,9 @@ export async function startMessaging(
       const handoff = local && !stopping && consumers.some((c) => c.idle)
         ? { owner, leaseMs: handoffLeaseMs, max: CONSUMER_BATCH_SIZE }
         : undefined;
-      // The move's NOTIFY names this process when its consumers are woken
-      // here, so that its own listener skips it (lib/outbox/wake.ts).
+      // The move's NOTIFY (for other processes' consumers) names this
+      // process when its consumers are woken here, so that its own listener
+      // skips it: heard, it ran a second claim that found nothing.
       const moved = await moveFrom(service, limit, faultNames, {
         wokenBy: local ? owner : undefined,
         handoff,
@@ -257,11 +258,9 @@ export async function startMessaging(
     channels: [OUTBOX_CHANNEL, QUEUE_CHANNEL],
     log,
     onNotify: (channel, payload) => {
-      // A hint that names this process was answered here already.
-      if (channel === OUTBOX_CHANNEL) {
-        const hint = readOutboxHint(payload);
-        if (hint.wokenBy !== owner) relays.get(hint.service)?.wake();
-      } else if (payload !== owner) wakeConsumers();
+      if (channel === OUTBOX_CHANNEL) relays.get(payload)?.wake();
+      // A move's hint that names this process was answered here already.
+      else if (payload !== owner) wakeConsumers();
     },
     // After a reconnect, notifications sent meanwhile are lost: look now.
     onReconnect: wakeAll,
@@ -277,6 +276,8 @@ export async function startMessaging(
   return {
     owner,
     wakeRelay: (service) => {
+      // Stopping: let the relays of other processes hear of it.
+      if (stopping) return false;
       const relay = relays.get(service);
       relay?.wake();
       return relay !== undefined;
