@@ -11,7 +11,13 @@ import type { Sql } from "../lib/db/connect.ts";
 import { asService } from "../lib/db/service.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { append, type Envelope, newEnvelope } from "../lib/outbox/mod.ts";
-import { Dispatcher, PgQueue, type Routing } from "../lib/queue/mod.ts";
+import {
+  Dispatcher,
+  type Moved,
+  PgQueue,
+  type Queue,
+  type Routing,
+} from "../lib/queue/mod.ts";
 import { type Apply, inboxHandler, Refused } from "../lib/inbox/mod.ts";
 import { pgFaults } from "../lib/faults/mod.ts";
 import {
@@ -303,4 +309,19 @@ export async function waitForDeliveries(
       await count(sql, "queue.deliveries", sql`state = ${state}`) === n,
     timeoutMs,
   );
+}
+
+/** The test queue (PgQueue), keeping every move it makes in `moves`. */
+export function recordingQueue(sql: Sql): { queue: Queue; moves: Moved[] } {
+  const inner = new PgQueue(sql, ROUTING);
+  const moves: Moved[] = [];
+  const queue: Queue = {
+    publish: (messages) => inner.publish(messages),
+    moveFrom: async (service, limit, faultNames, options) => {
+      const moved = await inner.moveFrom(service, limit, faultNames, options);
+      moves.push(moved);
+      return moved;
+    },
+  };
+  return { queue, moves };
 }

@@ -14,6 +14,7 @@ import {
   placeOrder,
   placeOrders,
   RECEIVERS,
+  recordingQueue,
   ROUTING,
   SENDER,
   waitForDeliveries,
@@ -21,7 +22,7 @@ import {
   withWorkers,
 } from "./_messaging.ts";
 import { connect } from "../lib/db/connect.ts";
-import { type Moved, PgQueue, type Queue } from "../lib/queue/mod.ts";
+import { PgQueue } from "../lib/queue/mod.ts";
 import { QUEUE_CHANNEL } from "../lib/queue/publish.ts";
 import { setOutboxWaker } from "../lib/outbox/wake.ts";
 
@@ -77,25 +78,17 @@ Deno.test("with an idle consumer, a commit's deliveries are handed to it and app
     const { sql } = db;
     await createTestServices(sql);
     const sandboxId = await createSandbox(sql);
-    const inner = new PgQueue(sql, ROUTING);
-    const moves: Moved[] = [];
-    const queue: Queue = {
-      publish: (messages) => inner.publish(messages),
-      moveFrom: async (service, limit, faultNames, options) => {
-        const moved = await inner.moveFrom(service, limit, faultNames, options);
-        if (moved.rows > 0) moves.push(moved);
-        return moved;
-      },
-    };
+    const { queue, moves: all } = recordingQueue(sql);
+    const moved = () => all.filter((m) => m.rows > 0);
     await withWorkers(db, { pollMs: 60_000, queue }, async ({ messaging }) => {
       await sleep(300); // the loops' first ticks find nothing and sleep
       await placeOrder(sql, sandboxId, "O1");
       await waitForJobs(sql, 1, 2_000);
       // The receivers answer before the consumer records their answers.
       await waitForDeliveries(sql, "done", RECEIVERS.length, 2_000);
-      assert.equal(moves.length, 1);
+      assert.equal(moved().length, 1);
       assert.deepEqual(
-        moves[0].handed.map((d) => d.subscriber),
+        moved()[0].handed.map((d) => d.subscriber),
         [...RECEIVERS],
       );
       const attempts = await sql<{ outcome: string; attempt: number }[]>`

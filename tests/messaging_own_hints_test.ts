@@ -13,13 +13,14 @@ import {
   createSandbox,
   createTestServices,
   placeOrder,
+  recordingQueue,
   ROUTING,
   SENDER,
   waitForJobs,
   withWorkers,
 } from "./_messaging.ts";
 import { connect, type Sql } from "../lib/db/connect.ts";
-import { PgQueue, type Queue } from "../lib/queue/mod.ts";
+import { PgQueue } from "../lib/queue/mod.ts";
 import { QUEUE_CHANNEL } from "../lib/queue/publish.ts";
 import { OUTBOX_CHANNEL } from "../lib/outbox/channel.ts";
 import { coalescingWaker, setOutboxWaker } from "../lib/outbox/wake.ts";
@@ -70,16 +71,7 @@ Deno.test("a commit whose relay runs in process is one move, and sends no NOTIFY
     const { sql, url } = db;
     await createTestServices(sql);
     const sandboxId = await createSandbox(sql);
-    const inner = new PgQueue(sql, ROUTING);
-    const moves: number[] = [];
-    const queue: Queue = {
-      publish: (messages) => inner.publish(messages),
-      moveFrom: async (service, limit, faultNames, options) => {
-        const moved = await inner.moveFrom(service, limit, faultNames, options);
-        moves.push(moved.rows);
-        return moved;
-      },
-    };
+    const { queue, moves } = recordingQueue(sql);
     const heard: string[] = [];
     const listener = connect(url, { max: 1 });
     try {
@@ -102,7 +94,11 @@ Deno.test("a commit whose relay runs in process is one move, and sends no NOTIFY
           await sleep(300);
 
           assert.deepEqual(heard, [], "NOTIFYs on the outbox channel");
-          assert.deepEqual(moves, [1], "moves after the commit (rows each)");
+          assert.deepEqual(
+            moves.map((m) => m.rows),
+            [1],
+            "moves after the commit (rows each)",
+          );
         },
       );
     } finally {
