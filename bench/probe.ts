@@ -115,7 +115,10 @@ export async function startProbe(options: {
       return inner.publish(messages);
     },
     moveFrom: async (service, limit, faultNames, options) => {
-      const moved = await inner.moveFrom(service, limit, faultNames, options);
+      const moved = await inner.moveFrom(service, limit, faultNames, {
+        ...options,
+        listMoved: true,
+      });
       moved.messageIds.forEach((id, i) =>
         track(id, moved.types[i], moved.aggregateIds[i])
       );

@@ -66,7 +66,7 @@ function recordingQueue(inner: Queue, published: string[]): Queue {
           service,
           chunk,
           faultNames,
-          options,
+          { ...options, listMoved: true },
         );
         published.push(...moved.messageIds);
         total = total ? addMoved(total, moved) : moved;

@@ -32,7 +32,7 @@ Deno.test("a move publishes due rows oldest first with their deliveries, in batc
     await setFault(sql, faulted, RELAY_FAULTS.queueRefusesSends, true);
     const queue = new PgQueue(sql, ROUTING);
 
-    const first = await queue.moveFrom(SENDER, 3, FAULTS);
+    const first = await queue.moveFrom(SENDER, 3, FAULTS, { listMoved: true });
     assert.equal(first.rows, 3);
     assert.equal(first.published, 3);
     assert.equal(first.faulted, true);
@@ -45,6 +45,9 @@ Deno.test("a move publishes due rows oldest first with their deliveries, in batc
 
     const second = await queue.moveFrom(SENDER, 3, FAULTS);
     assert.equal(second.rows, 2);
+    // Without listMoved the lists are not built.
+    assert.deepEqual(second.messageIds, []);
+    assert.equal(second.lagSeconds.length, 2);
     const third = await queue.moveFrom(SENDER, 3, FAULTS);
     assert.equal(third.rows, 0);
 
@@ -101,6 +104,36 @@ Deno.test("a message the queue already has is not published twice, and its row i
     assert.equal(
       await count(sql, `${SENDER}.outbox`, sql`state = 'published'`),
       1,
+    );
+  });
+});
+
+Deno.test("a move whose batch holds one message the queue has already stores the others once and marks them all", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    const sandbox = await createSandbox(sql);
+    const placed = await placeOrders(sql, sandbox, ["E1", "E2", "E3"]);
+    const queue = new PgQueue(sql, ROUTING);
+    // The middle one went the long way and was never marked.
+    await queue.publish([{ source: SENDER, envelope: placed[1] }]);
+    const moved = await queue.moveFrom(SENDER, 10, FAULTS, {
+      listMoved: true,
+    });
+    assert.equal(moved.rows, 3);
+    assert.equal(moved.published, 2);
+    assert.deepEqual(moved.messageIds, placed.map((e) => e.messageId));
+    assert.equal(await count(sql, "queue.messages"), 3);
+    // One delivery per message and receiver: none twice, none missing.
+    const perMessage = await sql<{ message_id: string; n: number }[]>`
+      select message_id, count(*)::int as n from queue.deliveries
+       group by message_id order by message_id`;
+    assert.deepEqual(
+      perMessage.map((r) => r.n),
+      [RECEIVERS.length, RECEIVERS.length, RECEIVERS.length],
+    );
+    assert.equal(
+      await count(sql, `${SENDER}.outbox`, sql`state = 'published'`),
+      3,
     );
   });
 });

@@ -25,7 +25,10 @@ export interface Moved {
   rows: number;
   /** Of those, messages the queue did not have yet. */
   published: number;
-  /** The rows moved: message id, type and aggregate, three parallel lists. */
+  /**
+   * The rows moved, in outbox order: message id, type and aggregate, three
+   * parallel lists. Only with `MoveOptions.listMoved`; empty otherwise.
+   */
   messageIds: string[];
   types: string[];
   aggregateIds: string[];
@@ -67,6 +70,12 @@ export interface MoveOptions {
    */
   wokenBy?: string;
   handoff?: Handoff;
+  /**
+   * Return the moved rows' ids, types and aggregates (`Moved.messageIds`,
+   * ...): for tracing. Three sorted lists of a batch's size, built and sent
+   * for nothing otherwise.
+   */
+  listMoved?: boolean;
 }
 
 /** What any transport offers the relay. */
@@ -103,7 +112,7 @@ type Routes = [string[], string[]];
  * `position`; a message id the queue has already is left as it is. Returns
  * the ids it stored.
  */
-function messagesOf(sql: TxSql, rows: Fragment): Fragment {
+function messagesOf(sql: TxSql, rows: Fragment, repeats: boolean): Fragment {
   return sql`
     insert into queue.messages
       (message_id, sandbox_id, source, type, aggregate_id, envelope)
@@ -111,7 +120,7 @@ function messagesOf(sql: TxSql, rows: Fragment): Fragment {
            s.envelope
       from (${rows}) s
      order by s.position
-    on conflict (message_id) do nothing
+    ${repeats ? sql`on conflict (message_id) do nothing` : sql``}
     returning message_id`;
 }
 
@@ -129,8 +138,12 @@ function deliveriesOf(
   sql: TxSql,
   [routeTypes, routeSubs]: Routes,
   rows: Fragment,
+  repeats: boolean,
   handoff?: Handoff,
 ): Fragment {
+  const skipRepeats = repeats
+    ? sql`on conflict (message_id, subscriber) do nothing`
+    : sql``;
   if (!handoff) {
     return sql`
     insert into queue.deliveries
@@ -140,7 +153,7 @@ function deliveriesOf(
       join unnest(${routeTypes}::text[], ${routeSubs}::text[])
         as r(type, subscriber) on r.type = s.type
      order by s.position, r.subscriber
-    on conflict (message_id, subscriber) do nothing`;
+    ${skipRepeats}`;
   }
   // All of them leased to the handoff's owner (as a claim would: first
   // attempt, the lease's end also the next attempt), or none.
@@ -160,7 +173,7 @@ function deliveriesOf(
               join unnest(${routeTypes}::text[], ${routeSubs}::text[])
                 as r(type, subscriber) on r.type = s.type) s
      order by s.position, s.subscriber
-    on conflict (message_id, subscriber) do nothing
+    ${skipRepeats}
     returning id, sandbox_id, message_id, subscriber, type, aggregate_id,
               state`;
 }
@@ -175,11 +188,13 @@ function messagesAndDeliveries(
   sql: TxSql,
   routes: Routes,
   rows: Fragment,
-  handoff?: Handoff,
+  options: { repeats: boolean; handoff?: Handoff },
 ): Fragment {
   return sql`
-    m as (${messagesOf(sql, rows)}),
-    d as (${deliveriesOf(sql, routes, rows, handoff)})`;
+    m as (${messagesOf(sql, rows, options.repeats)}),
+    d as (${
+    deliveriesOf(sql, routes, rows, options.repeats, options.handoff)
+  })`;
 }
 
 /** A delivery a move handed off, as the statement returns it. */
@@ -191,6 +206,26 @@ interface HandedRow {
   type: string;
   aggregate_id: string;
   envelope: Envelope;
+}
+
+/** The move statement's one row. */
+interface MoveRow {
+  rows: number;
+  published: number;
+  message_ids: string[] | null;
+  types: string[] | null;
+  aggregate_ids: string[] | null;
+  sandbox_ids: string[] | null;
+  lags: number[] | null;
+  notified: number;
+  faulted: boolean;
+  busy: boolean;
+  handed: HandedRow[] | null;
+}
+
+/** A unique index refused a row (SQLSTATE 23505). */
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: string } | null)?.code === "23505";
 }
 
 /** The PostgreSQL transport: tables in the `queue` schema. */
@@ -255,6 +290,7 @@ export class PgQueue implements Queue {
                    e->>'type' as type, e->>'aggregateId' as aggregate_id,
                    e as envelope, n as position
               from x`,
+          { repeats: true },
         )
       }
         select count(*)::int as count from m`;
@@ -277,29 +313,57 @@ export class PgQueue implements Queue {
     faultNames: readonly string[],
     options: MoveOptions = {},
   ): Promise<Moved> {
+    // Without ON CONFLICT first: a message id the queue has already is rare
+    // (a publish the long way whose mark was lost), and skipping repeats
+    // costs every row a look in the unique index before its insert. When one
+    // is there, the statement fails whole and goes again skipping repeats.
+    let row: MoveRow;
+    try {
+      row = await this.#move(service, limit, faultNames, options, false);
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      row = await this.#move(service, limit, faultNames, options, true);
+    }
+    return {
+      rows: row.rows,
+      published: row.published,
+      messageIds: row.message_ids ?? [],
+      types: row.types ?? [],
+      aggregateIds: row.aggregate_ids ?? [],
+      sandboxIds: row.sandbox_ids ?? [],
+      lagSeconds: row.lags ?? [],
+      faulted: row.faulted,
+      busy: row.busy,
+      handed: (row.handed ?? []).map((h) => ({
+        id: Number(h.id),
+        sandboxId: h.sandbox_id,
+        messageId: h.message_id,
+        subscriber: h.subscriber,
+        type: h.type,
+        aggregateId: h.aggregate_id,
+        attempt: 1,
+        maxAttempts: null,
+        envelope: h.envelope,
+      })),
+    };
+  }
+
+  #move(
+    service: string,
+    limit: number,
+    faultNames: readonly string[],
+    options: MoveOptions,
+    repeats: boolean,
+  ): Promise<MoveRow> {
     const routes = this.#routes(Object.keys(this.routing));
     const { handoff } = options;
     // Planned once per connection, as the consumers' claim is (see
     // lib/queue/deliveries_sql.ts): the move alone went from 11,773 to
     // 13,900 msg/s (bench --only relay). One statement: its COMMIT goes
     // with it.
-    const [row] = await bookkeepingStatement(this.sql, "relay", ({ sql }) => {
+    return bookkeepingStatement(this.sql, "relay", ({ sql }) => {
       const table = sql(`${service}.outbox`);
-      return sql<
-        {
-          rows: number;
-          published: number;
-          message_ids: string[] | null;
-          types: string[] | null;
-          aggregate_ids: string[] | null;
-          sandbox_ids: string[] | null;
-          lags: number[] | null;
-          notified: number;
-          faulted: boolean;
-          busy: boolean;
-          handed: HandedRow[] | null;
-        }[]
-      >`
+      return sql<MoveRow[]>`
         with slot as materialized (
           select s from generate_series(0, ${this.moveSlots - 1}) as s
            where pg_try_advisory_xact_lock(${MOVE_SLOT_LOCK},
@@ -333,7 +397,7 @@ export class PgQueue implements Queue {
                    envelope->>'aggregateId' as aggregate_id, envelope,
                    id as position
               from moved`,
-          handoff,
+          { repeats, handoff },
         )
       }, woken as (
           select pg_notify(${QUEUE_CHANNEL}, ${options.wokenBy ?? ""})
@@ -346,10 +410,15 @@ export class PgQueue implements Queue {
         )
         select (select count(*)::int from moved) as rows,
                (select count(*)::int from m) as published,
-               (select array_agg(message_id order by id) from moved) as message_ids,
+               ${
+        options.listMoved
+          ? sql`(select array_agg(message_id order by id) from moved) as message_ids,
                (select array_agg(type order by id) from moved) as types,
                (select array_agg(envelope->>'aggregateId' order by id)
-                  from moved) as aggregate_ids,
+                  from moved) as aggregate_ids,`
+          : sql`null::uuid[] as message_ids, null::text[] as types,
+               null::text[] as aggregate_ids,`
+      }
                (select array_agg(distinct sandbox_id) from moved) as sandbox_ids,
                (select array_agg(date_part('epoch', now() - created_at))
                   from moved) as lags,
@@ -367,28 +436,6 @@ export class PgQueue implements Queue {
                  where d.state = 'in_flight')`
           : sql`null::json`
       } as handed`;
-    }, { genericPlans: true });
-    return {
-      rows: row.rows,
-      published: row.published,
-      messageIds: row.message_ids ?? [],
-      types: row.types ?? [],
-      aggregateIds: row.aggregate_ids ?? [],
-      sandboxIds: row.sandbox_ids ?? [],
-      lagSeconds: row.lags ?? [],
-      faulted: row.faulted,
-      busy: row.busy,
-      handed: (row.handed ?? []).map((h) => ({
-        id: Number(h.id),
-        sandboxId: h.sandbox_id,
-        messageId: h.message_id,
-        subscriber: h.subscriber,
-        type: h.type,
-        aggregateId: h.aggregate_id,
-        attempt: 1,
-        maxAttempts: null,
-        envelope: h.envelope,
-      })),
-    };
+    }, { genericPlans: true }).then(([row]) => row);
   }
 }
