@@ -109,8 +109,9 @@ type Routes = [string[], string[]];
 /**
  * The INSERT of the messages that `rows` yields (message_id, sandbox_id,
  * source, type, aggregate_id, envelope, position), in the order of
- * `position`; a message id the queue has already is left as it is. Returns
- * the ids it stored.
+ * `position`. With `repeats`, a message id the queue has already is left as
+ * it is; without, it fails the statement (cheaper when there are none).
+ * Returns the ids it stored.
  */
 function messagesOf(sql: TxSql, rows: Fragment, repeats: boolean): Fragment {
   return sql`
@@ -128,11 +129,11 @@ function messagesOf(sql: TxSql, rows: Fragment, repeats: boolean): Fragment {
  * The INSERT of one delivery per subscriber of each message that `rows`
  * yields (sandbox_id, message_id, type, aggregate_id, position), in the
  * order of `position` (the outbox's), not of message ids: two UUIDv7 of one
- * millisecond do not sort by time. A delivery the queue has already (its
- * message was published before) is left as it is, so the deliveries need
- * not be joined to the messages the statement inserted (a join of two CTE
- * scans is planned as a nested loop: 1,000 x 1,000 rows, nine tenths of a
- * batch's time, measured).
+ * millisecond do not sort by time. With `repeats`, a delivery the queue has
+ * already (its message was published before) is left as it is, so the
+ * deliveries need not be joined to the messages the statement inserted (a
+ * join of two CTE scans is planned as a nested loop: 1,000 x 1,000 rows, nine
+ * tenths of a batch's time, measured); without, it fails the statement.
  */
 function deliveriesOf(
   sql: TxSql,
@@ -228,10 +229,10 @@ function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === "23505";
 }
 
-/** The PostgreSQL transport: tables in the `queue` schema. */
 /** The first key of the move slots' advisory locks (the second is the slot). */
 export const MOVE_SLOT_LOCK = 0x6d6f7665; // "move"
 
+/** The PostgreSQL transport: tables in the `queue` schema. */
 export class PgQueue implements Queue {
   /**
    * At most `moveSlots` moves from one outbox run at once, across every
