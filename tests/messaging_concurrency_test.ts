@@ -47,7 +47,7 @@ interface Process {
  */
 const MOVE_CHUNK = 50;
 
-function recordingQueue(inner: Queue, published: string[]): Queue {
+function chunkingQueue(inner: Queue, published: string[]): Queue {
   return {
     async publish(messages: OutgoingMessage[]) {
       const fresh = await inner.publish(messages);
@@ -103,7 +103,7 @@ Deno.test("two relays and two consumer sets over 2,000 messages: everything deli
     ];
     const started = processes.map((p) =>
       startTestWorkers({ url: db.url, sql: p.sql }, {
-        queue: recordingQueue(new PgQueue(p.sql, ROUTING), p.published),
+        queue: chunkingQueue(new PgQueue(p.sql, ROUTING), p.published),
         dispatcher: testDispatcher(p.sql, {
           onAnswer: (a) => p.answers.push(a),
         }),

@@ -76,8 +76,8 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
     });
   // The first drain after the baselines ran a fifth slower than the same
   // drain run again (23,552 against about 32,000 msg/s, same code; what the
-  // baselines left in the server's buffers, we think), so one unmeasured drain brings the server to the state both measured
-  // drains start from.
+  // baselines left in the server's buffers, we think), so one unmeasured
+  // drain brings the server to the state both measured drains start from.
   const warmupRows = Math.ceil(plan.relayRows / 4);
   {
     const db = await ctx.server.database("relay_warmup");
