@@ -177,9 +177,10 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
       "tx/s",
     );
 
-    // The rows of an order (services/orders/orders_sql.ts insertNewOrder) in
-    // one statement, with none of the services' machinery: no role or
-    // sandbox, no row-level security, no foreign keys, no wake-up.
+    // The rows of an order (services/orders/orders_sql.ts
+    // newOrderStatement) in one statement, with none of the services'
+    // machinery: no role or sandbox, no row-level security, no foreign
+    // keys, no wake-up.
     let placed = 0;
     const sixRows = (sql: Sql) =>
       sql.begin(async (tx) => {

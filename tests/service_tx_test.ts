@@ -5,6 +5,7 @@ import {
   asBookkeeper,
   asService,
   bookkeepingStatement,
+  serviceStatement,
 } from "../lib/db/service.ts";
 
 Deno.test("service transactions: bookkeeping commits asynchronously, commands keep the server's setting", async () => {
@@ -146,6 +147,59 @@ Deno.test("bookkeepingStatement: one statement with its COMMIT right behind; a f
       const rows = await sql<{ id: number }[]>`
         select id from bk_probe order by id`;
       assert.deepEqual(rows.map((r) => r.id), [1, 3]);
+    } finally {
+      await one.end();
+    }
+  });
+});
+
+Deno.test("serviceStatement: a statement that refuses (platform.refuse) rolls back all it wrote, with its own error; one that does not commits in its sandbox", async () => {
+  await withTestDatabase(async ({ sql, url }) => {
+    const [{ id: sandboxId }] = await sql<{ id: string }[]>`
+      insert into platform.sandboxes (name) values ('refuse probe') returning id`;
+    const one = connect(url, { max: 1 });
+    const keys = (rows: number) =>
+      one`select count(*)::int as n from orders.commands_seen
+           where sandbox_id = ${sandboxId}`.then(([r]) =>
+        assert.equal(r.n, rows)
+      );
+    // Writes a key, then refuses when asked to: all or nothing in one go.
+    const write = (key: string, refuse: boolean) =>
+      serviceStatement(
+        one,
+        "orders",
+        { sandboxId },
+        ({ sql }) =>
+          sql<{ key: string; role: string }[]>`
+          with k as (
+            insert into orders.commands_seen
+                   (sandbox_id, idempotency_key, request_hash, order_id)
+            values (${sandboxId}, ${key}, 'h', gen_random_uuid())
+            returning idempotency_key
+          )
+          select (select idempotency_key from k) as key, current_user as role,
+                 case when ${refuse}
+                      then platform.refuse('BK409', 'no room for ' || ${key})
+                 end as refused`,
+      );
+    try {
+      await assert.rejects(
+        () => write("first", true),
+        (error: { code?: string; message?: string }) =>
+          error.code === "BK409" && error.message === "no room for first",
+      );
+      await keys(0);
+      // The connection is back outside any transaction, as the pool's user.
+      const [after] = await one<{ own: boolean; open: boolean }[]>`
+        select current_user = session_user as own,
+               pg_current_xact_id_if_assigned() is not null as open`;
+      assert.deepEqual({ ...after }, { own: true, open: false });
+      const [kept] = await write("second", false);
+      assert.deepEqual({ key: kept.key, role: kept.role }, {
+        key: "second",
+        role: "orders",
+      });
+      await keys(1);
     } finally {
       await one.end();
     }

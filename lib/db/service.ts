@@ -71,7 +71,7 @@ export async function asService<T>(
     genericPlans?: boolean;
     /**
      * `fn` returns one statement, not yet sent; COMMIT goes right behind it
-     * (see {@link bookkeepingStatement}).
+     * (see {@link bookkeepingStatement} and {@link serviceStatement}).
      */
     commitWithStatement?: boolean;
   } = {},
@@ -233,6 +233,32 @@ export function bookkeepingStatement<R extends readonly postgres.MaybeRow[]>(
       genericPlans: options.genericPlans,
       commitWithStatement: true,
     },
+  );
+}
+
+/**
+ * A service transaction (see {@link asService}) of one statement, whose
+ * COMMIT is sent right behind it, as {@link bookkeepingStatement} does for
+ * the workers: one round trip for the whole transaction. Only for a
+ * statement that decides all or nothing by itself: when it must not
+ * commit, it fails (so the COMMIT answers ROLLBACK, and the statement's
+ * error is thrown).
+ *
+ * `statement` must return the query as postgres.js builds it, unsent (not
+ * awaited, not from an async function).
+ */
+export function serviceStatement<R extends readonly postgres.MaybeRow[]>(
+  sql: Sql,
+  service: string,
+  scope: Scope,
+  statement: (tx: ServiceTx) => postgres.PendingQuery<R>,
+): Promise<postgres.RowList<R>> {
+  return asService(
+    sql,
+    service,
+    scope,
+    statement as unknown as (tx: ServiceTx) => Promise<postgres.RowList<R>>,
+    { commitWithStatement: true },
   );
 }
 

@@ -114,3 +114,29 @@ export async function wakeAfterAppend(
     tx.afterCommit(() => waker(service));
   }
 }
+
+/**
+ * The wake-up for a statement that appends with {@link outboxWrites} and
+ * has its COMMIT sent right behind it (lib/db/service.ts
+ * `serviceStatement`), so that nothing can follow it in the transaction: an
+ * expression for that statement's select list. With a NOTIFY in the
+ * transaction (see {@link AppendOptions.notify}) the expression sends it,
+ * when `when` holds; otherwise it is a constant, and the pool's after-commit
+ * waker is called once the transaction has committed, whatever the
+ * statement appended: the statement's answer is not known yet when the
+ * waker is set, and a wake with nothing new costs one empty move.
+ */
+export function wakeInStatement(
+  tx: ServiceTx,
+  when: Fragment,
+  options: AppendOptions = {},
+): Fragment {
+  const waker = outboxWakerOf(tx.pool);
+  if (options.notify ?? !waker) {
+    return tx.sql`case when ${when}
+      then (select 1 from pg_notify(${OUTBOX_CHANNEL}, ${tx.service})) end`;
+  }
+  const service = tx.service;
+  tx.afterCommit(() => waker!(service));
+  return tx.sql`null::int`;
+}

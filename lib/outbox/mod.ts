@@ -5,6 +5,7 @@ export {
   OUTBOX_CHANNEL,
   outboxWrites,
   wakeAfterAppend,
+  wakeInStatement,
 } from "./append.ts";
 export {
   type Envelope,

@@ -2,9 +2,14 @@
  * Queries on the orders schema. Every function takes the orders service's
  * transaction (lib/db/service.ts); none opens one of its own.
  */
+import type postgres from "postgres";
 import type { TxSql } from "../../lib/db/connect.ts";
 import type { ServiceTx } from "../../lib/db/service.ts";
-import { outboxWrites } from "../../lib/outbox/append.ts";
+import {
+  type AppendOptions,
+  outboxWrites,
+  wakeInStatement,
+} from "../../lib/outbox/append.ts";
 import type { Envelope } from "../../lib/outbox/envelope.ts";
 import type { Line, OrderSnapshot } from "../events.ts";
 import type { OrderState } from "./states.ts";
@@ -93,12 +98,25 @@ export interface NewLine extends Line {
   capacity: number;
 }
 
-/** What {@link insertNewOrder} did. */
+/** What {@link newOrderStatement} did, when it did not refuse. */
 export interface NewOrderOutcome {
   /** False: the idempotency key was recorded before; nothing was written. */
   claimed: boolean;
-  /** The skus whose capacity was taken; fewer than all: nothing placed. */
-  taken: string[];
+}
+
+/**
+ * The SQLSTATE with which {@link newOrderStatement} refuses an order that
+ * does not fit the day's capacity (platform.refuse, migration 0016); the
+ * error's message is the sku of the first line, in sku order, that did not
+ * fit.
+ */
+export const ORDER_DOES_NOT_FIT = "BK409";
+
+/** True for the refusal of {@link newOrderStatement}. */
+export function isOrderRefusal(
+  error: unknown,
+): error is { code: string; message: string } {
+  return (error as { code?: string } | null)?.code === ORDER_DOES_NOT_FIT;
 }
 
 /**
@@ -115,14 +133,19 @@ export interface NewOrderOutcome {
  *   capacity is left out, and concurrent orders for the same day and
  *   product queue up on the row lock, so two of them cannot both take the
  *   last bun;
- * - the order and the rest: only if every line was taken.
+ * - the order and the rest: only if every line was taken. Otherwise the
+ *   statement fails with {@link ORDER_DOES_NOT_FIT}, which takes back what
+ *   the other lines took.
  *
- * The caller must roll back when a line was not taken (not in `taken`):
- * the other lines have taken their capacity by then.
- * `envelope` null leaves out the outbox row and its flush (for the write
- * benchmark's measure of what the outbox costs, never for an order).
+ * The statement decides all or nothing by itself, so it is returned unsent,
+ * for {@link serviceStatement} to send with its COMMIT right behind (one
+ * round trip for the whole order). It also wakes the relay for the outbox
+ * row (lib/outbox/append.ts `wakeInStatement`).
+ * `envelope` null leaves out the outbox row, its flush and the wake-up (for
+ * the write benchmark's measure of what the outbox costs, never for an
+ * order).
  */
-export async function insertNewOrder(
+export function newOrderStatement(
   tx: ServiceTx,
   order: {
     sandboxId: string;
@@ -136,7 +159,8 @@ export async function insertNewOrder(
     lines: NewLine[];
   },
   envelope: Envelope | null,
-): Promise<NewOrderOutcome> {
+  wake: AppendOptions = {},
+): postgres.PendingQuery<NewOrderOutcome[]> {
   const { sql } = tx;
   const sorted = [...order.lines].sort((a, b) =>
     a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0
@@ -146,11 +170,13 @@ export async function insertNewOrder(
   const caps = sorted.map((l) => l.capacity);
   const names = sorted.map((l) => l.name);
   const units = sorted.map((l) => l.unitCents);
+  const placed = sql`exists (select from placed)`;
   const outbox = envelope
-    ? sql`, ${outboxWrites(tx, [envelope], sql`exists (select from placed)`)}`
+    ? sql`, ${outboxWrites(tx, [envelope], placed)}`
     : sql``;
+  const woken = envelope ? wakeInStatement(tx, placed, wake) : sql`null`;
   const sandboxId = order.sandboxId;
-  const [row] = await sql<NewOrderOutcome[]>`
+  return sql<NewOrderOutcome[]>`
     with claim as (
       insert into orders.commands_seen
              (sandbox_id, idempotency_key, request_hash, order_id)
@@ -194,8 +220,14 @@ export async function insertNewOrder(
         from placed
     )${outbox}
     select exists (select from claim) as claimed,
-           array(select sku from taken) as taken`;
-  return row;
+           case when exists (select from claim)
+                 and (select count(*) from taken) < ${sorted.length}
+                then platform.refuse(${ORDER_DOES_NOT_FIT},
+                       (select line.sku from line
+                         where line.sku <> all (array(select sku from taken))
+                         order by line.n limit 1))
+           end as refused,
+           ${woken} as woken`;
 }
 
 /** What is left of each product's capacity on `day`, after this order's own takes. */

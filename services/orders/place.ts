@@ -1,17 +1,23 @@
 /**
  * Placing an order. One orders transaction writes the order, its lines, the
  * OrderPlaced event, the outbox row and the idempotency key: all or nothing,
- * and all in one statement (services/orders/orders_sql.ts insertNewOrder).
+ * and all in one statement (services/orders/orders_sql.ts
+ * newOrderStatement), sent with its COMMIT in one round trip.
  */
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { sha256HexSync } from "../../lib/hash.ts";
-import { asService } from "../../lib/db/service.ts";
+import { asService, serviceStatement } from "../../lib/db/service.ts";
 import { HttpError } from "../../lib/http/errors.ts";
-import { wakeAfterAppend } from "../../lib/outbox/append.ts";
 import { newEnvelope, uuidv7 } from "../../lib/outbox/envelope.ts";
 import { menuItem } from "../menu.ts";
 import type { OrderSnapshot } from "../events.ts";
-import { capacityLeft, insertNewOrder, type NewLine } from "./orders_sql.ts";
+import {
+  capacityLeft,
+  isOrderRefusal,
+  type NewLine,
+  type NewOrderOutcome,
+  newOrderStatement,
+} from "./orders_sql.ts";
 import type { PlaceOrderInput } from "./schema.ts";
 
 export interface Placed {
@@ -95,42 +101,60 @@ async function place(
       payload: snapshot,
     })
     : null;
-  return await asService(sql, "orders", { sandboxId }, async (tx) => {
-    const outcome = await insertNewOrder(tx, {
-      sandboxId,
-      idempotencyKey: input.idempotencyKey,
-      requestHash,
-      orderId,
-      customer: input.customer,
-      fulfilment: input.fulfilment,
-      day,
-      totalCents,
-      lines,
-    }, envelope);
-    if (!outcome.claimed) {
-      return await placedBefore(tx.sql, sandboxId, input, requestHash);
-    }
-    if (outcome.taken.length < lines.length) {
-      // The first line in sku order that did not fit; throwing rolls back
-      // the capacity that the others took.
-      const taken = new Set(outcome.taken);
-      const line = lines.filter((l) => !taken.has(l.sku))
-        .sort((a, b) => a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0)[0];
-      const i = lines.indexOf(line);
-      const n = (await capacityLeft(tx.sql, sandboxId, day, [line])).get(
-        line.sku,
-      )!;
-      throw new HttpError(
-        409,
-        n === 0
-          ? `${line.name} is sold out for ${day}`
-          : `only ${n} ${line.name} left for ${day}; you asked for ${line.qty}`,
-        [{ path: `items.${i}.qty`, message: `only ${n} left for ${day}` }],
-      );
-    }
-    if (envelope) await wakeAfterAppend(tx, options);
-    return { orderId, state: "placed", totalCents, created: true };
-  });
+  let outcome: NewOrderOutcome;
+  try {
+    [outcome] = await serviceStatement(
+      sql,
+      "orders",
+      { sandboxId },
+      (tx) =>
+        newOrderStatement(
+          tx,
+          {
+            sandboxId,
+            idempotencyKey: input.idempotencyKey,
+            requestHash,
+            orderId,
+            customer: input.customer,
+            fulfilment: input.fulfilment,
+            day,
+            totalCents,
+            lines,
+          },
+          envelope,
+          options,
+        ),
+    );
+  } catch (error) {
+    if (!isOrderRefusal(error)) throw error;
+    // Nothing was written. The line that did not fit, and what is left of
+    // it now.
+    const i = lines.findIndex((l) => l.sku === error.message);
+    if (i < 0) throw error;
+    const line = lines[i];
+    const n = (await asService(
+      sql,
+      "orders",
+      { sandboxId },
+      (tx) => capacityLeft(tx.sql, sandboxId, day, [line]),
+    )).get(line.sku)!;
+    throw new HttpError(
+      409,
+      n === 0
+        ? `${line.name} is sold out for ${day}`
+        : `only ${n} ${line.name} left for ${day}; you asked for ${line.qty}`,
+      [{ path: `items.${i}.qty`, message: `only ${n} left for ${day}` }],
+    );
+  }
+  if (!outcome.claimed) {
+    return await asService(
+      sql,
+      "orders",
+      { sandboxId },
+      (tx) => placedBefore(tx.sql, sandboxId, input, requestHash),
+    );
+  }
+  return { orderId, state: "placed", totalCents, created: true };
 }
 
 /** The order that the same key placed before; another body is a 409. */
