@@ -223,17 +223,10 @@ export function bookkeepingStatement<R extends readonly postgres.MaybeRow[]>(
   statement: (tx: ServiceTx) => postgres.PendingQuery<R>,
   options: { genericPlans?: boolean } = {},
 ): Promise<postgres.RowList<R>> {
-  return asService(
-    sql,
-    service,
-    "workers",
-    statement as unknown as (tx: ServiceTx) => Promise<postgres.RowList<R>>,
-    {
-      bookkeeping: true,
-      genericPlans: options.genericPlans,
-      commitWithStatement: true,
-    },
-  );
+  return serviceStatement(sql, service, "workers", statement, {
+    bookkeeping: true,
+    genericPlans: options.genericPlans,
+  });
 }
 
 /**
@@ -252,13 +245,14 @@ export function serviceStatement<R extends readonly postgres.MaybeRow[]>(
   service: string,
   scope: Scope,
   statement: (tx: ServiceTx) => postgres.PendingQuery<R>,
+  options: { bookkeeping?: boolean; genericPlans?: boolean } = {},
 ): Promise<postgres.RowList<R>> {
   return asService(
     sql,
     service,
     scope,
     statement as unknown as (tx: ServiceTx) => Promise<postgres.RowList<R>>,
-    { commitWithStatement: true },
+    { ...options, commitWithStatement: true },
   );
 }
 

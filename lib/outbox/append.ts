@@ -106,13 +106,22 @@ export async function wakeAfterAppend(
   tx: ServiceTx,
   options: AppendOptions = {},
 ): Promise<void> {
-  const waker = outboxWakerOf(tx.pool);
-  if (options.notify ?? !waker) {
+  if (!wakesAfterCommit(tx, options)) {
     await tx.sql`select pg_notify(${OUTBOX_CHANNEL}, ${tx.service})`;
-  } else if (waker) {
-    const service = tx.service;
-    tx.afterCommit(() => waker(service));
   }
+}
+
+/**
+ * Sets the pool's after-commit waker to wake the relay once `tx` has
+ * committed, unless the wake-up must be a NOTIFY in the transaction (see
+ * {@link AppendOptions.notify}): then returns false, and the caller sends it.
+ */
+function wakesAfterCommit(tx: ServiceTx, options: AppendOptions): boolean {
+  const waker = outboxWakerOf(tx.pool);
+  if (options.notify ?? !waker) return false;
+  const service = tx.service;
+  tx.afterCommit(() => waker!(service));
+  return true;
 }
 
 /**
@@ -131,12 +140,7 @@ export function wakeInStatement(
   when: Fragment,
   options: AppendOptions = {},
 ): Fragment {
-  const waker = outboxWakerOf(tx.pool);
-  if (options.notify ?? !waker) {
-    return tx.sql`case when ${when}
-      then (select 1 from pg_notify(${OUTBOX_CHANNEL}, ${tx.service})) end`;
-  }
-  const service = tx.service;
-  tx.afterCommit(() => waker!(service));
-  return tx.sql`null::int`;
+  if (wakesAfterCommit(tx, options)) return tx.sql`null::int`;
+  return tx.sql`case when ${when}
+    then (select 1 from pg_notify(${OUTBOX_CHANNEL}, ${tx.service})) end`;
 }
