@@ -9,7 +9,7 @@ import { memoryLogger } from "../lib/log/mod.ts";
 import { startBakeryMessaging } from "../services/mod.ts";
 import { placeOrder } from "../services/orders/place.ts";
 import { countOf, eventually, testConfig, walkthroughOrder } from "./_app.ts";
-import { withTestDatabase } from "./_db.ts";
+import { type TestDatabase, withTestDatabase } from "./_db.ts";
 
 /** This database's connections named `bakery-relay`. */
 function relayConnections(sql: Sql): Promise<number> {
@@ -30,16 +30,30 @@ async function newSandbox(sql: Sql): Promise<string> {
   return row.id;
 }
 
+/**
+ * The bakery's messaging on `db` with these roles; `stop` stops it and
+ * removes its data folder.
+ */
+async function startOn(
+  db: TestDatabase,
+  roles: { relay: boolean; consume: boolean },
+) {
+  const config = testConfig();
+  const { logger } = memoryLogger("warn");
+  const messaging = await startBakeryMessaging(
+    { sql: db.sql, log: logger, config, url: db.url },
+    { roles },
+  );
+  return {
+    stop: async () => {
+      await messaging.stop();
+    },
+  };
+}
+
 Deno.test("the relay moves an order's message on its own two connections, closed on stop", async () => {
   await withTestDatabase(async (db) => {
-    const config = testConfig();
-    const { logger } = memoryLogger("warn");
-    const messaging = await startBakeryMessaging({
-      sql: db.sql,
-      log: logger,
-      config,
-      url: db.url,
-    }, { roles: { relay: true, consume: false } });
+    const messaging = await startOn(db, { relay: true, consume: false });
     try {
       const sandboxId = await newSandbox(db.sql);
       const placed = await placeOrder(db.sql, sandboxId, order());
@@ -69,20 +83,12 @@ Deno.test("the relay moves an order's message on its own two connections, closed
       "no relay connection left",
       async () => await relayConnections(db.sql) === 0,
     );
-    await Deno.remove(config.DATA_DIR, { recursive: true });
   });
 });
 
 Deno.test("a process without the relay role opens no relay connection", async () => {
   await withTestDatabase(async (db) => {
-    const config = testConfig();
-    const { logger } = memoryLogger("warn");
-    const messaging = await startBakeryMessaging({
-      sql: db.sql,
-      log: logger,
-      config,
-      url: db.url,
-    }, { roles: { relay: false, consume: true } });
+    const messaging = await startOn(db, { relay: false, consume: true });
     try {
       const sandboxId = await newSandbox(db.sql);
       await placeOrder(db.sql, sandboxId, order());
@@ -95,7 +101,6 @@ Deno.test("a process without the relay role opens no relay connection", async ()
       );
     } finally {
       await messaging.stop();
-      await Deno.remove(config.DATA_DIR, { recursive: true });
     }
   });
 });
