@@ -13,7 +13,15 @@ import {
   orderPlacedEnvelope,
   receiverApply,
 } from "./_messaging.ts";
-import { type Apply, NotYet, receiveOnce, Refused } from "../lib/inbox/mod.ts";
+import {
+  type Apply,
+  inStatement,
+  NotYet,
+  receive,
+  receiveOnce,
+  Refused,
+} from "../lib/inbox/mod.ts";
+import { asService } from "../lib/db/service.ts";
 
 const OPTIONS = { replayHorizonDays: 30 };
 const R = "t_recv_a";
@@ -184,5 +192,109 @@ Deno.test("receiveOnce: concurrent deliveries of one message apply it once", asy
     assert.equal(await count(sql, "t_recv_a.jobs"), 20);
     assert.equal(await count(sql, "t_recv_a.inbox"), 20);
     assert.equal(await count(sql, "t_recv_a.refusals"), 0);
+  });
+});
+
+/**
+ * An effect given as one statement: a job for the message's order unless
+ * the order has one, answered by what the statement changed.
+ */
+const jobInStatement: Apply = (tx, e) =>
+  inStatement(
+    tx,
+    tx.sql`insert into t_recv_a.jobs (order_id, sandbox_id, message_id)
+      values (${e.aggregateId}, ${e.sandboxId}, ${e.messageId})
+      on conflict (order_id) do nothing
+      returning order_id`,
+    tx.sql`jsonb_build_object('job', (select order_id from effect))`,
+    { ignored: "the order has its job" },
+  );
+
+Deno.test("receiveOnce: an effect given as a statement is applied once and answered by what it changed", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    const sandboxId = await createSandbox(sql);
+    const first = orderPlacedEnvelope(sandboxId, "O1");
+    assert.deepEqual(
+      await receiveOnce(sql, R, first, jobInStatement, OPTIONS),
+      {
+        status: 200,
+        body: { job: "O1" },
+        duplicate: false,
+      },
+    );
+    // The same message again: the stored answer, and no second job.
+    assert.deepEqual(
+      await receiveOnce(sql, R, first, jobInStatement, OPTIONS),
+      {
+        status: 200,
+        body: { job: "O1" },
+        duplicate: true,
+      },
+    );
+    // Another message for the same order: the statement changes nothing,
+    // and the answer says so.
+    const second = orderPlacedEnvelope(sandboxId, "O1");
+    assert.deepEqual(
+      await receiveOnce(sql, R, second, jobInStatement, OPTIONS),
+      {
+        status: 200,
+        body: { ignored: "the order has its job" },
+        duplicate: false,
+      },
+    );
+    assert.equal(await count(sql, "t_recv_a.jobs"), 1);
+    assert.equal(await count(sql, "t_recv_a.inbox"), 2);
+    const rows = await sql<{ message_id: string; outcome: unknown }[]>`
+      select message_id, outcome from t_recv_a.inbox order by received_at`;
+    assert.deepEqual(rows.map((r) => r.outcome), [
+      { job: "O1" },
+      { ignored: "the order has its job" },
+    ]);
+  });
+});
+
+Deno.test("receiveOnce: an effect given as a statement that fails throws its own error and records nothing", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    const sandboxId = await createSandbox(sql);
+    const envelope = orderPlacedEnvelope(sandboxId, "O1");
+    // A job without an order id breaks the table's NOT NULL.
+    const broken: Apply = (tx, e) =>
+      inStatement(
+        tx,
+        tx.sql`insert into t_recv_a.jobs (order_id, sandbox_id, message_id)
+          values (null, ${e.sandboxId}, ${e.messageId})`,
+        { job: "never" },
+      );
+    await assert.rejects(
+      () => receiveOnce(sql, R, envelope, broken, OPTIONS),
+      (error: { code?: string }) => error.code === "23502",
+    );
+    assert.equal(await count(sql, "t_recv_a.inbox"), 0);
+    assert.equal(await count(sql, "t_recv_a.jobs"), 0);
+  });
+});
+
+Deno.test("receive: an effect given as a statement runs in the caller's transaction, answered by what it changed", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    const sandboxId = await createSandbox(sql);
+    const envelope = orderPlacedEnvelope(sandboxId, "O1");
+    const received = await asService(
+      sql,
+      R,
+      { sandboxId },
+      (tx) => receive(tx, envelope, jobInStatement, OPTIONS),
+    );
+    assert.deepEqual(received, {
+      status: 200,
+      body: { job: "O1" },
+      duplicate: false,
+    });
+    const [row] = await sql<{ outcome: unknown }[]>`
+      select outcome from t_recv_a.inbox`;
+    assert.deepEqual(row.outcome, { job: "O1" });
+    assert.equal(await count(sql, "t_recv_a.jobs"), 1);
   });
 });

@@ -176,10 +176,17 @@ async function transaction<T>(
       done = await commit;
     } else {
       result = await fn(tx, (f) => committed.push(f));
+      // COMMIT goes out at once, without waiting for BEGIN and the setup to
+      // answer: a `fn` that sent its statements without waiting for them
+      // (lib/inbox/receive.ts) costs one round trip in all. Should BEGIN or
+      // the setup have failed, COMMIT answers ROLLBACK and their error is
+      // thrown.
+      commitSent = true;
+      const commit = tx`commit`.execute();
+      commit.catch(() => {});
       await begin;
       await set;
-      commitSent = true;
-      done = await tx`commit`;
+      done = await commit;
     }
     if (done.command !== "COMMIT") {
       throw new RolledBack(

@@ -2,6 +2,8 @@
 export { NotYet, Refused } from "./errors.ts";
 export {
   type Apply,
+  EffectStatement,
+  inStatement,
   receive,
   type Received,
   receiveOnce,

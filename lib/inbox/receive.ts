@@ -3,7 +3,8 @@
  * transaction, keyed by its message id.
  */
 import type { Sql } from "../db/connect.ts";
-import { asService, type ServiceTx } from "../db/service.ts";
+import { asService, RolledBack, type ServiceTx } from "../db/service.ts";
+import type { Fragment } from "../outbox/append.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 import { NotYet, Refused } from "./errors.ts";
 
@@ -15,11 +16,78 @@ export interface Received {
   duplicate: boolean;
 }
 
-/** What `apply` returns is stored and sent back as the answer body. */
+/**
+ * What `apply` returns is stored and sent back as the answer body. It may
+ * also give its effect as one statement, unsent ({@link inStatement}): the
+ * inbox then sends it with its own row and the COMMIT, and a receiver
+ * that reads nothing first costs one round trip in all.
+ */
 export type Apply = (
   tx: ServiceTx,
   envelope: Envelope,
-) => Promise<Record<string, unknown> | void>;
+) =>
+  | Record<string, unknown>
+  | void
+  | EffectStatement
+  | Promise<Record<string, unknown> | void | EffectStatement>;
+
+/** An effect as one statement and its answer; made by {@link inStatement}. */
+export class EffectStatement {
+  constructor(
+    /** A data-modifying statement; its RETURNING rows are `effect`. */
+    readonly statement: Fragment,
+    /** The answer body: a jsonb expression that may read `effect`. */
+    readonly answer: Fragment,
+  ) {}
+}
+
+/**
+ * A receiver's effect as one statement, for `apply` to return unsent. The
+ * answer is `answer` (an object, or a jsonb expression that may read the
+ * statement's RETURNING rows as `effect`); with `unchanged`, that is the
+ * answer instead when the statement returns no row (a stale message that
+ * changed nothing).
+ *
+ * @example
+ * ```ts
+ * return inStatement(
+ *   tx,
+ *   tx.sql`update kitchen.cards set ... where version < ${v} returning 1`,
+ *   { card: "confirmed" },
+ *   { ignored: "stale" },
+ * );
+ * ```
+ */
+export function inStatement(
+  { sql }: ServiceTx,
+  statement: Fragment,
+  answer: Record<string, unknown> | Fragment,
+  unchanged?: Record<string, unknown>,
+): EffectStatement {
+  const json = (body: Record<string, unknown>) =>
+    sql`${sql.json(body as never)}::jsonb`;
+  // A fragment is a postgres.js query, which is a promise; a body is not.
+  const changed = answer instanceof Promise
+    ? answer as Fragment
+    : json(answer as Record<string, unknown>);
+  return new EffectStatement(
+    statement,
+    unchanged === undefined ? changed : sql`
+      case when exists (select from effect) then ${changed}
+           else ${json(unchanged)} end`,
+  );
+}
+
+/** Runs what `apply` gave; returns the answer body. */
+async function applied(
+  sql: ServiceTx["sql"],
+  outcome: Record<string, unknown> | void | EffectStatement,
+): Promise<Record<string, unknown>> {
+  if (!(outcome instanceof EffectStatement)) return outcome ?? {};
+  const [row] = await sql<{ answer: Record<string, unknown> }[]>`
+    with effect as (${outcome.statement}) select ${outcome.answer} as answer`;
+  return row.answer;
+}
 
 export interface ReceiveOptions {
   /** A message older than this that the inbox has not seen is refused. */
@@ -60,8 +128,8 @@ export async function receive(
     return await refuse(tx, envelope, horizonReason(options));
   }
   try {
-    const body = await sql.savepoint((sp) =>
-      apply({ ...tx, sql: sp }, envelope)
+    const body = await sql.savepoint(async (sp) =>
+      await applied(sp, await apply({ ...tx, sql: sp }, envelope))
     );
     if (body && Object.keys(body).length > 0) {
       await sql`update ${inbox} set outcome = ${sql.json(body as never)}
@@ -91,8 +159,11 @@ function horizonReason(options: ReceiveOptions) {
  * fewer round trips: `apply` runs first, then the inbox row with its answer
  * is inserted in one statement that goes out together with the COMMIT.
  * Nothing else is sent: no look-up before `apply`, no savepoint, no update
- * of the answer after. A receiver whose effect is one statement costs three
- * round trips: BEGIN, the effect, the inbox row with the COMMIT.
+ * of the answer after. A receiver that awaits its one-statement effect costs
+ * two round trips (BEGIN, role, sandbox and the effect; the inbox row with
+ * the COMMIT); one that gives it as a statement ({@link inStatement}) costs
+ * one: the effect and the inbox row are one statement, sent with BEGIN and
+ * COMMIT, and the answer is computed in it.
  *
  * The inbox row still decides: when the insert finds the message id there
  * already (a repeat, or a concurrent delivery of the same message that
@@ -118,26 +189,36 @@ export async function receiveOnce(
     return await recordRefusal(sql, service, envelope, horizonReason(options));
   }
   const scope = { sandboxId: envelope.sandboxId };
-  let recorded: Promise<unknown> | undefined;
+  let recorded: Promise<{ outcome: Record<string, unknown> }[]> | undefined;
   try {
-    const body = await asService(sql, service, scope, async (tx) => {
-      const body = (await apply(tx, envelope)) ?? {};
+    await asService(sql, service, scope, async (tx) => {
+      const outcome = await apply(tx, envelope);
+      const inbox = tx.sql(`${service}.inbox`);
+      const row = (answer: Fragment) =>
+        tx.sql`(${envelope.messageId}, ${envelope.sandboxId}, ${envelope.type},
+                200, ${answer})`;
       // Sent, not awaited: the COMMIT goes out right behind it, in the same
-      // round trip. A message id already there fails the insert (no ON
-      // CONFLICT), which aborts the transaction, so the COMMIT rolls back,
-      // repeat effect included; the failure is the insert's own, read from
-      // `recorded` once the transaction has ended. The answer is 200 only if
-      // the insert and the commit both succeeded.
-      recorded = tx.sql`
-        insert into ${tx.sql(`${service}.inbox`)}
-          (message_id, sandbox_id, type, status, outcome)
-        values (${envelope.messageId}, ${envelope.sandboxId}, ${envelope.type},
-                200, ${tx.sql.json(body as never)})`.execute();
+      // round trip (and so do BEGIN and the effect, when `apply` gave it as
+      // a statement and sent nothing itself). A message id already there
+      // fails the insert (no ON CONFLICT), which aborts the transaction, so
+      // the COMMIT rolls back, repeat effect included; the failure is the
+      // insert's own, read from `recorded` once the transaction has ended.
+      // The answer is 200 only if the insert and the commit both succeeded.
+      type Stored = { outcome: Record<string, unknown> }[];
+      recorded = (outcome instanceof EffectStatement
+        ? tx.sql<Stored>`
+            with effect as (${outcome.statement})
+            insert into ${inbox} (message_id, sandbox_id, type, status, outcome)
+            values ${row(outcome.answer)}
+            returning outcome`
+        : tx.sql<Stored>`
+            insert into ${inbox} (message_id, sandbox_id, type, status, outcome)
+            values ${row(tx.sql`${tx.sql.json((outcome ?? {}) as never)}`)}
+            returning outcome`).execute();
       recorded.catch(() => {}); // awaited below, after the transaction
-      return body;
     });
-    await recorded;
-    return { status: 200, body, duplicate: false };
+    const [row] = await recorded!;
+    return { status: 200, body: row.outcome, duplicate: false };
   } catch (error) {
     if (error instanceof Refused) {
       return await recordRefusal(sql, service, envelope, error.message);
@@ -146,6 +227,12 @@ export async function receiveOnce(
     // refuses or says not yet): the first answer stands.
     const seen = await storedAnswer(sql, service, envelope);
     if (seen) return seen;
+    // Rolled back by the statement sent without waiting: its error tells
+    // why (an effect given as a statement fails there).
+    if (error instanceof RolledBack && recorded) {
+      const failure = await recorded.then(() => undefined, (e) => e);
+      if (failure) throw failure;
+    }
     throw error;
   }
 }

@@ -4,37 +4,42 @@
  * order cannot be cancelled, so this is the rare path).
  */
 import type { ServiceTx } from "../../lib/db/service.ts";
-import { Refused } from "../../lib/inbox/mod.ts";
+import { inStatement, Refused } from "../../lib/inbox/mod.ts";
 import type { Envelope } from "../../lib/outbox/mod.ts";
 import { parsePayload } from "../events.ts";
 
-export async function applyToDispatch({ sql }: ServiceTx, e: Envelope) {
+export function applyToDispatch(tx: ServiceTx, e: Envelope) {
+  const { sql } = tx;
   if (e.type === "OrderPaid") {
     const p = parsePayload("OrderPaid", e.payload);
     if (p.fulfilment !== "delivery") {
       return { skipped: "pickup order: no stop" };
     }
-    const rows = await sql`
+    return inStatement(
+      tx,
+      sql`
       insert into dispatch.stops (order_id, sandbox_id, state, version, customer_name, day)
       values (${p.orderId}, ${e.sandboxId}, 'confirmed', ${e.aggregateVersion},
               ${p.customer.name}, ${p.day})
       on conflict (order_id) do update set state = 'confirmed', version = excluded.version,
              updated_at = now()
        where dispatch.stops.version < excluded.version
-      returning order_id`;
-    return rows.length
-      ? { stop: "confirmed" }
-      : { ignored: "stale: the stop is at a later version" };
+      returning order_id`,
+      { stop: "confirmed" },
+      { ignored: "stale: the stop is at a later version" },
+    );
   }
   if (e.type === "OrderCancelled") {
-    const rows = await sql`
+    return inStatement(
+      tx,
+      sql`
       update dispatch.stops set state = 'cancelled', version = ${e.aggregateVersion},
              updated_at = now()
        where order_id = ${e.aggregateId} and version < ${e.aggregateVersion}
-      returning order_id`;
-    return rows.length
-      ? { stop: "cancelled" }
-      : { ignored: "no stop to cancel" };
+      returning order_id`,
+      { stop: "cancelled" },
+      { ignored: "no stop to cancel" },
+    );
   }
   throw new Refused(`dispatch does not take ${e.type}`);
 }

@@ -3,13 +3,14 @@
  * payments, one row per message (the inbox already makes it once).
  */
 import type { ServiceTx } from "../../lib/db/service.ts";
-import { Refused } from "../../lib/inbox/mod.ts";
+import { inStatement, Refused } from "../../lib/inbox/mod.ts";
 import type { Envelope } from "../../lib/outbox/mod.ts";
 import { type EventType, parsePayload } from "../events.ts";
 
 const euros = (cents: number) => `€${(cents / 100).toFixed(2)}`;
 
-export async function applyToCrm({ sql }: ServiceTx, e: Envelope) {
+export function applyToCrm(tx: ServiceTx, e: Envelope) {
+  const { sql } = tx;
   if (e.type !== "OrderPaid" && e.type !== "OrderCancelled") {
     throw new Refused(`crm does not take ${e.type}`);
   }
@@ -20,10 +21,13 @@ export async function applyToCrm({ sql }: ServiceTx, e: Envelope) {
       euros(p.totalCents)
     } for ${p.lines.length} item(s), ${p.fulfilment} on ${p.day}`
     : `cancelled an order of ${euros(p.totalCents)}`;
-  await sql`
-    insert into crm.interactions (sandbox_id, message_id, email, order_id, kind, note)
-    values (${e.sandboxId}, ${e.messageId}, ${p.customer.email}, ${p.orderId}, ${kind}, ${note})`;
-  return { interaction: kind };
+  return inStatement(
+    tx,
+    sql`
+      insert into crm.interactions (sandbox_id, message_id, email, order_id, kind, note)
+      values (${e.sandboxId}, ${e.messageId}, ${p.customer.email}, ${p.orderId}, ${kind}, ${note})`,
+    { interaction: kind },
+  );
 }
 
 const CUSTOMER_EVENTS: readonly string[] = [
@@ -32,14 +36,18 @@ const CUSTOMER_EVENTS: readonly string[] = [
   "OrderCancelled",
 ];
 
-export async function applyToCustomers({ sql }: ServiceTx, e: Envelope) {
+export function applyToCustomers(tx: ServiceTx, e: Envelope) {
+  const { sql } = tx;
   if (!CUSTOMER_EVENTS.includes(e.type)) {
     throw new Refused(`customers does not take ${e.type}`);
   }
   const p = parsePayload(e.type as EventType & "OrderPlaced", e.payload);
-  await sql`
-    insert into customers.history (sandbox_id, message_id, email, name, order_id, event, total_cents)
-    values (${e.sandboxId}, ${e.messageId}, ${p.customer.email}, ${p.customer.name},
-            ${p.orderId}, ${e.type}, ${p.totalCents})`;
-  return { history: e.type };
+  return inStatement(
+    tx,
+    sql`
+      insert into customers.history (sandbox_id, message_id, email, name, order_id, event, total_cents)
+      values (${e.sandboxId}, ${e.messageId}, ${p.customer.email}, ${p.customer.name},
+              ${p.orderId}, ${e.type}, ${p.totalCents})`,
+    { history: e.type },
+  );
 }

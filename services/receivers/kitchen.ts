@@ -10,7 +10,7 @@
  * |                | late OrderPlaced is stale |                                      |
  */
 import type { ServiceTx } from "../../lib/db/service.ts";
-import { NotYet, Refused } from "../../lib/inbox/mod.ts";
+import { inStatement, NotYet, Refused } from "../../lib/inbox/mod.ts";
 import type { Envelope } from "../../lib/outbox/mod.ts";
 import { parsePayload } from "../events.ts";
 
@@ -20,7 +20,8 @@ interface Card {
   placed_message_id: string | null;
 }
 
-export async function applyToKitchen({ sql }: ServiceTx, e: Envelope) {
+export async function applyToKitchen(tx: ServiceTx, e: Envelope) {
+  const { sql } = tx;
   const orderId = e.aggregateId;
   const v = e.aggregateVersion;
   const [card] = await sql<Card[]>`
@@ -30,13 +31,16 @@ export async function applyToKitchen({ sql }: ServiceTx, e: Envelope) {
     case "OrderPlaced": {
       const p = parsePayload("OrderPlaced", e.payload);
       if (!card) {
-        await sql`
+        return inStatement(
+          tx,
+          sql`
           insert into kitchen.cards (order_id, sandbox_id, state, version, items, day, placed_message_id)
           values (${orderId}, ${e.sandboxId}, 'new', ${v}, ${
-          sql.json(p.lines as never)
-        },
-                  ${p.day}, ${e.messageId})`;
-        return { card: "new" };
+            sql.json(p.lines as never)
+          },
+                  ${p.day}, ${e.messageId})`,
+          { card: "new" },
+        );
       }
       if (card.placed_message_id === null && card.version > v) {
         return {
@@ -56,16 +60,22 @@ export async function applyToKitchen({ sql }: ServiceTx, e: Envelope) {
             `stale: the card is at version ${card.version} (${card.state})`,
         };
       }
-      await sql`update kitchen.cards set state = 'confirmed', version = ${v}, updated_at = now()
-                 where order_id = ${orderId}`;
-      return { card: "confirmed" };
+      return inStatement(
+        tx,
+        sql`update kitchen.cards set state = 'confirmed', version = ${v}, updated_at = now()
+             where order_id = ${orderId}`,
+        { card: "confirmed" },
+      );
     }
     case "OrderCancelled": {
       if (!card) {
-        await sql`
+        return inStatement(
+          tx,
+          sql`
           insert into kitchen.cards (order_id, sandbox_id, state, version)
-          values (${orderId}, ${e.sandboxId}, 'cancelled', ${v})`;
-        return { card: "cancelled", note: "cancelled before it was placed" };
+          values (${orderId}, ${e.sandboxId}, 'cancelled', ${v})`,
+          { card: "cancelled", note: "cancelled before it was placed" },
+        );
       }
       if (card.version >= v) {
         return {
@@ -73,9 +83,12 @@ export async function applyToKitchen({ sql }: ServiceTx, e: Envelope) {
             `stale: the card is at version ${card.version} (${card.state})`,
         };
       }
-      await sql`update kitchen.cards set state = 'cancelled', version = ${v}, updated_at = now()
-                 where order_id = ${orderId}`;
-      return { card: "cancelled" };
+      return inStatement(
+        tx,
+        sql`update kitchen.cards set state = 'cancelled', version = ${v}, updated_at = now()
+             where order_id = ${orderId}`,
+        { card: "cancelled" },
+      );
     }
   }
   throw new Refused(`kitchen does not take ${e.type}`);

@@ -5,7 +5,7 @@
  * later one; stale messages are answered 200 and ignored.
  */
 import type { ServiceTx } from "../../lib/db/service.ts";
-import { Refused } from "../../lib/inbox/mod.ts";
+import { inStatement, Refused } from "../../lib/inbox/mod.ts";
 import type { Envelope } from "../../lib/outbox/mod.ts";
 import { parsePayload } from "../events.ts";
 
@@ -15,22 +15,25 @@ const STATE = {
   OrderCancelled: "released",
 } as const;
 
-export async function applyToSchedule({ sql }: ServiceTx, e: Envelope) {
+export function applyToSchedule(tx: ServiceTx, e: Envelope) {
+  const { sql } = tx;
   if (!(e.type in STATE)) throw new Refused(`schedule does not take ${e.type}`);
   const state = STATE[e.type as keyof typeof STATE];
   const p = parsePayload(e.type as keyof typeof STATE, e.payload);
-  const changed = await sql`
+  return inStatement(
+    tx,
+    sql`
     insert into schedule.bookings (order_id, sku, sandbox_id, day, qty, state, version)
     select ${p.orderId}, l.sku, ${e.sandboxId}, ${p.day}, l.qty, ${state}, ${e.aggregateVersion}
       from jsonb_to_recordset(${
-    sql.json(p.lines as never)
-  }) as l(sku text, qty int)
+      sql.json(p.lines as never)
+    }) as l(sku text, qty int)
     on conflict (order_id, sku) do update
        set state = excluded.state, version = excluded.version
      where schedule.bookings.version < excluded.version
-    returning sku`;
-  if (changed.length === 0) {
-    return { ignored: "stale: the bookings are at a later version" };
-  }
-  return { bookings: state, lines: changed.length };
+    returning sku`,
+    sql`jsonb_build_object('bookings', ${state}::text,
+                           'lines', (select count(*) from effect))`,
+    { ignored: "stale: the bookings are at a later version" },
+  );
 }
