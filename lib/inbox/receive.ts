@@ -194,7 +194,7 @@ export async function receiveOnce(
     await asService(sql, service, scope, async (tx) => {
       const outcome = await apply(tx, envelope);
       const inbox = tx.sql(`${service}.inbox`);
-      const row = (answer: Fragment) =>
+      const inboxRow = (answer: Fragment) =>
         tx.sql`(${envelope.messageId}, ${envelope.sandboxId}, ${envelope.type},
                 200, ${answer})`;
       // Sent, not awaited: the COMMIT goes out right behind it, in the same
@@ -209,11 +209,11 @@ export async function receiveOnce(
         ? tx.sql<Stored>`
             with effect as (${outcome.statement})
             insert into ${inbox} (message_id, sandbox_id, type, status, outcome)
-            values ${row(outcome.answer)}
+            values ${inboxRow(outcome.answer)}
             returning outcome`
         : tx.sql<Stored>`
             insert into ${inbox} (message_id, sandbox_id, type, status, outcome)
-            values ${row(tx.sql`${tx.sql.json((outcome ?? {}) as never)}`)}
+            values ${inboxRow(tx.sql`${tx.sql.json((outcome ?? {}) as never)}`)}
             returning outcome`).execute();
       recorded.catch(() => {}); // awaited below, after the transaction
     });
