@@ -5,6 +5,8 @@
  * are used up), and a paid order through the real services.
  */
 import type { Sql } from "../lib/db/connect.ts";
+import { serviceStatement } from "../lib/db/service.ts";
+import { uuidv7 } from "../lib/outbox/envelope.ts";
 import { MENU } from "../services/menu.ts";
 import {
   placeOrder,
@@ -111,6 +113,25 @@ export async function place(
 export async function placeWithoutOutbox(sql: Sql, source: OrderSource) {
   const { sandboxId, input } = await source.next();
   await placeOrderWithoutOutboxForBenchmark(sql, sandboxId, input);
+}
+
+/**
+ * The least an order could write: its order row alone, sent as the order is
+ * (one round trip: BEGIN, the orders service's role and the sandbox, the
+ * INSERT, COMMIT) under the sandbox's row-level security, with no
+ * idempotency key, capacity, line, event, outbox row or wake-up. The write
+ * scenario's floor: any order that keeps the sandboxes apart costs at least
+ * this.
+ */
+export async function placeOrderRowOnly(sql: Sql, source: OrderSource) {
+  const { sandboxId, input } = await source.next();
+  await serviceStatement(sql, "orders", { sandboxId }, (tx) =>
+    tx.sql`
+      insert into orders.orders (id, sandbox_id, customer_name, customer_email,
+                                 fulfilment, day, total_cents)
+      values (${uuidv7()}, ${sandboxId}, ${input.customer.name},
+              ${input.customer.email}, ${input.fulfilment}, ${input.day!},
+              ${350 * input.items[0].qty})`);
 }
 
 let payments = 0;

@@ -10,7 +10,12 @@
  * inside every order transaction shows what that choice is worth, and a
  * fourth, the same order transaction without the outbox row, its flush and
  * the wake-up (placeOrderWithoutOutboxForBenchmark), what the outbox itself
- * costs. The target stays orders_8 against outbox_plain_8.
+ * costs; a fifth, an order of a leaner schema (bench/lean_order.ts: three
+ * writes instead of eight), what that schema change would be worth; a
+ * sixth, the order row alone in the same one round trip through
+ * the orders service (bench/orders.ts placeOrderRowOnly), the floor of any
+ * order that keeps the sandboxes apart. The target stays orders_8 against
+ * outbox_plain_8.
  */
 import { connect, type Sql } from "../../lib/db/connect.ts";
 import {
@@ -19,8 +24,14 @@ import {
   setOutboxWaker,
 } from "../../lib/outbox/mod.ts";
 import { baseline, type Ctx } from "../context.ts";
+import { createLeanOrders, placeLeanOrder } from "../lean_order.ts";
 import { closedLoop } from "../load.ts";
-import { OrderSource, place, placeWithoutOutbox } from "../orders.ts";
+import {
+  OrderSource,
+  place,
+  placeOrderRowOnly,
+  placeWithoutOutbox,
+} from "../orders.ts";
 import { type Figure, figure, ratioAtLeast } from "../report.ts";
 import { sleep } from "../stats.ts";
 
@@ -74,6 +85,16 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
       what: " (no outbox row, no wake-up)",
       figure: "_without_outbox",
     },
+    lean: {
+      label: "l",
+      what: " (a lean order: three writes)",
+      figure: "_lean_schema",
+    },
+    rowOnly: {
+      label: "r",
+      what: " (the order row alone)",
+      figure: "_row_only",
+    },
   };
   const run = async (clients: number, mode: keyof typeof MODES) => {
     const inTx = mode === "inTx";
@@ -91,6 +112,7 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
     // process, so only its coalesced NOTIFY goes out).
     const waker = coalescingWaker(sql);
     setOutboxWaker(sql, waker.wake);
+    if (mode === "lean") await createLeanOrders(db.sql);
     const stopSweeper = sweeper(db.sql);
     try {
       await listener.listen(OUTBOX_CHANNEL, () => notifications++);
@@ -105,6 +127,14 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
         op: mode === "noOutbox"
           ? async (c) => {
             await placeWithoutOutbox(sql, sources[c]);
+          }
+          : mode === "lean"
+          ? async (c) => {
+            await placeLeanOrder(sql, sources[c]);
+          }
+          : mode === "rowOnly"
+          ? async (c) => {
+            await placeOrderRowOnly(sql, sources[c]);
           }
           : async (c) => {
             await place(sql, sources[c], inTx ? { notify: true } : {});
@@ -151,6 +181,22 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
         "the same order transaction without the outbox row, its flush and the wake-up (what the outbox costs; not the target)",
     }),
   );
+  const lean = await run(8, "lean");
+  figures.push(
+    figure("orders_8_lean_schema", lean, "orders/s", {
+      baseline: baseline(ctx, "outbox_plain_8", "tx/s"),
+      note:
+        "a leaner order schema, measured without adopting it: three writes (the order row carrying its lines and idempotency key, the capacity, the outbox row standing for the event) with the same isolation, outbox flush and wake-up",
+    }),
+  );
+  const rowOnly = await run(8, "rowOnly");
+  figures.push(
+    figure("orders_8_row_only", rowOnly, "orders/s", {
+      baseline: baseline(ctx, "outbox_plain_8", "tx/s"),
+      note:
+        "the floor: the order row alone, sent as an order is (one round trip, the orders role, the sandbox and its row-level security), without key, capacity, line, event, outbox row or wake-up; any order that keeps the sandboxes apart costs at least this",
+    }),
+  );
   ctx.params = {
     durationMs: plan.writeMs,
     warmupMs: plan.warmupMs,
@@ -163,6 +209,10 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
       "pending outbox rows marked published every 100 ms, as a relay that keeps up would (see lib/outbox/append.ts flush)",
     withoutOutbox:
       "orders_8_without_outbox: placeOrderWithoutOutboxForBenchmark, the same transaction without the outbox row, its flush and the wake-up",
+    leanSchema:
+      "orders_8_lean_schema: bench/lean_order.ts placeLeanOrder, into bench.lean_orders (row-level security, the orders role), orders.day_counts and orders.outbox in one statement, one round trip",
+    rowOnly:
+      "orders_8_row_only: bench/orders.ts placeOrderRowOnly, one INSERT of the order row through serviceStatement (BEGIN, role and sandbox, the INSERT, COMMIT in one round trip)",
     notificationsReceived: notifications,
     cpuUsPerOp,
   };
