@@ -98,11 +98,12 @@ export async function placeLeanOrder(
   });
   const skus = lines.map((l) => l.sku);
   const caps = lines.map((l) => l.capacity);
+  let answer: { placed: boolean }[];
   try {
-    await serviceStatement(sql, "orders", { sandboxId }, (tx) => {
+    answer = await serviceStatement(sql, "orders", { sandboxId }, (tx) => {
       const { sql } = tx;
       const placed = sql`exists (select from placed)`;
-      return sql`
+      return sql<{ placed: boolean }[]>`
         with placed as (
           insert into bench.lean_orders
                  (id, sandbox_id, idempotency_key, request_hash,
@@ -130,7 +131,8 @@ export async function placeLeanOrder(
                  <= (${caps}::int[])[array_position(${skus}::text[], excluded.sku)]
           returning sku
         ), ${outboxWrites(tx, [envelope], placed)}
-        select case when ${placed}
+        select ${placed} as placed,
+               case when ${placed}
                      and (select count(*) from taken) < ${lines.length}
                     then platform.refuse(${ORDER_DOES_NOT_FIT}, 'capacity')
                end as refused,
@@ -141,4 +143,6 @@ export async function placeLeanOrder(
     if (isOrderRefusal(error)) throw new Error("lean order refused");
     throw error;
   }
+  // Every key is new: an order that wrote nothing would flatter the figure.
+  if (!answer[0]?.placed) throw new Error("lean order not placed");
 }
