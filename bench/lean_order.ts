@@ -14,11 +14,12 @@ import { serviceStatement } from "../lib/db/service.ts";
 import { sha256HexSync } from "../lib/hash.ts";
 import { outboxWrites, wakeInStatement } from "../lib/outbox/append.ts";
 import { newEnvelope, uuidv7 } from "../lib/outbox/envelope.ts";
-import { menuItem } from "../services/menu.ts";
 import {
+  capacityTake,
   isOrderRefusal,
   ORDER_DOES_NOT_FIT,
 } from "../services/orders/orders_sql.ts";
+import { newLines } from "../services/orders/place.ts";
 import type { OrderSource } from "./orders.ts";
 
 /**
@@ -63,17 +64,7 @@ export async function placeLeanOrder(
     JSON.stringify({ ...input, idempotencyKey: undefined }),
   );
   const orderId = uuidv7();
-  const lines = input.items
-    .map((item) => {
-      const menu = menuItem(item.sku)!;
-      return {
-        sku: item.sku,
-        name: menu.name,
-        qty: item.qty,
-        unitCents: menu.priceCents,
-        capacity: menu.dailyCapacity,
-      };
-    })
+  const lines = newLines(input.items)
     .sort((a, b) => a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0);
   const totalCents = lines.reduce((t, l) => t + l.qty * l.unitCents, 0);
   const shown = lines.map(({ sku, name, qty, unitCents }) => ({
@@ -120,16 +111,7 @@ export async function placeLeanOrder(
         lines.map((l) => l.qty)
       }::int[], ${caps}::int[]) with ordinality as l(sku, qty, cap, n)
         ), taken as (
-          insert into orders.day_counts as d (sandbox_id, day, sku, qty)
-          select ${sandboxId}, ${day}, line.sku, line.qty
-            from placed, line
-           where line.qty <= line.cap
-           order by line.n
-          on conflict (sandbox_id, day, sku) do update
-             set qty = d.qty + excluded.qty
-           where d.qty + excluded.qty
-                 <= (${caps}::int[])[array_position(${skus}::text[], excluded.sku)]
-          returning sku
+          ${capacityTake(tx, sandboxId, day, lines, "placed")}
         ), ${outboxWrites(tx, [envelope], placed)}
         select ${placed} as placed,
                case when ${placed}

@@ -69,35 +69,56 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
   /** CPU µs per order by run: the bench process and PostgreSQL. */
   const cpuUsPerOp: Record<string, Record<string, number>> = {};
   /**
-   * `inTx`: the NOTIFY inside every order transaction, instead of the waker;
-   * `noOutbox`: the order transaction without the outbox row and wake-up.
-   * Each with its database label, its words, and its figure's suffix.
+   * The runs: the order as the app places it (`waker`, the target's), and
+   * at 8 clients the references read against it. Each with its database
+   * label, its words, its figure's suffix, the note of its figure, and one
+   * order.
    */
-  const MODES = {
-    waker: { label: "", what: "", figure: "" },
+  type Place = (sql: Sql, source: OrderSource) => Promise<unknown>;
+  const MODES: Record<
+    string,
+    { label: string; what: string; figure: string; note?: string; op: Place }
+  > = {
+    waker: {
+      label: "",
+      what: "",
+      figure: "",
+      op: (sql, source) => place(sql, source),
+    },
     inTx: {
       label: "n",
       what: " (NOTIFY in the transaction)",
       figure: "_notify_in_transaction",
+      note:
+        "placeOrder(..., { notify: true }): a NOTIFY inside every order transaction, for comparison",
+      op: (sql, source) => place(sql, source, { notify: true }),
     },
     noOutbox: {
       label: "x",
       what: " (no outbox row, no wake-up)",
       figure: "_without_outbox",
+      note:
+        "the same order transaction without the outbox row, its flush and the wake-up (what the outbox costs; not the target)",
+      op: placeWithoutOutbox,
     },
     lean: {
       label: "l",
       what: " (a lean order: three writes)",
       figure: "_lean_schema",
+      note:
+        "a leaner order schema, measured without adopting it: three writes (the order row carrying its lines and idempotency key, the capacity, the outbox row standing for the event) with the same isolation, outbox flush and wake-up",
+      op: placeLeanOrder,
     },
     rowOnly: {
       label: "r",
       what: " (the order row alone)",
       figure: "_row_only",
+      note:
+        "the floor: the order row alone, sent as an order is (one round trip, the orders role, the sandbox and its row-level security), without key, capacity, line, event, outbox row or wake-up; any order that keeps the sandboxes apart costs at least this",
+      op: placeOrderRowOnly,
     },
   };
   const run = async (clients: number, mode: keyof typeof MODES) => {
-    const inTx = mode === "inTx";
     const label = `${clients}${MODES[mode].label}`;
     const what = MODES[mode].what;
     progress.step(`write: placeOrder, ${clients} clients${what}`);
@@ -124,21 +145,9 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
         clients,
         warmupMs: plan.warmupMs,
         durationMs: plan.writeMs,
-        op: mode === "noOutbox"
-          ? async (c) => {
-            await placeWithoutOutbox(sql, sources[c]);
-          }
-          : mode === "lean"
-          ? async (c) => {
-            await placeLeanOrder(sql, sources[c]);
-          }
-          : mode === "rowOnly"
-          ? async (c) => {
-            await placeOrderRowOnly(sql, sources[c]);
-          }
-          : async (c) => {
-            await place(sql, sources[c], inTx ? { notify: true } : {});
-          },
+        op: async (c) => {
+          await MODES[mode].op(sql, sources[c]);
+        },
         progress,
         cpu: ctx.cpuNow,
       });
@@ -167,36 +176,15 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
     baseline: baseline(ctx, "outbox_plain_8", "tx/s"),
     target: ratioAtLeast(0.9, ">= 0.9 x outbox_plain_8"),
   }));
-  const inTx = await run(8, "inTx");
-  figures.push(figure("orders_8_notify_in_transaction", inTx, "orders/s", {
-    baseline: baseline(ctx, "outbox_plain_8", "tx/s"),
-    note:
-      "placeOrder(..., { notify: true }): a NOTIFY inside every order transaction, for comparison",
-  }));
-  const noOutbox = await run(8, "noOutbox");
-  figures.push(
-    figure("orders_8_without_outbox", noOutbox, "orders/s", {
-      baseline: baseline(ctx, "outbox_plain_8", "tx/s"),
-      note:
-        "the same order transaction without the outbox row, its flush and the wake-up (what the outbox costs; not the target)",
-    }),
-  );
-  const lean = await run(8, "lean");
-  figures.push(
-    figure("orders_8_lean_schema", lean, "orders/s", {
-      baseline: baseline(ctx, "outbox_plain_8", "tx/s"),
-      note:
-        "a leaner order schema, measured without adopting it: three writes (the order row carrying its lines and idempotency key, the capacity, the outbox row standing for the event) with the same isolation, outbox flush and wake-up",
-    }),
-  );
-  const rowOnly = await run(8, "rowOnly");
-  figures.push(
-    figure("orders_8_row_only", rowOnly, "orders/s", {
-      baseline: baseline(ctx, "outbox_plain_8", "tx/s"),
-      note:
-        "the floor: the order row alone, sent as an order is (one round trip, the orders role, the sandbox and its row-level security), without key, capacity, line, event, outbox row or wake-up; any order that keeps the sandboxes apart costs at least this",
-    }),
-  );
+  for (const mode of ["inTx", "noOutbox", "lean", "rowOnly"]) {
+    const rate = await run(8, mode);
+    figures.push(
+      figure(`orders_8${MODES[mode].figure}`, rate, "orders/s", {
+        baseline: baseline(ctx, "outbox_plain_8", "tx/s"),
+        note: MODES[mode].note,
+      }),
+    );
+  }
   ctx.params = {
     durationMs: plan.writeMs,
     warmupMs: plan.warmupMs,

@@ -189,16 +189,7 @@ export function newOrderStatement(
                            ${names}::text[], ${units}::int[])
                with ordinality as l(sku, qty, cap, name, unit_cents, n)
     ), taken as (
-      insert into orders.day_counts as d (sandbox_id, day, sku, qty)
-      select ${sandboxId}, ${order.day}, line.sku, line.qty
-        from claim, line
-       where line.qty <= line.cap
-       order by line.n
-      on conflict (sandbox_id, day, sku) do update
-         set qty = d.qty + excluded.qty
-       where d.qty + excluded.qty
-             <= (${caps}::int[])[array_position(${skus}::text[], excluded.sku)]
-      returning sku
+      ${capacityTake(tx, sandboxId, order.day, sorted, "claim")}
     ), placed as (
       insert into orders.orders (id, sandbox_id, customer_name, customer_email,
                                  fulfilment, day, total_cents)
@@ -228,6 +219,38 @@ export function newOrderStatement(
                          order by line.n limit 1))
            end as refused,
            ${woken} as woken`;
+}
+
+/**
+ * The body of a new order's `taken` expression: takes each line's `qty`
+ * from its day's capacity, in the order of `line.n`, and returns the sku of
+ * each line it took. It reads an expression `line` (sku, qty, cap, n) of the
+ * same statement, and writes only if the expression named `after` has a row
+ * (the step before it: the idempotency key, or the order row). A line that
+ * would pass its product's capacity is left out; concurrent orders for the
+ * same day and product queue on the row lock.
+ */
+export function capacityTake(
+  tx: ServiceTx,
+  sandboxId: string,
+  day: string,
+  sorted: NewLine[],
+  after: string,
+): postgres.PendingQuery<postgres.Row[]> {
+  const { sql } = tx;
+  const skus = sorted.map((l) => l.sku);
+  const caps = sorted.map((l) => l.capacity);
+  return sql`
+      insert into orders.day_counts as d (sandbox_id, day, sku, qty)
+      select ${sandboxId}, ${day}, line.sku, line.qty
+        from ${sql(after)}, line
+       where line.qty <= line.cap
+       order by line.n
+      on conflict (sandbox_id, day, sku) do update
+         set qty = d.qty + excluded.qty
+       where d.qty + excluded.qty
+             <= (${caps}::int[])[array_position(${skus}::text[], excluded.sku)]
+      returning sku`;
 }
 
 /** What is left of each product's capacity on `day`, after this order's own takes. */

@@ -67,16 +67,7 @@ async function place(
   const request = { ...input, idempotencyKey: undefined };
   const requestHash = sha256HexSync(JSON.stringify(request));
   const orderId = uuidv7();
-  const lines: NewLine[] = input.items.map((item) => {
-    const menu = menuItem(item.sku)!;
-    return {
-      sku: item.sku,
-      name: menu.name,
-      qty: item.qty,
-      unitCents: menu.priceCents,
-      capacity: menu.dailyCapacity,
-    };
-  });
+  const lines = newLines(input.items);
   let totalCents = 0;
   for (const l of lines) totalCents += l.qty * l.unitCents;
   const snapshot: OrderSnapshot = {
@@ -155,6 +146,20 @@ async function place(
     );
   }
   return { orderId, state: "placed", totalCents, created: true };
+}
+
+/** The lines of a new order, priced and with their capacity from the menu. */
+export function newLines(items: PlaceOrderInput["items"]): NewLine[] {
+  return items.map((item) => {
+    const menu = menuItem(item.sku)!;
+    return {
+      sku: item.sku,
+      name: menu.name,
+      qty: item.qty,
+      unitCents: menu.priceCents,
+      capacity: menu.dailyCapacity,
+    };
+  });
 }
 
 /** The order that the same key placed before; another body is a 409. */
