@@ -11,15 +11,14 @@
  */
 import type { Sql } from "../lib/db/connect.ts";
 import { serviceStatement } from "../lib/db/service.ts";
-import { sha256HexSync } from "../lib/hash.ts";
 import { outboxWrites, wakeInStatement } from "../lib/outbox/append.ts";
-import { newEnvelope, uuidv7 } from "../lib/outbox/envelope.ts";
 import {
+  bySku,
   capacityTake,
   isOrderRefusal,
   ORDER_DOES_NOT_FIT,
 } from "../services/orders/orders_sql.ts";
-import { newLines } from "../services/orders/place.ts";
+import { orderPlacedEnvelope, prepareOrder } from "../services/orders/place.ts";
 import type { OrderSource } from "./orders.ts";
 
 /**
@@ -59,34 +58,10 @@ export async function placeLeanOrder(
   source: OrderSource,
 ): Promise<void> {
   const { sandboxId, input } = await source.next();
-  const day = input.day!;
-  const requestHash = sha256HexSync(
-    JSON.stringify({ ...input, idempotencyKey: undefined }),
-  );
-  const orderId = uuidv7();
-  const lines = newLines(input.items)
-    .sort((a, b) => a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0);
-  const totalCents = lines.reduce((t, l) => t + l.qty * l.unitCents, 0);
-  const shown = lines.map(({ sku, name, qty, unitCents }) => ({
-    sku,
-    name,
-    qty,
-    unitCents,
-  }));
-  const envelope = newEnvelope({
-    type: "OrderPlaced",
-    aggregateId: orderId,
-    aggregateVersion: 1,
-    sandboxId,
-    payload: {
-      orderId,
-      lines: shown,
-      totalCents,
-      customer: input.customer,
-      fulfilment: input.fulfilment,
-      day,
-    },
-  });
+  const { day, requestHash, orderId, lines: asked, totalCents, snapshot } =
+    prepareOrder(input);
+  const lines = bySku(asked);
+  const envelope = orderPlacedEnvelope(sandboxId, snapshot);
   const skus = lines.map((l) => l.sku);
   const caps = lines.map((l) => l.capacity);
   let answer: { placed: boolean }[];
@@ -103,7 +78,7 @@ export async function placeLeanOrder(
           values (${orderId}, ${sandboxId}, ${input.idempotencyKey},
                   ${requestHash}, ${input.customer.name},
                   ${input.customer.email}, ${input.fulfilment}, ${day},
-                  ${totalCents}, ${sql.json(shown)})
+                  ${totalCents}, ${sql.json(snapshot.lines)})
           on conflict do nothing
           returning id
         ), line as (

@@ -7,7 +7,7 @@
 import type { Sql } from "../lib/db/connect.ts";
 import { serviceStatement } from "../lib/db/service.ts";
 import { uuidv7 } from "../lib/outbox/envelope.ts";
-import { MENU } from "../services/menu.ts";
+import { MENU, menuItem } from "../services/menu.ts";
 import {
   placeOrder,
   placeOrderWithoutOutboxForBenchmark,
@@ -131,7 +131,9 @@ export async function placeOrderRowOnly(sql: Sql, source: OrderSource) {
                                  fulfilment, day, total_cents)
       values (${uuidv7()}, ${sandboxId}, ${input.customer.name},
               ${input.customer.email}, ${input.fulfilment}, ${input.day!},
-              ${350 * input.items[0].qty})`);
+              ${
+      menuItem(input.items[0].sku)!.priceCents * input.items[0].qty
+    })`);
 }
 
 let payments = 0;

@@ -162,9 +162,7 @@ export function newOrderStatement(
   wake: AppendOptions = {},
 ): postgres.PendingQuery<NewOrderOutcome[]> {
   const { sql } = tx;
-  const sorted = [...order.lines].sort((a, b) =>
-    a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0
-  );
+  const sorted = bySku(order.lines);
   const skus = sorted.map((l) => l.sku);
   const qtys = sorted.map((l) => l.qty);
   const caps = sorted.map((l) => l.capacity);
@@ -219,6 +217,14 @@ export function newOrderStatement(
                          order by line.n limit 1))
            end as refused,
            ${woken} as woken`;
+}
+
+/**
+ * A new order's lines in sku order, the order in which it takes capacity
+ * whatever order the request lists them in (see {@link newOrderStatement}).
+ */
+export function bySku<L extends { sku: string }>(lines: L[]): L[] {
+  return [...lines].sort((a, b) => a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0);
 }
 
 /**

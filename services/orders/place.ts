@@ -8,7 +8,11 @@ import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { sha256HexSync } from "../../lib/hash.ts";
 import { asService, serviceStatement } from "../../lib/db/service.ts";
 import { HttpError } from "../../lib/http/errors.ts";
-import { newEnvelope, uuidv7 } from "../../lib/outbox/envelope.ts";
+import {
+  type Envelope,
+  newEnvelope,
+  uuidv7,
+} from "../../lib/outbox/envelope.ts";
 import { menuItem } from "../menu.ts";
 import type { OrderSnapshot } from "../events.ts";
 import {
@@ -61,36 +65,10 @@ async function place(
   input: PlaceOrderInput,
   options: { notify?: boolean; outbox: boolean },
 ): Promise<Placed> {
-  const day = input.day ?? new Date().toISOString().slice(0, 10);
-  // The body as sent: a retry after midnight of a request that left `day`
-  // out is still the same request.
-  const request = { ...input, idempotencyKey: undefined };
-  const requestHash = sha256HexSync(JSON.stringify(request));
-  const orderId = uuidv7();
-  const lines = newLines(input.items);
-  let totalCents = 0;
-  for (const l of lines) totalCents += l.qty * l.unitCents;
-  const snapshot: OrderSnapshot = {
-    orderId,
-    lines: lines.map(({ sku, name, qty, unitCents }) => ({
-      sku,
-      name,
-      qty,
-      unitCents,
-    })),
-    totalCents,
-    customer: input.customer,
-    fulfilment: input.fulfilment,
-    day,
-  };
+  const { day, requestHash, orderId, lines, totalCents, snapshot } =
+    prepareOrder(input);
   const envelope = options.outbox
-    ? newEnvelope({
-      type: "OrderPlaced",
-      aggregateId: orderId,
-      aggregateVersion: 1,
-      sandboxId,
-      payload: snapshot,
-    })
+    ? orderPlacedEnvelope(sandboxId, snapshot)
     : null;
   let outcome: NewOrderOutcome;
   try {
@@ -148,9 +126,19 @@ async function place(
   return { orderId, state: "placed", totalCents, created: true };
 }
 
-/** The lines of a new order, priced and with their capacity from the menu. */
-export function newLines(items: PlaceOrderInput["items"]): NewLine[] {
-  return items.map((item) => {
+/**
+ * A new order as it is prepared before any SQL is sent: its day, the hash
+ * of the request, a new id, its lines priced and with their capacity from
+ * the menu, its total, and the snapshot that its messages carry.
+ */
+export function prepareOrder(input: PlaceOrderInput) {
+  const day = input.day ?? new Date().toISOString().slice(0, 10);
+  // The body as sent: a retry after midnight of a request that left `day`
+  // out is still the same request.
+  const request = { ...input, idempotencyKey: undefined };
+  const requestHash = sha256HexSync(JSON.stringify(request));
+  const orderId = uuidv7();
+  const lines: NewLine[] = input.items.map((item) => {
     const menu = menuItem(item.sku)!;
     return {
       sku: item.sku,
@@ -159,6 +147,36 @@ export function newLines(items: PlaceOrderInput["items"]): NewLine[] {
       unitCents: menu.priceCents,
       capacity: menu.dailyCapacity,
     };
+  });
+  let totalCents = 0;
+  for (const l of lines) totalCents += l.qty * l.unitCents;
+  const snapshot: OrderSnapshot = {
+    orderId,
+    lines: lines.map(({ sku, name, qty, unitCents }) => ({
+      sku,
+      name,
+      qty,
+      unitCents,
+    })),
+    totalCents,
+    customer: input.customer,
+    fulfilment: input.fulfilment,
+    day,
+  };
+  return { day, requestHash, orderId, lines, totalCents, snapshot };
+}
+
+/** The OrderPlaced message of a new order, version 1 of its aggregate. */
+export function orderPlacedEnvelope(
+  sandboxId: string,
+  snapshot: OrderSnapshot,
+): Envelope {
+  return newEnvelope({
+    type: "OrderPlaced",
+    aggregateId: snapshot.orderId,
+    aggregateVersion: 1,
+    sandboxId,
+    payload: snapshot,
   });
 }
 
