@@ -24,7 +24,8 @@ import {
 } from "./_messaging.ts";
 import { asService } from "../lib/db/service.ts";
 import { setFault } from "../lib/faults/mod.ts";
-import { NotYet, receive } from "../lib/inbox/mod.ts";
+import { type Apply, NotYet, receive } from "../lib/inbox/mod.ts";
+import { z } from "zod";
 import { append, newEnvelope } from "../lib/outbox/mod.ts";
 import { CONSUMER_FAULTS, redrive } from "../lib/queue/mod.ts";
 
@@ -375,5 +376,68 @@ Deno.test("a message older than the replay horizon is refused with 422 and recor
       await waitForJobs(sql, 1);
       await waitForDeliveries(sql, "done", 3);
     });
+  });
+});
+
+Deno.test("poison message: a payload that fails its schema is refused (422, malformed: <field>), dead at once, recorded; the other receivers apply it", async () => {
+  await withTestDatabase(async (db) => {
+    const { sql } = db;
+    await createTestServices(sql);
+    const sandboxId = await createSandbox(sql);
+    // t_recv_a expects a quantity that the sender's OrderPlaced lacks.
+    const schema = z.object({
+      orderId: z.string(),
+      lines: z.array(z.object({ qty: z.number().int() })),
+    });
+    const strict: Apply = async (tx, e) => {
+      schema.parse(e.payload);
+      return await receiverApply("t_recv_a")(tx, e);
+    };
+    const dispatcher = testDispatcher(sql, { apply: { t_recv_a: strict } });
+    const reason =
+      "malformed: lines: Invalid input: expected array, received undefined";
+    await withWorkers(db, { dispatcher }, async () => {
+      const sent = await placeOrder(sql, sandboxId, "O1");
+      await waitForDeliveries(sql, "done", 2);
+      await waitForDeliveries(sql, "dead", 1);
+      const [dead] = await sql`
+        select subscriber, attempts, last_status, last_error
+          from queue.deliveries where state = 'dead'`;
+      // Dead on its first attempt: no retry can make the payload parse.
+      assert.deepEqual({ ...dead }, {
+        subscriber: "t_recv_a",
+        attempts: 1,
+        last_status: 422,
+        last_error: `t_recv_a answered 422: ${reason}`,
+      });
+      const refusals = await sql`
+        select message_id, type, reason from t_recv_a.refusals`;
+      assert.deepEqual([...refusals], [{
+        message_id: sent.messageId,
+        type: "OrderPlaced",
+        reason,
+      }]);
+      const [inbox] = await sql`select status, outcome from t_recv_a.inbox`;
+      assert.deepEqual({ ...inbox }, { status: 422, outcome: { reason } });
+      assert.equal(await count(sql, "t_recv_a.jobs"), 0);
+      assert.equal(await count(sql, "t_recv_b.jobs"), 1);
+      assert.equal(await count(sql, "t_recv_c.jobs"), 1);
+    });
+
+    // Inside a caller's transaction (receive) the same: refused, recorded.
+    const other = orderPlacedEnvelope(sandboxId, "O2");
+    const result = await asService(
+      sql,
+      "t_recv_a",
+      { sandboxId },
+      (tx) => receive(tx, other, strict, { replayHorizonDays: 30 }),
+    );
+    assert.deepEqual(result, {
+      status: 422,
+      body: { reason },
+      duplicate: false,
+    });
+    assert.equal(await count(sql, "t_recv_a.refusals"), 2);
+    assert.equal(await count(sql, "t_recv_a.jobs"), 0);
   });
 });

@@ -8,7 +8,7 @@
  * | 200    | applied now, or already applied before     |
  * | 400    | not an envelope                            |
  * | 409    | not yet (NotYet): retry later              |
- * | 422    | refused (Refused, replay horizon)          |
+ * | 422    | refused (Refused, malformed, horizon)      |
  * | 503    | the receiver refuses deliveries (fault)    |
  */
 import type { Sql } from "../db/connect.ts";

@@ -6,7 +6,7 @@ import type { Sql } from "../db/connect.ts";
 import { asService, RolledBack, type ServiceTx } from "../db/service.ts";
 import type { Fragment } from "../outbox/append.ts";
 import type { Envelope } from "../outbox/envelope.ts";
-import { NotYet, Refused } from "./errors.ts";
+import { NotYet, refusalOf } from "./errors.ts";
 
 export interface Received {
   status: 200 | 422;
@@ -101,8 +101,10 @@ export interface ReceiveOptions {
  * - Older than the replay horizon and not seen: refused (422), recorded.
  * - `apply` throws NotYet: rethrown; the caller's transaction rolls back, so
  *   no inbox row remains and a later delivery tries again.
- * - `apply` throws Refused: its effect is rolled back to a savepoint, the
- *   refusal is recorded, and the answer is 422.
+ * - `apply` throws Refused, or a ZodError (a payload that fails its
+ *   schema): its effect is rolled back to a savepoint, the refusal is
+ *   recorded (`malformed: <field>: ...` for a ZodError), and the answer is
+ *   422.
  */
 export async function receive(
   tx: ServiceTx,
@@ -138,9 +140,8 @@ export async function receive(
     return { status: 200, body: body ?? {}, duplicate: false };
   } catch (error) {
     if (error instanceof NotYet) throw error;
-    if (error instanceof Refused) {
-      return await refuse(tx, envelope, error.message);
-    }
+    const refused = refusalOf(error);
+    if (refused) return await refuse(tx, envelope, refused.message);
     throw error;
   }
 }
@@ -172,7 +173,8 @@ function horizonReason(options: ReceiveOptions) {
  * otherwise (NotYet, Refused, an error) is judged after the rollback, and a
  * message the inbox has seen gets its stored answer then too:
  *
- * - Refused (or beyond the replay horizon): the refusal and the inbox row
+ * - Refused, a ZodError (a malformed payload), or beyond the replay
+ *   horizon: the refusal and the inbox row
  *   (422) are recorded in a second transaction; the effect is gone with the
  *   first. A crash between the two records nothing, and the retry refuses
  *   again.
@@ -220,8 +222,9 @@ export async function receiveOnce(
     const [row] = await recorded!;
     return { status: 200, body: row.outcome, duplicate: false };
   } catch (error) {
-    if (error instanceof Refused) {
-      return await recordRefusal(sql, service, envelope, error.message);
+    const refused = refusalOf(error);
+    if (refused) {
+      return await recordRefusal(sql, service, envelope, refused.message);
     }
     // A repeat (the insert's unique violation, or an effect that now fails,
     // refuses or says not yet): the first answer stands.
