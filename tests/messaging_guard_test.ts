@@ -137,3 +137,77 @@ Deno.test("loop guard: under the allowance a failed publish is retried after REL
     });
   });
 });
+
+Deno.test("loop guard: a relay that crashes before marking re-arms by its lease; each takeover counts, and the 101st parks the row with an alarm", async () => {
+  await withTestDatabase(async (db) => {
+    const { sql } = db;
+    await createTestServices(sql);
+    const sandboxId = await createSandbox(sql);
+    await sql`
+      insert into t_sender.relay_guard (sandbox_id, day, rearms)
+      values (${sandboxId}, (now() at time zone 'utc')::date, 99)`;
+    await setFault(sql, sandboxId, RELAY_FAULTS.crashBeforeMark, true);
+    const rearms = async () => {
+      const [guard] = await sql`
+        select rearms from t_sender.relay_guard
+         where sandbox_id = ${sandboxId}
+           and day = (now() at time zone 'utc')::date`;
+      return guard.rearms;
+    };
+    await withWorkers(db, { relayLeaseMs: 200 }, async ({ lines }) => {
+      const crashes = () =>
+        lines.filter((l) => l.event === "relay_crash_fault").length;
+      const first = await placeOrder(sql, sandboxId, "O1");
+      await waitFor("the first publish", () => crashes() >= 1);
+      // The lease runs out and the row is claimed again: the 100th re-arm,
+      // still allowed, so it is published (and "crashes") once more.
+      await waitFor("a second publish", () => crashes() >= 2);
+      assert.equal(await rearms(), 100);
+      // The next takeover is over the allowance: parked, with an alarm.
+      await waitFor(
+        "the alarm",
+        () => lines.some((l) => l.event === "alarm_guard"),
+      );
+      assert.equal(await rearms(), 101);
+      const [parked] = await sql`
+        select state, attempts, last_error, lease_owner,
+               next_attempt_at = 'infinity' as parked
+          from t_sender.outbox`;
+      assert.deepEqual({ ...parked }, {
+        state: "pending",
+        attempts: 1,
+        last_error:
+          "the relay's lease ran out before it marked the row published",
+        lease_owner: null,
+        parked: true,
+      });
+      const alarms = lines.filter((l) => l.event === "alarm_guard");
+      assert.equal(alarms.length, 1);
+      assert.equal(alarms[0].sandboxId, sandboxId);
+      assert.equal(alarms[0].service, SENDER);
+      assert.equal(crashes(), 2);
+      // Published all along: the receivers have it, once.
+      await waitForJobs(sql, 1);
+      await waitForDeliveries(sql, "done", 3);
+
+      // The fault clears; the next command flushes the parked row, and the
+      // queue ignores the repeat.
+      await setFault(sql, sandboxId, RELAY_FAULTS.crashBeforeMark, false);
+      const second = await placeOrder(sql, sandboxId, "O2");
+      await waitFor("both rows published", async () =>
+        await count(
+          sql,
+          `${SENDER}.outbox`,
+          sql`sandbox_id = ${sandboxId} and state = 'published'`,
+        ) === 2);
+      const messages = await sql`
+        select message_id from queue.messages order by message_id`;
+      assert.deepEqual(
+        messages.map((m) => m.message_id).sort(),
+        [first.messageId, second.messageId].sort(),
+      );
+      await waitForJobs(sql, 2);
+      assert.equal(crashes(), 2);
+    });
+  });
+});

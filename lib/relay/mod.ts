@@ -1,3 +1,8 @@
 /** The relay: claim due outbox rows with a lease, publish, mark published. */
 export { RELAY_FAULTS, relayOnce, type RelayOptions } from "./relay.ts";
-export { claimOutbox, failPublish, markPublished } from "./outbox_sql.ts";
+export {
+  claimOutbox,
+  claimOutboxGuarded,
+  failPublish,
+  markPublished,
+} from "./outbox_sql.ts";

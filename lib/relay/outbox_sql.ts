@@ -18,6 +18,7 @@ export interface ClaimedRow {
  * relay holds. Rows whose lease has expired are due again (the lease expiry
  * is written into next_attempt_at), so a dead relay's rows are taken over.
  * No watermark: a transaction that commits late is claimed when it is seen.
+ * The loop guard counts takeovers too (see {@link claimOutboxGuarded}).
  */
 export async function claimOutbox(
   sql: Sql,
@@ -28,33 +29,117 @@ export async function claimOutbox(
   /** Only rows of sandboxes that have one of these faults on. */
   faultNames?: readonly string[],
 ): Promise<ClaimedRow[]> {
-  const rows = await asBookkeeper(sql, service, ({ sql }) => {
+  const claimed = await claimOutboxGuarded(sql, service, {
+    owner,
+    limit,
+    leaseMs,
+    faultNames,
+  });
+  return claimed.rows;
+}
+
+export interface ClaimOptions {
+  owner: string;
+  limit: number;
+  leaseMs: number;
+  /** Only rows of sandboxes that have one of these faults on. */
+  faultNames?: readonly string[];
+  /** Automatic re-arms allowed per sandbox and UTC day (default 100). */
+  guardLimit?: number;
+}
+
+export interface Claimed {
+  rows: ClaimedRow[];
+  /** Sandboxes whose taken-over rows were parked by the loop guard. */
+  parked: string[];
+}
+
+/** Why a row taken over and parked by the loop guard waits. */
+export const LEASE_RAN_OUT =
+  "the relay's lease ran out before it marked the row published";
+
+/**
+ * {@link claimOutbox}, with the loop guard's word on takeovers. A row still
+ * claimed when its lease ran out was published, or tried, by a relay that
+ * never marked it: it crashed in between, or the "crashes before marking"
+ * fault stopped it. Taking it over re-arms it as a failed publish does, so
+ * each sandbox with such rows spends one re-arm of its daily allowance per
+ * claim; over the allowance its taken-over rows are parked instead of
+ * claimed (pending, next attempt at infinity, one attempt more so that the
+ * service's next command flushes them), and a relay that crashes on every
+ * try stops retrying. One statement: the guard costs nothing while no lease
+ * runs out.
+ */
+export async function claimOutboxGuarded(
+  sql: Sql,
+  service: string,
+  options: ClaimOptions,
+): Promise<Claimed> {
+  const { owner, limit, leaseMs, faultNames } = options;
+  const guardLimit = options.guardLimit ?? 100;
+  const [result] = await asBookkeeper(sql, service, ({ sql }) => {
     const table = sql(`${service}.outbox`);
+    const guardTable = sql(`${service}.relay_guard`);
     const only = faultNames
       ? sql`and sandbox_id in (select sandbox_id from platform.faults
              where enabled and name = any(${faultNames as string[]}::text[]))`
       : sql``;
-    return sql<{ id: string; sandbox_id: string; envelope: Envelope }[]>`
+    return sql<{ rows: ClaimedJson[] | null; parked: string[] | null }[]>`
       with due as (
-        select id from ${table}
+        select id, sandbox_id, state = 'claimed' as taken_over from ${table}
          where state <> 'published' and next_attempt_at <= now() ${only}
          order by id
          limit ${limit}
          for update skip locked
+      ), guard as (
+        insert into ${guardTable} (sandbox_id, day, rearms)
+        select distinct sandbox_id, (now() at time zone 'utc')::date, 1
+          from due where taken_over
+        on conflict (sandbox_id, day)
+        do update set rearms = ${guardTable}.rearms + 1
+        returning sandbox_id, rearms
+      ), over as (
+        select due.id from due
+          join guard on guard.sandbox_id = due.sandbox_id
+         where due.taken_over and guard.rearms > ${guardLimit}
+      ), parked as (
+        update ${table} o
+           set state = 'pending', attempts = attempts + 1,
+               last_error = ${LEASE_RAN_OUT},
+               next_attempt_at = 'infinity',
+               lease_owner = null, lease_expires_at = null
+         where o.id in (select id from over)
+        returning o.sandbox_id
+      ), claimed as (
+        update ${table} o
+           set state = 'claimed',
+               lease_owner = ${owner},
+               lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
+               next_attempt_at = now() + ${leaseMs} * interval '1 millisecond'
+          from due
+         where o.id = due.id and due.id not in (select id from over)
+        returning o.id, o.sandbox_id, o.envelope
       )
-      update ${table} o
-         set state = 'claimed',
-             lease_owner = ${owner},
-             lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
-             next_attempt_at = now() + ${leaseMs} * interval '1 millisecond'
-        from due where o.id = due.id
-      returning o.id, o.sandbox_id, o.envelope`;
+      select (select json_agg(json_build_object('id', id,
+                'sandbox_id', sandbox_id, 'envelope', envelope) order by id)
+                from claimed) as rows,
+             (select array_agg(distinct sandbox_id) from parked) as parked`;
   });
-  return rows.map((r) => ({
-    id: Number(r.id),
-    sandboxId: r.sandbox_id,
-    envelope: r.envelope,
-  })).sort((a, b) => a.id - b.id);
+  return {
+    rows: (result.rows ?? []).map((r) => ({
+      id: Number(r.id),
+      sandboxId: r.sandbox_id,
+      envelope: r.envelope,
+    })),
+    parked: result.parked ?? [],
+  };
+}
+
+/** A claimed row as the claim statement returns it. */
+interface ClaimedJson {
+  id: number;
+  sandbox_id: string;
+  envelope: Envelope;
 }
 
 /** Marks rows published; only rows still leased by `owner` change. */

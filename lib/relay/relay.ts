@@ -17,7 +17,7 @@ import type { Queue } from "../queue/publish.ts";
 import type { TickResult } from "../wake/loop.ts";
 import {
   type ClaimedRow,
-  claimOutbox,
+  claimOutboxGuarded,
   failPublish,
   markPublished,
   nextOutboxDue,
@@ -136,14 +136,14 @@ async function claimPublishMark(
 ): Promise<TickResult> {
   const { sql, service, owner, log } = options;
   const batchSize = options.batchSize ?? 100;
-  const claimed = await claimOutbox(
-    sql,
-    service,
+  const { rows: claimed, parked } = await claimOutboxGuarded(sql, service, {
     owner,
-    batchSize,
-    options.leaseMs ?? 30_000,
-    faulted,
-  );
+    limit: batchSize,
+    leaseMs: options.leaseMs ?? 30_000,
+    faultNames: faulted,
+    guardLimit: options.guardLimit,
+  });
+  alarmGuard(options, parked);
   if (claimed.length === 0) {
     const next = await nextOutboxDue(sql, service);
     return { more: false, nextDueAt: next ?? undefined };
@@ -226,6 +226,11 @@ async function fail(options: RelayOptions, rows: ClaimedRow[], error: string) {
     retryMs: options.retryMs,
     guardLimit: options.guardLimit ?? 100,
   });
+  alarmGuard(options, parked);
+}
+
+/** One alarm per sandbox whose rows the loop guard parked. */
+function alarmGuard({ service, log }: RelayOptions, parked: string[]) {
   for (const sandboxId of parked) {
     log.error("alarm_guard", {
       service,
