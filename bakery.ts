@@ -45,7 +45,7 @@ export async function startBakery(options: {
   );
   let selfUrl = "";
   const gateway: PaymentGateway = config.STRIPE_SECRET_KEY
-    ? new StripeGateway(config.STRIPE_SECRET_KEY)
+    ? new StripeGateway(config.STRIPE_SECRET_KEY, sql)
     : new TestModeGateway({
       sql,
       log,

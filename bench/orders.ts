@@ -13,10 +13,8 @@ import {
   placeOrderWithoutOutboxForBenchmark,
 } from "../services/orders/place.ts";
 import type { PlaceOrderInput } from "../services/orders/schema.ts";
-import {
-  createPayment,
-  recordStripeEvent,
-} from "../services/billing/payments.ts";
+import { createPayment } from "../services/billing/open_payment.ts";
+import { recordStripeEvent } from "../services/billing/payments.ts";
 
 /** A day and a product with room for one more. */
 export interface Slot {
@@ -163,6 +161,7 @@ export async function pay(
         id: paymentId,
         object: "payment_intent",
         amount: order.totalCents,
+        currency: "eur",
         metadata: { sandboxId: order.sandboxId, orderId: order.orderId },
         last_payment_error: null,
       },

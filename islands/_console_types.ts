@@ -16,6 +16,7 @@ import type {
   ClosureState,
 } from "../services/console/closure.ts";
 import type { kitchenBoard } from "../services/console/board.ts";
+import type { RefundDue } from "../services/console/refunds.ts";
 
 export type { ClosureCounts, ClosureState, DeliveryItem, OutboxAges };
 
@@ -31,6 +32,8 @@ export interface OverviewData {
   closure: ClosureData;
   deadLetters: Awaited<ReturnType<typeof deadLettersBySubscriber>>;
   receivers: Awaited<ReturnType<typeof receiverHealth>>;
+  /** Payments needing a refund: newest first, and how many in all. */
+  refunds: { total: number; items: RefundDue[] };
 }
 
 /** `GET /api/console/deliveries?state=`. */

@@ -1,11 +1,13 @@
 /**
  * The console's overview, live: outbox ages per service and event type, the
- * age histogram, closure totals, dead letters per receiver and receiver
- * health. Twin of `GET /api/console/overview`; ages count up every second.
+ * age histogram, closure totals, dead letters per receiver, payments
+ * needing a refund and receiver health. Twin of `GET /api/console/overview`;
+ * ages count up every second.
  */
 import { AgeHistogram } from "../components/age_histogram.tsx";
 import { ClosureTotals, MismatchAlarm } from "../components/closure_totals.tsx";
 import { RateBar } from "../components/rate_bar.tsx";
+import { RefundsDue } from "../components/refunds_due.tsx";
 import { formatAge, formatClock } from "../components/console_format.ts";
 import { liveAge, useLive, useNow } from "./_live.ts";
 import type { OverviewData } from "./_console_types.ts";
@@ -20,7 +22,7 @@ export interface ConsoleOverviewProps {
 export default function ConsoleOverview(props: ConsoleOverviewProps) {
   const live = useLive("/api/console/overview", props.initial, props.serverNow);
   const now = useNow();
-  const { outbox, closure, deadLetters, receivers } = live.data.value;
+  const { outbox, closure, deadLetters, receivers, refunds } = live.data.value;
   const age = (s: number | null) =>
     formatAge(liveAge(s, live.stamp.value, now));
   const deadTotal = deadLetters.reduce((n, d) => n + d.count, 0);
@@ -147,6 +149,15 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
             )}
         </section>
       </div>
+
+      <section class="panel" aria-labelledby="refunds-title">
+        <h2 id="refunds-title">Payments needing a refund</h2>
+        <p class="muted">
+          Money taken that no order keeps: a charge that is not the order's, a
+          second payment of a paid order, a payment of a cancelled one.
+        </p>
+        <RefundsDue refunds={refunds} />
+      </section>
 
       <section class="panel" aria-labelledby="closure-title">
         <h2 id="closure-title">Closure</h2>

@@ -23,6 +23,7 @@ import {
   closureRows,
 } from "../../services/console/closure.ts";
 import { kitchenBoard } from "../../services/console/board.ts";
+import { refundsDue } from "../../services/console/refunds.ts";
 import { readFaults, writeFaults } from "../../services/console/faults.ts";
 import { FAULT_NAMES } from "../../services/faults.ts";
 import { SUBSCRIBERS } from "../../services/routing.ts";
@@ -100,17 +101,19 @@ export function consoleRoutes(deps: Deps) {
   return {
     overview: async (c: Context) => {
       const { sandboxId } = requireOperator(c);
-      const [outbox, closureTotals, dead, health] = await Promise.all([
+      const [outbox, closureTotals, dead, health, refunds] = await Promise.all([
         outboxAges(sql, sandboxId, 10),
         closure(sql, sandboxId),
         deadLettersBySubscriber(sql, sandboxId),
         receiverHealth(sql, sandboxId),
+        refundsDue(sql, sandboxId),
       ]);
       return c.json({
         outbox,
         closure: closureTotals,
         deadLetters: dead,
         receivers: health,
+        refunds,
       });
     },
     outbox: async (c: Context) => {

@@ -9,6 +9,7 @@ import {
   deadLettersBySubscriber,
   receiverHealth,
 } from "../../services/console/deliveries.ts";
+import { refundsDue } from "../../services/console/refunds.ts";
 import { type ConsoleRender, serverNow } from "./_guard.ts";
 
 /** Renders the overview from the same read models as its twin. */
@@ -16,12 +17,14 @@ export function overviewPage({ sql }: Deps): ConsoleRender {
   return async (_c, operator) => {
     const id = operator.sandboxId;
     // 10 oldest rows, as the twin: the overview summarises, the outbox page lists.
-    const [outbox, totals, deadLetters, receivers] = await Promise.all([
-      outboxAges(sql, id, 10),
-      closure(sql, id),
-      deadLettersBySubscriber(sql, id),
-      receiverHealth(sql, id),
-    ]);
+    const [outbox, totals, deadLetters, receivers, refunds] = await Promise
+      .all([
+        outboxAges(sql, id, 10),
+        closure(sql, id),
+        deadLettersBySubscriber(sql, id),
+        receiverHealth(sql, id),
+        refundsDue(sql, id),
+      ]);
     return html(
       <ConsolePage
         title="Overview"
@@ -32,7 +35,13 @@ export function overviewPage({ sql }: Deps): ConsoleRender {
         <Island
           name="console_overview"
           props={{
-            initial: { outbox, closure: totals, deadLetters, receivers },
+            initial: {
+              outbox,
+              closure: totals,
+              deadLetters,
+              receivers,
+              refunds,
+            },
             serverNow: serverNow(),
           }}
         />

@@ -9,7 +9,7 @@ import Stripe from "stripe";
 import type { Sql } from "../../lib/db/connect.ts";
 import { HttpError } from "../../lib/http/errors.ts";
 import type { Logger } from "../../lib/log/mod.ts";
-import { createPayment } from "./payments.ts";
+import { createPayment, CURRENCY, setCheckoutUrl } from "./open_payment.ts";
 import { randomHex } from "../../lib/hash.ts";
 
 export interface PayRequest {
@@ -74,13 +74,16 @@ export class TestModeGateway implements PaymentGateway {
         ],
       );
     }
-    const paymentId = `pi_test_${randomHex(12)}`;
-    await createPayment(this.options.sql, request.sandboxId, {
-      id: paymentId,
+    const opened = await createPayment(this.options.sql, request.sandboxId, {
+      id: `pi_test_${randomHex(12)}`,
       orderId: request.orderId,
       amountCents: request.amountCents,
       cardLast4: number.slice(-4),
     });
+    // A payment under way (or made) for this order: the same one again,
+    // never a second charge.
+    if (!opened.created) return { paymentId: opened.id };
+    const paymentId = opened.id;
     const event = {
       id: `evt_test_${randomHex(12)}`,
       object: "event",
@@ -95,7 +98,7 @@ export class TestModeGateway implements PaymentGateway {
           id: paymentId,
           object: "payment_intent",
           amount: request.amountCents,
-          currency: "eur",
+          currency: CURRENCY,
           status: card.ok ? "succeeded" : "requires_payment_method",
           metadata: { sandboxId: request.sandboxId, orderId: request.orderId },
           last_payment_error: card.ok ? null : { message: card.message },
@@ -147,30 +150,69 @@ export class StripeGateway implements PaymentGateway {
   readonly mode = "stripe";
   #stripe: Stripe;
 
-  constructor(secretKey: string) {
+  constructor(secretKey: string, private readonly sql: Sql) {
     this.#stripe = new Stripe(secretKey);
   }
 
+  /**
+   * Opens the payment first (one per order at a time, as in test mode),
+   * then its Checkout session, whose payment intent names the payment in
+   * its metadata for the webhook.
+   */
   async pay(request: PayRequest): Promise<PayResult> {
-    const metadata = { sandboxId: request.sandboxId, orderId: request.orderId };
-    const session = await this.#stripe.checkout.sessions.create({
-      mode: "payment",
-      line_items: [{
-        quantity: 1,
-        price_data: {
-          currency: "eur",
-          unit_amount: request.amountCents,
-          product_data: {
-            name: `Outbox Bakery order ${request.orderId.slice(-8)}`,
-          },
-        },
-      }],
-      payment_intent_data: { metadata },
-      metadata,
-      success_url: request.returnUrl,
-      cancel_url: request.returnUrl,
+    const opened = await createPayment(this.sql, request.sandboxId, {
+      id: `pay_${randomHex(12)}`,
+      orderId: request.orderId,
+      amountCents: request.amountCents,
     });
-    return { paymentId: session.id, checkoutUrl: session.url ?? undefined };
+    if (!opened.created) {
+      return {
+        paymentId: opened.id,
+        checkoutUrl: opened.checkoutUrl ?? undefined,
+      };
+    }
+    const metadata = {
+      sandboxId: request.sandboxId,
+      orderId: request.orderId,
+      paymentId: opened.id,
+    };
+    let session: Stripe.Checkout.Session;
+    try {
+      session = await this.#stripe.checkout.sessions.create({
+        mode: "payment",
+        line_items: [{
+          quantity: 1,
+          price_data: {
+            currency: CURRENCY,
+            unit_amount: request.amountCents,
+            product_data: {
+              name: `Outbox Bakery order ${request.orderId.slice(-8)}`,
+            },
+          },
+        }],
+        payment_intent_data: { metadata },
+        metadata,
+        success_url: request.returnUrl,
+        cancel_url: request.returnUrl,
+      });
+    } catch (error) {
+      // No checkout, no payment: the next pay request opens a new one.
+      await setCheckoutUrl(
+        this.sql,
+        request.sandboxId,
+        opened.id,
+        null,
+        `no checkout: ${(error as Error).message}`,
+      );
+      throw error;
+    }
+    await setCheckoutUrl(
+      this.sql,
+      request.sandboxId,
+      opened.id,
+      session.url ?? null,
+    );
+    return { paymentId: opened.id, checkoutUrl: session.url ?? undefined };
   }
 
   drain() {

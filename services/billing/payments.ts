@@ -8,21 +8,7 @@ import type { Sql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
 import { append, newEnvelope } from "../../lib/outbox/mod.ts";
 import { z } from "zod";
-
-/** Opens a pending payment for an order. */
-export async function createPayment(
-  sql: Sql,
-  sandboxId: string,
-  p: { id: string; orderId: string; amountCents: number; cardLast4?: string },
-) {
-  await asService(sql, "billing", { sandboxId }, async ({ sql }) => {
-    await sql`
-      insert into billing.payments (id, sandbox_id, order_id, amount_cents, card_last4)
-      values (${p.id}, ${sandboxId}, ${p.orderId}, ${p.amountCents}, ${
-      p.cardLast4 ?? null
-    })`;
-  });
-}
+import { CURRENCY, type PaymentState } from "./open_payment.ts";
 
 const uuid = z.string().uuid();
 
@@ -34,8 +20,10 @@ export const stripeEventSchema = z.object({
     object: z.object({
       id: z.string().max(255).optional(),
       object: z.string().optional(),
-      amount: z.number().int().optional(),
-      amount_total: z.number().int().optional(),
+      // Stripe's largest amount is eight digits.
+      amount: z.number().int().min(0).max(99_999_999).optional(),
+      amount_total: z.number().int().min(0).max(99_999_999).optional(),
+      currency: z.string().max(10).optional(),
       payment_intent: z.string().nullish(),
       metadata: z.record(z.string(), z.string()).nullish(),
       last_payment_error: z.object({ message: z.string().optional() })
@@ -49,6 +37,8 @@ export type StripeEvent = z.output<typeof stripeEventSchema>;
 export interface EventOutcome {
   duplicate: boolean;
   outcome: string;
+  /** 422: refused (a payment id of another sandbox), now and on a repeat. */
+  status: 200 | 422;
 }
 
 /**
@@ -57,7 +47,12 @@ export interface EventOutcome {
  * - a repeat of an event id changes nothing;
  * - an event for a payment already settled records itself and changes
  *   nothing else;
- * - an event naming no sandbox or order of ours is recorded as such.
+ * - an event naming no sandbox or order of ours is recorded as such;
+ * - a success whose charge is not the order's (amount, currency, or a
+ *   payment billing never opened) makes the payment `refund_due` and sends
+ *   nothing;
+ * - an event naming a payment of another sandbox is refused (422) and
+ *   recorded, in the sandbox it names.
  */
 export async function recordStripeEvent(
   sql: Sql,
@@ -71,9 +66,12 @@ export async function recordStripeEvent(
   const orderId = uuid.safeParse(metadata.orderId).success
     ? metadata.orderId!
     : null;
-  const paymentId = object.object === "payment_intent"
-    ? object.id ?? null
-    : object.payment_intent ?? null;
+  // Stripe Checkout's payment intent is made by Stripe, after the pay
+  // request opened the payment: it carries that payment's id in metadata.
+  const paymentId = metadata.paymentId ??
+    (object.object === "payment_intent"
+      ? object.id ?? null
+      : object.payment_intent ?? null);
   // An event that names no sandbox is still recorded, in the workers scope.
   const scope = sandboxId ? { sandboxId } : "workers" as const;
   return await asService(sql, "billing", scope, async (tx) => {
@@ -83,13 +81,23 @@ export async function recordStripeEvent(
       values (${event.id}, ${sandboxId}, ${event.type}, ${paymentId}, ${orderId}, 'received')
       on conflict (event_id) do nothing returning event_id`;
     if (inserted.length === 0) {
-      const [seen] = await sql<{ outcome: string }[]>`
-        select outcome from billing.stripe_events where event_id = ${event.id}`;
-      return { duplicate: true, outcome: seen?.outcome ?? "seen before" };
+      const [seen] = await sql<{ outcome: string; status: 200 | 422 }[]>`
+        select outcome, status from billing.stripe_events
+         where event_id = ${event.id}`;
+      return {
+        duplicate: true,
+        outcome: seen?.outcome ?? "seen before",
+        status: seen?.status ?? 200,
+      };
     }
-    const outcome = await act(tx, event, { sandboxId, orderId, paymentId });
-    await sql`update billing.stripe_events set outcome = ${outcome} where event_id = ${event.id}`;
-    return { duplicate: false, outcome };
+    const acted = await act(tx, event, { sandboxId, orderId, paymentId });
+    const { outcome, status } = typeof acted === "string"
+      ? { outcome: acted, status: 200 as const }
+      : acted;
+    await sql`
+      update billing.stripe_events set outcome = ${outcome}, status = ${status}
+       where event_id = ${event.id}`;
+    return { duplicate: false, outcome, status };
   });
 }
 
@@ -101,7 +109,7 @@ async function act(
     orderId: string | null;
     paymentId: string | null;
   },
-): Promise<string> {
+): Promise<string | { outcome: string; status: 422 }> {
   const succeeded = event.type === "payment_intent.succeeded";
   const failed = event.type === "payment_intent.payment_failed";
   if (!succeeded && !failed) {
@@ -113,25 +121,63 @@ async function act(
   }
   const { sql } = tx;
   const object = event.data.object;
-  const amount = object.amount ?? object.amount_total ?? 0;
-  // A payment Stripe created (Checkout) is first seen here.
-  await sql`
-    insert into billing.payments (id, sandbox_id, order_id, amount_cents)
-    values (${paymentId}, ${sandboxId}, ${orderId}, ${amount})
-    on conflict (id) do nothing`;
-  const [payment] = await sql<
-    { state: string; amount_cents: number; order_id: string }[]
-  >`
-    select state, amount_cents, order_id from billing.payments where id = ${paymentId} for update`;
+  const charged = {
+    cents: object.amount ?? object.amount_total ?? null,
+    currency: object.currency?.toLowerCase() ?? null,
+  };
+  type Row = {
+    state: PaymentState;
+    amount_cents: number;
+    currency: string;
+    order_id: string;
+  };
+  let [payment] = await sql<Row[]>`
+    select state, amount_cents, currency, order_id from billing.payments
+     where id = ${paymentId} for update`;
+  let opened = true;
+  if (!payment) {
+    // Not opened by a pay request of this sandbox. The id may still be
+    // taken: row-level security hides another sandbox's payments, but the
+    // key is one for all, so the insert finds it and inserts nothing.
+    [payment] = await sql<Row[]>`
+      insert into billing.payments (id, sandbox_id, order_id, amount_cents, currency)
+      values (${paymentId}, ${sandboxId}, ${orderId}, ${charged.cents ?? 0},
+              ${charged.currency ?? CURRENCY})
+      on conflict (id) do nothing
+      returning state, amount_cents, currency, order_id`;
+    if (!payment) {
+      return {
+        outcome:
+          `refused: payment ${paymentId} is not a payment of this sandbox; nothing changed`,
+        status: 422,
+      };
+    }
+    opened = false;
+  }
   if (payment.state !== "pending") {
     return `late: payment ${paymentId} is ${payment.state} already; nothing changed`;
   }
+  if (succeeded) {
+    const mismatch = opened
+      ? chargeMismatch(payment, charged)
+      : "billing opened no payment for this charge";
+    await sql`
+      update billing.payments
+         set charged_cents = ${charged.cents}, charged_currency = ${charged.currency},
+             state = ${mismatch ? "refund_due" : "succeeded"},
+             refund_reason = ${mismatch}, updated_at = now()
+       where id = ${paymentId}`;
+    if (mismatch) {
+      return `refund due: ${mismatch}; PaymentSucceeded not sent`;
+    }
+  }
   const reason = object.last_payment_error?.message ?? "the card was declined";
-  await sql`
-    update billing.payments
-       set state = ${succeeded ? "succeeded" : "failed"},
-           failure_reason = ${succeeded ? null : reason}, updated_at = now()
-     where id = ${paymentId}`;
+  if (failed) {
+    await sql`
+      update billing.payments
+         set state = 'failed', failure_reason = ${reason}, updated_at = now()
+       where id = ${paymentId}`;
+  }
   const envelope = newEnvelope({
     type: succeeded ? "PaymentSucceeded" : "PaymentFailed",
     aggregateId: payment.order_id,
@@ -150,4 +196,24 @@ async function act(
   return succeeded
     ? "payment succeeded; PaymentSucceeded sent"
     : `payment failed: ${reason}`;
+}
+
+/**
+ * Why a charge is not the one the payment was opened for, or null when it
+ * is: the same amount in the same currency. A charge that names no amount
+ * or currency does not match either.
+ */
+function chargeMismatch(
+  expected: { amount_cents: number; currency: string },
+  charged: { cents: number | null; currency: string | null },
+): string | null {
+  if (
+    charged.cents === expected.amount_cents &&
+    charged.currency === expected.currency
+  ) {
+    return null;
+  }
+  return `charged ${charged.cents ?? "no amount"} ${
+    charged.currency ?? "in no currency"
+  }, the order is ${expected.amount_cents} ${expected.currency}`;
 }

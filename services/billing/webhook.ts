@@ -1,7 +1,8 @@
 /**
  * The Stripe webhook: verify the signature on the raw body (300 s
  * tolerance), then record the event. Anything unverifiable is a 400 and
- * changes nothing.
+ * changes nothing; an event billing refuses (a payment of another sandbox)
+ * is recorded and answered 422.
  */
 import Stripe from "stripe";
 import type { Sql } from "../../lib/db/connect.ts";
@@ -46,7 +47,11 @@ export async function handleStripeWebhook(
       })),
     );
   }
-  return await recordStripeEvent(sql, parsed.data);
+  const recorded = await recordStripeEvent(sql, parsed.data);
+  // Recorded (committed) first: the refusal is a row, and a repeat of the
+  // event gets the same answer.
+  if (recorded.status === 422) throw new HttpError(422, recorded.outcome);
+  return recorded;
 }
 
 /** STRIPE_WEBHOOK_SECRET, or one generated once and kept in the data dir. */

@@ -1,0 +1,111 @@
+/**
+ * Opening a payment: what a pay request asks billing for, before the card
+ * network or Stripe Checkout is involved. The payment records the amount
+ * and currency the order needs, so that the webhook can tell a charge that
+ * is not the order's without reading the orders schema; one payment per
+ * order at a time.
+ */
+import type { Sql } from "../../lib/db/connect.ts";
+import { asService } from "../../lib/db/service.ts";
+
+/** The bakery's prices are euro cents (services/menu.ts). */
+export const CURRENCY = "eur";
+
+/**
+ * Payment states, mirrored by the CHECK on billing.payments
+ * (migrations/0017_payment_checks.sql).
+ *
+ * - `pending`: opened by a pay request; moved out by billing when a Stripe
+ *   event about it arrives.
+ * - `succeeded`: final; PaymentSucceeded was sent.
+ * - `failed`: final for this payment; the order may be paid again.
+ * - `refund_due`: money was taken, but the charge is not the order's
+ *   (another amount or currency, or a payment billing never opened). Final
+ *   here: nothing is sent, the console lists it, an operator refunds it.
+ */
+export type PaymentState = "pending" | "succeeded" | "failed" | "refund_due";
+
+/**
+ * A pending payment younger than this still stands for the order: a Stripe
+ * Checkout session expires after 24 hours by default. An older one will not
+ * be paid any more and no longer keeps a new pay request out (should it be
+ * paid after all, the orders service keeps it for a refund).
+ */
+const OPEN_FOR = "24 hours";
+
+export interface OpenPayment {
+  id: string;
+  orderId: string;
+  /** What the order needs; the webhook compares the charge with both. */
+  amountCents: number;
+  currency?: string;
+  cardLast4?: string;
+}
+
+export interface OpenedPayment {
+  id: string;
+  state: PaymentState;
+  /** False when the order had a payment under way or paid already. */
+  created: boolean;
+  checkoutUrl: string | null;
+}
+
+/**
+ * Opens a pending payment for an order, or returns the one it has: a
+ * pending payment (younger than a checkout lives) or a succeeded one. Pay
+ * requests for one order take a lock on the order id in turn, in billing's
+ * own transaction, so ten at once make one payment.
+ */
+export async function createPayment(
+  sql: Sql,
+  sandboxId: string,
+  p: OpenPayment,
+): Promise<OpenedPayment> {
+  return await asService(sql, "billing", { sandboxId }, async ({ sql }) => {
+    // Its own statement: the look below must see what the holder before us
+    // committed, and a statement's snapshot is taken before it waits.
+    await sql`
+      select pg_advisory_xact_lock(hashtextextended('billing.pay ' || ${p.orderId}, 0))`;
+    const [open] = await sql<
+      { id: string; state: PaymentState; checkout_url: string | null }[]
+    >`
+      select id, state, checkout_url from billing.payments
+       where order_id = ${p.orderId}
+         and (state = 'succeeded'
+              or (state = 'pending' and created_at > now() - ${OPEN_FOR}::interval))
+       order by state = 'succeeded' desc, created_at desc
+       limit 1`;
+    if (open) {
+      return {
+        id: open.id,
+        state: open.state,
+        created: false,
+        checkoutUrl: open.checkout_url,
+      };
+    }
+    await sql`
+      insert into billing.payments
+        (id, sandbox_id, order_id, amount_cents, currency, card_last4)
+      values (${p.id}, ${sandboxId}, ${p.orderId}, ${p.amountCents},
+              ${p.currency ?? CURRENCY}, ${p.cardLast4 ?? null})`;
+    return { id: p.id, state: "pending", created: true, checkoutUrl: null };
+  });
+}
+
+/** Keeps the checkout a repeated pay request gives back (Stripe mode). */
+export async function setCheckoutUrl(
+  sql: Sql,
+  sandboxId: string,
+  paymentId: string,
+  url: string | null,
+  failure?: string,
+) {
+  await asService(sql, "billing", { sandboxId }, ({ sql }) =>
+    sql`
+      update billing.payments
+         set checkout_url = ${url}, updated_at = now(),
+             state = case when ${failure ?? null}::text is null then state
+                          else 'failed' end,
+             failure_reason = coalesce(${failure ?? null}, failure_reason)
+       where id = ${paymentId} and state = 'pending'`);
+}

@@ -1,0 +1,74 @@
+/**
+ * Payments that need a refund, for the console: money taken that no order
+ * keeps. Billing's own (a charge that is not the order's: another amount or
+ * currency, or a payment it never opened) and the orders service's (a
+ * second payment of a paid order, a payment of a cancelled one), newest
+ * first. Read as the `console` role inside the operator's sandbox.
+ */
+import type { Sql } from "../../lib/db/connect.ts";
+import { asService } from "../../lib/db/service.ts";
+
+export interface RefundDue {
+  paymentId: string;
+  orderId: string;
+  /** What was charged, in cents of `currency`. */
+  amountCents: number;
+  /** Null when only the orders service knows of it (it records no currency). */
+  currency: string | null;
+  reason: string;
+  /** Who kept it for a refund. */
+  keptBy: "billing" | "orders";
+  at: string;
+}
+
+/** Why the orders service kept a payment, by the event it recorded. */
+const ORDERS_REASONS: Record<string, string> = {
+  SecondPaymentReceived: "the order was paid already by another payment",
+  PaymentAfterCancel: "the order was cancelled",
+};
+
+/** Up to `limit` refunds due of one sandbox, and how many there are. */
+export async function refundsDue(
+  sql: Sql,
+  sandboxId: string,
+  limit = 50,
+): Promise<{ total: number; items: RefundDue[] }> {
+  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
+    sql<{
+      payment_id: string;
+      order_id: string;
+      amount_cents: number;
+      currency: string | null;
+      reason: string;
+      kept_by: "billing" | "orders";
+      at: Date;
+      total: number;
+    }[]>`
+      select *, count(*) over ()::int as total from (
+        select id as payment_id, order_id,
+               coalesce(charged_cents, amount_cents) as amount_cents,
+               coalesce(charged_currency, currency) as currency,
+               refund_reason as reason, 'billing' as kept_by, updated_at as at
+          from billing.payments where state = 'refund_due'
+        union all
+        select payload->>'paymentId', order_id,
+               (payload->>'amountCents')::int, null, type, 'orders', at
+          from orders.events where payload->>'action' = 'refund'
+      ) r
+      order by at desc
+      limit ${limit}`);
+  return {
+    total: rows[0]?.total ?? 0,
+    items: rows.map((r) => ({
+      paymentId: r.payment_id,
+      orderId: r.order_id,
+      amountCents: r.amount_cents,
+      currency: r.currency,
+      reason: r.kept_by === "orders"
+        ? ORDERS_REASONS[r.reason] ?? r.reason
+        : r.reason,
+      keptBy: r.kept_by,
+      at: r.at.toISOString(),
+    })),
+  };
+}
