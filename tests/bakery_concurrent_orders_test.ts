@@ -43,7 +43,7 @@ Deno.test("concurrent orders and payments while the queue refuses sends all succ
       select count(*)::int as n from orders.orders`);
     assert.equal(orders, 600);
     assert.deepEqual(
-      t.lines.filter((l) => l.level === "error").map((l) => l.event),
+      t.lines.filter((l) => l.event === "http_error").map((l) => l.error),
       [],
     );
   });
