@@ -82,7 +82,11 @@ export function outboxWrites(
   // The new rows: the envelopes as one jsonb array, unpacked by the server
   // (the columns are copies of envelope fields). The flush: its UPDATE sees
   // the table as it was before this statement, so it touches only older
-  // rows that wait for a retry or were parked.
+  // rows that wait for a retry or were parked. It skips rows that another
+  // transaction holds: two commands flushing the same waiting rows in
+  // different orders deadlocked (PostgreSQL 40P01, a 500 for one of them,
+  // seen with ten concurrent orders while the queue refused sends), and a
+  // row held by another flush, or by a relay's claim, is being seen to.
   return sql`
     outbox_rows as (
       insert into ${table} (sandbox_id, message_id, type, envelope)
@@ -92,8 +96,11 @@ export function outboxWrites(
       returning id
     ), outbox_flush as (
       update ${table} set next_attempt_at = now()
-       where state = 'pending' and attempts > 0 and next_attempt_at > now()
-         and sandbox_id = any(${sandboxes}::uuid[]) and ${gate}
+       where id = any(array(
+         select id from ${table}
+          where state = 'pending' and attempts > 0 and next_attempt_at > now()
+            and sandbox_id = any(${sandboxes}::uuid[]) and ${gate}
+          for update skip locked))
     )`;
 }
 

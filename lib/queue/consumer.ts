@@ -19,9 +19,11 @@ import {
   type AttemptResult,
   claimBatch,
   type ClaimedDelivery,
+  type ClaimOptions,
   finishAndClaim,
   finishDeliveries,
 } from "./deliveries_sql.ts";
+import type { FairShare } from "./fair_share.ts";
 import type { TickResult } from "../wake/loop.ts";
 
 /** Fault switches the consumers obey. */
@@ -66,6 +68,14 @@ export interface ConsumerOptions {
    * transaction that records the one before (default 5).
    */
   batchesPerTick?: number;
+  /** The process's share between sandboxes (lib/queue/fair_share.ts). */
+  share: FairShare;
+  /**
+   * Called once deliveries left running on their own (stragglers) were
+   * recorded: their sandboxes' rows may be claimed again, and live views
+   * may show them.
+   */
+  onLateFinished?: (sandboxIds: string[]) => void;
   /**
    * Deliveries a move of this process stored already leased to `owner`
    * (lib/queue/publish.ts `Handoff`): when there are some, the tick sends
@@ -130,47 +140,63 @@ export function retryDelay(delays: readonly number[], attempt: number): number {
 }
 
 /**
- * One claim-deliver-record round; after a full batch, the next batch is
- * claimed in the same transaction that records this one, up to
- * `batchesPerTick` batches.
+ * One claim-deliver-record round; after a full batch that finished whole,
+ * the next batch is claimed in the same transaction that records this one,
+ * up to `batchesPerTick` batches. A batch whose slowest deliveries are
+ * still running after the share's `stragglerMs` is recorded without them:
+ * they finish on their own (see lib/queue/fair_share.ts).
  */
 export async function consumeOnce(
   options: ConsumerOptions,
 ): Promise<TickResult> {
+  const { share } = options;
   const batchSize = options.batchSize ?? CONSUMER_BATCH_SIZE;
   const leaseMs = consumerLeaseMs(options);
   const rounds = options.batchesPerTick ?? 5;
-  const handed = options.handed?.();
-  let batch = handed ? { claimed: handed, nextDueAt: null } : await claimBatch(
-    options.sql,
-    options.owner,
-    batchSize,
+  const claim = (): ClaimOptions => ({
+    limit: batchSize,
     leaseMs,
-    options.onClaimSent,
-  );
+    round: {
+      after: share.after,
+      perSandbox: share.perSandbox,
+      perLane: share.perLane,
+      held: share.held(),
+    },
+    onSent: options.onClaimSent,
+  });
+  const handed = options.handed?.();
+  let batch = handed
+    ? { claimed: handed, nextDueAt: null }
+    : await claimBatch(options.sql, options.owner, claim());
   const touched = new Set<string>();
   // Wake for the earliest retry a batch scheduled: waiting for the poll
   // would turn a 1 s retry into a 5 s one (POLL_INTERVAL_MS).
   let retryAt = Infinity;
   for (let round = 1; batch.claimed.length > 0; round++) {
+    if (batch.after !== undefined) share.after = batch.after;
     const claimed = batch.claimed;
+    share.hold(claimed);
     const full = claimed.length === batchSize;
     if (full) options.onFullBatch?.();
-    const results = await deliverBatch(options, claimed);
+    const { results, late } = await deliverBatch(options, claimed);
     for (const d of claimed) touched.add(d.sandboxId);
-    const chain = full && round < rounds;
+    const ids = new Set(results.map((r) => r.id));
+    const settled = claimed.filter((d) => ids.has(d.id));
+    share.release(settled);
+    if (late) finishLate(options, claimed.filter((d) => !ids.has(d.id)), late);
+    const chain = full && !late && round < rounds;
     let finished: number;
     if (chain) {
       ({ finished, next: batch } = await finishAndClaim(
         options.sql,
         options.owner,
         results,
-        { limit: batchSize, leaseMs, onSent: options.onClaimSent },
+        claim(),
       ));
     } else {
       finished = await finishDeliveries(options.sql, options.owner, results);
     }
-    recorded(options, claimed, results, finished);
+    recorded(options, settled, results, finished);
     for (const r of results) {
       if (r.state === "pending") {
         retryAt = Math.min(retryAt, Date.now() + r.delayMs);
@@ -184,6 +210,7 @@ export async function consumeOnce(
       };
     }
   }
+  if (batch.after !== undefined) share.after = batch.after;
   const due = Math.min(retryAt, batch.nextDueAt?.getTime() ?? Infinity);
   return {
     more: false,
@@ -192,11 +219,47 @@ export async function consumeOnce(
   };
 }
 
-/** Sends one claimed batch; its deliveries' results, in any order. */
+/**
+ * Records stragglers once they are done, apart from their batch: the
+ * finish is fenced by the lease as any other.
+ */
+function finishLate(
+  options: ConsumerOptions,
+  claimed: ClaimedDelivery[],
+  late: Promise<AttemptResult[]>,
+) {
+  options.share.detach(
+    claimed.length,
+    (async () => {
+      try {
+        const results = await late;
+        const finished = await finishDeliveries(
+          options.sql,
+          options.owner,
+          results,
+        );
+        recorded(options, claimed, results, finished);
+      } catch (error) {
+        // Unrecorded: the deliveries stay leased, and are sent again once
+        // the lease runs out; the receivers' inboxes answer the repeat.
+        options.log.error("late_finish_failed", { error });
+      } finally {
+        options.share.release(claimed);
+        options.onLateFinished?.([...new Set(claimed.map((d) => d.sandboxId))]);
+      }
+    })(),
+  );
+}
+
+/**
+ * Sends one claimed batch. Returns the results of the deliveries done
+ * within the share's `stragglerMs` (all of them, when the batch was quick
+ * or no more may be left running), and for the rest, a promise of theirs.
+ */
 async function deliverBatch(
   options: ConsumerOptions,
   claimed: ClaimedDelivery[],
-): Promise<AttemptResult[]> {
+): Promise<{ results: AttemptResult[]; late?: Promise<AttemptResult[]> }> {
   const faults = await options.faults([
     ...new Set(claimed.map((d) => d.sandboxId)),
   ]);
@@ -209,11 +272,23 @@ async function deliverBatch(
     if (group) group.push(d);
     else groups.set(key, [d]);
   }
-  const results: AttemptResult[] = [];
-  await Promise.all([...groups.values()].map(async (group) => {
+  let results: AttemptResult[] = [];
+  const all = Promise.all([...groups.values()].map(async (group) => {
     for (const d of group) results.push(await attempt(options, d, faults));
   }));
-  return results;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const cut = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), options.share.stragglerMs);
+  });
+  const whole = await Promise.race([all.then(() => true), cut]);
+  clearTimeout(timer);
+  if (whole || !options.share.canDetach(claimed.length - results.length)) {
+    await all;
+    return { results };
+  }
+  const early = results;
+  results = [];
+  return { results: early, late: all.then(() => results) };
 }
 
 /** Logs what a recorded batch needs said, and observes the delivered. */

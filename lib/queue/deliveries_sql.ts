@@ -5,6 +5,7 @@
 import type { Sql, TxSql } from "../db/connect.ts";
 import { asBookkeeper, bookkeepingStatement } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
+import type { HeldLanes } from "./fair_share.ts";
 
 export interface ClaimedDelivery {
   id: number;
@@ -29,9 +30,10 @@ export interface ClaimedDelivery {
 const GENERIC = { genericPlans: true };
 
 /**
- * Claims up to `limit` due deliveries, oldest first, skipping rows other
- * consumers hold. The lease expiry is also the next attempt time, so a
- * delivery whose consumer died is simply due again when the lease runs out.
+ * Claims up to `limit` due deliveries, round-robin across sandboxes and
+ * oldest first within each, skipping rows other consumers hold. The lease
+ * expiry is also the next attempt time, so a delivery whose consumer died is
+ * simply due again when the lease runs out.
  */
 export async function claimDeliveries(
   sql: Sql,
@@ -39,7 +41,25 @@ export async function claimDeliveries(
   limit: number,
   leaseMs: number,
 ): Promise<ClaimedDelivery[]> {
-  return (await claimBatch(sql, owner, limit, leaseMs)).claimed;
+  return (await claimBatch(sql, owner, {
+    limit,
+    leaseMs,
+    round: {
+      after: null,
+      perSandbox: limit,
+      perLane: limit,
+      held: { sandboxIds: [], subscribers: [], counts: [] },
+    },
+  })).claimed;
+}
+
+/** What one claim asks for. */
+export interface ClaimOptions {
+  limit: number;
+  leaseMs: number;
+  round: Round;
+  /** Called just before the claim goes to the server. */
+  onSent?: () => void;
 }
 
 /** A claim, and when the next delivery is due if it found none. */
@@ -47,7 +67,31 @@ export interface ClaimBatch {
   claimed: ClaimedDelivery[];
   /** Only when nothing was claimed: the earliest waiting delivery's time. */
   nextDueAt: Date | null;
+  /** The sandbox the next claim's round starts after (see {@link Round}). */
+  after?: string | null;
 }
+
+/**
+ * What a claim must know to share the deliveries fairly between sandboxes:
+ * where its round starts, and how many deliveries of each sandbox the
+ * claiming process holds already.
+ */
+export interface Round {
+  /** The round starts with the first sandbox after this one (wrapping). */
+  after: string | null;
+  /** Deliveries of one sandbox that the process may hold at once. */
+  perSandbox: number;
+  /** Of those, deliveries to one subscriber. */
+  perLane: number;
+  /** What the process holds, per sandbox and subscriber. */
+  held: HeldLanes;
+}
+
+/** Sandboxes one claim visits at the most (before the next round). */
+const ROUND_SANDBOXES = 10;
+
+/** Sorts before every real sandbox id, for a round from the start. */
+const NO_SANDBOX = "00000000-0000-0000-0000-000000000000";
 
 interface ClaimRow {
   id: string | null;
@@ -60,25 +104,77 @@ interface ClaimRow {
   max_attempts: number | null;
   envelope: Envelope;
   next_due: Date | null;
+  after: string | null;
 }
 
 /**
  * The claim, with the question an empty claim asks next (when is the
  * earliest waiting delivery due) in the same statement.
+ *
+ * Round-robin across sandboxes: `ring` walks the sandboxes that have open
+ * deliveries, in id order from the one after `round.after` and wrapping,
+ * each found by one lookup in the open deliveries' index (up to
+ * ROUND_SANDBOXES of them); `picks` takes each one's oldest due deliveries,
+ * no more than the process may still hold of that sandbox, and none for a
+ * subscriber whose lane the process holds in full; `due` takes the
+ * first of each sandbox, then the second of each, and so on. Rows a pick
+ * locked but `due` left stay as they were. When nothing was claimed, the
+ * next due time leaves out the sandboxes the process holds its share of:
+ * their rows wait until it finishes some (and wakes its consumers), not in
+ * a loop of empty claims.
  */
 function claimStatement(
   sql: TxSql,
   owner: string,
-  limit: number,
-  leaseMs: number,
+  { limit, leaseMs, round }: ClaimOptions,
 ) {
+  const open = sql`state in ('pending', 'in_flight')`;
+  const next = (after: ReturnType<typeof sql>) =>
+    sql`coalesce(
+      (select sandbox_id from queue.deliveries
+        where ${open} and sandbox_id > ${after}
+        order by sandbox_id limit 1),
+      (select sandbox_id from queue.deliveries
+        where ${open} order by sandbox_id limit 1))`;
   return sql<ClaimRow[]>`
-    with due as (
-      select id from queue.deliveries
-       where state in ('pending', 'in_flight') and next_attempt_at <= now()
-       order by id
-       limit ${limit}
-       for update skip locked
+    with recursive ring (sandbox_id, first, n) as (
+      select s, s, 1
+        from (select ${next(sql`${round.after ?? NO_SANDBOX}::uuid`)} as s) x
+       where s is not null
+      union all
+      select nx.s, r.first, r.n + 1
+        from ring r, lateral (select ${next(sql`r.sandbox_id`)} as s) nx
+       where r.n < ${ROUND_SANDBOXES} and nx.s <> r.first
+    ), held as (
+      select * from unnest(${round.held.sandboxIds}::uuid[],
+                           ${round.held.subscribers}::text[],
+                           ${round.held.counts}::int[])
+        as h(sandbox_id, subscriber, n)
+    ), full_lanes as (
+      select sandbox_id, subscriber from held where n >= ${round.perLane}
+    ), totals as (
+      select sandbox_id, sum(n)::int as n from held group by sandbox_id
+    ), picks as (
+      select p.id, p.rank, r.n
+        from ring r
+        left join totals t on t.sandbox_id = r.sandbox_id
+        cross join lateral (
+          -- FOR UPDATE and a window function cannot share a query level.
+          select q.id, row_number() over (order by q.id) as rank from (
+            select d.id from queue.deliveries d
+             where d.sandbox_id = r.sandbox_id and d.state in ('pending', 'in_flight')
+               and d.next_attempt_at <= now()
+               and not exists (
+                 select from full_lanes f
+                  where f.sandbox_id = d.sandbox_id
+                    and f.subscriber = d.subscriber)
+             order by d.id
+             limit greatest(0, least(${limit}, ${round.perSandbox} - coalesce(t.n, 0)))
+             for update skip locked
+          ) q
+        ) p
+    ), due as (
+      select id, n from picks order by rank, n limit ${limit}
     ), claimed as (
       update queue.deliveries d
          set state = 'in_flight',
@@ -91,12 +187,24 @@ function claimStatement(
          and m.message_id = d.message_id
       returning d.id, d.sandbox_id, d.message_id, d.subscriber, d.type,
                 d.aggregate_id, d.attempts, d.max_attempts, m.envelope
+    ), after as (
+      select sandbox_id from ring
+       where n = coalesce((select max(n) from due), (select max(n) from ring))
     )
-    select c.*, null::timestamptz as next_due from claimed c
+    select c.*, null::timestamptz as next_due,
+           (select sandbox_id from after) as after
+      from claimed c
     union all
     select null, null, null, null, null, null, null, null, null,
-           (select min(next_attempt_at) from queue.deliveries
-             where state in ('pending', 'in_flight'))
+           (select min(next_attempt_at) from queue.deliveries d
+             where d.state in ('pending', 'in_flight')
+               and not exists (
+                 select from totals t where t.sandbox_id = d.sandbox_id
+                    and t.n >= ${round.perSandbox})
+               and not exists (
+                 select from full_lanes f where f.sandbox_id = d.sandbox_id
+                    and f.subscriber = d.subscriber)),
+           (select sandbox_id from after)
      where not exists (select from claimed)`;
 }
 
@@ -115,6 +223,7 @@ function toBatch(rows: ClaimRow[]): ClaimBatch {
   return {
     claimed,
     nextDueAt: claimed.length === 0 ? rows[0]?.next_due ?? null : null,
+    after: rows[0]?.after ?? null,
   };
 }
 
@@ -128,14 +237,12 @@ function toBatch(rows: ClaimRow[]): ClaimBatch {
 export async function claimBatch(
   sql: Sql,
   owner: string,
-  limit: number,
-  leaseMs: number,
-  onSent?: () => void,
+  claim: ClaimOptions,
 ): Promise<ClaimBatch> {
   return toBatch(
     await bookkeepingStatement(sql, "queue", ({ sql }) => {
-      onSent?.();
-      return claimStatement(sql, owner, limit, leaseMs);
+      claim.onSent?.();
+      return claimStatement(sql, owner, claim);
     }, GENERIC),
   );
 }
@@ -185,7 +292,7 @@ export async function finishAndClaim(
   sql: Sql,
   owner: string,
   results: AttemptResult[],
-  claim: { limit: number; leaseMs: number; onSent?: () => void },
+  claim: ClaimOptions,
 ): Promise<{ finished: number; next: ClaimBatch }> {
   return await asBookkeeper(sql, "queue", async ({ sql }) => {
     const finishing = results.length > 0
@@ -194,7 +301,7 @@ export async function finishAndClaim(
     claim.onSent?.();
     const [finished, claimed] = await Promise.all([
       finishing,
-      claimStatement(sql, owner, claim.limit, claim.leaseMs),
+      claimStatement(sql, owner, claim),
     ]);
     return { finished: finished.length, next: toBatch(claimed) };
   }, GENERIC);

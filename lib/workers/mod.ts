@@ -16,6 +16,7 @@ import {
   type Subscriber,
 } from "../queue/consumer.ts";
 import type { ClaimedDelivery } from "../queue/deliveries_sql.ts";
+import { FairShare, type FairShareOptions } from "../queue/fair_share.ts";
 import { type Queue, QUEUE_CHANNEL } from "../queue/publish.ts";
 import type { Dispatcher } from "../queue/transport.ts";
 import { relayOnce } from "../relay/relay.ts";
@@ -55,6 +56,15 @@ export interface MessagingOptions {
    * and 105 ms with 250 ms (bench --only steady, two or three runs).
    */
   auditDelayMs?: number;
+  /**
+   * The process's share between sandboxes (lib/queue/fair_share.ts). By
+   * default a sandbox may hold half of the process's consumers' batches,
+   * and half of that for one subscriber, every batch may be left running
+   * on its own, and a batch waits 250 ms
+   * for its slowest deliveries: longer than a delivery takes on a loaded
+   * machine, far shorter than a slow receiver's timeout.
+   */
+  fairShare?: Partial<FairShareOptions>;
   /** Called after a batch changed rows of these sandboxes (live views). */
   onTouched?: (sandboxIds: string[]) => void;
   observeLag?: (seconds: number, service: string) => void;
@@ -210,6 +220,15 @@ export async function startMessaging(
       auditor?.wake();
     }, options.auditDelayMs ?? 250);
   };
+  const slots = (options.consumers ?? 4) * CONSUMER_BATCH_SIZE;
+  const perSandbox = Math.max(CONSUMER_BATCH_SIZE, Math.floor(slots / 2));
+  const share = new FairShare({
+    perSandbox,
+    perLane: Math.ceil(perSandbox / 2),
+    maxDetached: slots,
+    stragglerMs: 250,
+    ...options.fairShare,
+  });
   const consumerOptions: ConsumerOptions = {
     sql: options.sql,
     owner,
@@ -223,6 +242,14 @@ export async function startMessaging(
     observeDelivered: options.observeDelivered,
     // A full batch: there is probably more, let an idle one help.
     onFullBatch: wakeConsumers,
+    share,
+    // Stragglers recorded: their sandbox may have rows it was held back
+    // from, and live views show the change.
+    onLateFinished: (ids) => {
+      wakeAuditor();
+      options.onTouched?.(ids);
+      wakeConsumers();
+    },
   };
   if (options.roles?.consume ?? true) {
     for (let i = 0; i < (options.consumers ?? 4); i++) {
@@ -290,6 +317,8 @@ export async function startMessaging(
         [...relays.values(), ...consumers, ...(auditor ? [auditor] : [])]
           .map((l) => l.stop()),
       );
+      // Stragglers end by their timeout at the latest.
+      await share.settle();
       // Handed off after the consumers' last look: theirs to send, not to
       // leave leased until the lease runs out.
       while (handoffs.length > 0) {

@@ -1,0 +1,127 @@
+/**
+ * One consumer process's share of the work between sandboxes: how many
+ * deliveries of each sandbox it holds, where its next round of claims
+ * starts, and the deliveries it left running when they were too slow to
+ * wait for.
+ *
+ * Three rules keep one sandbox from slowing another:
+ * - claims go round-robin across sandboxes (lib/queue/deliveries_sql.ts);
+ * - a process holds at most `perSandbox` deliveries of one sandbox, and at
+ *   most `perLane` of one sandbox for one subscriber (a lane), so a sandbox
+ *   whose receiver is slow fills part of the process, never all, and part
+ *   of its own share, so that its other receivers still get theirs;
+ * - a delivery still running `stragglerMs` after its batch started is left
+ *   to finish on its own (up to `maxDetached` at once): the consumer records
+ *   the rest of its batch and claims again, instead of waiting for the
+ *   slowest delivery, which a slow receiver holds up to the delivery timeout.
+ *
+ * The share is per process: several processes may each hold `perSandbox` of
+ * one sandbox, which is what keeps every process's consumers free for the
+ * other sandboxes. Claims that run at the same time in one process see the
+ * same held counts, so the caps are soft by up to a batch per consumer.
+ */
+
+/** Settings of a {@link FairShare}. */
+export interface FairShareOptions {
+  /** Deliveries of one sandbox that the process holds at most at once. */
+  perSandbox: number;
+  /** Of those, deliveries to one subscriber (a lane). */
+  perLane: number;
+  /** Slow deliveries that may run on their own at once; past this, wait. */
+  maxDetached: number;
+  /** How long a batch waits for its slowest deliveries before leaving them. */
+  stragglerMs: number;
+}
+
+/** What a claim reads of the share: see `Round` in deliveries_sql.ts. */
+export interface HeldLanes {
+  sandboxIds: string[];
+  subscribers: string[];
+  counts: number[];
+}
+
+/** A delivery as far as the share is concerned. */
+export interface Lane {
+  sandboxId: string;
+  subscriber: string;
+}
+
+export class FairShare {
+  readonly perSandbox: number;
+  readonly perLane: number;
+  readonly maxDetached: number;
+  readonly stragglerMs: number;
+  /** The sandbox after which the next claim's round starts. */
+  after: string | null = null;
+  /** Held deliveries per lane, keyed by sandbox id and subscriber. */
+  #held = new Map<string, { lane: Lane; n: number }>();
+  #detached = 0;
+  #running = new Set<Promise<void>>();
+
+  constructor(options: FairShareOptions) {
+    this.perSandbox = options.perSandbox;
+    this.perLane = options.perLane;
+    this.maxDetached = options.maxDetached;
+    this.stragglerMs = options.stragglerMs;
+  }
+
+  /** Counts claimed deliveries as held. */
+  hold(deliveries: readonly Lane[]) {
+    for (const d of deliveries) {
+      const key = `${d.sandboxId}\u0000${d.subscriber}`;
+      const held = this.#held.get(key);
+      if (held) held.n++;
+      else {
+        this.#held.set(key, {
+          lane: { sandboxId: d.sandboxId, subscriber: d.subscriber },
+          n: 1,
+        });
+      }
+    }
+  }
+
+  /** Counts finished (or given up) deliveries as no longer held. */
+  release(deliveries: readonly Lane[]) {
+    for (const d of deliveries) {
+      const key = `${d.sandboxId}\u0000${d.subscriber}`;
+      const held = this.#held.get(key);
+      if (held && --held.n <= 0) this.#held.delete(key);
+    }
+  }
+
+  /** The lanes held, for the claim. */
+  held(): HeldLanes {
+    const out: HeldLanes = { sandboxIds: [], subscribers: [], counts: [] };
+    for (const { lane, n } of this.#held.values()) {
+      out.sandboxIds.push(lane.sandboxId);
+      out.subscribers.push(lane.subscriber);
+      out.counts.push(n);
+    }
+    return out;
+  }
+
+  /** True when `n` more deliveries may be left running on their own. */
+  canDetach(n: number): boolean {
+    return this.#detached + n <= this.maxDetached;
+  }
+
+  /** Leaves `n` deliveries running as `work`, which records them. */
+  detach(n: number, work: Promise<void>) {
+    this.#detached += n;
+    const running: Promise<void> = work.finally(() => {
+      this.#detached -= n;
+      this.#running.delete(running);
+    });
+    this.#running.add(running);
+  }
+
+  /** Deliveries running on their own now. */
+  get detached(): number {
+    return this.#detached;
+  }
+
+  /** Waits until every detached delivery was recorded (for stop()). */
+  async settle(): Promise<void> {
+    while (this.#running.size > 0) await Promise.all([...this.#running]);
+  }
+}

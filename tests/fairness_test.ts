@@ -1,0 +1,185 @@
+/**
+ * One sandbox cannot slow down another. Sandbox A builds a backlog (a slow
+ * kitchen with every delivery sent twice; a bulk redrive of slow dead
+ * letters; a plain flood of orders); sandbox B, with no fault of its own,
+ * then orders and pays. B's OrderPaid must reach its six receivers while A's
+ * backlog is still there, and within 2 s of B's payment: consumers claim
+ * round-robin across sandboxes, hold at most a few of one sandbox's
+ * deliveries at once, and a slow delivery does not hold a consumer.
+ */
+import assert from "node:assert/strict";
+import type { Sql } from "../lib/db/connect.ts";
+import { ROUTING } from "../services/routing.ts";
+import {
+  type Client,
+  countOf,
+  deadLettersSettle,
+  eventually,
+  payVia,
+  placeOrderVia,
+  signIn,
+  type TestBakery,
+  withTestBakery,
+} from "./_app.ts";
+
+/** The target of the hardening issue, from B's payment to six applied. */
+const TARGET_MS = 2_000;
+
+/** Production-like delivery settings: a slow kitchen holds for 6 s. */
+const SETTINGS = {
+  DELIVERY_TIMEOUT_MS: "5000",
+  RETRY_DELAYS_MS: "1000,5000,25000",
+};
+
+const today = (plus: number) =>
+  new Date(Date.now() + plus * 86_400_000).toISOString().slice(0, 10);
+
+/** A small order (one bun) on one of several days, so capacity holds. */
+function smallOrder(i: number) {
+  return {
+    items: [{ sku: "cardamom-bun", qty: 1 }],
+    customer: { name: "Sandbox A", email: "a@example.com" },
+    fulfilment: "delivery",
+    day: today(1 + (i % 50)),
+    idempotencyKey: crypto.randomUUID(),
+  };
+}
+
+async function setFaults(client: Client, faults: Record<string, boolean>) {
+  const { status, body } = await client.json(
+    "PUT",
+    "/api/console/faults",
+    faults,
+  );
+  assert.equal(status, 200, JSON.stringify(body));
+}
+
+/** Places and pays `n` orders in A's sandbox, a few at a time. */
+async function paidOrders(client: Client, n: number) {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i += 10) {
+    await Promise.all(
+      Array.from({ length: Math.min(10, n - i) }, async (_, j) => {
+        const { orderId } = await placeOrderVia(client, smallOrder(i + j));
+        await payVia(client, orderId);
+        ids.push(orderId);
+      }),
+    );
+  }
+  return ids;
+}
+
+/** Open deliveries (pending or in flight) of a sandbox. */
+function openDeliveries(sql: Sql, sandboxId: string) {
+  return countOf(sql<{ n: number }[]>`
+    select count(*)::int as n from queue.deliveries
+     where sandbox_id = ${sandboxId} and state in ('pending', 'in_flight')`);
+}
+
+/** Receivers whose inbox holds the OrderPaid of `orderId`. */
+async function paidReceivers(sql: Sql, orderId: string): Promise<string[]> {
+  const [message] = await sql<{ message_id: string }[]>`
+    select message_id from orders.events
+     where order_id = ${orderId} and type = 'OrderPaid'`;
+  if (!message) return [];
+  const reached: string[] = [];
+  for (const receiver of ROUTING.OrderPaid) {
+    const n = await countOf(sql<{ n: number }[]>`
+      select count(*)::int as n from ${sql(`${receiver}.inbox`)}
+       where message_id = ${message.message_id}`);
+    if (n > 0) reached.push(receiver);
+  }
+  return reached;
+}
+
+/**
+ * B orders and pays; returns the milliseconds from its payment to its
+ * OrderPaid applied by all six receivers, and A's open deliveries then.
+ */
+async function quietOrder(t: TestBakery, sandboxA: string) {
+  const b = t.client();
+  await signIn(b, "Sandbox B");
+  const { orderId } = await placeOrderVia(b, smallOrder(0));
+  const paidAt = performance.now();
+  await payVia(b, orderId);
+  await eventually(
+    "B's OrderPaid at all six receivers",
+    async () =>
+      (await paidReceivers(t.sql, orderId)).length === ROUTING.OrderPaid.length,
+    60_000,
+  );
+  const ms = performance.now() - paidAt;
+  console.log(`B's paid order reached six receivers in ${Math.round(ms)} ms`);
+  return { ms, backlogOfA: await openDeliveries(t.sql, sandboxA) };
+}
+
+Deno.test("a slow, doubled backlog in one sandbox does not hold up another's paid order", async () => {
+  await withTestBakery(async (t) => {
+    const a = t.client();
+    const { sandboxId } = await signIn(a, "Sandbox A");
+    await setFaults(a, { kitchenSlow: true, duplicateDeliveries: true });
+    await paidOrders(a, 30);
+    // A's backlog is there: its kitchen deliveries wait on a slow kitchen.
+    await eventually(
+      "A's orders to be published",
+      async () =>
+        await countOf(t.sql<{ n: number }[]>`
+        select count(*)::int as n from queue.deliveries
+         where sandbox_id = ${sandboxId} and type = 'OrderPaid'`) >= 30 * 6,
+      30_000,
+    );
+    const { ms, backlogOfA } = await quietOrder(t, sandboxId);
+    assert.ok(
+      backlogOfA > 0,
+      "A's backlog had drained: the test proves nothing",
+    );
+    assert.ok(ms <= TARGET_MS, `B's paid order took ${Math.round(ms)} ms`);
+  }, SETTINGS);
+});
+
+Deno.test("a bulk redrive in one sandbox does not hold up another's paid order", async () => {
+  await withTestBakery(async (t) => {
+    const a = t.client();
+    const { sandboxId } = await signIn(a, "Sandbox A");
+    await setFaults(a, { kitchenRefuses: true });
+    await paidOrders(a, 30);
+    // 60 kitchen dead letters (OrderPlaced and OrderPaid of each order).
+    await deadLettersSettle(a, 60, "", 60_000);
+    await setFaults(a, { kitchenRefuses: false, kitchenSlow: true });
+    const { status, body } = await a.json(
+      "POST",
+      "/api/console/dead-letters/redrive",
+      { subscriber: "kitchen" },
+    );
+    assert.equal(status, 202, JSON.stringify(body));
+    const { ms, backlogOfA } = await quietOrder(t, sandboxId);
+    assert.ok(
+      backlogOfA > 0,
+      "A's redrive had drained: the test proves nothing",
+    );
+    assert.ok(ms <= TARGET_MS, `B's paid order took ${Math.round(ms)} ms`);
+  }, { ...SETTINGS, RETRY_DELAYS_MS: "50,50,50" });
+});
+
+Deno.test("a plain backlog of many orders in one sandbox does not hold up another's paid order", async () => {
+  await withTestBakery(async (t) => {
+    const a = t.client();
+    const { sandboxId } = await signIn(a, "Sandbox A");
+    // The queue refuses A's sends while its orders pile up in the outbox;
+    // switched off, they all reach the queue at once.
+    await setFaults(a, { queueRefusesSends: true });
+    await paidOrders(a, 600);
+    await setFaults(a, { queueRefusesSends: false });
+    await eventually(
+      "A's backlog in the queue",
+      async () => await openDeliveries(t.sql, sandboxId) >= 1200,
+      30_000,
+    );
+    const { ms, backlogOfA } = await quietOrder(t, sandboxId);
+    assert.ok(
+      backlogOfA > 0,
+      "A's backlog had drained: the test proves nothing",
+    );
+    assert.ok(ms <= TARGET_MS, `B's paid order took ${Math.round(ms)} ms`);
+  }, SETTINGS);
+});
