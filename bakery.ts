@@ -26,7 +26,7 @@ export interface Bakery {
   /** Where the app listens, e.g. http://127.0.0.1:8000/ */
   url: string;
   deps: Deps;
-  messaging?: Messaging;
+  messaging?: Messaging & { brokerUp?: () => boolean };
   /** Stops the server, the workers, pending webhook sends and the pool. */
   stop(): Promise<void>;
 }
@@ -96,6 +96,7 @@ export async function startBakery(options: {
     : undefined;
   // Commits wake the relay after commit, not with a NOTIFY inside every
   // order transaction (lib/outbox/wake.ts says why).
+  deps.brokerUp = messaging?.brokerUp;
   const waker = coalescingWaker(sql, {
     local: messaging,
     onError: (error) => log.warn("outbox_wake_failed", { error }),

@@ -45,6 +45,17 @@ const schema = z.object({
   RETRY_DELAYS_MS: msList.default([1000, 5000, 25000]),
   REPLAY_HORIZON_DAYS: int(1, 3650).default(30),
   WORKERS: z.enum(["on", "off"]).default("on"),
+  QUEUE: z.enum(["postgres", "jetstream"]).default("postgres"),
+  NATS_URL: z.string().trim().regex(
+    /^(nats|tls|wss?):\/\/[^\s]+$/,
+    "a nats:// URL, such as nats://127.0.0.1:4222",
+  ).default("nats://127.0.0.1:4222"),
+  // Stream, subject and consumer names are made from it: letters, digits,
+  // dashes and underscores only (no dots, which separate subject tokens).
+  NATS_STREAM: z.string().trim().regex(
+    /^[A-Za-z0-9_-]{1,64}$/,
+    "1 to 64 letters, digits, dashes or underscores",
+  ).default("BAKERY"),
   SANDBOX_WIPE: z.enum(["on", "off"]).default("on"),
 });
 

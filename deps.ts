@@ -24,4 +24,9 @@ export interface Deps {
   metrics: Registry;
   /** Aborted when the server stops: ends the open event streams. */
   closing: AbortSignal;
+  /**
+   * With QUEUE=jetstream and the workers in this process: whether the
+   * broker answers (for /health).
+   */
+  brokerUp?: () => boolean;
 }

@@ -1,4 +1,8 @@
-/** `GET /health`: 200 when the database answers within 2 s, else 503. */
+/**
+ * `GET /health`: 200 when the database answers within 2 s (and, with
+ * QUEUE=jetstream and the workers here, the broker is connected), else 503.
+ * Says which queue runs.
+ */
 import type { Context } from "hono";
 import type { Deps } from "../deps.ts";
 import { ping } from "../lib/db/connect.ts";
@@ -15,8 +19,16 @@ export function health(deps: Deps) {
       }),
     ]);
     clearTimeout(timer);
-    return up
-      ? c.json({ status: "ok", database: "up" })
-      : c.json({ status: "degraded", database: "down" }, 503);
+    const queue = deps.config.QUEUE;
+    const broker = deps.brokerUp
+      ? { broker: deps.brokerUp() ? "up" : "down" }
+      : {};
+    const ok = up && (!deps.brokerUp || deps.brokerUp());
+    return c.json({
+      status: ok ? "ok" : "degraded",
+      database: up ? "up" : "down",
+      queue,
+      ...broker,
+    }, ok ? 200 : 503);
   };
 }

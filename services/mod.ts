@@ -8,7 +8,19 @@ import type { Logger } from "../lib/log/mod.ts";
 import type { Config } from "../config.ts";
 import { type FaultReader, pgFaults } from "../lib/faults/mod.ts";
 import { type Apply, inboxHandler } from "../lib/inbox/mod.ts";
-import { Dispatcher, PgQueue, type Subscriber } from "../lib/queue/mod.ts";
+import {
+  consumerLeaseMs,
+  Dispatcher,
+  PgQueue,
+  type Queue,
+  type Subscriber,
+} from "../lib/queue/mod.ts";
+import {
+  type JetStream,
+  JetStreamQueue,
+  openJetStream,
+  StreamNames,
+} from "../lib/queue/jetstream/mod.ts";
 import {
   type Messaging,
   type MessagingOptions,
@@ -96,10 +108,36 @@ export function bakeryDispatcher(deps: BakeryDeps): Dispatcher {
  */
 const RELAY_CONNECTIONS = 2;
 
+/** The relay's lease on outbox rows it claims the long way (lib/relay). */
+const RELAY_LEASE_MS = 30_000;
+
+/**
+ * Opens the JetStream transport of QUEUE=jetstream: the stream named
+ * NATS_STREAM and one durable consumer per subscriber. The duplicate window
+ * covers the relay's retry horizon twice over (a lost PubAck is published
+ * again after RELAY_RETRY_MS; a dead relay's rows are taken over after its
+ * lease), and at least JetStream's default of two minutes.
+ */
+export async function openBakeryJetStream(
+  config: Config,
+  log: Logger,
+): Promise<JetStream> {
+  return await openJetStream(config.NATS_URL, {
+    names: new StreamNames(config.NATS_STREAM),
+    subscribers: SUBSCRIBERS,
+    duplicateWindowMs: Math.max(
+      120_000,
+      2 * (RELAY_LEASE_MS + config.RELAY_RETRY_MS),
+    ),
+    ackWaitMs: consumerLeaseMs({ timeoutMs: config.DELIVERY_TIMEOUT_MS }),
+  }, log);
+}
+
 /**
  * Starts the relay for orders and billing and the consumers. With the relay
  * role (the default) it opens the relay's own connections on `deps.url`,
- * and closes them on stop().
+ * and closes them on stop(). With QUEUE=jetstream it opens the broker
+ * (closed on stop() too), and `Messaging.brokerUp` says whether it answers.
  */
 export async function startBakeryMessaging(
   deps: BakeryDeps & { url: string },
@@ -107,14 +145,28 @@ export async function startBakeryMessaging(
     MessagingOptions,
     "roles" | "onTouched" | "observeLag" | "observeDelivered" | "consumers"
   > = {},
-): Promise<Messaging> {
+): Promise<Messaging & { brokerUp?: () => boolean }> {
   const faults = deps.faults ?? pgFaults(deps.sql);
+  const jetstream = deps.config.QUEUE === "jetstream"
+    ? await openBakeryJetStream(deps.config, deps.log)
+    : undefined;
   const relaySql = (extra.roles?.relay ?? true)
     ? connect(deps.url, {
       max: RELAY_CONNECTIONS,
       applicationName: "bakery-relay",
     })
     : undefined;
+  const ledger = new PgQueue(relaySql ?? deps.sql, ROUTING, {
+    moveSlots: RELAY_CONNECTIONS,
+  });
+  const queue: Queue = jetstream
+    ? new JetStreamQueue({
+      js: jetstream.js,
+      names: jetstream.names,
+      routing: ROUTING,
+      ledger,
+    })
+    : ledger;
   let messaging: Messaging;
   try {
     messaging = await startMessaging({
@@ -123,9 +175,14 @@ export async function startBakeryMessaging(
       log: deps.log,
       faults,
       senders: SENDERS,
-      queue: new PgQueue(relaySql ?? deps.sql, ROUTING, {
-        moveSlots: RELAY_CONNECTIONS,
-      }),
+      queue,
+      broker: jetstream && {
+        stream: jetstream,
+        ackWaitMs: consumerLeaseMs({
+          timeoutMs: deps.config.DELIVERY_TIMEOUT_MS,
+        }),
+      },
+      relayLeaseMs: RELAY_LEASE_MS,
       dispatcher: bakeryDispatcher({ ...deps, faults }),
       subscribers: BAKERY_SUBSCRIBERS,
       pollMs: deps.config.POLL_INTERVAL_MS,
@@ -143,14 +200,17 @@ export async function startBakeryMessaging(
     });
   } catch (error) {
     await relaySql?.end({ timeout: 5 });
+    await jetstream?.close();
     throw error;
   }
-  if (!relaySql) return messaging;
+  if (!relaySql && !jetstream) return messaging;
   return {
     ...messaging,
+    brokerUp: jetstream && (() => jetstream.up()),
     stop: async () => {
       await messaging.stop();
-      await relaySql.end({ timeout: 5 });
+      await relaySql?.end({ timeout: 5 });
+      await jetstream?.close();
     },
   };
 }

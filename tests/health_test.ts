@@ -29,7 +29,11 @@ Deno.test("health: 200 while the database answers, 503 once it is gone", async (
     const app = appFor(db.sql);
     const up = await app.fetch(new Request("http://x/health"));
     assert.equal(up.status, 200);
-    assert.deepEqual(await up.json(), { status: "ok", database: "up" });
+    assert.deepEqual(await up.json(), {
+      status: "ok",
+      database: "up",
+      queue: "postgres",
+    });
 
     await dropUnderTheApp(db);
 
@@ -39,6 +43,7 @@ Deno.test("health: 200 while the database answers, 503 once it is gone", async (
     assert.deepEqual(await down.json(), {
       status: "degraded",
       database: "down",
+      queue: "postgres",
     });
     // The answer comes from the failed query, well before the 2 s timeout.
     assert.ok(Date.now() - started < 2000, `took ${Date.now() - started} ms`);

@@ -103,6 +103,7 @@ Deno.test("process: embedded PostgreSQL, one owner per data dir, clean SIGTERM",
     assert.deepEqual(await waitHealthy(main, port), {
       status: "ok",
       database: "up",
+      queue: "postgres",
     });
     assert.notDeepEqual(
       await processesIn(dir),

@@ -260,22 +260,8 @@ async function deliverBatch(
   options: ConsumerOptions,
   claimed: ClaimedDelivery[],
 ): Promise<{ results: AttemptResult[]; late?: Promise<AttemptResult[]> }> {
-  const faults = await options.faults([
-    ...new Set(claimed.map((d) => d.sandboxId)),
-  ]);
-  // Deliveries of one aggregate to one subscriber go in order (OrderPlaced
-  // before OrderPaid); different ones go in parallel.
-  const groups = new Map<string, ClaimedDelivery[]>();
-  for (const d of claimed) {
-    const key = `${d.subscriber}\u0000${d.aggregateId}`;
-    const group = groups.get(key);
-    if (group) group.push(d);
-    else groups.set(key, [d]);
-  }
   let results: AttemptResult[] = [];
-  const all = Promise.all([...groups.values()].map(async (group) => {
-    for (const d of group) results.push(await attempt(options, d, faults));
-  }));
+  const all = send(options, claimed, (r) => results.push(r));
   let timer: ReturnType<typeof setTimeout> | undefined;
   const cut = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), options.share.stragglerMs);
@@ -291,9 +277,57 @@ async function deliverBatch(
   return { results: early, late: all.then(() => results) };
 }
 
+/** What sending deliveries needs of a consumer's options. */
+export type SendOptions = Pick<
+  ConsumerOptions,
+  | "owner"
+  | "dispatcher"
+  | "subscribers"
+  | "retryDelaysMs"
+  | "timeoutMs"
+  | "log"
+  | "faults"
+  | "observeDelivered"
+>;
+
+/** Sends every delivery of `claimed`; their results, in any order. */
+export async function sendAll(
+  options: SendOptions,
+  claimed: ClaimedDelivery[],
+): Promise<AttemptResult[]> {
+  const results: AttemptResult[] = [];
+  await send(options, claimed, (r) => results.push(r));
+  return results;
+}
+
+/**
+ * Sends `claimed`, calling `judged` with each result as it comes: the
+ * deliveries of one aggregate to one subscriber in order (OrderPlaced
+ * before OrderPaid), different ones in parallel.
+ */
+async function send(
+  options: SendOptions,
+  claimed: ClaimedDelivery[],
+  judged: (result: AttemptResult) => void,
+): Promise<void> {
+  const faults = await options.faults([
+    ...new Set(claimed.map((d) => d.sandboxId)),
+  ]);
+  const groups = new Map<string, ClaimedDelivery[]>();
+  for (const d of claimed) {
+    const key = `${d.subscriber}\u0000${d.aggregateId}`;
+    const group = groups.get(key);
+    if (group) group.push(d);
+    else groups.set(key, [d]);
+  }
+  await Promise.all([...groups.values()].map(async (group) => {
+    for (const d of group) judged(await attempt(options, d, faults));
+  }));
+}
+
 /** Logs what a recorded batch needs said, and observes the delivered. */
-function recorded(
-  options: ConsumerOptions,
+export function recorded(
+  options: SendOptions,
   claimed: ClaimedDelivery[],
   results: AttemptResult[],
   finished: number,
@@ -325,7 +359,7 @@ function recorded(
 }
 
 async function attempt(
-  options: ConsumerOptions,
+  options: SendOptions,
   d: ClaimedDelivery,
   faults: Awaited<ReturnType<FaultReader>>,
 ): Promise<AttemptResult> {
@@ -377,7 +411,7 @@ async function attempt(
 }
 
 async function post(
-  options: ConsumerOptions,
+  options: SendOptions,
   subscriber: Subscriber,
   d: ClaimedDelivery,
 ): Promise<Outcome> {

@@ -19,6 +19,16 @@ export interface DeadLetterFilter {
   until?: Date;
 }
 
+/** How a redrive reaches the transport. */
+export interface RedriveOptions {
+  /**
+   * The transport carries messages outside PostgreSQL (JetStream): mark the
+   * deliveries for its republisher (lib/queue/jetstream/redrive.ts), which
+   * gives the broker each message again for its one subscriber.
+   */
+  republish?: boolean;
+}
+
 /** At most this many rows per call; the console says when more remain. */
 export const MAX_BATCH = 1000;
 
@@ -32,6 +42,7 @@ export async function redrive(
   sandboxId: string,
   filter: DeadLetterFilter,
   actor: string,
+  options: RedriveOptions = {},
 ): Promise<number[]> {
   return await asService(sql, "queue", { sandboxId }, async ({ sql }) => {
     const rows = await sql<{ id: string }[]>`
@@ -46,7 +57,9 @@ export async function redrive(
            set state = 'pending',
                next_attempt_at = now(),
                max_attempts = d.attempts + 1,
-               redrives = d.redrives + 1
+               redrives = d.redrives + 1,
+               republish_at = case when ${options.republish ?? false}
+                 then now() end
           from picked where d.id = picked.id
         returning d.id, d.sandbox_id
       ), a as (

@@ -6,6 +6,7 @@ export {
   classify,
   consumeOnce,
   CONSUMER_FAULTS,
+  consumerLeaseMs,
   type ConsumerOptions,
   type Outcome,
   retryDelay,

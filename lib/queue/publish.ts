@@ -270,6 +270,19 @@ export class PgQueue implements Queue {
   }
 
   async publish(messages: OutgoingMessage[]): Promise<number> {
+    return await this.store(messages, { notify: true });
+  }
+
+  /**
+   * Stores messages and their deliveries (pending), ignoring message ids the
+   * queue has already; with `notify`, wakes the consumers that LISTEN. The
+   * JetStream transport keeps its deliveries' rows with it, without waking
+   * anyone: the broker carries the messages.
+   */
+  async store(
+    messages: OutgoingMessage[],
+    options: { notify: boolean },
+  ): Promise<number> {
     if (messages.length === 0) return 0;
     const routes = this.#routes(new Set(messages.map((m) => m.envelope.type)));
     const e = messages.map((m) => m.envelope);
@@ -295,7 +308,9 @@ export class PgQueue implements Queue {
         )
       }
         select count(*)::int as count from m`;
-      if (count > 0) await sql`select pg_notify(${QUEUE_CHANNEL}, '')`;
+      if (count > 0 && options.notify) {
+        await sql`select pg_notify(${QUEUE_CHANNEL}, '')`;
+      }
       return count;
     });
   }

@@ -17,6 +17,11 @@ import {
 } from "../queue/consumer.ts";
 import type { ClaimedDelivery } from "../queue/deliveries_sql.ts";
 import { FairShare, type FairShareOptions } from "../queue/fair_share.ts";
+import {
+  type BrokerLoops,
+  brokerLoops,
+  type JetStream,
+} from "../queue/jetstream/mod.ts";
 import { type Queue, QUEUE_CHANNEL } from "../queue/publish.ts";
 import type { Dispatcher } from "../queue/transport.ts";
 import { relayOnce } from "../relay/relay.ts";
@@ -65,6 +70,13 @@ export interface MessagingOptions {
    * machine, far shorter than a slow receiver's timeout.
    */
   fairShare?: Partial<FairShareOptions>;
+  /**
+   * The queue is JetStream (`queue` is its JetStreamQueue): its consumers,
+   * one per subscriber, take the place of the PostgreSQL queue's, and a
+   * republisher gives redriven messages back to the broker. `ackWaitMs` is
+   * the consumers' AckWait, which their lease follows.
+   */
+  broker?: { stream: JetStream; ackWaitMs: number; perSubscriber?: number };
   /** Called after a batch changed rows of these sandboxes (live views). */
   onTouched?: (sandboxIds: string[]) => void;
   observeLag?: (seconds: number, service: string) => void;
@@ -251,7 +263,18 @@ export async function startMessaging(
       wakeConsumers();
     },
   };
-  if (options.roles?.consume ?? true) {
+  let broker: BrokerLoops | undefined;
+  if ((options.roles?.consume ?? true) && options.broker) {
+    broker = await brokerLoops({
+      ...consumerOptions,
+      ...options.broker,
+      pollMs: options.pollMs,
+      onTouched: (ids) => {
+        wakeAuditor();
+        options.onTouched?.(ids);
+      },
+    });
+  } else if (options.roles?.consume ?? true) {
     for (let i = 0; i < (options.consumers ?? 4); i++) {
       const loop: Loop = new Loop({
         name: `consumer:${i}`,
@@ -287,7 +310,10 @@ export async function startMessaging(
     onNotify: (channel, payload) => {
       if (channel === OUTBOX_CHANNEL) relays.get(payload)?.wake();
       // A move's hint that names this process was answered here already.
-      else if (payload !== owner) wakeConsumers();
+      else if (payload !== owner) {
+        wakeConsumers();
+        broker?.wakeRepublisher();
+      }
     },
     // After a reconnect, notifications sent meanwhile are lost: look now.
     onReconnect: wakeAll,
@@ -295,10 +321,12 @@ export async function startMessaging(
   await listener.start();
   relays.forEach((r) => r.start());
   consumers.forEach((c) => c.start());
+  broker?.loops.forEach((l) => l.start());
   auditor?.start();
   log.info("messaging_started", {
     relays: [...relays.keys()],
     consumers: consumers.length,
+    broker: broker ? broker.loops.length : undefined,
   });
   return {
     owner,
@@ -314,9 +342,14 @@ export async function startMessaging(
       stopping = true;
       clearTimeout(auditTimer);
       await Promise.all(
-        [...relays.values(), ...consumers, ...(auditor ? [auditor] : [])]
-          .map((l) => l.stop()),
+        [
+          ...relays.values(),
+          ...consumers,
+          ...(broker?.loops ?? []),
+          ...(auditor ? [auditor] : []),
+        ].map((l) => l.stop()),
       );
+      await broker?.settle();
       // Stragglers end by their timeout at the latest.
       await share.settle();
       // Handed off after the consumers' last look: theirs to send, not to

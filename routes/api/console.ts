@@ -96,6 +96,8 @@ const query = (c: Context) =>
 
 export function consoleRoutes(deps: Deps) {
   const { sql } = deps;
+  // Over JetStream a redrive also gives the broker the message again.
+  const redriveOptions = { republish: deps.config.QUEUE === "jetstream" };
   /** Tells open pages of this sandbox to refresh. */
   const changed = (sandboxId: string) => deps.feed.emitLocal(sandboxId);
   return {
@@ -143,7 +145,13 @@ export function consoleRoutes(deps: Deps) {
     },
     redriveOne: async (c: Context) => {
       const { sandboxId, actor } = requireOperator(c);
-      const ids = await redrive(sql, sandboxId, { ids: [idParam(c)] }, actor);
+      const ids = await redrive(
+        sql,
+        sandboxId,
+        { ids: [idParam(c)] },
+        actor,
+        redriveOptions,
+      );
       if (ids.length === 0) throw new HttpError(404, "no such dead letter");
       changed(sandboxId);
       return c.json({ count: 1, ids }, 202);
@@ -160,7 +168,7 @@ export function consoleRoutes(deps: Deps) {
     redriveMany: async (c: Context) => {
       const { sandboxId, actor } = requireOperator(c);
       const filter = parseOr400(bulkSchema, await readJson(c.req.raw));
-      const ids = await redrive(sql, sandboxId, filter, actor);
+      const ids = await redrive(sql, sandboxId, filter, actor, redriveOptions);
       changed(sandboxId);
       return c.json({ count: ids.length, ids }, 202);
     },

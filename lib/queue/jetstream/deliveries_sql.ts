@@ -1,0 +1,101 @@
+/**
+ * What the JetStream consumers record in queue.deliveries: the same rows
+ * and states as the PostgreSQL queue's consumers, so that the console, the
+ * timeline and the closure read one story whichever transport carried it.
+ * A broker message stands for one delivery (its message id and subscriber);
+ * its AckWait plays the part of the lease.
+ */
+import type { Sql } from "../../db/connect.ts";
+import { bookkeepingStatement } from "../../db/service.ts";
+import type { Envelope } from "../../outbox/envelope.ts";
+import type { ClaimedDelivery } from "../deliveries_sql.ts";
+
+/** A broker message taken for a delivery. */
+export interface Taken {
+  subscriber: string;
+  envelope: Envelope;
+}
+
+interface StartedRow {
+  id: string;
+  sandbox_id: string;
+  message_id: string;
+  subscriber: string;
+  attempts: number;
+  max_attempts: number | null;
+}
+
+/**
+ * Starts an attempt for each taken message whose delivery is open (pending,
+ * or in flight under a lease that JetStream's redelivery says has run out):
+ * in flight, leased to `owner`, one attempt more. A delivery with no row yet
+ * gets one (the relay stores the rows before it publishes, so only a
+ * database restored from an older backup lacks them), and so does its
+ * message. Returns the deliveries started; a taken message left out is
+ * settled (done, dead or refused) and only needs acknowledging.
+ */
+export async function startDeliveries(
+  sql: Sql,
+  owner: string,
+  leaseMs: number,
+  taken: readonly Taken[],
+): Promise<ClaimedDelivery[]> {
+  if (taken.length === 0) return [];
+  const envelopes = taken.map((t) => t.envelope);
+  const rows = await bookkeepingStatement(
+    sql,
+    "queue",
+    ({ sql }) =>
+      sql<StartedRow[]>`
+      with t as (
+        select (e->>'messageId')::uuid as message_id,
+               (e->>'sandboxId')::uuid as sandbox_id, s as subscriber,
+               e->>'type' as type, e->>'aggregateId' as aggregate_id, e
+          from unnest(${taken.map((t) => t.subscriber)}::text[],
+                      array(select v from jsonb_array_elements(
+                              ${sql.json(envelopes as never)}) as v))
+            as x(s, e)
+      ), m as (
+        insert into queue.messages
+          (message_id, sandbox_id, source, type, aggregate_id, envelope)
+        select distinct on (message_id) message_id, sandbox_id, 'broker',
+               type, aggregate_id, e
+          from t
+        on conflict (message_id) do nothing
+      )
+      insert into queue.deliveries as d
+        (sandbox_id, message_id, subscriber, type, aggregate_id, state,
+         lease_owner, lease_expires_at, next_attempt_at, attempts)
+      select sandbox_id, message_id, subscriber, type, aggregate_id,
+             'in_flight', ${owner},
+             now() + ${leaseMs} * interval '1 millisecond',
+             now() + ${leaseMs} * interval '1 millisecond', 1
+        from t
+      on conflict (message_id, subscriber) do update
+         set state = 'in_flight',
+             lease_owner = excluded.lease_owner,
+             lease_expires_at = excluded.lease_expires_at,
+             next_attempt_at = excluded.next_attempt_at,
+             attempts = d.attempts + 1
+       where d.state in ('pending', 'in_flight')
+      returning d.id, d.sandbox_id, d.message_id, d.subscriber, d.attempts,
+                d.max_attempts`,
+  );
+  const byKey = new Map(
+    taken.map((t) => [`${t.envelope.messageId}\u0000${t.subscriber}`, t]),
+  );
+  return rows.map((r) => {
+    const t = byKey.get(`${r.message_id}\u0000${r.subscriber}`)!;
+    return {
+      id: Number(r.id),
+      sandboxId: r.sandbox_id,
+      messageId: r.message_id,
+      subscriber: r.subscriber,
+      type: t.envelope.type,
+      aggregateId: t.envelope.aggregateId,
+      attempt: r.attempts,
+      maxAttempts: r.max_attempts,
+      envelope: t.envelope,
+    };
+  });
+}

@@ -1,0 +1,55 @@
+/**
+ * The relay's side of the JetStream transport: the real two-system
+ * hand-off. The relay claims outbox rows with a lease, calls `publish`, and
+ * marks the rows published only when it returns (lib/relay/relay.ts).
+ *
+ * `publish` first stores the messages and one pending delivery per
+ * subscriber in PostgreSQL (ids it has are ignored): the rows the console,
+ * the timeline and the closure read, and that the consumers move on. Then it
+ * publishes one JetStream message per delivery, `Nats-Msg-Id` set to the
+ * message id and the subscriber, all of a batch at once, and waits for every
+ * PubAck. A PubAck that says duplicate counts as sent: the stream has it. A
+ * publish that fails or times out fails the batch; the relay keeps the rows
+ * and tries again with the same ids, which the duplicate window stores once.
+ */
+import type { JetStreamClient } from "@nats-io/jetstream";
+import type { OutgoingMessage, PgQueue, Queue, Routing } from "../publish.ts";
+import type { StreamNames } from "./stream.ts";
+
+export interface JetStreamQueueOptions {
+  js: JetStreamClient;
+  names: StreamNames;
+  routing: Routing;
+  /** Stores the deliveries' rows (PgQueue's `store`, without a NOTIFY). */
+  ledger: PgQueue;
+  /** How long to wait for a PubAck (default 5 s). */
+  timeoutMs?: number;
+}
+
+export class JetStreamQueue implements Queue {
+  readonly #options: JetStreamQueueOptions;
+
+  constructor(options: JetStreamQueueOptions) {
+    this.#options = options;
+  }
+
+  async publish(messages: OutgoingMessage[]): Promise<number> {
+    const { js, names, routing, ledger } = this.#options;
+    if (messages.length === 0) return 0;
+    await ledger.store(messages, { notify: false });
+    const timeout = this.#options.timeoutMs ?? 5000;
+    const sent = await Promise.all(messages.map(async ({ envelope }) => {
+      const data = JSON.stringify(envelope);
+      const acks = await Promise.all(
+        (routing[envelope.type] ?? []).map((subscriber) =>
+          js.publish(names.subject(subscriber, envelope.type), data, {
+            msgID: names.messageId(envelope.messageId, subscriber),
+            timeout,
+          })
+        ),
+      );
+      return acks.some((ack) => !ack.duplicate);
+    }));
+    return sent.filter(Boolean).length;
+  }
+}

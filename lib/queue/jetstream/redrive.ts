@@ -1,0 +1,90 @@
+/**
+ * Redrives over JetStream. A redrive makes the dead delivery pending in
+ * PostgreSQL and marks it for republishing (lib/queue/dead_letters.ts), in
+ * one transaction; this loop then gives the broker the stored envelope again,
+ * on the subject of that delivery's subscriber only (the other receivers do
+ * not see it again), under a fresh broker id (`<message>.<subscriber>.
+ * redrive.<n>`, which the duplicate window never swallows) with the
+ * envelope's message id unchanged (the receiver's inbox knows it). The mark
+ * works as an outbox: claimed with a lease, cleared once the PubAck came; a
+ * crash in between publishes again, and the broker id makes that one copy.
+ */
+import type { JetStreamClient } from "@nats-io/jetstream";
+import type { Sql } from "../../db/connect.ts";
+import { bookkeepingStatement } from "../../db/service.ts";
+import type { Envelope } from "../../outbox/envelope.ts";
+import type { TickResult } from "../../wake/loop.ts";
+import type { StreamNames } from "./stream.ts";
+
+export interface RepublishOptions {
+  sql: Sql;
+  js: JetStreamClient;
+  names: StreamNames;
+  /** How long a claim holds a mark (default 30 s). */
+  leaseMs?: number;
+  /** Marks per round (default 100). */
+  batch?: number;
+}
+
+interface MarkRow {
+  id: string;
+  sandbox_id: string;
+  message_id: string;
+  subscriber: string;
+  redrives: number;
+  envelope: Envelope;
+}
+
+/** One round: claim due marks, publish, clear. */
+export async function republishOnce(
+  options: RepublishOptions,
+): Promise<TickResult> {
+  const { sql, js, names } = options;
+  const batch = options.batch ?? 100;
+  const leaseMs = options.leaseMs ?? 30_000;
+  const marks = await bookkeepingStatement(
+    sql,
+    "queue",
+    ({ sql }) =>
+      sql<MarkRow[]>`
+      with due as (
+        select id from queue.deliveries
+         where republish_at <= now()
+         order by republish_at
+         limit ${batch}
+         for update skip locked
+      )
+      update queue.deliveries d
+         set republish_at = now() + ${leaseMs} * interval '1 millisecond'
+        from due, queue.messages m
+       where d.id = due.id and m.message_id = d.message_id
+      returning d.id, d.sandbox_id, d.message_id, d.subscriber, d.redrives,
+                m.envelope`,
+  );
+  if (marks.length === 0) {
+    const [next] = await bookkeepingStatement(
+      sql,
+      "queue",
+      ({ sql }) =>
+        sql<{ at: Date | null }[]>`
+        select min(republish_at) as at from queue.deliveries
+         where republish_at is not null`,
+    );
+    return { more: false, nextDueAt: next?.at ?? undefined };
+  }
+  await Promise.all(marks.map((m) =>
+    js.publish(
+      names.subject(m.subscriber, m.envelope.type),
+      JSON.stringify(m.envelope),
+      { msgID: names.messageId(m.message_id, m.subscriber, m.redrives) },
+    )
+  ));
+  await bookkeepingStatement(sql, "queue", ({ sql }) =>
+    sql`
+      update queue.deliveries set republish_at = null
+       where id = any(${marks.map((m) => m.id)}::bigint[])`);
+  return {
+    more: marks.length === batch,
+    touched: [...new Set(marks.map((m) => m.sandbox_id))],
+  };
+}

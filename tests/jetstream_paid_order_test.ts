@@ -1,0 +1,47 @@
+/**
+ * The whole bakery over JetStream (QUEUE=jetstream): a paid order reaches
+ * its receivers through the broker, recorded in PostgreSQL as over the
+ * PostgreSQL queue, and the stream holds one message per delivery.
+ */
+import assert from "node:assert/strict";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { orderSettles, payVia, placeOrderVia, withTestBakery } from "./_app.ts";
+import { dropStream, natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
+import { ROUTING } from "../services/routing.ts";
+
+natsTest(
+  "over JetStream a paid order reaches all its receivers once",
+  async () => {
+    const stream = testStream();
+    try {
+      await withTestBakery(async (t) => {
+        const health = await fetch(new URL("/health", t.url));
+        assert.deepEqual(await health.json(), {
+          status: "ok",
+          database: "up",
+          queue: "jetstream",
+          broker: "up",
+        });
+        const client = t.client();
+        const { orderId } = await placeOrderVia(client);
+        await payVia(client, orderId);
+        const order = await orderSettles(client, orderId, "paid");
+        const owed = order.messages.reduce(
+          (n, m) => n + (ROUTING[m.eventType]?.length ?? 0),
+          0,
+        );
+        assert.equal(order.deliveries.length, owed);
+        const nc = await connect({ servers: TEST_NATS_URL });
+        try {
+          const info = await (await jetstreamManager(nc)).streams.info(stream);
+          assert.equal(info.state.messages, owed);
+        } finally {
+          await nc.close();
+        }
+      }, { QUEUE: "jetstream", NATS_URL: TEST_NATS_URL, NATS_STREAM: stream });
+    } finally {
+      await dropStream(stream);
+    }
+  },
+);
