@@ -14,6 +14,7 @@ import { ChangeFeed } from "../lib/wake/feed.ts";
 import { Registry } from "../lib/metrics/mod.ts";
 import { ROUTING } from "../services/routing.ts";
 import { type TestDatabase, testDatabase } from "./_db.ts";
+import { dropStream, TEST_NATS_URL, testStream } from "./_nats.ts";
 
 export const TEST_WEBHOOK_SECRET = "whsec_test_secret_for_the_suite";
 
@@ -24,6 +25,7 @@ export const TEST_WEBHOOK_SECRET = "whsec_test_secret_for_the_suite";
  */
 export function testConfig(env: Record<string, string> = {}): Config {
   return parseConfig({
+    ...transportEnv(),
     PORT: "0",
     WORKERS: "on",
     SANDBOX_WIPE: "off",
@@ -35,6 +37,20 @@ export function testConfig(env: Record<string, string> = {}): Config {
     DATA_DIR: Deno.makeTempDirSync({ prefix: "bakery-data-" }),
     ...env,
   });
+}
+
+/**
+ * TEST_QUEUE=jetstream runs every test bakery over JetStream (TEST_NATS_URL),
+ * each on a stream of its own, removed when it stops: the bakery's tests as
+ * a conformance run of the second transport.
+ */
+function transportEnv(): Record<string, string> {
+  if (Deno.env.get("TEST_QUEUE") !== "jetstream") return {};
+  return {
+    QUEUE: "jetstream",
+    NATS_URL: TEST_NATS_URL,
+    NATS_STREAM: testStream(),
+  };
 }
 
 /** Deps without a server, for tests that call `createApp(...).fetch`. */
@@ -176,6 +192,7 @@ export async function startTestBakery(
     client: () => new Client(bakery.url),
     stop: async () => {
       await bakery.stop();
+      if (config.QUEUE === "jetstream") await dropStream(config.NATS_STREAM);
       await db.drop();
       await Deno.remove(config.DATA_DIR, { recursive: true }).catch(() => {});
     },
