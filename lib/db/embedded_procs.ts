@@ -95,8 +95,9 @@ export const SETTLE_MS = 30_000;
  *   stopping it: it is asked for a fast shutdown;
  * - children left by a postmaster that died (SIGKILL, a power cut of the
  *   process group) are exiting on their own; they are asked to quit now;
- * - either way, after 15 s whatever still runs is killed (WAL makes that
- *   safe: the next start recovers), and after SETTLE_MS the start fails;
+ * - whatever still runs after 15 s (a postmaster) or 5 s (leftovers) is
+ *   killed (WAL makes that safe: the next start recovers), and after
+ *   SETTLE_MS the start fails;
  * - once nothing runs in the cluster, a lock file that still names a pid
  *   (a zombie not yet reaped, or a pid since reused) is stale, and
  *   PostgreSQL would refuse to start over it: it is removed.
@@ -109,6 +110,7 @@ export async function settleCluster(
   const started = Date.now();
   let asked = false;
   let killed = false;
+  let killAfterMs = 0;
   while (true) {
     abort?.throwIfAborted();
     const pids = await clusterProcesses(clusterDir);
@@ -126,11 +128,16 @@ export async function settleCluster(
       if (postmaster !== undefined && pids.includes(postmaster)) {
         log.warn("postgres_orphan_stopped", { pid: postmaster });
         signal([postmaster], "SIGINT");
+        // Its shutdown checkpoint may have much to write.
+        killAfterMs = 15_000;
       } else {
         log.warn("postgres_leftovers_stopped", { pids });
+        // SIGCONT too: a stopped process would not act on SIGQUIT.
         signal(pids, "SIGQUIT");
+        signal(pids, "SIGCONT");
+        killAfterMs = 5_000;
       }
-    } else if (!killed && waited > 15_000) {
+    } else if (!killed && waited > killAfterMs) {
       killed = true;
       log.warn("postgres_leftovers_killed", { pids });
       signal(pids, "SIGKILL");
