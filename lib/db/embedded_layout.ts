@@ -246,7 +246,8 @@ async function rootCluster(
     return clusterDir;
   }
   // A link whose cluster was deleted is replaced below by a new cluster.
-  if (entry) await Deno.remove(link);
+  if (entry?.isSymlink) await Deno.remove(link);
+  else if (entry) throw new Error(`${link} is not a directory; move it away`);
   if (await reaches(runAs, dataDir)) {
     await Deno.mkdir(link, { mode: 0o700 });
     await Deno.chown(link, runAs.uid, runAs.gid);

@@ -9,7 +9,7 @@ import type { Logger } from "../log/mod.ts";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** True for a process that runs (a zombie does not). */
-export function running(pid: number): boolean {
+function running(pid: number): boolean {
   if (Deno.build.os !== "linux") return signalable(pid);
   try {
     const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
@@ -65,7 +65,7 @@ export async function clusterProcesses(clusterDir: string): Promise<number[]> {
 }
 
 /** The postmaster's pid from the cluster's lock file, if there is one. */
-export async function lockFilePid(
+async function lockFilePid(
   clusterDir: string,
 ): Promise<number | undefined> {
   const text = await Deno.readTextFile(`${clusterDir}/postmaster.pid`).catch(
