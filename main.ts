@@ -22,13 +22,16 @@ await runUntilSignal(log, async () => {
     dataDir: config.DATA_DIR,
     log,
   });
-  if (db.cluster) onShutdown(() => db.cluster!.stop());
+  // PostgreSQL's stop is bounded on its own and always runs to its end.
+  if (db.cluster) {
+    onShutdown(() => db.cluster!.stop(), { name: "postgres", bounded: true });
+  }
   const sql = connect(db.url);
-  onShutdown(() => sql.end({ timeout: 5 }));
+  onShutdown(() => sql.end({ timeout: 5 }), { name: "pool" });
   await migrate(sql, log);
   const islands = await buildIslands();
   log.info("islands_built", { bytes: islands.bytes, ms: islands.millis });
   const bakery = await startBakery({ config, databaseUrl: db.url, log, sql });
-  onShutdown(() => bakery.stop());
+  onShutdown(() => bakery.stop(), { name: "bakery" });
   console.error(`\n  Outbox Bakery is open at ${bakery.url}\n`);
 });

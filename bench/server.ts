@@ -6,6 +6,7 @@
  */
 import { connect, type Sql, withDatabase } from "../lib/db/connect.ts";
 import { type EmbeddedCluster, startEmbedded } from "../lib/db/embedded.ts";
+import { removeDataDir } from "../lib/db/embedded_layout.ts";
 import { migrate } from "../lib/db/migrate.ts";
 import { createLogger } from "../lib/log/mod.ts";
 import { parentPid } from "./procfs.ts";
@@ -83,9 +84,7 @@ export async function startServer(
     }
     await admin.end({ timeout: 5 }).catch(() => {});
     await cluster?.stop();
-    if (dataDir) {
-      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
-    }
+    if (dataDir) await removeDataDir(dataDir);
   };
   try {
     const rows = await admin<{ name: string; setting: string }[]>`

@@ -3,27 +3,66 @@
  * SIGTERM run the shutdown steps in reverse order of registration (web
  * server, workers, pool, then PostgreSQL), each once, and exit 0. A second
  * signal during shutdown does not skip the steps that stop PostgreSQL.
+ *
+ * The whole stop is bounded, whatever state the database is in: steps get
+ * STEPS_MS together, and one still running then is left behind (logged) so
+ * that the next can run; a step registered as `bounded` (stopping PostgreSQL,
+ * which ends within its own bound) is always awaited.
  */
 import type { Logger } from "./log/mod.ts";
 
 type Step = () => unknown | Promise<unknown>;
-const steps: Step[] = [];
+interface Entry {
+  step: Step;
+  name: string;
+  bounded: boolean;
+}
+const steps: Entry[] = [];
 let stopping: Promise<void> | undefined;
 
+/** What the steps that are not `bounded` get, together, at shutdown. */
+export const STEPS_MS = 4000;
+
 /** Registers a step to run at shutdown; the last registered runs first. */
-export function onShutdown(step: Step) {
-  steps.push(step);
+export function onShutdown(
+  step: Step,
+  options: { name?: string; bounded?: boolean } = {},
+) {
+  steps.push({
+    step,
+    name: options.name ?? `step ${steps.length + 1}`,
+    bounded: options.bounded ?? false,
+  });
 }
 
 /** Runs every registered step, last first; an error in one does not skip the rest. */
 export function shutdown(log: Logger): Promise<void> {
   return stopping ??= (async () => {
-    for (const step of steps.reverse()) {
-      try {
-        await step();
-      } catch (error) {
-        log.error("shutdown_step_failed", { error });
+    const deadline = Date.now() + STEPS_MS;
+    for (const { step, name, bounded } of steps.reverse()) {
+      const run = Promise.resolve().then(step).then(
+        () => true,
+        (error) => {
+          log.error("shutdown_step_failed", { step: name, error });
+          return true;
+        },
+      );
+      if (bounded) {
+        await run;
+        continue;
       }
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const done = await Promise.race([
+        run,
+        new Promise<false>((resolve) => {
+          timer = setTimeout(
+            () => resolve(false),
+            Math.max(0, deadline - Date.now()),
+          );
+        }),
+      ]);
+      clearTimeout(timer);
+      if (!done) log.warn("shutdown_step_abandoned", { step: name });
     }
     steps.length = 0;
   })();

@@ -248,3 +248,56 @@ Deno.test("embedded: a postmaster orphaned by a killed owner is replaced", async
     assert.deepEqual(await processesIn(dir), []);
   });
 });
+
+Deno.test("embedded: children left running by a killed postmaster are stopped, and the next start serves", async () => {
+  await withDataDir(async (dir) => {
+    const owner = spawnOwner(dir);
+    const stderr = new Response(owner.stderr).text();
+    const reader = owner.stdout.pipeThrough(new TextDecoderStream())
+      .getReader();
+    let backend = 0;
+    let client: ReturnType<typeof connect> | undefined;
+    try {
+      const { url } = JSON.parse(await firstLine(reader, 60_000));
+      client = connect(url, { max: 1 });
+      const [row] = await client<{ pid: number }[]>`
+        select pg_backend_pid() as pid`;
+      backend = row.pid;
+      // A stopped backend cannot notice that its postmaster died: it stays,
+      // attached to the cluster's shared memory, as a slow one would.
+      Deno.kill(backend, "SIGSTOP");
+      const postmaster = await postmasterPid(dir);
+      owner.kill("SIGKILL");
+      await owner.status;
+      Deno.kill(postmaster, "SIGKILL");
+      await waitFor("the postmaster to die", () => !running(postmaster));
+      assert.ok(running(backend), "its child still runs");
+
+      const { logger, lines } = memoryLogger();
+      const cluster = await startEmbedded({ dataDir: dir, log: logger });
+      try {
+        assert.ok(!running(backend), "the leftover child was stopped");
+        const stopped = lines.find((l) =>
+          l.event === "postgres_leftovers_stopped"
+        );
+        assert.deepEqual(stopped?.pids, [backend]);
+        const [one] = await query(cluster.url, (sql) => sql`select 1 as one`);
+        assert.equal(one.one, 1);
+      } finally {
+        await cluster.stop();
+      }
+      assert.deepEqual(await processesIn(dir), []);
+    } finally {
+      try {
+        owner.kill("SIGKILL");
+      } catch {
+        // Killed above already.
+      }
+      await owner.status;
+      if (backend && running(backend)) Deno.kill(backend, "SIGKILL");
+      await client?.end({ timeout: 0 });
+      while (!(await reader.read()).done) { /* drain */ }
+      await stderr;
+    }
+  });
+});

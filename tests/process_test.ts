@@ -7,87 +7,14 @@
 import assert from "node:assert/strict";
 import { freePort } from "../lib/db/embedded.ts";
 import { testDatabase } from "./_db.ts";
-
-const ROOT = new URL("..", import.meta.url).pathname;
-
-/** `deno run -A main.ts` with `env`; its output is collected as text. */
-function startMain(env: Record<string, string>) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "main.ts"],
-    cwd: ROOT,
-    env: { LOG_LEVEL: "info", ...env },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  return {
-    child,
-    stdout: new Response(child.stdout).text(),
-    stderr: new Response(child.stderr).text(),
-  };
-}
-
-type Main = ReturnType<typeof startMain>;
-
-/**
- * Polls `GET /health` every 100 ms until it answers 200; fails when the
- * process exits first or after `ms`.
- */
-async function waitHealthy(main: Main, port: number, ms = 60_000) {
-  let exited = false;
-  main.child.status.then(() => exited = true);
-  const deadline = Date.now() + ms;
-  let last = "no answer";
-  while (Date.now() < deadline) {
-    if (exited) {
-      throw new Error(`main.ts exited early: ${await main.stderr}`);
-    }
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/health`);
-      const body = await res.text();
-      if (res.status === 200) return JSON.parse(body);
-      last = `${res.status} ${body}`;
-    } catch (error) {
-      last = (error as Error).message;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`no healthy answer in ${ms} ms; last: ${last}`);
-}
-
-/** Live processes whose command line names `dir`. */
-async function processesIn(dir: string): Promise<string[]> {
-  const found: string[] = [];
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const args = (await Deno.readTextFile(`/proc/${entry.name}/cmdline`))
-        .split("\0").join(" ").trim();
-      if (args.includes(dir)) found.push(`${entry.name}: ${args}`);
-    } catch {
-      // The process exited while we looked.
-    }
-  }
-  return found;
-}
-
-/** After a failure: kill the child and any postgres left in `dir`. */
-async function killAll(main: Main, dir?: string) {
-  try {
-    main.child.kill("SIGKILL");
-  } catch {
-    // already exited
-  }
-  await main.child.status;
-  await Promise.all([main.stdout, main.stderr]);
-  for (const line of dir ? await processesIn(dir) : []) {
-    try {
-      Deno.kill(Number(line.split(":")[0]), "SIGKILL");
-    } catch {
-      // gone
-    }
-  }
-}
+import {
+  events,
+  killAll,
+  postgresProcesses,
+  ROOT,
+  startMain,
+  waitHealthy,
+} from "./_main.ts";
 
 Deno.test("process: embedded PostgreSQL, one owner per data dir, clean SIGTERM", async () => {
   const dir = await Deno.realPath(
@@ -99,6 +26,7 @@ Deno.test("process: embedded PostgreSQL, one owner per data dir, clean SIGTERM",
     PORT: String(port),
     DATABASE_URL: "",
   });
+  const cluster = `${dir}/pg`;
   try {
     assert.deepEqual(await waitHealthy(main, port), {
       status: "ok",
@@ -106,7 +34,7 @@ Deno.test("process: embedded PostgreSQL, one owner per data dir, clean SIGTERM",
       queue: "postgres",
     });
     assert.notDeepEqual(
-      await processesIn(dir),
+      await postgresProcesses(cluster),
       [],
       "postgres runs in DATA_DIR",
     );
@@ -139,12 +67,14 @@ Deno.test("process: embedded PostgreSQL, one owner per data dir, clean SIGTERM",
       stderr.includes(`Outbox Bakery is open at http://127.0.0.1:${port}/`),
       stderr,
     );
-    const events = (await main.stdout).trim().split("\n")
-      .map((line) => JSON.parse(line).event);
-    assert.ok(events.includes("postgres_stopped"), events.join(" "));
-    assert.deepEqual(await processesIn(dir), []);
+    await main.stdoutDone;
+    assert.ok(
+      events(main).includes("postgres_stopped"),
+      events(main).join(" "),
+    );
+    assert.deepEqual(await postgresProcesses(cluster), []);
   } finally {
-    await killAll(main, dir);
+    await killAll(main, cluster);
     await Deno.remove(dir, { recursive: true });
   }
 });

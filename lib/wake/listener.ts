@@ -26,6 +26,7 @@ export class Listener {
   #stopped = false;
   #failures = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  #endSleep: (() => void) | undefined;
   #connecting: Promise<void> | undefined;
 
   constructor(options: ListenerOptions) {
@@ -39,7 +40,9 @@ export class Listener {
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    // Ends a backoff in progress; the connect loop then sees it is stopped.
+    // (Only clearing its timer would leave that loop waiting forever.)
+    this.#endSleep?.();
     await this.#connecting?.catch(() => {});
     const conn = this.#conn;
     this.#conn = undefined;
@@ -111,7 +114,13 @@ export class Listener {
 
   #sleep(ms: number) {
     return new Promise<void>((resolve) => {
-      this.#timer = setTimeout(resolve, ms);
+      const done = () => {
+        clearTimeout(this.#timer);
+        this.#endSleep = undefined;
+        resolve();
+      };
+      this.#timer = setTimeout(done, ms);
+      this.#endSleep = done;
     });
   }
 }
