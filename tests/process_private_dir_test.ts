@@ -75,6 +75,7 @@ async function startIn(app: string, port: number): Promise<Main> {
     assert.deepEqual(await waitHealthy(main, port), {
       status: "ok",
       database: "up",
+      queue: "postgres",
     });
   } catch (error) {
     await killAll(main);
