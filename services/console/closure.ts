@@ -4,7 +4,7 @@
  *
  * | state            | sender side                       | receiver's inbox |
  * | ---------------- | --------------------------------- | ---------------- |
- * | owed             | in an outbox, not yet published   | (not asked yet)  |
+ * | owed             | in an outbox, not yet in the queue | (not asked yet) |
  * | inFlight         | delivery pending or in flight     | no row           |
  * | acceptedUnacked  | delivery pending or in flight     | row: the lost-ack case, closes on the next delivery |
  * | closed           | delivery done                     | row              |
@@ -51,9 +51,14 @@ export async function closure(sql: Sql, sandboxId: string) {
       SUBSCRIBERS.map((s) => [s, zero()]),
     );
     for (const service of SENDERS) {
+      // A row the queue has already (published, not yet marked: the relay
+      // publishes, then marks) is counted by its deliveries, not twice.
       const owed = await sql<{ type: string; n: number }[]>`
-        select type, count(*)::int as n from ${sql(`${service}.outbox`)}
-         where state <> 'published' group by type`;
+        select type, count(*)::int as n from ${sql(`${service}.outbox`)} o
+         where state <> 'published'
+           and not exists (
+             select from queue.messages m where m.message_id = o.message_id)
+         group by type`;
       for (const { type, n } of owed) {
         for (const subscriber of ROUTING[type] ?? []) {
           bySubscriber[subscriber].owed += n;
