@@ -6,6 +6,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { checkCsrf } from "./csrf.ts";
+import { readForm } from "./validate.ts";
 import type { Session, SessionStore } from "./session.ts";
 
 export const COOKIE = "bakery_session";
@@ -41,7 +42,7 @@ export function sessionMiddleware(options: SessionOptions): MiddlewareHandler {
         type.startsWith("multipart/form-data");
       let formToken: string | null | undefined;
       if (isForm && !["GET", "HEAD", "OPTIONS"].includes(c.req.method)) {
-        const body = await c.req.parseBody();
+        const body = await readForm(c);
         formToken = typeof body._csrf === "string" ? body._csrf : null;
       }
       checkCsrf({

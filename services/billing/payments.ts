@@ -8,6 +8,7 @@ import type { Sql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
 import { append, newEnvelope } from "../../lib/outbox/mod.ts";
 import { z } from "zod";
+import { text } from "../../lib/http/validate.ts";
 
 /** Opens a pending payment for an order. */
 export async function createPayment(
@@ -28,17 +29,17 @@ const uuid = z.string().uuid();
 
 /** The parts of a Stripe event that billing reads. Unknown fields pass. */
 export const stripeEventSchema = z.object({
-  id: z.string().min(1).max(255),
-  type: z.string().min(1).max(100),
+  id: text().min(1).max(255),
+  type: text().min(1).max(100),
   data: z.object({
     object: z.object({
-      id: z.string().max(255).optional(),
-      object: z.string().optional(),
+      id: text().max(255).optional(),
+      object: text().optional(),
       amount: z.number().int().optional(),
       amount_total: z.number().int().optional(),
-      payment_intent: z.string().nullish(),
-      metadata: z.record(z.string(), z.string()).nullish(),
-      last_payment_error: z.object({ message: z.string().optional() })
+      payment_intent: text().nullish(),
+      metadata: z.record(z.string(), text()).nullish(),
+      last_payment_error: z.object({ message: text().optional() })
         .nullish(),
     }).passthrough(),
   }),
