@@ -2,13 +2,14 @@
  * The web app: middleware, routes and error handling, as one Hono app. Routes
  * are thin: parse, call a service, render.
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { Deps } from "./deps.ts";
 import { HttpError } from "./lib/http/errors.ts";
 import { ConnectionLost } from "./lib/db/service.ts";
 import { isConnectionError } from "./lib/db/reserved.ts";
 import { html } from "./lib/http/render.ts";
 import { sessionMiddleware } from "./lib/http/session_middleware.ts";
+import { bodyLimits } from "./lib/http/body_limit.ts";
 import { Layout } from "./components/layout.tsx";
 import { health } from "./routes/health.ts";
 import { registerStorefront } from "./routes/storefront.ts";
@@ -16,7 +17,7 @@ import { registerOrderPages } from "./routes/orders/mod.ts";
 import { registerConsolePages } from "./routes/console/mod.ts";
 import { sessionRoutes } from "./routes/api/session.ts";
 import { orderRoutes } from "./routes/api/orders.ts";
-import { stripeWebhook } from "./routes/webhooks/stripe.ts";
+import { stripeWebhook, WEBHOOK_MAX_BODY } from "./routes/webhooks/stripe.ts";
 import { consoleRoutes } from "./routes/api/console.ts";
 import { eventsRoute } from "./routes/api/events.ts";
 import { metricsRoute } from "./routes/metrics.ts";
@@ -38,6 +39,21 @@ export const CSP = [
   "frame-ancestors 'none'",
 ].join("; ");
 
+/**
+ * The most a request body may be, by route: a form (sign-in, sign-out) is a
+ * few fields, an order or a console action a few KiB of JSON; the Stripe
+ * webhook has its own limit. Checked before any body is read.
+ */
+function bodyLimitOf(c: Context): number {
+  if (c.req.path === "/webhooks/stripe") return WEBHOOK_MAX_BODY;
+  const type = c.req.header("content-type") ?? "";
+  return /^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(
+      type,
+    )
+    ? 16 * 1024
+    : 64 * 1024;
+}
+
 /** Paths that need no session lookup: files and probes. */
 const STATELESS = /^\/(static\/|health$|metrics$)/;
 
@@ -57,6 +73,9 @@ export function createApp(deps: Deps): Hono {
     c.header("X-Content-Type-Options", "nosniff");
     c.header("Referrer-Policy", "same-origin");
   });
+
+  // Before the session middleware, which parses forms for their CSRF field.
+  app.use("*", bodyLimits(bodyLimitOf));
 
   app.get("/health", health(deps));
 
