@@ -49,13 +49,12 @@ export const CSP = [
  */
 function bodyLimitOf(c: Context): number {
   if (c.req.path === "/webhooks/stripe") return WEBHOOK_MAX_BODY;
-  const type = c.req.header("content-type") ?? "";
-  return /^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(
-      type,
-    )
+  return FORM_TYPE.test(c.req.header("content-type") ?? "")
     ? 16 * 1024
     : 64 * 1024;
 }
+
+const FORM_TYPE = /^(application\/x-www-form-urlencoded|multipart\/form-data)/i;
 
 /**
  * Which rate-limit count a request belongs to: the writes a person makes by
