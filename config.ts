@@ -46,6 +46,11 @@ const schema = z.object({
   REPLAY_HORIZON_DAYS: int(1, 3650).default(30),
   WORKERS: z.enum(["on", "off"]).default("on"),
   SANDBOX_WIPE: z.enum(["on", "off"]).default("on"),
+  RATE_LIMIT_PER_MINUTE: int(0, 1_000_000).default(600),
+  METRICS_TOKEN: z.string().trim().regex(
+    /^[A-Za-z0-9._~+/-]{16,}=*$/,
+    "a token of at least 16 letters, digits or ._~+/-",
+  ).optional(),
 });
 
 /** The validated settings. */
