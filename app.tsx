@@ -2,13 +2,17 @@
  * The web app: middleware, routes and error handling, as one Hono app. Routes
  * are thin: parse, call a service, render.
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
 import type { Deps } from "./deps.ts";
 import { HttpError } from "./lib/http/errors.ts";
 import { ConnectionLost } from "./lib/db/service.ts";
 import { isConnectionError } from "./lib/db/reserved.ts";
 import { html } from "./lib/http/render.ts";
-import { sessionMiddleware } from "./lib/http/session_middleware.ts";
+import { isHttps, sessionMiddleware } from "./lib/http/session_middleware.ts";
+import { bodyLimits } from "./lib/http/body_limit.ts";
+import { clientAddress, rateLimit } from "./lib/http/rate_limit.ts";
+import { StreamCap } from "./lib/http/stream_cap.ts";
 import { Layout } from "./components/layout.tsx";
 import { health } from "./routes/health.ts";
 import { registerStorefront } from "./routes/storefront.ts";
@@ -16,10 +20,10 @@ import { registerOrderPages } from "./routes/orders/mod.ts";
 import { registerConsolePages } from "./routes/console/mod.ts";
 import { sessionRoutes } from "./routes/api/session.ts";
 import { orderRoutes } from "./routes/api/orders.ts";
-import { stripeWebhook } from "./routes/webhooks/stripe.ts";
+import { stripeWebhook, WEBHOOK_MAX_BODY } from "./routes/webhooks/stripe.ts";
 import { consoleRoutes } from "./routes/api/console.ts";
-import { eventsRoute } from "./routes/api/events.ts";
-import { metricsRoute } from "./routes/metrics.ts";
+import { eventsRoute, STREAMS_PER_SESSION } from "./routes/api/events.ts";
+import { metricsGuard, metricsRoute } from "./routes/metrics.ts";
 
 /**
  * Content-Security-Policy of every response: scripts and styles only from
@@ -38,11 +42,51 @@ export const CSP = [
   "frame-ancestors 'none'",
 ].join("; ");
 
+/**
+ * The most a request body may be, by route: a form (sign-in, sign-out) is a
+ * few fields, an order or a console action a few KiB of JSON; the Stripe
+ * webhook has its own limit. Checked before any body is read.
+ */
+function bodyLimitOf(c: Context): number {
+  if (c.req.path === "/webhooks/stripe") return WEBHOOK_MAX_BODY;
+  return FORM_TYPE.test(c.req.header("content-type") ?? "")
+    ? 16 * 1024
+    : 64 * 1024;
+}
+
+const FORM_TYPE = /^(application\/x-www-form-urlencoded|multipart\/form-data)/i;
+
+/**
+ * Which rate-limit count a request belongs to: the writes a person makes by
+ * clicking (signing in, ordering, paying, console actions). Reading, pages,
+ * event streams and the Stripe webhook (signed, and sent by Stripe in
+ * bursts) are not limited.
+ */
+function rateGroupOf(c: Context): string | undefined {
+  const { method, path } = c.req;
+  if (method === "GET" || method === "HEAD") return undefined;
+  if (path === "/api/session" || path === "/sign-in") {
+    return method === "POST" ? "session" : undefined;
+  }
+  if (path === "/api/orders" || /^\/api\/orders\/[^/]+\/cancel$/.test(path)) {
+    return "orders";
+  }
+  if (/^\/api\/orders\/[^/]+\/pay$/.test(path)) return "payments";
+  if (path.startsWith("/api/console/")) return "console";
+  return undefined;
+}
+
+/** HSTS for a site served over https: a year, the most browsers keep. */
+const HSTS = "max-age=31536000";
+
 /** Paths that need no session lookup: files and probes. */
 const STATELESS = /^\/(static\/|health$|metrics$)/;
 
 export function createApp(deps: Deps): Hono {
   const app = new Hono();
+  const siteOrigin = deps.config.PUBLIC_URL
+    ? new URL(deps.config.PUBLIC_URL).origin
+    : undefined;
 
   app.use("*", async (c, next) => {
     const started = performance.now();
@@ -56,7 +100,11 @@ export function createApp(deps: Deps): Hono {
     c.header("Content-Security-Policy", CSP);
     c.header("X-Content-Type-Options", "nosniff");
     c.header("Referrer-Policy", "same-origin");
+    if (isHttps(c, siteOrigin)) c.header("Strict-Transport-Security", HSTS);
   });
+
+  // Before the session middleware, which parses forms for their CSRF field.
+  app.use("*", bodyLimits(bodyLimitOf));
 
   app.get("/health", health(deps));
 
@@ -64,14 +112,33 @@ export function createApp(deps: Deps): Hono {
     store: deps.sessions,
     // Verified by its Stripe signature instead.
     exempt: (path) => path.startsWith("/webhooks/"),
-    siteOrigin: deps.config.PUBLIC_URL
-      ? new URL(deps.config.PUBLIC_URL).origin
-      : undefined,
+    siteOrigin,
   });
   app.use(
     "*",
     (c, next) => STATELESS.test(c.req.path) ? next() : sessions(c, next),
   );
+
+  // After the session is known: a request counts against its session and
+  // its address. Behind a proxy (PUBLIC_URL) every connection comes from the
+  // proxy, so the address is the one the proxy puts in X-Forwarded-For.
+  const trustProxy = siteOrigin !== undefined;
+  app.use(
+    "*",
+    rateLimit({
+      perMinute: deps.config.RATE_LIMIT_PER_MINUTE,
+      groupOf: rateGroupOf,
+      keysOf: (c) => {
+        const session = c.get("session");
+        const address = `address ${clientAddress(c, trustProxy)}`;
+        return session ? [`session ${session.id}`, address] : [address];
+      },
+    }),
+  );
+
+  // Signing out (or in, which rotates the session) ends its event streams.
+  const streams = new StreamCap(STREAMS_PER_SESSION);
+  deps.sessions.onEnd((session) => streams.end(session.id));
 
   registerStorefront(app, deps);
   registerOrderPages(app, deps);
@@ -90,9 +157,10 @@ export function createApp(deps: Deps): Hono {
 
   app.post("/webhooks/stripe", stripeWebhook(deps));
 
-  app.get("/metrics", metricsRoute(deps));
-  app.get("/api/events", eventsRoute(deps));
-  app.get("/api/orders/:orderId/events", eventsRoute(deps));
+  app.get("/metrics", metricsGuard(deps), metricsRoute(deps));
+  const events = eventsRoute(deps, streams);
+  app.get("/api/events", events);
+  app.get("/api/orders/:orderId/events", events);
 
   const api = consoleRoutes(deps);
   app.get("/api/console/overview", api.overview);
@@ -127,11 +195,13 @@ export function createApp(deps: Deps): Hono {
   });
 
   app.onError((error, c) => {
+    // Hono's own middleware (bearer-auth) answers with its response.
+    if (error instanceof HTTPException) return error.getResponse();
     if (error instanceof HttpError) {
       const wantsHtml = !c.req.path.startsWith("/api/") &&
         (c.req.header("accept") ?? "").includes("text/html");
-      if (wantsHtml) {
-        return html(
+      const response = wantsHtml
+        ? html(
           <Layout title={`Error ${error.status}`}>
             <h1>
               {error.status === 401 ? "Please sign in" : "That did not work"}
@@ -139,12 +209,12 @@ export function createApp(deps: Deps): Hono {
             <p>{error.message}</p>
           </Layout>,
           error.status,
-        );
+        )
+        : c.json({ error: error.message, issues: error.issues }, error.status);
+      for (const [name, value] of Object.entries(error.headers)) {
+        response.headers.set(name, value);
       }
-      return c.json(
-        { error: error.message, issues: error.issues },
-        error.status,
-      );
+      return response;
     }
     if (error instanceof ConnectionLost || isConnectionError(error)) {
       // The database is restarting or out of reach: a moment's trouble, not

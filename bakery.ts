@@ -23,8 +23,10 @@ import { bakeryMetrics } from "./services/metrics.ts";
 import { scheduleWipes } from "./services/wipe.ts";
 
 export interface Bakery {
-  /** Where the app listens, e.g. http://127.0.0.1:8000/ */
+  /** The app's public URL: PUBLIC_URL, or where it listens. */
   url: string;
+  /** Where the server listens, e.g. http://127.0.0.1:8000/ (behind a proxy, not `url`). */
+  localUrl: string;
   deps: Deps;
   messaging?: Messaging & { brokerUp?: () => boolean };
   /** Stops the server, the workers, pending webhook sends and the pool. */
@@ -112,6 +114,7 @@ export async function startBakery(options: {
   });
   return {
     url: config.PUBLIC_URL ?? selfUrl,
+    localUrl: selfUrl,
     deps,
     messaging,
     stop: async () => {

@@ -57,6 +57,11 @@ const schema = z.object({
     "1 to 64 letters, digits, dashes or underscores",
   ).default("BAKERY"),
   SANDBOX_WIPE: z.enum(["on", "off"]).default("on"),
+  RATE_LIMIT_PER_MINUTE: int(0, 1_000_000).default(600),
+  METRICS_TOKEN: z.string().trim().regex(
+    /^[A-Za-z0-9._~+/-]{16,}=*$/,
+    "a token of at least 16 letters, digits or ._~+/-",
+  ).optional(),
 });
 
 /** The validated settings. */

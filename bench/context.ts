@@ -47,6 +47,21 @@ export interface Plan {
     calls: number;
     budgetMs: number;
   };
+  fairness: {
+    /** A's paid orders with a slow kitchen and every delivery sent twice. */
+    slowOrders: number;
+    /**
+     * Of those, the OrderPaid messages in the queue before B starts (all, in
+     * the full run; A's own slow kitchen holds its OrderPaid back seconds).
+     */
+    slowPaidQueued: number;
+    /** A's paid orders that pile up while the queue refuses A's sends. */
+    plainOrders: number;
+    /** B's paid orders, one after another, each timed. */
+    quietOrders: number;
+    /** How long one of B's orders is waited for; longer counts as this. */
+    waitMs: number;
+  };
   memoryAppMs: number;
   soakMs: number;
   /** Upper bound for any drain (relay, deliver) before giving up. */
@@ -82,6 +97,13 @@ export function makePlan(quick: boolean, soakMinutes: number): Plan {
         sandboxes: 10,
         calls: 20,
         budgetMs: 5_000,
+      },
+      fairness: {
+        slowOrders: 10,
+        slowPaidQueued: 1,
+        plainOrders: 200,
+        quietOrders: 3,
+        waitMs: 15_000,
       },
       memoryAppMs: 2_500,
       soakMs: soakMinutes * 60_000,
@@ -119,6 +141,13 @@ export function makePlan(quick: boolean, soakMinutes: number): Plan {
         sandboxes: 100,
         calls: 200,
         budgetMs: 90_000,
+      },
+      fairness: {
+        slowOrders: 30,
+        slowPaidQueued: 30,
+        plainOrders: 1_500,
+        quietOrders: 20,
+        waitMs: 60_000,
       },
       memoryAppMs: 60_000,
       soakMs: soakMinutes * 60_000,

@@ -40,6 +40,7 @@ import { write } from "./scenarios/write.ts";
 import { relay } from "./scenarios/relay.ts";
 import { deliver } from "./scenarios/deliver.ts";
 import { steady } from "./scenarios/steady.ts";
+import { fairness } from "./scenarios/fairness.ts";
 import { wakeup } from "./scenarios/wakeup.ts";
 import { consoleApis } from "./scenarios/console.ts";
 import { memory } from "./scenarios/memory.ts";
@@ -52,6 +53,7 @@ const SCENARIOS: [string, Scenario][] = [
   ["relay", relay],
   ["deliver", deliver],
   ["steady", steady],
+  ["fairness", fairness],
   ["wakeup", wakeup],
   ["console", consoleApis],
   ["memory", memory],

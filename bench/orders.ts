@@ -71,6 +71,18 @@ export class OrderSource {
 
   #lock: Promise<unknown> = Promise.resolve();
 
+  /**
+   * The sandbox the next order goes to, made now if there is none yet (to
+   * switch its faults on before its first order).
+   */
+  sandbox(): Promise<string> {
+    const result = this.#lock.then(async () =>
+      this.#sandboxId ??= await newSandbox(this.sql, `bench ${this.label}`)
+    );
+    this.#lock = result.catch(() => {});
+    return result;
+  }
+
   /** The next order; calls are served one at a time. */
   next(): Promise<{ sandboxId: string; input: PlaceOrderInput }> {
     const result = this.#lock.then(() => this.#next());

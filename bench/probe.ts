@@ -15,7 +15,7 @@
  * bounded by what is in flight.
  */
 import type { Sql } from "../lib/db/connect.ts";
-import { createLogger } from "../lib/log/mod.ts";
+import { createLogger, type Logger } from "../lib/log/mod.ts";
 import { pgFaults } from "../lib/faults/mod.ts";
 import { coalescingWaker, setOutboxWaker } from "../lib/outbox/mod.ts";
 import { Dispatcher, PgQueue, type Queue } from "../lib/queue/mod.ts";
@@ -57,6 +57,11 @@ export interface Probe {
   unwatch(type: string, aggregateId: string): void;
   /** Messages published and not yet complete. */
   inFlight(): number;
+  /**
+   * Requests to the receivers not yet answered, including those whose
+   * consumer gave up waiting (a slow receiver past the timeout).
+   */
+  running(): number;
   stop(): Promise<void>;
 }
 
@@ -68,12 +73,18 @@ export async function startProbe(options: {
   pollMs?: number;
   /** Wake the in-process relay after a commit on `sql` (default true). */
   localWake?: boolean;
+  /** Settings as the environment gives them, e.g. DELIVERY_TIMEOUT_MS. */
+  settings?: Record<string, string>;
+  /** Where the workers log (default: warnings and errors to stderr). */
+  log?: Logger;
 }): Promise<Probe> {
   const config = parseConfig({
     LOG_LEVEL: "warn",
+    ...options.settings,
     ...(options.pollMs ? { POLL_INTERVAL_MS: String(options.pollMs) } : {}),
   });
-  const log = createLogger("warn", (line) => console.error(line));
+  const log = options.log ??
+    createLogger("warn", (line) => console.error(line));
   const tracked = new Map<string, Tracked>();
   const watchers = new Map<string, (c: Completion) => void>();
   const key = (type: string, aggregateId: string) => `${type}:${aggregateId}`;
@@ -125,6 +136,7 @@ export async function startProbe(options: {
       return moved;
     },
   };
+  let running = 0;
   const receivers = bakeryDispatcher({
     sql: options.sql,
     log,
@@ -136,7 +148,13 @@ export async function startProbe(options: {
     async (request) => {
       const messageId = request.headers.get("x-message-id") ?? "";
       const subscriber = new URL(request.url).pathname.split("/").pop() ?? "";
-      const response = await receivers.send(request);
+      running++;
+      let response: Response;
+      try {
+        response = await receivers.send(request);
+      } finally {
+        running--;
+      }
       if (response.status !== 200) return response;
       const t = tracked.get(messageId);
       if (t) {
@@ -186,6 +204,7 @@ export async function startProbe(options: {
     watch: (type, aggregateId, fn) => watchers.set(key(type, aggregateId), fn),
     unwatch: (type, aggregateId) => watchers.delete(key(type, aggregateId)),
     inFlight: () => tracked.size,
+    running: () => running,
     stop: async () => {
       await messaging.stop();
       await waker.flush();

@@ -148,7 +148,9 @@ export interface TestBakery {
   bakery: Bakery;
   db: TestDatabase;
   sql: Sql;
+  /** Where to send requests (the server itself, even behind PUBLIC_URL). */
   url: string;
+  /** A client of `url` whose Origin is the site's (PUBLIC_URL's, if set). */
   client(): Client;
   lines: Record<string, unknown>[];
   stop(): Promise<void>;
@@ -187,9 +189,9 @@ export async function startTestBakery(
     bakery,
     db,
     sql: db.sql,
-    url: bakery.url,
+    url: bakery.localUrl,
     lines,
-    client: () => new Client(bakery.url),
+    client: () => new Client(bakery.localUrl, new URL(bakery.url).origin),
     stop: async () => {
       await bakery.stop();
       if (config.QUEUE === "jetstream") await dropStream(config.NATS_STREAM);

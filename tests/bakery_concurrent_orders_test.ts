@@ -46,5 +46,5 @@ Deno.test("concurrent orders and payments while the queue refuses sends all succ
       t.lines.filter((l) => l.event === "http_error").map((l) => l.error),
       [],
     );
-  });
+  }, { RATE_LIMIT_PER_MINUTE: "0" });
 });

@@ -14,6 +14,7 @@ const SCENARIOS = [
   "relay",
   "deliver",
   "steady",
+  "fairness",
   "wakeup",
   "console",
   "memory",

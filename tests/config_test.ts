@@ -39,3 +39,43 @@ Deno.test("config: a bad setting stops the program with one line, exit 1", async
     'config error: PORT must be an integer from 0 to 65535 (got "not-a-port")',
   ]);
 });
+
+Deno.test("config: RATE_LIMIT_PER_MINUTE is 600 by default, 0 turns limits off", () => {
+  assert.equal(parseConfig({}).RATE_LIMIT_PER_MINUTE, 600);
+  assert.equal(
+    parseConfig({ RATE_LIMIT_PER_MINUTE: "0" }).RATE_LIMIT_PER_MINUTE,
+    0,
+  );
+  assert.equal(
+    parseConfig({ RATE_LIMIT_PER_MINUTE: "5" }).RATE_LIMIT_PER_MINUTE,
+    5,
+  );
+  assert.throws(
+    () => parseConfig({ RATE_LIMIT_PER_MINUTE: "-1" }),
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      e.message ===
+        'RATE_LIMIT_PER_MINUTE must be an integer from 0 to 1000000 (got "-1")',
+  );
+  assert.throws(
+    () => parseConfig({ RATE_LIMIT_PER_MINUTE: "many" }),
+    /RATE_LIMIT_PER_MINUTE must be an integer/,
+  );
+});
+
+Deno.test("config: METRICS_TOKEN is unset by default and must be a long bearer token", () => {
+  assert.equal(parseConfig({}).METRICS_TOKEN, undefined);
+  const token = "s3cret-token_for.metrics~1";
+  assert.equal(parseConfig({ METRICS_TOKEN: token }).METRICS_TOKEN, token);
+  assert.throws(
+    () => parseConfig({ METRICS_TOKEN: "short" }),
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      e.message ===
+        'METRICS_TOKEN must be a token of at least 16 letters, digits or ._~+/- (got "short")',
+  );
+  assert.throws(
+    () => parseConfig({ METRICS_TOKEN: "a token with spaces in it" }),
+    /METRICS_TOKEN must be a token/,
+  );
+});

@@ -17,7 +17,19 @@ export interface Session {
 }
 
 export class SessionStore {
+  #onEnd = new Set<(session: Session) => void>();
+
   constructor(readonly sql: Sql, readonly idleMinutes = 120) {}
+
+  /**
+   * Calls `listener` after this store ends a session (sign-out, rotation),
+   * e.g. to close what the session still holds open. Returns a function
+   * that removes the listener.
+   */
+  onEnd(listener: (session: Session) => void): () => void {
+    this.#onEnd.add(listener);
+    return () => this.#onEnd.delete(listener);
+  }
 
   /** A new session in `sandboxId`; returns the cookie token and the session. */
   async create(
@@ -68,9 +80,11 @@ export class SessionStore {
     return await this.create(old.sandboxId, name);
   }
 
+  /** Ends a session: its cookie never works again. */
   async end(session: Session) {
     await this.sql`update platform.sessions set ended_at = now()
                     where id = ${session.id} and ended_at is null`;
+    for (const listener of this.#onEnd) listener(session);
   }
 }
 

@@ -2,10 +2,17 @@
  * Sessions and CSRF on a Hono app. The middleware loads the session of the
  * cookie (if any) into the context, then refuses state-changing requests
  * that may be cross-site (lib/http/csrf.ts).
+ *
+ * Over https (the request's URL, or a `siteOrigin` with https when a TLS
+ * proxy stands in front) the cookie is `__Host-bakery_session`, Secure, and
+ * only that name is read: an unprefixed cookie can be planted by any http
+ * page of the domain, so over https it is never a session. Over plain http
+ * only the unprefixed name is read (a browser sends no Secure cookie there).
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { checkCsrf } from "./csrf.ts";
+import { readForm } from "./validate.ts";
 import type { Session, SessionStore } from "./session.ts";
 
 export const COOKIE = "bakery_session";
@@ -16,6 +23,8 @@ declare module "hono" {
   interface ContextVariableMap {
     session: Session | null;
     csrfToken: string;
+    /** The site is served over https: the cookie is __Host- and Secure. */
+    secureSession: boolean;
   }
 }
 
@@ -27,11 +36,21 @@ export interface SessionOptions {
   siteOrigin?: string;
 }
 
-const isHttps = (c: Context) => new URL(c.req.url).protocol === "https:";
+/**
+ * Whether the site is served over https: the site's origin says so when
+ * there is one (behind a proxy the request's own URL is http), else the
+ * request's URL.
+ */
+export function isHttps(c: Context, siteOrigin?: string): boolean {
+  const origin = siteOrigin ?? new URL(c.req.url).origin;
+  return origin.startsWith("https:");
+}
 
 export function sessionMiddleware(options: SessionOptions): MiddlewareHandler {
   return async (c, next) => {
-    const token = getCookie(c, SECURE_COOKIE) ?? getCookie(c, COOKIE);
+    const https = isHttps(c, options.siteOrigin);
+    c.set("secureSession", https);
+    const token = getCookie(c, https ? SECURE_COOKIE : COOKIE);
     const session = await options.store.get(token);
     c.set("session", session);
     c.set("csrfToken", session?.csrfToken ?? "");
@@ -41,7 +60,7 @@ export function sessionMiddleware(options: SessionOptions): MiddlewareHandler {
         type.startsWith("multipart/form-data");
       let formToken: string | null | undefined;
       if (isForm && !["GET", "HEAD", "OPTIONS"].includes(c.req.method)) {
-        const body = await c.req.parseBody();
+        const body = await readForm(c);
         formToken = typeof body._csrf === "string" ? body._csrf : null;
       }
       checkCsrf({
@@ -58,9 +77,12 @@ export function sessionMiddleware(options: SessionOptions): MiddlewareHandler {
   };
 }
 
-/** Sets the session cookie: HttpOnly, SameSite=Lax, Secure over https. */
+/**
+ * Sets the session cookie: HttpOnly, SameSite=Lax; over https `__Host-`
+ * and Secure.
+ */
 export function setSessionCookie(c: Context, token: string) {
-  const https = isHttps(c);
+  const https = c.get("secureSession") ?? isHttps(c);
   // With prefix "host", Hono names it __Host-bakery_session and checks the
   // prefix's rules (Secure, Path=/, no Domain).
   setCookie(c, COOKIE, token, {

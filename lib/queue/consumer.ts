@@ -176,7 +176,11 @@ export async function consumeOnce(
     if (batch.after !== undefined) share.after = batch.after;
     const claimed = batch.claimed;
     share.hold(claimed);
-    const full = claimed.length === batchSize;
+    // A batch cut short by the share is as good as full: there is more to
+    // claim once it is done, and waiting for a wake-up or the poll left a
+    // slow sandbox's other receivers seconds behind.
+    const full = claimed.length === batchSize ||
+      claimed.some((d) => share.atCap(d));
     if (full) options.onFullBatch?.();
     const { results, late } = await deliverBatch(options, claimed);
     for (const d of claimed) touched.add(d.sandboxId);

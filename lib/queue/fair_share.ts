@@ -89,6 +89,21 @@ export class FairShare {
     }
   }
 
+  /**
+   * True when the process holds all it may of `d`'s sandbox or lane: a
+   * claim may then have left due deliveries of it behind, to be claimed as
+   * soon as some of these are finished.
+   */
+  atCap(d: Lane): boolean {
+    let sandbox = 0;
+    for (const { lane, n } of this.#held.values()) {
+      if (lane.sandboxId !== d.sandboxId) continue;
+      if (lane.subscriber === d.subscriber && n >= this.perLane) return true;
+      sandbox += n;
+    }
+    return sandbox >= this.perSandbox;
+  }
+
   /** The lanes held, for the claim. */
   held(): HeldLanes {
     const out: HeldLanes = { sandboxIds: [], subscribers: [], counts: [] };

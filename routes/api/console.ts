@@ -7,7 +7,7 @@ import type { Context } from "hono";
 import { z } from "zod";
 import type { Deps } from "../../deps.ts";
 import { HttpError } from "../../lib/http/errors.ts";
-import { parseOr400, readJson } from "../../lib/http/validate.ts";
+import { parseOr400, readJson, text } from "../../lib/http/validate.ts";
 import { DELIVERY_STATES, redrive, refuse } from "../../lib/queue/mod.ts";
 import { outboxAges } from "../../services/console/outbox.ts";
 import {
@@ -61,7 +61,7 @@ export const bulkSchema = z.object({
 }).strict();
 
 export const reasonSchema = z.object({
-  reason: z.string().trim().min(1, "a reason is required").max(
+  reason: text().trim().min(1, "a reason is required").max(
     500,
     "at most 500 characters",
   ),

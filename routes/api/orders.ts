@@ -6,7 +6,7 @@ import type { Context } from "hono";
 import { z } from "zod";
 import type { Deps } from "../../deps.ts";
 import { HttpError } from "../../lib/http/errors.ts";
-import { parseOr400, readJson } from "../../lib/http/validate.ts";
+import { parseOr400, readJson, text } from "../../lib/http/validate.ts";
 import { placeOrderSchema } from "../../services/orders/schema.ts";
 import { placeOrder } from "../../services/orders/place.ts";
 import { cancelOrder } from "../../services/orders/cancel.ts";
@@ -14,7 +14,12 @@ import { orderView } from "../../services/timeline.ts";
 import { ensureSession, requireSession } from "./session.ts";
 
 const paySchema = z.object({
-  card: z.string().trim().max(30, "at most 30 characters").optional(),
+  // Digits as typed (spaces and dashes allowed): the test checkout looks
+  // the number up, and no other text may reach that lookup.
+  card: text().trim().max(30, "at most 30 characters").regex(
+    /^[0-9 -]*$/,
+    "a card number: digits, spaces and dashes only",
+  ).optional(),
 }).strict();
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

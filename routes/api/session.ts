@@ -7,7 +7,7 @@ import type { Context } from "hono";
 import { z } from "zod";
 import type { Deps } from "../../deps.ts";
 import { HttpError } from "../../lib/http/errors.ts";
-import { parseOr400, readJson } from "../../lib/http/validate.ts";
+import { parseOr400, readJson, text } from "../../lib/http/validate.ts";
 import {
   clearSessionCookie,
   useSession,
@@ -15,7 +15,7 @@ import {
 import { createSandbox, renameSandbox } from "../../services/sandboxes.ts";
 
 export const signInSchema = z.object({
-  name: z.string().trim().min(1, "required").max(80, "at most 80 characters"),
+  name: text().trim().min(1, "required").max(80, "at most 80 characters"),
 }).strict();
 
 /** Signs in as `name`; shared by the JSON API and the sign-in form. */

@@ -15,20 +15,37 @@ export type ConsoleRender = (
 
 /**
  * Where to go after signing in: a console path of this site, nothing else.
- * Anything else (another host, `//evil`, `javascript:`) becomes `/console`,
- * so the sign-in page cannot be used to send people elsewhere.
+ * Anything else (another host, `//evil`, `javascript:`, a path that `..`
+ * takes out of the console) becomes `/console`, so the sign-in page cannot
+ * be used to send people elsewhere. A control character (CR, LF, NUL, tab)
+ * is refused outright: in a Location header it would split the header, and
+ * the URL parser would silently drop some of them. What is kept comes back
+ * as the URL parser writes it, percent-encoded, so it is plain ASCII.
  *
  * @example
  * ```ts
  * safeNext("/console/outbox"); // "/console/outbox"
  * safeNext("https://example.com/"); // "/console"
+ * safeNext("/console\r\nSet-Cookie: x=1"); // "/console"
  * ```
  */
 export function safeNext(raw: unknown): string {
-  if (typeof raw !== "string") return "/console";
-  return /^\/console(?:[/?#]|$)/.test(raw) && !raw.includes("\\")
-    ? raw
-    : "/console";
+  const fallback = "/console";
+  if (typeof raw !== "string" || raw.length > 2000) return fallback;
+  // deno-lint-ignore no-control-regex -- control characters are the point
+  if (/[\u0000-\u001f\u007f\\]/.test(raw) || !raw.startsWith("/")) {
+    return fallback;
+  }
+  const base = "http://site.invalid";
+  let url: URL;
+  try {
+    url = new URL(raw, base);
+  } catch {
+    return fallback;
+  }
+  if (url.origin !== base) return fallback;
+  const next = url.pathname + url.search + url.hash;
+  return /^\/console(?:[/?#]|$)/.test(next) ? next : fallback;
 }
 
 /**

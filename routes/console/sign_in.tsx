@@ -11,6 +11,7 @@
 import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
 import { html } from "../../lib/http/render.ts";
+import { readForm } from "../../lib/http/validate.ts";
 import { clearSessionCookie } from "../../lib/http/session_middleware.ts";
 import { Layout } from "../../components/layout.tsx";
 import { Island } from "../../islands/_registry.ts";
@@ -49,7 +50,7 @@ export function signInRoutes(deps: Deps) {
       return signInPage({ next, csrfToken: c.get("csrfToken") });
     },
     submit: async (c: Context) => {
-      const body = await c.req.parseBody();
+      const body = await readForm(c);
       const next = safeNext(body.next);
       const parsed = signInSchema.safeParse({ name: body.name });
       if (!parsed.success) {

@@ -61,7 +61,10 @@ export class TestModeGateway implements PaymentGateway {
 
   async pay(request: PayRequest): Promise<PayResult> {
     const number = (request.card ?? "").replace(/[\s-]/g, "");
-    const card = TEST_CARDS[number];
+    // Own keys only: "constructor" or "__proto__" is not a test card.
+    const card = Object.hasOwn(TEST_CARDS, number)
+      ? TEST_CARDS[number]
+      : undefined;
     if (!card) {
       throw new HttpError(
         400,

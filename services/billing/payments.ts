@@ -9,24 +9,25 @@ import { asService } from "../../lib/db/service.ts";
 import { append, newEnvelope } from "../../lib/outbox/mod.ts";
 import { z } from "zod";
 import { CURRENCY, type PaymentState } from "./open_payment.ts";
+import { text } from "../../lib/http/validate.ts";
 
 const uuid = z.string().uuid();
 
 /** The parts of a Stripe event that billing reads. Unknown fields pass. */
 export const stripeEventSchema = z.object({
-  id: z.string().min(1).max(255),
-  type: z.string().min(1).max(100),
+  id: text().min(1).max(255),
+  type: text().min(1).max(100),
   data: z.object({
     object: z.object({
-      id: z.string().max(255).optional(),
-      object: z.string().optional(),
+      id: text().max(255).optional(),
+      object: text().optional(),
       // Stripe's largest amount is eight digits.
       amount: z.number().int().min(0).max(99_999_999).optional(),
       amount_total: z.number().int().min(0).max(99_999_999).optional(),
-      currency: z.string().max(10).optional(),
-      payment_intent: z.string().nullish(),
-      metadata: z.record(z.string(), z.string()).nullish(),
-      last_payment_error: z.object({ message: z.string().optional() })
+      currency: text().max(10).optional(),
+      payment_intent: text().nullish(),
+      metadata: z.record(z.string(), text()).nullish(),
+      last_payment_error: z.object({ message: text().optional() })
         .nullish(),
     }).passthrough(),
   }),

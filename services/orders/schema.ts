@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { menuItem } from "../menu.ts";
+import { text } from "../../lib/http/validate.ts";
 
 /** More of one item than a kitchen would take from one customer. */
 export const MAX_QTY = 50;
@@ -11,7 +12,7 @@ export const MAX_QTY = 50;
 export const placeOrderSchema = z.object({
   items: z.array(
     z.object({
-      sku: z.string().max(60).refine((sku) => menuItem(sku) !== undefined, {
+      sku: text().max(60).refine((sku) => menuItem(sku) !== undefined, {
         message: "not on the menu",
       }),
       qty: z.number().int("a whole number").min(1, "at least 1").max(
@@ -24,11 +25,11 @@ export const placeOrderSchema = z.object({
       message: "each product once; use qty for more",
     }),
   customer: z.object({
-    name: z.string().trim().min(1, "required").max(
+    name: text().trim().min(1, "required").max(
       100,
       "at most 100 characters",
     ),
-    email: z.string().trim().max(254, "at most 254 characters").pipe(
+    email: text().trim().max(254, "at most 254 characters").pipe(
       z.email("not an email address"),
     ),
   }).strict(),
@@ -44,7 +45,7 @@ export const placeOrderSchema = z.object({
       day <= new Date(Date.now() + 60 * 86_400_000).toISOString().slice(0, 10),
     "at most 60 days ahead",
   ).optional(),
-  idempotencyKey: z.string().min(8, "at least 8 characters").max(
+  idempotencyKey: text().min(8, "at least 8 characters").max(
     200,
     "at most 200 characters",
   ).regex(/^[A-Za-z0-9_.:-]+$/, "letters, digits and _ . : - only"),

@@ -1,0 +1,119 @@
+/**
+ * Server-sent event streams are capped per session (a 429 with Retry-After
+ * past the cap, other sessions unaffected), and signing out ends that
+ * session's open streams.
+ */
+import assert from "node:assert/strict";
+import { STREAMS_PER_SESSION } from "../routes/api/events.ts";
+import { type Client, signIn, withTestBakery } from "./_app.ts";
+
+/** An open `GET /api/events`: its status and a reader past `hello`. */
+async function openStream(client: Client) {
+  const response = await client.fetch("/api/events");
+  if (response.status !== 200) {
+    const retryAfter = response.headers.get("retry-after");
+    const body = await response.json();
+    return { status: response.status, retryAfter, body, reader: null };
+  }
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let seen = "";
+  while (!seen.includes("event: hello")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("the stream ended before hello");
+    seen += decoder.decode(value);
+  }
+  return { status: 200, retryAfter: null, body: null, reader };
+}
+
+/** Resolves true when the stream ends, false if it is still open after 10 s. */
+async function ends(reader: ReadableStreamDefaultReader<Uint8Array>) {
+  const timeout = new Promise<false>((resolve) => {
+    const timer = setTimeout(() => resolve(false), 10_000);
+    Deno.unrefTimer(timer);
+  });
+  const done = (async () => {
+    while (!(await reader.read()).done) {
+      // heartbeats and changes until the server ends it
+    }
+    return true;
+  })().catch(() => true);
+  return await Promise.race([done, timeout]);
+}
+
+Deno.test("event streams: capped per session; other sessions are not affected", async () => {
+  await withTestBakery(async (t) => {
+    const client = t.client();
+    await signIn(client, "Operator");
+    const open = [];
+    for (let i = 0; i < STREAMS_PER_SESSION; i++) {
+      const stream = await openStream(client);
+      assert.equal(stream.status, 200, `stream ${i}`);
+      open.push(stream.reader!);
+    }
+    const refused = await openStream(client);
+    assert.equal(refused.status, 429, JSON.stringify(refused.body));
+    assert.ok(Number(refused.retryAfter) >= 1, `${refused.retryAfter}`);
+    assert.match(refused.body.error, /streams/);
+
+    const other = t.client();
+    await signIn(other, "Another");
+    const theirs = await openStream(other);
+    assert.equal(theirs.status, 200);
+
+    // Closing one makes room for one.
+    await open.pop()!.cancel();
+    let again;
+    const deadline = Date.now() + 10_000;
+    do {
+      again = await openStream(client);
+    } while (again.status === 429 && Date.now() < deadline);
+    assert.equal(again.status, 200);
+    for (const reader of [...open, again.reader!, theirs.reader!]) {
+      await reader.cancel();
+    }
+  });
+});
+
+Deno.test("event streams: signing out ends the session's streams, not others'", async () => {
+  await withTestBakery(async (t) => {
+    const client = t.client();
+    await signIn(client, "Operator");
+    const mine = [await openStream(client), await openStream(client)];
+    const other = t.client();
+    await signIn(other, "Another");
+    const theirs = await openStream(other);
+
+    const out = await client.fetch("/api/session", { method: "DELETE" });
+    assert.equal(out.status, 204);
+    for (const stream of mine) {
+      assert.equal(await ends(stream.reader!), true, "my stream ended");
+    }
+    // The other session's stream has not ended (a short look is enough to
+    // catch an end that signing out would have caused already).
+    const state = await Promise.race([
+      theirs.reader!.read().then((r) => r.done ? "ended" : "data"),
+      new Promise((r) => setTimeout(() => r("open"), 200)),
+    ]);
+    assert.notEqual(state, "ended", "the other session's stream stays open");
+    await theirs.reader!.cancel();
+
+    // The form's sign-out ends streams too.
+    const formUser = t.client();
+    await signIn(formUser, "Form");
+    const { body } = await formUser.json<{ csrfToken: string }>(
+      "GET",
+      "/api/session",
+    );
+    const stream = await openStream(formUser);
+    const signOut = await formUser.fetch("/sign-out", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: `_csrf=${body.csrfToken}`,
+      redirect: "manual",
+    });
+    await signOut.body?.cancel();
+    assert.equal(signOut.status, 303);
+    assert.equal(await ends(stream.reader!), true, "the form's sign-out");
+  });
+});
