@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { createApp } from "../app.tsx";
 import { connect } from "../lib/db/connect.ts";
 import { adminUrl, testDatabase, withTestDatabase } from "./_db.ts";
-import { testDeps } from "./_app.ts";
+import { testConfig, testDeps } from "./_app.ts";
 
 function appFor(sql: ReturnType<typeof connect>) {
   return createApp(testDeps(sql));
@@ -32,7 +32,7 @@ Deno.test("health: 200 while the database answers, 503 once it is gone", async (
     assert.deepEqual(await up.json(), {
       status: "ok",
       database: "up",
-      queue: "postgres",
+      queue: testConfig().QUEUE,
     });
 
     await dropUnderTheApp(db);
@@ -43,7 +43,7 @@ Deno.test("health: 200 while the database answers, 503 once it is gone", async (
     assert.deepEqual(await down.json(), {
       status: "degraded",
       database: "down",
-      queue: "postgres",
+      queue: testConfig().QUEUE,
     });
     // The answer comes from the failed query, well before the 2 s timeout.
     assert.ok(Date.now() - started < 2000, `took ${Date.now() - started} ms`);

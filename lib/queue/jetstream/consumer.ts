@@ -31,6 +31,7 @@ import {
   finishDeliveries,
 } from "../deliveries_sql.ts";
 import { recorded, sendAll, type SendOptions } from "../consumer.ts";
+import type { FairShare } from "../fair_share.ts";
 import { startDeliveries, type Taken } from "./deliveries_sql.ts";
 
 export interface JetStreamConsumerOptions extends SendOptions {
@@ -39,7 +40,16 @@ export interface JetStreamConsumerOptions extends SendOptions {
   consumer: Consumer;
   /** The consumer's AckWait: the lease of an attempt. */
   ackWaitMs: number;
-  /** Messages taken at once, and in flight at most (default 10). */
+  /**
+   * The process's share between sandboxes (lib/queue/fair_share.ts): a
+   * message of a sandbox whose lane (sandbox and subscriber) the process
+   * holds in full goes back to the broker for a moment, unrecorded, so that
+   * the consumer reaches the other sandboxes' messages behind it.
+   */
+  share: FairShare;
+  /** Messages in flight at most (default twice the share's lane). */
+  window?: number;
+  /** Messages taken by one fetch at most (default 10). */
   batch?: number;
   /** How long a fetch waits for a first message (JetStream's minimum: 1 s). */
   expiresMs?: number;
@@ -50,16 +60,25 @@ export interface JetStreamConsumerOptions extends SendOptions {
 /** How long a burst waits for more messages that arrive with its first. */
 const BURST_MS = 2;
 
+/**
+ * How long a message of a sandbox at its share waits in the broker before
+ * it is offered again: long enough not to spin through a slow sandbox's
+ * backlog, short against a delivery's retry delays.
+ */
+const HELD_BACK_MS = 500;
+
 /** One subscriber's consumer; `tick` for a Loop, `stop` to finish. */
 export class JetStreamConsumer {
   readonly #options: JetStreamConsumerOptions;
   readonly #batch: number;
+  readonly #window: number;
   #inFlight = 0;
   #running = new Set<Promise<void>>();
 
   constructor(options: JetStreamConsumerOptions) {
     this.#options = options;
     this.#batch = options.batch ?? 10;
+    this.#window = options.window ?? 2 * options.share.perLane;
   }
 
   /**
@@ -68,11 +87,11 @@ export class JetStreamConsumer {
    * the sends still running. Always `more`: the next fetch is the wait.
    */
   async tick(): Promise<TickResult> {
-    while (this.#inFlight >= this.#batch) {
+    while (this.#inFlight >= this.#window) {
       await Promise.race(this.#running);
     }
     const messages = await this.#options.consumer.fetch({
-      max_messages: this.#batch - this.#inFlight,
+      max_messages: Math.min(this.#batch, this.#window - this.#inFlight),
       expires: this.#options.expiresMs ?? 1000,
     });
     for await (const burst of bursts(messages, BURST_MS)) {
@@ -118,10 +137,16 @@ export class JetStreamConsumer {
         continue;
       }
       const key = parsed.data.messageId;
+      const lane = {
+        sandboxId: parsed.data.sandboxId,
+        subscriber: options.subscriber,
+      };
       // Two copies of one delivery in a burst (a redelivery and a redrive):
       // one is sent, the other only acknowledged.
       if (taken.has(key)) msg.ack();
+      else if (options.share.atCap(lane)) msg.nak(HELD_BACK_MS);
       else {
+        options.share.hold([lane]);
         taken.set(key, {
           msg,
           t: { subscriber: options.subscriber, envelope: parsed.data },
@@ -129,6 +154,20 @@ export class JetStreamConsumer {
       }
     }
     if (taken.size === 0) return;
+    try {
+      await this.#send(taken);
+    } finally {
+      options.share.release(
+        [...taken.values()].map(({ t }) => ({
+          sandboxId: t.envelope.sandboxId,
+          subscriber: t.subscriber,
+        })),
+      );
+    }
+  }
+
+  async #send(taken: Map<string, { msg: JsMsg; t: Taken }>) {
+    const options = this.#options;
     const started = await startDeliveries(
       options.sql,
       options.owner,

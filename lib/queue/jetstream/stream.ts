@@ -57,10 +57,10 @@ export class StreamNames {
    * subscriber. A redrive adds its number: a fresh id that the window never
    * swallows, for the same envelope.
    */
-  messageId(messageId: string, subscriber: string, redrive = 0): string {
-    return redrive > 0
-      ? `${messageId}.${subscriber}.redrive.${redrive}`
-      : `${messageId}.${subscriber}`;
+  messageId(messageId: string, subscriber: string, redrive?: number): string {
+    return redrive === undefined
+      ? `${messageId}.${subscriber}`
+      : `${messageId}.${subscriber}.redrive.${redrive}`;
   }
 }
 
