@@ -33,6 +33,7 @@ import {
 import { recorded, sendAll, type SendOptions } from "../consumer.ts";
 import type { FairShare } from "../fair_share.ts";
 import { startDeliveries, type Taken } from "./deliveries_sql.ts";
+import { SOURCE_HEADER } from "./queue.ts";
 
 export interface JetStreamConsumerOptions extends SendOptions {
   sql: Sql;
@@ -149,7 +150,11 @@ export class JetStreamConsumer {
         options.share.hold([lane]);
         taken.set(key, {
           msg,
-          t: { subscriber: options.subscriber, envelope: parsed.data },
+          t: {
+            subscriber: options.subscriber,
+            envelope: parsed.data,
+            source: msg.headers?.get(SOURCE_HEADER) || "unknown",
+          },
         });
       }
     }

@@ -14,6 +14,8 @@ import type { ClaimedDelivery } from "../deliveries_sql.ts";
 export interface Taken {
   subscriber: string;
   envelope: Envelope;
+  /** The service whose outbox it came from (its `Bakery-Source` header). */
+  source: string;
 }
 
 interface StartedRow {
@@ -50,15 +52,16 @@ export async function startDeliveries(
       with t as (
         select (e->>'messageId')::uuid as message_id,
                (e->>'sandboxId')::uuid as sandbox_id, s as subscriber,
-               e->>'type' as type, e->>'aggregateId' as aggregate_id, e
+               e->>'type' as type, e->>'aggregateId' as aggregate_id, e, src
           from unnest(${taken.map((t) => t.subscriber)}::text[],
+                      ${taken.map((t) => t.source)}::text[],
                       array(select v from jsonb_array_elements(
                               ${sql.json(envelopes as never)}) as v))
-            as x(s, e)
+            as x(s, src, e)
       ), m as (
         insert into queue.messages
           (message_id, sandbox_id, source, type, aggregate_id, envelope)
-        select distinct on (message_id) message_id, sandbox_id, 'broker',
+        select distinct on (message_id) message_id, sandbox_id, src,
                type, aggregate_id, e
           from t
         on conflict (message_id) do nothing

@@ -3,18 +3,26 @@
  * hand-off. The relay claims outbox rows with a lease, calls `publish`, and
  * marks the rows published only when it returns (lib/relay/relay.ts).
  *
- * `publish` first stores the messages and one pending delivery per
- * subscriber in PostgreSQL (ids it has are ignored): the rows the console,
- * the timeline and the closure read, and that the consumers move on. Then it
- * publishes one JetStream message per delivery, `Nats-Msg-Id` set to the
- * message id and the subscriber, all of a batch at once, and waits for every
- * PubAck. A PubAck that says duplicate counts as sent: the stream has it. A
- * publish that fails or times out fails the batch; the relay keeps the rows
- * and tries again with the same ids, which the duplicate window stores once.
+ * `publish` sends one JetStream message per delivery, `Nats-Msg-Id` set to
+ * the message id and the subscriber, all of a batch at once, and waits for
+ * every PubAck. A PubAck that says duplicate counts as sent: the stream has
+ * it. A publish that fails or times out fails the batch; the relay keeps the
+ * rows and tries again with the same ids, which the duplicate window stores
+ * once. Once the broker has them all, it stores the messages and one pending
+ * delivery per subscriber in PostgreSQL (ids it has are ignored): the rows
+ * the console, the timeline and the closure read, and that the consumers move
+ * on. Stored after the PubAcks, not before, so that while the broker is away
+ * the closure says owed, not in flight. A consumer may take a message before
+ * its rows are stored: it makes them itself (deliveries_sql.ts), with the
+ * source the message carries in its `Bakery-Source` header.
  */
 import type { JetStreamClient } from "@nats-io/jetstream";
+import { headers } from "@nats-io/transport-node";
 import type { OutgoingMessage, PgQueue, Queue, Routing } from "../publish.ts";
 import type { StreamNames } from "./stream.ts";
+
+/** The header that names the service whose outbox a message came from. */
+export const SOURCE_HEADER = "Bakery-Source";
 
 export interface JetStreamQueueOptions {
   js: JetStreamClient;
@@ -36,20 +44,25 @@ export class JetStreamQueue implements Queue {
   async publish(messages: OutgoingMessage[]): Promise<number> {
     const { js, names, routing, ledger } = this.#options;
     if (messages.length === 0) return 0;
-    await ledger.store(messages, { notify: false });
     const timeout = this.#options.timeoutMs ?? 5000;
-    const sent = await Promise.all(messages.map(async ({ envelope }) => {
-      const data = JSON.stringify(envelope);
-      const acks = await Promise.all(
-        (routing[envelope.type] ?? []).map((subscriber) =>
-          js.publish(names.subject(subscriber, envelope.type), data, {
-            msgID: names.messageId(envelope.messageId, subscriber),
-            timeout,
-          })
-        ),
-      );
-      return acks.some((ack) => !ack.duplicate);
-    }));
+    const sent = await Promise.all(
+      messages.map(async ({ source, envelope }) => {
+        const data = JSON.stringify(envelope);
+        const h = headers();
+        h.set(SOURCE_HEADER, source);
+        const acks = await Promise.all(
+          (routing[envelope.type] ?? []).map((subscriber) =>
+            js.publish(names.subject(subscriber, envelope.type), data, {
+              msgID: names.messageId(envelope.messageId, subscriber),
+              headers: h,
+              timeout,
+            })
+          ),
+        );
+        return acks.some((ack) => !ack.duplicate);
+      }),
+    );
+    await ledger.store(messages, { notify: false });
     return sent.filter(Boolean).length;
   }
 }

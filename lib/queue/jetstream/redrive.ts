@@ -10,10 +10,12 @@
  * crash in between publishes again, and the broker id makes that one copy.
  */
 import type { JetStreamClient } from "@nats-io/jetstream";
+import { headers } from "@nats-io/transport-node";
 import type { Sql } from "../../db/connect.ts";
 import { bookkeepingStatement } from "../../db/service.ts";
 import type { Envelope } from "../../outbox/envelope.ts";
 import type { TickResult } from "../../wake/loop.ts";
+import { SOURCE_HEADER } from "./queue.ts";
 import type { StreamNames } from "./stream.ts";
 
 export interface RepublishOptions {
@@ -32,6 +34,7 @@ interface MarkRow {
   message_id: string;
   subscriber: string;
   redrives: number;
+  source: string;
   envelope: Envelope;
 }
 
@@ -59,7 +62,7 @@ export async function republishOnce(
         from due, queue.messages m
        where d.id = due.id and m.message_id = d.message_id
       returning d.id, d.sandbox_id, d.message_id, d.subscriber, d.redrives,
-                m.envelope`,
+                m.source, m.envelope`,
   );
   if (marks.length === 0) {
     const [next] = await bookkeepingStatement(
@@ -72,13 +75,18 @@ export async function republishOnce(
     );
     return { more: false, nextDueAt: next?.at ?? undefined };
   }
-  await Promise.all(marks.map((m) =>
-    js.publish(
+  await Promise.all(marks.map((m) => {
+    const h = headers();
+    h.set(SOURCE_HEADER, m.source);
+    return js.publish(
       names.subject(m.subscriber, m.envelope.type),
       JSON.stringify(m.envelope),
-      { msgID: names.messageId(m.message_id, m.subscriber, m.redrives) },
-    )
-  ));
+      {
+        msgID: names.messageId(m.message_id, m.subscriber, m.redrives),
+        headers: h,
+      },
+    );
+  }));
   await bookkeepingStatement(sql, "queue", ({ sql }) =>
     sql`
       update queue.deliveries set republish_at = null
