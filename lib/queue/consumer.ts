@@ -278,7 +278,14 @@ async function deliverBatch(
   }
   let results: AttemptResult[] = [];
   const all = Promise.all([...groups.values()].map(async (group) => {
-    for (const d of group) results.push(await attempt(options, d, faults));
+    for (const d of group) {
+      // `results` is read once the attempt is judged: the batch may have
+      // left it for stragglers meanwhile (`results.push(await ...)` reads
+      // the array before the await, and a straggler's result went into the
+      // batch's, recorded by nobody; its lease ran out and it was sent again).
+      const result = await attempt(options, d, faults);
+      results.push(result);
+    }
   }));
   let timer: ReturnType<typeof setTimeout> | undefined;
   const cut = new Promise<false>((resolve) => {
