@@ -325,6 +325,9 @@ async function send(
     else groups.set(key, [d]);
   }
   await Promise.all([...groups.values()].map(async (group) => {
+    // `judged` reads its list when it is called: a batch may have left its
+    // stragglers to a list of their own meanwhile (tests/
+    // messaging_stragglers_test.ts).
     for (const d of group) judged(await attempt(options, d, faults));
   }));
 }
