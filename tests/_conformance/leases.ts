@@ -203,8 +203,10 @@ export const leaseScenarios: Scenario[] = [{
   run: async (t) => {
     const { sql, sandboxId } = t;
     const envelope = await placeOrder(sql, sandboxId, "O1");
-    // A lease shorter than a look at it over PostgreSQL; over JetStream the
-    // AckWait, which must outlast a fetch that finds nothing (1 s at least).
+    // A short lease, but one that outlasts the look that finds the delivery
+    // held (with 50 ms a loaded machine let it run out first); over
+    // JetStream the AckWait, which must outlast a fetch that finds nothing
+    // (1 s at least).
     const transport = await openTestTransport(t.transport, sql, {
       routing: { OrderPlaced: ["t_recv_a"] },
       subscribers: RECEIVERS,
@@ -213,7 +215,7 @@ export const leaseScenarios: Scenario[] = [{
     });
     try {
       await transport.queue.publish([{ source: SENDER, envelope }]);
-      const leaseMs = transport.broker?.ackWaitMs ?? 50;
+      const leaseMs = transport.broker?.ackWaitMs ?? 1000;
 
       const old = await take(t, transport, "old", leaseMs, 5000);
       assert.equal(old.claimed.length, 1);
