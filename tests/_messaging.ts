@@ -6,6 +6,10 @@
  * - t_sender.orders: the sender's own state; placing an order appends
  *   OrderPlaced to t_sender.outbox in the same transaction.
  * - t_recv_{a,b,c}.jobs: one job per order (unique), the receiver's effect.
+ *
+ * The test workers run on either transport (tests/_transport.ts): the
+ * PostgreSQL queue by default, or NATS JetStream with `transport:
+ * "jetstream"`.
  */
 import type { Sql } from "../lib/db/connect.ts";
 import { asService } from "../lib/db/service.ts";
@@ -25,6 +29,11 @@ import {
   type MessagingOptions,
   startMessaging,
 } from "../lib/workers/mod.ts";
+import {
+  openTestTransport,
+  type TestTransport,
+  type TransportName,
+} from "./_transport.ts";
 
 export const SENDER = "t_sender";
 export const RECEIVERS = ["t_recv_a", "t_recv_b", "t_recv_c"] as const;
@@ -216,27 +225,85 @@ export const SUBSCRIBERS = Object.fromEntries(
   RECEIVERS.map((r) => [r, { url: `${ORIGIN}/${r}`, label: r }]),
 );
 
-/** Starts relays and consumers for the test services. */
+/** What the test workers take besides startMessaging's own options. */
+export interface TestWorkersOptions extends Partial<MessagingOptions> {
+  /** The transport the relay publishes to (default postgres). */
+  transport?: TransportName;
+  /**
+   * JetStream: the stream, which the caller drops; by default one of the
+   * workers' own, dropped when they stop.
+   */
+  stream?: string;
+  /** JetStream: the consumers' AckWait (default TEST_ACK_WAIT_MS). */
+  ackWaitMs?: number;
+  /** Wraps the transport's queue, e.g. to record what the relay published. */
+  wrapQueue?: (queue: Queue) => Queue;
+}
+
+/** The test workers: the messaging, and the transport it runs on. */
+export interface TestMessaging extends Messaging {
+  transport: TestTransport;
+}
+
+/**
+ * Starts relays and consumers for the test services, on `transport`. Over
+ * JetStream the workers connect to the stream (with one durable consumer
+ * per test receiver) and run the broker's consumers in place of the
+ * PostgreSQL queue's; stop() also closes that connection.
+ */
 export function startTestWorkers(
   db: { url: string; sql: Sql },
-  overrides: Partial<MessagingOptions> = {},
+  options: TestWorkersOptions = {},
 ) {
   const { logger, lines } = memoryLogger("info");
-  const messaging = startMessaging({
-    url: db.url,
-    sql: db.sql,
-    log: logger,
-    faults: pgFaults(db.sql),
-    senders: [SENDER],
-    queue: new PgQueue(db.sql, ROUTING),
-    dispatcher: testDispatcher(db.sql),
-    subscribers: SUBSCRIBERS,
-    pollMs: 200,
-    relayRetryMs: 100,
-    retryDelaysMs: [50, 100, 150],
-    timeoutMs: 2000,
-    ...overrides,
-  });
+  const {
+    transport: name = "postgres",
+    stream,
+    ackWaitMs,
+    wrapQueue,
+    ...overrides
+  } = options;
+  const messaging = (async (): Promise<TestMessaging> => {
+    const transport = await openTestTransport(name, db.sql, {
+      routing: ROUTING,
+      subscribers: RECEIVERS,
+      stream,
+      ackWaitMs,
+    });
+    let m: Messaging;
+    try {
+      m = await startMessaging({
+        url: db.url,
+        sql: db.sql,
+        log: logger,
+        faults: pgFaults(db.sql),
+        senders: [SENDER],
+        queue: wrapQueue ? wrapQueue(transport.queue) : transport.queue,
+        broker: transport.broker,
+        dispatcher: testDispatcher(db.sql),
+        subscribers: SUBSCRIBERS,
+        pollMs: 200,
+        relayRetryMs: 100,
+        retryDelaysMs: [50, 100, 150],
+        timeoutMs: 2000,
+        ...overrides,
+      });
+    } catch (error) {
+      await transport.close();
+      throw error;
+    }
+    return {
+      ...m,
+      transport,
+      stop: async () => {
+        try {
+          await m.stop();
+        } finally {
+          await transport.close();
+        }
+      },
+    };
+  })();
   return { messaging, lines };
 }
 
@@ -271,10 +338,12 @@ export async function count(
  */
 export async function withWorkers(
   db: { url: string; sql: Sql },
-  overrides: Partial<MessagingOptions>,
-  fn: (workers: { messaging: Messaging; lines: LogLine[] }) => Promise<void>,
+  options: TestWorkersOptions,
+  fn: (
+    workers: { messaging: TestMessaging; lines: LogLine[] },
+  ) => Promise<void>,
 ) {
-  const { messaging, lines } = startTestWorkers(db, overrides);
+  const { messaging, lines } = startTestWorkers(db, options);
   const m = await messaging;
   try {
     await fn({ messaging: m, lines });

@@ -63,19 +63,39 @@ try {
   }).spawn();
   const stopChild = () => child.kill("SIGTERM");
   Deno.addSignalListener("SIGINT", stopChild);
-  // Pass the output through as it comes, and keep the closing summary.
+  // Pass the output through as it comes, keep the closing summary, and
+  // gather the reasons printed for tests registered as ignored (a line
+  // "skipped: <reason>", as tests/_nats.ts prints when no NATS answers).
   let tail = "";
+  let line = "";
+  const reasons = new Set<string>();
+  const decoder = new TextDecoder();
   for await (const chunk of child.stdout) {
     await Deno.stdout.write(chunk);
-    tail = (tail + new TextDecoder().decode(chunk)).slice(-4000);
+    const text = decoder.decode(chunk, { stream: true });
+    tail = (tail + text).slice(-4000);
+    const lines = (line + text).split("\n");
+    line = lines.pop()!;
+    for (const l of lines) {
+      const skipped = plain(l).match(/^skipped: (.+)$/);
+      if (skipped) reasons.add(skipped[1].trim());
+    }
   }
   code = (await child.status).code;
-  // deno test ends with "ok | 12 passed | 0 failed"; CI tools also read the
-  // plain form on a line of its own.
-  // deno-lint-ignore no-control-regex -- the escape starts a colour code
-  const summary = tail.replace(/\x1b\[[0-9;]*m/g, "")
-    .match(/(\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed/);
-  if (summary) console.log(`\n${summary[1]} passed, ${summary[2]} failed`);
+  // deno test ends with "ok | 12 passed | 0 failed | 2 ignored"; CI tools
+  // also read the plain form on a line of its own, ignored tests counted
+  // as skipped, with the reasons given.
+  const summary = plain(tail).match(
+    /(\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed(?: \(\d+ steps?\))?(?: \| (\d+) ignored)?/,
+  );
+  if (summary) {
+    const why = reasons.size > 0 ? ` (${[...reasons].join("; ")})` : "";
+    console.log(
+      `\n${summary[1]} passed, ${summary[2]} failed, ${
+        summary[3] ?? 0
+      } skipped${why}`,
+    );
+  }
   Deno.removeSignalListener("SIGINT", stopChild);
 } catch (error) {
   console.error(`test setup failed: ${(error as Error).message}`);
@@ -99,3 +119,9 @@ try {
   if (dataDir) await removeDataDir(dataDir);
 }
 Deno.exit(code);
+
+/** `text` without its colour codes. */
+function plain(text: string): string {
+  // deno-lint-ignore no-control-regex -- the escape starts a colour code
+  return text.replace(/\x1b\[[0-9;]*m/g, "");
+}

@@ -272,14 +272,27 @@ export async function finishDeliveries(
   owner: string,
   results: AttemptResult[],
 ): Promise<number> {
-  if (results.length === 0) return 0;
+  return (await finishDeliveryIds(sql, owner, results)).size;
+}
+
+/**
+ * {@link finishDeliveries}, returning the ids of the deliveries finished:
+ * a consumer that answers a broker for each delivery answers only for those
+ * it still held (lib/queue/jetstream/consumer.ts).
+ */
+export async function finishDeliveryIds(
+  sql: Sql,
+  owner: string,
+  results: AttemptResult[],
+): Promise<Set<number>> {
+  if (results.length === 0) return new Set();
   const finished = await bookkeepingStatement(
     sql,
     "queue",
     ({ sql }) => finishStatement(sql, owner, results),
     GENERIC,
   );
-  return finished.length;
+  return new Set(finished.map((r) => Number(r.delivery_id)));
 }
 
 /**

@@ -9,6 +9,7 @@
  * | retry (409, 5xx, timeout)               | pending, attempts | nak with the delay |
  * | dead (422, other 4xx, the last retry)   | dead, last error  | ack: not again     |
  * | already settled (a repeat, a late copy) | unchanged         | ack                |
+ * | lease lost (taken over after AckWait)   | unchanged         | none: the holder's |
  *
  * PostgreSQL is written before the broker is answered: a crash in between
  * leaves the message unacknowledged, JetStream delivers it again after
@@ -28,7 +29,7 @@ import type { TickResult } from "../../wake/loop.ts";
 import {
   type AttemptResult,
   type ClaimedDelivery,
-  finishDeliveries,
+  finishDeliveryIds,
 } from "../deliveries_sql.ts";
 import { recorded, sendAll, type SendOptions } from "../consumer.ts";
 import type { FairShare } from "../fair_share.ts";
@@ -197,18 +198,22 @@ export class JetStreamConsumer {
     } finally {
       clearInterval(working);
     }
-    const finished = await finishDeliveries(
+    const finished = await finishDeliveryIds(
       options.sql,
       options.owner,
       results,
     );
     const byId = new Map(started.map((d) => [d.id, d]));
     for (const r of results) {
+      // Fenced out: after AckWait JetStream gave the message to another
+      // consumer, which took the delivery over and answers the message. An
+      // ack from here would drop the retry that one may have asked for.
+      if (!finished.has(r.id)) continue;
       const msg = msgOf(byId.get(r.id)!);
       if (r.state === "pending") msg.nak(r.delayMs);
       else msg.ack();
     }
-    recorded(options, started, results, finished);
+    recorded(options, started, results, finished.size);
     options.onTouched?.([...new Set(started.map((d) => d.sandboxId))]);
   }
 }

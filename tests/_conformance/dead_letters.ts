@@ -1,22 +1,25 @@
 /**
  * A receiver that always answers 503: retried at the configured delays, then
  * a dead letter; an operator redrives it (the history stays) or refuses it
- * (closed with a reason, an actor and a time).
+ * (closed with a reason, an actor and a time). Over JetStream a retry is a
+ * redelivery after a nak with the retry's delay, a dead letter is
+ * acknowledged, and a redrive publishes the message again for its one
+ * subscriber under a fresh broker id.
  */
 import assert from "node:assert/strict";
-import { withTestDatabase } from "./_db.ts";
 import {
   count,
   createSandbox,
-  createTestServices,
   placeOrder,
   receiverFault,
+  RECEIVERS,
   waitFor,
-  withWorkers,
-} from "./_messaging.ts";
-import type { Sql } from "../lib/db/connect.ts";
-import { setFault } from "../lib/faults/mod.ts";
-import { redrive, refuse } from "../lib/queue/mod.ts";
+} from "../_messaging.ts";
+import type { Sql } from "../../lib/db/connect.ts";
+import { setFault } from "../../lib/faults/mod.ts";
+import { refuse } from "../../lib/queue/mod.ts";
+import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
+import type { Scenario } from "./mod.ts";
 
 const RETRY_DELAYS_MS = [100, 200, 300];
 const REFUSES = receiverFault("t_recv_a", "Refuses");
@@ -73,14 +76,13 @@ async function waitForState(
   );
 }
 
-Deno.test("always 503: four attempts at the configured delays, then dead; others unaffected; redrive delivers once and keeps the history", async () => {
-  await withTestDatabase(async (db) => {
-    const { sql } = db;
-    await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+export const deadLetterScenarios: Scenario[] = [{
+  name:
+    "always 503: four attempts at the configured delays, then dead; others unaffected; redrive delivers once and keeps the history",
+  run: async ({ sql, sandboxId, view, workers, redrive }) => {
     await setFault(sql, sandboxId, REFUSES, true);
-    await withWorkers(db, { retryDelaysMs: RETRY_DELAYS_MS }, async () => {
-      await placeOrder(sql, sandboxId, "O1");
+    await workers({ retryDelaysMs: RETRY_DELAYS_MS }, async () => {
+      const { messageId } = await placeOrder(sql, sandboxId, "O1");
       await waitForState(sql, "O1", "t_recv_a", "dead");
 
       const dead = await delivery(sql, "O1", "t_recv_a");
@@ -92,8 +94,8 @@ Deno.test("always 503: four attempts at the configured delays, then dead; others
       );
       assert.ok(dead.dead_at instanceof Date);
       const attempts = await sql`
-        select attempt, started_at, status, outcome, error from queue.attempts
-         where delivery_id = ${dead.id} order by attempt`;
+      select attempt, started_at, status, outcome, error from queue.attempts
+       where delivery_id = ${dead.id} order by attempt`;
       assert.deepEqual(
         attempts.map((a) => [a.attempt, a.status, a.outcome]),
         [[1, 503, "retry"], [2, 503, "retry"], [3, 503, "retry"], [
@@ -118,11 +120,16 @@ Deno.test("always 503: four attempts at the configured delays, then dead; others
       }
       assert.equal(await count(sql, "t_recv_a.jobs"), 0);
       assert.equal(await count(sql, "t_recv_a.inbox"), 0);
+      // Over JetStream: four deliveries of one message, the last one
+      // acknowledged as dead.
+      if (view) {
+        await assertStreamHolds(view, toEach([messageId], RECEIVERS));
+        await assertDelivered(view, { t_recv_a: 4, t_recv_b: 1, t_recv_c: 1 });
+      }
 
       // The fault clears; an operator redrives.
       await setFault(sql, sandboxId, REFUSES, false);
       const redriven = await redrive(
-        sql,
         sandboxId,
         { subscriber: "t_recv_a" },
         "operator@test",
@@ -137,14 +144,14 @@ Deno.test("always 503: four attempts at the configured delays, then dead; others
       assert.equal(await count(sql, "t_recv_a.jobs"), 1);
       assert.equal(await count(sql, "t_recv_a.inbox"), 1);
       const history = await sql`
-        select attempt, outcome from queue.attempts
-         where delivery_id = ${dead.id} order by attempt`;
+      select attempt, outcome from queue.attempts
+       where delivery_id = ${dead.id} order by attempt`;
       assert.deepEqual(
         history.map((a) => [a.attempt, a.outcome]),
         [[1, "retry"], [2, "retry"], [3, "retry"], [4, "dead"], [5, "done"]],
       );
       const actions = await sql`
-        select delivery_id, action, actor, reason from queue.actions`;
+      select delivery_id, action, actor, reason from queue.actions`;
       assert.deepEqual(
         actions.map((a) => ({ ...a, delivery_id: Number(a.delivery_id) })),
         [{
@@ -156,32 +163,36 @@ Deno.test("always 503: four attempts at the configured delays, then dead; others
       );
       // Nothing left to redrive.
       assert.deepEqual(
-        await redrive(sql, sandboxId, { subscriber: "t_recv_a" }, "operator"),
+        await redrive(sandboxId, { subscriber: "t_recv_a" }, "operator"),
         [],
       );
+      // Over JetStream the redrive was published for t_recv_a alone, under
+      // a fresh broker id: the other receivers got nothing more.
+      if (view) {
+        await assertStreamHolds(view, [
+          ...toEach([messageId], RECEIVERS),
+          { messageId, subscriber: "t_recv_a", redrive: 1 },
+        ]);
+        await assertDelivered(view, { t_recv_a: 5, t_recv_b: 1, t_recv_c: 1 });
+      }
     });
-  });
-});
-
-Deno.test("retries come at their delay, not at the next poll", async () => {
-  await withTestDatabase(async (db) => {
-    const { sql } = db;
-    await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+  },
+}, {
+  name: "retries come at their delay, not at the next poll",
+  run: async ({ sql, sandboxId, view, workers }) => {
     await setFault(sql, sandboxId, REFUSES, true);
     // A poll far longer than the retry delays: only a loop that knows when
     // its retry is due wakes in time.
     const pollMs = 5_000;
-    await withWorkers(
-      db,
+    await workers(
       { pollMs, retryDelaysMs: RETRY_DELAYS_MS },
       async () => {
         await placeOrder(sql, sandboxId, "O1");
         await waitForState(sql, "O1", "t_recv_a", "dead", undefined, pollMs);
         const attempts = await sql<{ started_at: Date }[]>`
-          select started_at from queue.attempts a
-            join queue.deliveries d on d.id = a.delivery_id
-           where d.subscriber = 't_recv_a' order by attempt`;
+        select started_at from queue.attempts a
+          join queue.deliveries d on d.id = a.delivery_id
+         where d.subscriber = 't_recv_a' order by attempt`;
         assert.equal(attempts.length, 4);
         for (const [i, delay] of RETRY_DELAYS_MS.entries()) {
           const gap = attempts[i + 1].started_at.getTime() -
@@ -195,21 +206,26 @@ Deno.test("retries come at their delay, not at the next poll", async () => {
             }; the delay is ${delay} ms`,
           );
         }
+        // Over JetStream each retry was the broker's redelivery after the
+        // nak's delay.
+        if (view) {
+          await assertDelivered(view, {
+            t_recv_a: 4,
+            t_recv_b: 1,
+            t_recv_c: 1,
+          });
+        }
       },
     );
-  });
-});
-
-Deno.test("a redrive that fails again is dead again at once", async () => {
-  await withTestDatabase(async (db) => {
-    const { sql } = db;
-    await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+  },
+}, {
+  name: "a redrive that fails again is dead again at once",
+  run: async ({ sql, sandboxId, view, workers, redrive }) => {
     await setFault(sql, sandboxId, REFUSES, true);
-    await withWorkers(db, { retryDelaysMs: [20] }, async () => {
-      await placeOrder(sql, sandboxId, "O1");
+    await workers({ retryDelaysMs: [20] }, async () => {
+      const { messageId } = await placeOrder(sql, sandboxId, "O1");
       await waitForState(sql, "O1", "t_recv_a", "dead", 2);
-      const [id] = await redrive(sql, sandboxId, {}, "operator");
+      const [id] = await redrive(sandboxId, {}, "operator");
       await waitForState(sql, "O1", "t_recv_a", "dead", 3);
       const d = await delivery(sql, "O1", "t_recv_a");
       assert.equal(d.id, id);
@@ -218,20 +234,26 @@ Deno.test("a redrive that fails again is dead again at once", async () => {
         await count(sql, "queue.attempts", sql`delivery_id = ${id}`),
         3,
       );
+      if (view) {
+        await assertStreamHolds(view, [
+          ...toEach([messageId], RECEIVERS),
+          { messageId, subscriber: "t_recv_a", redrive: 1 },
+        ]);
+        await assertDelivered(view, { t_recv_a: 3, t_recv_b: 1, t_recv_c: 1 });
+      }
     });
-  });
-});
-
-Deno.test("refuse: a dead letter is closed with reason, actor and time, and an action row; an empty reason is refused", async () => {
-  await withTestDatabase(async (db) => {
-    const { sql } = db;
-    await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+  },
+}, {
+  name:
+    "refuse: a dead letter is closed with reason, actor and time, and an action row; an empty reason is refused",
+  run: async ({ sql, sandboxId, view, workers, redrive }) => {
     const other = await createSandbox(sql, "other");
     await setFault(sql, sandboxId, REFUSES, true);
-    await withWorkers(db, { retryDelaysMs: [20, 20, 20] }, async () => {
-      await placeOrder(sql, sandboxId, "O1");
-      await placeOrder(sql, sandboxId, "O2");
+    await workers({ retryDelaysMs: [20, 20, 20] }, async () => {
+      const sent = [
+        await placeOrder(sql, sandboxId, "O1"),
+        await placeOrder(sql, sandboxId, "O2"),
+      ].map((e) => e.messageId);
       await waitForState(sql, "O1", "t_recv_a", "dead");
       await waitForState(sql, "O2", "t_recv_a", "dead");
       const o1 = await delivery(sql, "O1", "t_recv_a");
@@ -249,7 +271,7 @@ Deno.test("refuse: a dead letter is closed with reason, actor and time, and an a
         [],
       );
       assert.deepEqual(
-        await redrive(sql, other, { ids: [o2.id] }, "intruder"),
+        await redrive(other, { ids: [o2.id] }, "intruder"),
         [],
       );
       assert.equal(await count(sql, "queue.actions"), 0);
@@ -277,7 +299,7 @@ Deno.test("refuse: a dead letter is closed with reason, actor and time, and an a
         4,
       );
       const actions = await sql`
-        select delivery_id, action, actor, reason from queue.actions`;
+      select delivery_id, action, actor, reason from queue.actions`;
       assert.deepEqual(
         actions.map((a) => ({ ...a, delivery_id: Number(a.delivery_id) })),
         [{
@@ -289,7 +311,7 @@ Deno.test("refuse: a dead letter is closed with reason, actor and time, and an a
       );
       // Refused is final: neither redrive nor refuse matches it again.
       assert.deepEqual(
-        await redrive(sql, sandboxId, { ids: [o2.id] }, "operator"),
+        await redrive(sandboxId, { ids: [o2.id] }, "operator"),
         [],
       );
       assert.deepEqual(
@@ -299,6 +321,11 @@ Deno.test("refuse: a dead letter is closed with reason, actor and time, and an a
       // The other dead letter is untouched.
       assert.equal((await delivery(sql, "O1", "t_recv_a")).state, "dead");
       assert.equal(o1.state, "dead");
+      // A refusal closes rows only: nothing went to the broker again.
+      if (view) {
+        await assertStreamHolds(view, toEach(sent, RECEIVERS));
+        await assertDelivered(view, { t_recv_a: 8, t_recv_b: 2, t_recv_c: 2 });
+      }
     });
-  });
-});
+  },
+}];

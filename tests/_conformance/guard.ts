@@ -1,43 +1,46 @@
 /**
  * The relay's loop guard: a sandbox that has used up its automatic re-arms
  * for the day gets its failed rows parked (next attempt at infinity) with an
- * alarm, never dropped; the sender's next command flushes them.
+ * alarm, never dropped; the sender's next command flushes them. The guard
+ * is the relay's, before the transport: over JetStream a refused send never
+ * reaches the stream, and a row published again is stored once.
  */
 import assert from "node:assert/strict";
-import { withTestDatabase } from "./_db.ts";
 import {
   count,
   createSandbox,
-  createTestServices,
   placeOrder,
+  RECEIVERS,
   SENDER,
   waitFor,
   waitForDeliveries,
   waitForJobs,
-  withWorkers,
-} from "./_messaging.ts";
-import { setFault } from "../lib/faults/mod.ts";
-import { RELAY_FAULTS } from "../lib/relay/mod.ts";
+} from "../_messaging.ts";
+import { setFault } from "../../lib/faults/mod.ts";
+import { RELAY_FAULTS } from "../../lib/relay/mod.ts";
+import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
+import type { Scenario } from "./mod.ts";
 
-Deno.test("loop guard: the 101st re-arm of the day parks the row with an alarm; the next command flushes it and both are published", async () => {
-  await withTestDatabase(async (db) => {
-    const { sql } = db;
-    await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+const each = (n: number) => Object.fromEntries(RECEIVERS.map((r) => [r, n]));
+
+export const guardScenarios: Scenario[] = [{
+  name:
+    "loop guard: the 101st re-arm of the day parks the row with an alarm; the next command flushes it and both are published",
+  run: async ({ sql, sandboxId, view, workers }) => {
     const other = await createSandbox(sql, "other");
     await sql`
-      insert into t_sender.relay_guard (sandbox_id, day, rearms)
-      values (${sandboxId}, (now() at time zone 'utc')::date, 100)`;
+    insert into t_sender.relay_guard (sandbox_id, day, rearms)
+    values (${sandboxId}, (now() at time zone 'utc')::date, 100)`;
     await setFault(sql, sandboxId, RELAY_FAULTS.queueRefusesSends, true);
-    await withWorkers(db, {}, async ({ lines }) => {
+    await workers({}, async ({ lines }) => {
       const first = await placeOrder(sql, sandboxId, "O1");
       await waitFor("the failed publish", async () => {
         const [row] = await sql`select attempts from t_sender.outbox`;
         return row.attempts >= 1;
       });
       const [parked] = await sql`
-        select state, attempts, last_error, next_attempt_at = 'infinity' as parked
-          from t_sender.outbox`;
+      select state, attempts, last_error, next_attempt_at = 'infinity' as parked
+        from t_sender.outbox`;
       assert.deepEqual({ ...parked }, {
         state: "pending",
         attempts: 1,
@@ -45,9 +48,9 @@ Deno.test("loop guard: the 101st re-arm of the day parks the row with an alarm; 
         parked: true,
       });
       const [guard] = await sql`
-        select rearms from t_sender.relay_guard
-         where sandbox_id = ${sandboxId}
-           and day = (now() at time zone 'utc')::date`;
+      select rearms from t_sender.relay_guard
+       where sandbox_id = ${sandboxId}
+         and day = (now() at time zone 'utc')::date`;
       assert.equal(guard.rearms, 101);
       const alarms = lines.filter((l) => l.event === "alarm_guard");
       assert.equal(alarms.length, 1);
@@ -57,11 +60,11 @@ Deno.test("loop guard: the 101st re-arm of the day parks the row with an alarm; 
 
       // Parked means no more automatic tries: another sandbox's order goes
       // through while this row waits, and it is still there untouched.
-      await placeOrder(sql, other, "X1");
+      const x1 = await placeOrder(sql, other, "X1");
       await waitForDeliveries(sql, "done", 3);
       const [still] = await sql`
-        select state, attempts, next_attempt_at = 'infinity' as parked
-          from t_sender.outbox where message_id = ${first.messageId}`;
+      select state, attempts, next_attempt_at = 'infinity' as parked
+        from t_sender.outbox where message_id = ${first.messageId}`;
       assert.deepEqual({ ...still }, {
         state: "pending",
         attempts: 1,
@@ -82,8 +85,8 @@ Deno.test("loop guard: the 101st re-arm of the day parks the row with an alarm; 
           sql`sandbox_id = ${sandboxId} and state = 'published'`,
         ) === 2);
       const messages = await sql`
-        select message_id from queue.messages where sandbox_id = ${sandboxId}
-         order by message_id`;
+      select message_id from queue.messages where sandbox_id = ${sandboxId}
+       order by message_id`;
       assert.deepEqual(
         messages.map((m) => m.message_id).sort(),
         [first.messageId, second.messageId].sort(),
@@ -92,29 +95,31 @@ Deno.test("loop guard: the 101st re-arm of the day parks the row with an alarm; 
       await waitForDeliveries(sql, "done", 9);
       // The parked row kept its history.
       const [flushed] = await sql`
-        select attempts, last_error from t_sender.outbox
-         where message_id = ${first.messageId}`;
+      select attempts, last_error from t_sender.outbox
+       where message_id = ${first.messageId}`;
       assert.equal(flushed.attempts, 1);
       assert.match(flushed.last_error, /queueRefusesSends/);
       assert.equal(
         lines.filter((l) => l.event === "alarm_guard").length,
         1,
       );
+      if (view) {
+        const sent = [x1, first, second].map((e) => e.messageId);
+        await assertStreamHolds(view, toEach(sent, RECEIVERS));
+        await assertDelivered(view, each(3));
+      }
     });
-  });
-});
-
-Deno.test("loop guard: under the allowance a failed publish is retried after RELAY_RETRY_MS (not at the next poll), not parked", async () => {
-  await withTestDatabase(async (db) => {
-    const { sql } = db;
-    await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+  },
+}, {
+  name:
+    "loop guard: under the allowance a failed publish is retried after RELAY_RETRY_MS (not at the next poll), not parked",
+  run: async ({ sql, sandboxId, view, workers }) => {
     await setFault(sql, sandboxId, RELAY_FAULTS.queueRefusesSends, true);
     // A poll far longer than the retry: only a relay that knows when its
     // retry is due tries again in time.
     const options = { relayRetryMs: 100, pollMs: 10_000 };
-    await withWorkers(db, options, async ({ lines }) => {
-      await placeOrder(sql, sandboxId, "O1");
+    await workers(options, async ({ lines }) => {
+      const { messageId } = await placeOrder(sql, sandboxId, "O1");
       const placed = performance.now();
       await waitFor("three failed publishes", async () => {
         const [row] = await sql`select attempts from t_sender.outbox`;
@@ -123,8 +128,8 @@ Deno.test("loop guard: under the allowance a failed publish is retried after REL
       const took = performance.now() - placed;
       assert.ok(took < 2_000, `three tries took ${took.toFixed(0)} ms`);
       const [row] = await sql`
-        select state, next_attempt_at < 'infinity' as scheduled
-          from t_sender.outbox`;
+      select state, next_attempt_at < 'infinity' as scheduled
+        from t_sender.outbox`;
       assert.equal(row.scheduled, true);
       assert.ok(["pending", "claimed"].includes(row.state));
       assert.equal(lines.filter((l) => l.event === "alarm_guard").length, 0);
@@ -134,27 +139,29 @@ Deno.test("loop guard: under the allowance a failed publish is retried after REL
       await waitForJobs(sql, 1);
       const [published] = await sql`select state from t_sender.outbox`;
       assert.equal(published.state, "published");
+      // The refused sends never reached the broker: one copy, sent once.
+      if (view) {
+        await assertStreamHolds(view, toEach([messageId], RECEIVERS));
+        await assertDelivered(view, each(1));
+      }
     });
-  });
-});
-
-Deno.test("loop guard: a relay that crashes before marking re-arms by its lease; each takeover counts, and the 101st parks the row with an alarm", async () => {
-  await withTestDatabase(async (db) => {
-    const { sql } = db;
-    await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+  },
+}, {
+  name:
+    "loop guard: a relay that crashes before marking re-arms by its lease; each takeover counts, and the 101st parks the row with an alarm",
+  run: async ({ sql, sandboxId, view, workers }) => {
     await sql`
-      insert into t_sender.relay_guard (sandbox_id, day, rearms)
-      values (${sandboxId}, (now() at time zone 'utc')::date, 99)`;
+    insert into t_sender.relay_guard (sandbox_id, day, rearms)
+    values (${sandboxId}, (now() at time zone 'utc')::date, 99)`;
     await setFault(sql, sandboxId, RELAY_FAULTS.crashBeforeMark, true);
     const rearms = async () => {
       const [guard] = await sql`
-        select rearms from t_sender.relay_guard
-         where sandbox_id = ${sandboxId}
-           and day = (now() at time zone 'utc')::date`;
+      select rearms from t_sender.relay_guard
+       where sandbox_id = ${sandboxId}
+         and day = (now() at time zone 'utc')::date`;
       return guard.rearms;
     };
-    await withWorkers(db, { relayLeaseMs: 200 }, async ({ lines }) => {
+    await workers({ relayLeaseMs: 200 }, async ({ lines }) => {
       const crashes = () =>
         lines.filter((l) => l.event === "relay_crash_fault").length;
       const first = await placeOrder(sql, sandboxId, "O1");
@@ -170,9 +177,9 @@ Deno.test("loop guard: a relay that crashes before marking re-arms by its lease;
       );
       assert.equal(await rearms(), 101);
       const [parked] = await sql`
-        select state, attempts, last_error, lease_owner,
-               next_attempt_at = 'infinity' as parked
-          from t_sender.outbox`;
+      select state, attempts, last_error, lease_owner,
+             next_attempt_at = 'infinity' as parked
+        from t_sender.outbox`;
       assert.deepEqual({ ...parked }, {
         state: "pending",
         attempts: 1,
@@ -201,13 +208,20 @@ Deno.test("loop guard: a relay that crashes before marking re-arms by its lease;
           sql`sandbox_id = ${sandboxId} and state = 'published'`,
         ) === 2);
       const messages = await sql`
-        select message_id from queue.messages order by message_id`;
+      select message_id from queue.messages order by message_id`;
       assert.deepEqual(
         messages.map((m) => m.message_id).sort(),
         [first.messageId, second.messageId].sort(),
       );
       await waitForJobs(sql, 2);
       assert.equal(crashes(), 2);
+      // Over JetStream the three publishes of O1 (two crashed, one flushed)
+      // are one message per receiver, delivered once.
+      if (view) {
+        const sent = [first, second].map((e) => e.messageId);
+        await assertStreamHolds(view, toEach(sent, RECEIVERS));
+        await assertDelivered(view, each(2));
+      }
     });
-  });
-});
+  },
+}];

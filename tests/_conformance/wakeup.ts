@@ -2,20 +2,14 @@
  * Wake-up by LISTEN/NOTIFY: with a poll of a minute, a commit is delivered
  * within a second because the notification wakes the relay and then the
  * consumers; and that still holds after the listener's connection was killed
- * and came back.
+ * and came back. Over JetStream the notification wakes the relay, and the
+ * broker hands the messages to the consumers' pending fetches.
  */
 import assert from "node:assert/strict";
-import { withTestDatabase } from "./_db.ts";
-import {
-  count,
-  createSandbox,
-  createTestServices,
-  placeOrder,
-  RECEIVERS,
-  waitFor,
-  withWorkers,
-} from "./_messaging.ts";
-import type { Sql } from "../lib/db/connect.ts";
+import { count, placeOrder, RECEIVERS, waitFor } from "../_messaging.ts";
+import type { Sql } from "../../lib/db/connect.ts";
+import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
+import type { Scenario } from "./mod.ts";
 
 /** A minute: anything delivered within a second was woken, not polled. */
 const POLL_MS = 60_000;
@@ -43,20 +37,19 @@ async function deliveryTime(sql: Sql, sandboxId: string, orderId: string) {
   return performance.now() - committed;
 }
 
-Deno.test("a commit wakes idle workers: delivered within a second, also after the listener's connection was killed", async () => {
-  await withTestDatabase(async (db) => {
-    const { sql } = db;
-    await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    await withWorkers(db, { pollMs: POLL_MS }, async ({ lines }) => {
+export const wakeupScenarios: Scenario[] = [{
+  name:
+    "a commit wakes idle workers: delivered within a second, also after the listener's connection was killed",
+  run: async ({ sql, sandboxId, view, workers }) => {
+    await workers({ pollMs: POLL_MS }, async ({ lines }) => {
       const [pid] = await listenerPids(sql);
       assert.ok(pid, "the listener is connected");
       // Let the first ticks find nothing, so the loops sleep for the poll.
       await waitFor("the loops to go idle", async () => {
         const [{ n }] = await sql<{ n: number }[]>`
-          select count(*)::int as n from pg_stat_activity
-           where datname = current_database() and application_name = 'test'
-             and state = 'active' and pid <> pg_backend_pid()`;
+        select count(*)::int as n from pg_stat_activity
+         where datname = current_database() and application_name = 'test'
+           and state = 'active' and pid <> pg_backend_pid()`;
         return n === 0;
       });
 
@@ -64,9 +57,9 @@ Deno.test("a commit wakes idle workers: delivered within a second, also after th
       assert.ok(first < 1000, `the first order took ${first.toFixed(0)} ms`);
 
       const [{ killed }] = await sql<{ killed: boolean }[]>`
-        select pg_terminate_backend(pid) as killed from pg_stat_activity
-         where application_name = 'bakery-listener'
-           and datname = current_database()`;
+      select pg_terminate_backend(pid) as killed from pg_stat_activity
+       where application_name = 'bakery-listener'
+         and datname = current_database()`;
       assert.equal(killed, true);
       await waitFor("the listener to reconnect", async () => {
         const pids = await listenerPids(sql);
@@ -80,6 +73,18 @@ Deno.test("a commit wakes idle workers: delivered within a second, also after th
       for (const r of RECEIVERS) {
         assert.equal(await count(sql, `${r}.jobs`), 2, r);
       }
+      if (view) {
+        const sent = await sql`select message_id from queue.messages`;
+        assert.equal(sent.length, 2);
+        await assertStreamHolds(
+          view,
+          toEach(sent.map((m) => m.message_id), RECEIVERS),
+        );
+        await assertDelivered(
+          view,
+          Object.fromEntries(RECEIVERS.map((r) => [r, 2])),
+        );
+      }
     });
-  });
-});
+  },
+}];

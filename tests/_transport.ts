@@ -1,0 +1,181 @@
+/**
+ * The two transports the messaging tests run on, as the test sender and
+ * receivers use them: the PostgreSQL queue (PgQueue), or NATS JetStream
+ * (a JetStreamQueue over a PgQueue ledger, on a stream of the test's own).
+ * For JetStream, `view` reads the stream and its consumers as the broker
+ * holds them, so that a test can prove the messages went through it.
+ */
+import type { Sql } from "../lib/db/connect.ts";
+import { memoryLogger } from "../lib/log/mod.ts";
+import { consumerLeaseMs, PgQueue, type Queue } from "../lib/queue/mod.ts";
+import type { Routing } from "../lib/queue/publish.ts";
+import type { RedriveOptions } from "../lib/queue/dead_letters.ts";
+import {
+  type JetStream,
+  JetStreamQueue,
+  openJetStream,
+  StreamNames,
+} from "../lib/queue/jetstream/mod.ts";
+import { dropStream, TEST_NATS_URL, testStream } from "./_nats.ts";
+
+export type TransportName = "postgres" | "jetstream";
+
+/** Every transport behind `Queue`, in the order the suite runs them. */
+export const TRANSPORTS: readonly TransportName[] = ["postgres", "jetstream"];
+
+/**
+ * The test workers' AckWait: the consumers' lease for their 2 s timeout
+ * (10 s), long enough that nothing is redelivered by AckWait unless a test
+ * means it to be.
+ */
+export const TEST_ACK_WAIT_MS = consumerLeaseMs({ timeoutMs: 2000 });
+
+/** A message as the stream stores it. */
+export interface StoredMessage {
+  seq: number;
+  subject: string;
+  /** The broker's message id (Nats-Msg-Id). */
+  msgId: string;
+  /** The envelope's message id. */
+  messageId: string;
+}
+
+/** What a subscriber's durable consumer says of itself. */
+export interface ConsumerState {
+  /** Deliveries made, redeliveries included (its consumer sequence). */
+  delivered: number;
+  /** Delivered and not yet acknowledged. */
+  ackPending: number;
+  /** In the stream and not yet delivered. */
+  pending: number;
+}
+
+/** Reads a stream and its consumers. */
+export class StreamView {
+  constructor(readonly stream: JetStream) {}
+
+  get name(): string {
+    return this.stream.names.stream;
+  }
+
+  /** How many messages the stream holds. */
+  async count(): Promise<number> {
+    return (await this.stream.jsm.streams.info(this.name)).state.messages;
+  }
+
+  /** Every message the stream holds, oldest first. */
+  async stored(): Promise<StoredMessage[]> {
+    const { state } = await this.stream.jsm.streams.info(this.name);
+    const out: StoredMessage[] = [];
+    for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
+      const m = await this.stream.jsm.streams.getMessage(this.name, { seq });
+      if (!m) continue;
+      out.push({
+        seq: m.seq,
+        subject: m.subject,
+        msgId: m.header.get("Nats-Msg-Id"),
+        messageId: m.json<{ messageId: string }>().messageId,
+      });
+    }
+    return out;
+  }
+
+  /** A subscriber's durable consumer. */
+  async consumer(subscriber: string): Promise<ConsumerState> {
+    const info = await this.stream.jsm.consumers.info(
+      this.name,
+      this.stream.names.consumer(subscriber),
+    );
+    return {
+      delivered: info.delivered.consumer_seq,
+      ackPending: info.num_ack_pending,
+      pending: info.num_pending,
+    };
+  }
+}
+
+export interface TestTransportOptions {
+  /** Who gets what. */
+  routing: Routing;
+  /** JetStream: the subscribers that get a durable consumer. */
+  subscribers: readonly string[];
+  /**
+   * JetStream: the stream to use, which the caller drops; by default one
+   * of the transport's own (testStream()), dropped by `close`.
+   */
+  stream?: string;
+  /** JetStream: the consumers' AckWait (default TEST_ACK_WAIT_MS). */
+  ackWaitMs?: number;
+}
+
+/** One transport, open. */
+export interface TestTransport {
+  name: TransportName;
+  /** What the relay publishes to. */
+  queue: Queue;
+  /** JetStream: startMessaging's `broker`. */
+  broker?: { stream: JetStream; ackWaitMs: number };
+  /** JetStream: the stream, as the broker holds it. */
+  view?: StreamView;
+  /** How a redrive reaches this transport (the console's choice). */
+  redrive: RedriveOptions;
+  /** Closes the connection; drops the stream if it was the transport's own. */
+  close(): Promise<void>;
+}
+
+/** Opens `name`, storing the deliveries' rows through `sql`. */
+export async function openTestTransport(
+  name: TransportName,
+  sql: Sql,
+  options: TestTransportOptions,
+): Promise<TestTransport> {
+  const { routing } = options;
+  const ledger = new PgQueue(sql, routing);
+  if (name === "postgres") {
+    return { name, queue: ledger, redrive: {}, close: async () => {} };
+  }
+  const own = options.stream === undefined;
+  const streamName = options.stream ?? testStream();
+  const ackWaitMs = options.ackWaitMs ?? TEST_ACK_WAIT_MS;
+  let stream: JetStream;
+  try {
+    stream = await openTestStream(streamName, options.subscribers, ackWaitMs);
+  } catch (error) {
+    if (own) await dropStream(streamName);
+    throw error;
+  }
+  return {
+    name,
+    queue: new JetStreamQueue({
+      js: stream.js,
+      names: stream.names,
+      routing,
+      ledger,
+    }),
+    broker: { stream, ackWaitMs },
+    view: new StreamView(stream),
+    redrive: { republish: true },
+    close: async () => {
+      await stream.close();
+      if (own) await dropStream(streamName);
+    },
+  };
+}
+
+/**
+ * Opens (creating it if need be) a test stream with one durable consumer
+ * per subscriber, as the bakery opens its own (services/mod.ts).
+ */
+export async function openTestStream(
+  name: string,
+  subscribers: readonly string[],
+  ackWaitMs = TEST_ACK_WAIT_MS,
+): Promise<JetStream> {
+  return await openJetStream(TEST_NATS_URL, {
+    names: new StreamNames(name),
+    subscribers,
+    // The bakery's minimum: well past any relay retry a test makes.
+    duplicateWindowMs: 120_000,
+    ackWaitMs,
+  }, memoryLogger("error").logger);
+}
