@@ -85,6 +85,7 @@ async function take(
     fetched.map((m) => ({
       subscriber: "t_recv_a",
       envelope: m.json<Envelope>(),
+      source: "t_sender",
     })),
   );
   return {
