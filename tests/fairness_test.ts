@@ -22,6 +22,19 @@ import {
   withTestBakery,
 } from "./_app.ts";
 
+/**
+ * The claims' fairness is the PostgreSQL queue's. Over JetStream a consumer
+ * takes its subscriber's messages in stream order and holds a sandbox back
+ * only once its receiver shows itself slow (README, Scale): under
+ * TEST_QUEUE=jetstream these tests are skipped.
+ */
+const overBroker = Deno.env.get("TEST_QUEUE") === "jetstream";
+if (overBroker) {
+  console.log("skipped: the fair claims are the PostgreSQL queue's");
+}
+const fairTest = (name: string, fn: () => Promise<void>) =>
+  Deno.test({ name, ignore: overBroker, fn });
+
 /** The target of the hardening issue, from B's payment to six applied. */
 const TARGET_MS = 2_000;
 
@@ -117,109 +130,121 @@ async function quietOrder(t: TestBakery, sandboxA: string) {
   return { ms, backlogOfA: await openDeliveries(t.sql, sandboxA) };
 }
 
-Deno.test("a slow, doubled backlog in one sandbox does not hold up another's paid order", async () => {
-  await withTestBakery(async (t) => {
-    const a = t.client();
-    const { sandboxId } = await signIn(a, "Sandbox A");
-    await setFaults(a, { kitchenSlow: true, duplicateDeliveries: true });
-    await paidOrders(a, 30);
-    // A's backlog is there: its kitchen deliveries wait on a slow kitchen.
-    await eventually(
-      "A's orders to be published",
-      async () =>
-        await countOf(t.sql<{ n: number }[]>`
+fairTest(
+  "a slow, doubled backlog in one sandbox does not hold up another's paid order",
+  async () => {
+    await withTestBakery(async (t) => {
+      const a = t.client();
+      const { sandboxId } = await signIn(a, "Sandbox A");
+      await setFaults(a, { kitchenSlow: true, duplicateDeliveries: true });
+      await paidOrders(a, 30);
+      // A's backlog is there: its kitchen deliveries wait on a slow kitchen.
+      await eventually(
+        "A's orders to be published",
+        async () =>
+          await countOf(t.sql<{ n: number }[]>`
         select count(*)::int as n from queue.deliveries
          where sandbox_id = ${sandboxId} and type = 'OrderPaid'`) >= 30 * 6,
-      30_000,
-    );
-    const { ms, backlogOfA } = await quietOrder(t, sandboxId);
-    assert.ok(
-      backlogOfA > 0,
-      "A's backlog had drained: the test proves nothing",
-    );
-    assert.ok(ms <= TARGET_MS, `B's paid order took ${Math.round(ms)} ms`);
-  }, SETTINGS);
-});
+        30_000,
+      );
+      const { ms, backlogOfA } = await quietOrder(t, sandboxId);
+      assert.ok(
+        backlogOfA > 0,
+        "A's backlog had drained: the test proves nothing",
+      );
+      assert.ok(ms <= TARGET_MS, `B's paid order took ${Math.round(ms)} ms`);
+    }, SETTINGS);
+  },
+);
 
-Deno.test("a bulk redrive in one sandbox does not hold up another's paid order", async () => {
-  await withTestBakery(async (t) => {
-    const a = t.client();
-    const { sandboxId } = await signIn(a, "Sandbox A");
-    await setFaults(a, { kitchenRefuses: true });
-    await paidOrders(a, 30);
-    // 60 kitchen dead letters (OrderPlaced and OrderPaid of each order).
-    await deadLettersSettle(a, 60, "", 60_000);
-    await setFaults(a, { kitchenRefuses: false, kitchenSlow: true });
-    const { status, body } = await a.json(
-      "POST",
-      "/api/console/dead-letters/redrive",
-      { subscriber: "kitchen" },
-    );
-    assert.equal(status, 202, JSON.stringify(body));
-    const { ms, backlogOfA } = await quietOrder(t, sandboxId);
-    assert.ok(
-      backlogOfA > 0,
-      "A's redrive had drained: the test proves nothing",
-    );
-    assert.ok(ms <= TARGET_MS, `B's paid order took ${Math.round(ms)} ms`);
-  }, { ...SETTINGS, RETRY_DELAYS_MS: "50,50,50" });
-});
+fairTest(
+  "a bulk redrive in one sandbox does not hold up another's paid order",
+  async () => {
+    await withTestBakery(async (t) => {
+      const a = t.client();
+      const { sandboxId } = await signIn(a, "Sandbox A");
+      await setFaults(a, { kitchenRefuses: true });
+      await paidOrders(a, 30);
+      // 60 kitchen dead letters (OrderPlaced and OrderPaid of each order).
+      await deadLettersSettle(a, 60, "", 60_000);
+      await setFaults(a, { kitchenRefuses: false, kitchenSlow: true });
+      const { status, body } = await a.json(
+        "POST",
+        "/api/console/dead-letters/redrive",
+        { subscriber: "kitchen" },
+      );
+      assert.equal(status, 202, JSON.stringify(body));
+      const { ms, backlogOfA } = await quietOrder(t, sandboxId);
+      assert.ok(
+        backlogOfA > 0,
+        "A's redrive had drained: the test proves nothing",
+      );
+      assert.ok(ms <= TARGET_MS, `B's paid order took ${Math.round(ms)} ms`);
+    }, { ...SETTINGS, RETRY_DELAYS_MS: "50,50,50" });
+  },
+);
 
-Deno.test("a plain backlog of many orders in one sandbox does not hold up another's paid order", async () => {
-  await withTestBakery(async (t) => {
-    const a = t.client();
-    const { sandboxId } = await signIn(a, "Sandbox A");
-    // The queue refuses A's sends while its orders pile up in the outbox;
-    // switched off, they all reach the queue at once.
-    await setFaults(a, { queueRefusesSends: true });
-    await paidOrders(a, 600);
-    await setFaults(a, { queueRefusesSends: false });
-    await eventually(
-      "A's backlog in the queue",
-      async () => await openDeliveries(t.sql, sandboxId) >= 1200,
-      30_000,
-    );
-    const { ms, backlogOfA } = await quietOrder(t, sandboxId);
-    assert.ok(
-      backlogOfA > 0,
-      "A's backlog had drained: the test proves nothing",
-    );
-    assert.ok(ms <= TARGET_MS, `B's paid order took ${Math.round(ms)} ms`);
-  }, SETTINGS);
-});
+fairTest(
+  "a plain backlog of many orders in one sandbox does not hold up another's paid order",
+  async () => {
+    await withTestBakery(async (t) => {
+      const a = t.client();
+      const { sandboxId } = await signIn(a, "Sandbox A");
+      // The queue refuses A's sends while its orders pile up in the outbox;
+      // switched off, they all reach the queue at once.
+      await setFaults(a, { queueRefusesSends: true });
+      await paidOrders(a, 600);
+      await setFaults(a, { queueRefusesSends: false });
+      await eventually(
+        "A's backlog in the queue",
+        async () => await openDeliveries(t.sql, sandboxId) >= 1200,
+        30_000,
+      );
+      const { ms, backlogOfA } = await quietOrder(t, sandboxId);
+      assert.ok(
+        backlogOfA > 0,
+        "A's backlog had drained: the test proves nothing",
+      );
+      assert.ok(ms <= TARGET_MS, `B's paid order took ${Math.round(ms)} ms`);
+    }, SETTINGS);
+  },
+);
 
-Deno.test("a slow receiver in one sandbox does not hold up that sandbox's other receivers", async () => {
-  await withTestBakery(async (t) => {
-    const a = t.client();
-    const { sandboxId } = await signIn(a, "Sandbox A");
-    await setFaults(a, { kitchenSlow: true });
-    await paidOrders(a, 30);
-    const paidAt = performance.now();
-    const others = ROUTING.OrderPaid.filter((r) => r !== "kitchen");
-    const done = () =>
-      countOf(t.sql<{ n: number }[]>`
+fairTest(
+  "a slow receiver in one sandbox does not hold up that sandbox's other receivers",
+  async () => {
+    await withTestBakery(async (t) => {
+      const a = t.client();
+      const { sandboxId } = await signIn(a, "Sandbox A");
+      await setFaults(a, { kitchenSlow: true });
+      await paidOrders(a, 30);
+      const paidAt = performance.now();
+      const others = ROUTING.OrderPaid.filter((r) => r !== "kitchen");
+      const done = () =>
+        countOf(t.sql<{ n: number }[]>`
         select count(*)::int as n from queue.deliveries
          where sandbox_id = ${sandboxId} and type = 'OrderPaid'
            and subscriber = any(${others}) and state = 'done'`);
-    // The kitchen takes 6 s a delivery and times out at 5 s: its own
-    // deliveries wait for their retries, the other five receivers do not.
-    await eventually(
-      "A's OrderPaid at its five other receivers",
-      async () => await done() === 30 * others.length,
-      TARGET_MS,
-    );
-    console.log(
-      `A's other receivers done ${
-        Math.round(performance.now() - paidAt)
-      } ms after its last payment`,
-    );
-    const kitchenOpen = await countOf(t.sql<{ n: number }[]>`
+      // The kitchen takes 6 s a delivery and times out at 5 s: its own
+      // deliveries wait for their retries, the other five receivers do not.
+      await eventually(
+        "A's OrderPaid at its five other receivers",
+        async () => await done() === 30 * others.length,
+        TARGET_MS,
+      );
+      console.log(
+        `A's other receivers done ${
+          Math.round(performance.now() - paidAt)
+        } ms after its last payment`,
+      );
+      const kitchenOpen = await countOf(t.sql<{ n: number }[]>`
       select count(*)::int as n from queue.deliveries
        where sandbox_id = ${sandboxId} and subscriber = 'kitchen'
          and state in ('pending', 'in_flight')`);
-    assert.ok(
-      kitchenOpen > 0,
-      "the kitchen had caught up: the test proves nothing",
-    );
-  }, SETTINGS);
-});
+      assert.ok(
+        kitchenOpen > 0,
+        "the kitchen had caught up: the test proves nothing",
+      );
+    }, SETTINGS);
+  },
+);
