@@ -14,8 +14,12 @@
  * migrated owns everything and is named nowhere.
  */
 import type { Sql } from "./connect.ts";
+import { MIGRATIONS_DIR } from "./migrate.ts";
 import { type PrivilegeRow, readCatalog, readRoles } from "./schema_catalog.ts";
 import { groupBy, readTables, renderTables } from "./schema_tables.ts";
+
+/** The dump of a freshly migrated database, checked in beside the migrations. */
+export const SCHEMA_FILE = new URL("schema.sql", MIGRATIONS_DIR);
 
 const HEADER =
   `-- The schema of a freshly migrated database, read from the catalog by
