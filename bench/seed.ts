@@ -160,8 +160,8 @@ export async function consoleWorld(sql: Sql, o: {
              'done', 1, 200, now()
         from seed order by g`;
     // History as the running system leaves it: where the closure audit
-    // exists (migrations/0007), every done delivery has been audited and
-    // counted as closed.
+    // exists (queue.deliveries.audited), every done delivery has been audited
+    // and counted as closed.
     const [audit] = await tx`
       select 1 from information_schema.columns
        where table_schema = 'queue' and table_name = 'deliveries'

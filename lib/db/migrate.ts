@@ -3,6 +3,7 @@
  * in order, each in its own transaction, recorded with a checksum in
  * `public.schema_migrations`. Every transaction first takes one advisory lock,
  * so processes that start together apply each file exactly once.
+ * `migrations/schema.sql` is the schema they make (lib/db/schema_dump.ts).
  */
 import type { Sql } from "./connect.ts";
 import { sha256Hex } from "../hash.ts";
@@ -20,6 +21,41 @@ export class MigrationError extends Error {
 export class PrivilegeError extends Error {
   override name = "PrivilegeError";
 }
+
+/**
+ * The database was migrated by the files of a schema that was never
+ * released; the files of today's schema cannot be applied on top of it.
+ */
+export class UnreleasedSchemaError extends MigrationError {
+  override name = "UnreleasedSchemaError";
+}
+
+/**
+ * The migrations before they were folded into one file per area, before
+ * the first release. No released database has them; one that does was made
+ * by a development version, and applying today's files to it would fail
+ * midway (its tables exist already).
+ */
+const UNRELEASED = [
+  "0001_roles_schemas_sandboxes.sql",
+  "0002_messaging.sql",
+  "0003_bakery.sql",
+  "0004_sessions.sql",
+  "0005_wipes.sql",
+  "0006_pending_indexes.sql",
+  "0007_closure_audit.sql",
+  "0008_relay_role.sql",
+  "0010_unread_order_index.sql",
+  "0011_fewer_pending_indexes.sql",
+  "0012_timeline_lookups.sql",
+  "0013_retry_index.sql",
+  "0014_deliveries_listed_by_message.sql",
+  "0015_sandbox_policy_once_per_statement.sql",
+  "0016_refuse.sql",
+  "0017_payment_checks.sql",
+  "0018_fair_claims.sql",
+  "0019_broker_redrives.sql",
+];
 
 export interface MigrationFile {
   name: string;
@@ -48,7 +84,9 @@ export const MIGRATIONS_DIR = new URL("../../migrations/", import.meta.url);
 
 /**
  * Applies what is not yet applied. Returns the names applied by this call
- * (empty when the database was up to date).
+ * (empty when the database was up to date). Refuses, before applying
+ * anything, a database migrated by the unreleased earlier schema
+ * ({@link UnreleasedSchemaError}).
  */
 export async function migrate(
   sql: Sql,
@@ -56,6 +94,7 @@ export async function migrate(
   files?: MigrationFile[],
 ): Promise<string[]> {
   await assertPrivileges(sql);
+  await assertNotUnreleased(sql);
   const all = files ?? await readMigrations(MIGRATIONS_DIR);
   const applied: string[] = [];
   for (const file of all) {
@@ -95,6 +134,27 @@ export async function migrate(
     }
   }
   return applied;
+}
+
+async function assertNotUnreleased(sql: Sql) {
+  const found = await sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${LOCK_KEY})`;
+    const [table] = await tx<{ t: string | null }[]>`
+      select to_regclass('public.schema_migrations')::text as t`;
+    if (!table.t) return [];
+    const rows = await tx<{ name: string }[]>`
+      select name from public.schema_migrations
+       where name = any(${UNRELEASED}) order by name`;
+    return rows.map((r) => r.name);
+  });
+  if (found.length) {
+    const names = found.length > 2
+      ? `${found[0]} ... ${found.at(-1)}, ${found.length} files`
+      : found.join(", ");
+    throw new UnreleasedSchemaError(
+      `this database was migrated by an unreleased earlier schema (${names}); drop it, or delete DATA_DIR for the embedded one`,
+    );
+  }
 }
 
 async function assertPrivileges(sql: Sql) {

@@ -1,6 +1,6 @@
 /**
  * Outbox row states, mirrored by the CHECK in platform.create_outbox
- * (migrations/0002_messaging.sql).
+ * (migrations/0002_outbox_inbox.sql).
  *
  * - `pending`: waiting to be published. Moved out by a relay's claim once
  *   `next_attempt_at` has come.

@@ -13,7 +13,7 @@ export const CURRENCY = "eur";
 
 /**
  * Payment states, mirrored by the CHECK on billing.payments
- * (migrations/0017_payment_checks.sql).
+ * (migrations/0004_bakery.sql).
  *
  * - `pending`: opened by a pay request; moved out by billing when a Stripe
  *   event about it arrives.

@@ -153,7 +153,8 @@ export async function closureRows(
         left join ${sql(`${subscriber}.inbox`)} i on i.message_id = d.message_id
         ${
       // "closed" reads history: the newest done rows, found through this
-      // sandbox's newest messages (migrations/0014).
+      // sandbox's newest messages (queue.messages_by_sandbox,
+      // migrations/0003_queue.sql).
       state === "closed"
         ? sql`join queue.messages m on m.message_id = d.message_id
                 and m.sandbox_id = ${sandboxId}`

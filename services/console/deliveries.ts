@@ -64,7 +64,7 @@ export interface DeliveryFilter {
  * Deliveries of one sandbox, newest first (dead letters: oldest first).
  * Open, dead and refused ones are few and each state has a partial index;
  * done ones are history, found through this sandbox's newest messages
- * (migrations/0014).
+ * (queue.messages_by_sandbox, migrations/0003_queue.sql).
  */
 export async function listDeliveries(
   sql: Sql,

@@ -106,9 +106,9 @@ export interface NewOrderOutcome {
 
 /**
  * The SQLSTATE with which {@link newOrderStatement} refuses an order that
- * does not fit the day's capacity (platform.refuse, migration 0016); the
- * error's message is the sku of the first line, in sku order, that did not
- * fit.
+ * does not fit the day's capacity (platform.refuse,
+ * migrations/0001_platform.sql); the error's message is the sku of the first
+ * line, in sku order, that did not fit.
  */
 export const ORDER_DOES_NOT_FIT = "BK409";
 

@@ -1,6 +1,6 @@
 /**
  * Order states, mirrored by the CHECK on orders.orders
- * (migrations/0003_bakery.sql).
+ * (migrations/0004_bakery.sql).
  *
  * - `placed`: ordered, not paid. Moved out by the orders service: to `paid`
  *   (PaymentSucceeded), `payment_failed` (PaymentFailed) or `cancelled`.

@@ -1,5 +1,12 @@
--- The bakery's own state, one schema per service. Every table carries
--- sandbox_id and the sandbox policy (platform.enable_sandbox_rls).
+-- The bakery's own state, one schema per service (made in 0001_platform.sql).
+-- Every table carries sandbox_id and the sandbox policy
+-- (platform.enable_sandbox_rls). Orders and billing send (an outbox each);
+-- orders and the six receivers receive (an inbox each).
+
+select platform.create_outbox_with_indexes('orders');
+select platform.create_outbox_with_indexes('billing');
+select platform.create_inbox(s) from unnest(array['orders', 'kitchen',
+  'schedule', 'dispatch', 'crm', 'customers', 'receipts']) as s;
 
 -- orders -------------------------------------------------------------------
 
@@ -11,6 +18,11 @@
 --                    moved out the same way as placed.
 --   paid           : final for the visitor (no cancel once paid).
 --   cancelled      : final.
+--
+-- No index by sandbox: orders are read by id (the order page, payments,
+-- cancels, the timeline), and the daily wipe deletes a sandbox's orders
+-- together with most of the table. One would cost an entry for every order
+-- placed (about 120 bytes of WAL per order) for no query.
 create table orders.orders (
   id uuid primary key,
   sandbox_id uuid not null,
@@ -26,7 +38,6 @@ create table orders.orders (
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now()
 );
-create index orders_by_sandbox on orders.orders (sandbox_id, created_at desc);
 
 create table orders.lines (
   order_id uuid not null references orders.orders (id),
@@ -48,7 +59,9 @@ create table orders.day_counts (
   primary key (sandbox_id, day, sku)
 );
 
--- The order's history: every state change, with the version it made.
+-- The order's history: every state change, with the version it made. The
+-- order page finds the order's own messages through it (message_id), not
+-- through a scan of the outbox.
 create table orders.events (
   id bigint generated always as identity primary key,
   sandbox_id uuid not null,
@@ -60,6 +73,11 @@ create table orders.events (
   at timestamptz not null default now()
 );
 create index events_by_order on orders.events (order_id, id);
+-- The payments the orders service keeps for a refund (a second payment of
+-- a paid order, a payment of a cancelled one), for the console's list of
+-- payments needing a refund. They are few.
+create index events_needing_refund on orders.events (sandbox_id, at)
+  where payload->>'action' = 'refund';
 
 -- Idempotency keys of commands: the same key returns the same order; the
 -- same key with another body is refused.
@@ -74,24 +92,48 @@ create table orders.commands_seen (
 
 -- billing ------------------------------------------------------------------
 
--- Payment states: pending (sent to the card network; moved out by a Stripe
--- event), succeeded (final), failed (final for this payment; the order may
--- be paid again with a new payment).
+-- The order page finds billing's messages about an order (one or two per
+-- payment) through this index of the order they are about, not through a
+-- scan of every outbox row (a scan that grows with history).
+create index outbox_by_aggregate on billing.outbox ((envelope->>'aggregateId'));
+
+-- Payments that add up. The pay request opens the payment with the amount
+-- and the currency the order needs, and the checkout that a repeated pay
+-- request returns; the webhook records what Stripe says it charged and
+-- compares it with both, and keeps a charge that is not the order's as a
+-- payment that needs a refund instead of telling the orders service it was
+-- paid.
+--
+-- Payment states (services/billing/open_payment.ts mirrors this CHECK):
+-- pending (opened by a pay request; moved out by a Stripe event), succeeded
+-- (final), failed (final for this payment; the order may be paid again),
+-- refund_due (money was taken but the charge is not the order's: another
+-- amount or currency, or a payment billing never opened; final here, shown
+-- to the operator, who refunds it in Stripe).
 create table billing.payments (
   id text primary key,
   sandbox_id uuid not null,
   order_id uuid not null,
   amount_cents int not null check (amount_cents >= 0),
   state text not null default 'pending'
-    check (state in ('pending', 'succeeded', 'failed')),
+    check (state in ('pending', 'succeeded', 'failed', 'refund_due')),
   card_last4 text,
   failure_reason text,
   created_at timestamptz not null default now(),
-  updated_at timestamptz not null default now()
+  updated_at timestamptz not null default now(),
+  currency text not null default 'eur',
+  charged_cents int,
+  charged_currency text,
+  refund_reason text,
+  checkout_url text
 );
 create index payments_by_order on billing.payments (order_id);
+-- billing's part of the console's list of payments needing a refund. Few.
+create index payments_refund_due on billing.payments (sandbox_id, updated_at)
+  where state = 'refund_due';
 
--- Every Stripe event id, once: a replay changes nothing.
+-- Every Stripe event id, once: a replay changes nothing and gets the answer
+-- the first one got.
 create table billing.stripe_events (
   event_id text primary key,
   -- null when the event names no sandbox of ours (written in the workers
@@ -102,7 +144,9 @@ create table billing.stripe_events (
   order_id uuid,
   -- what billing did with it, in words (shown to the operator)
   outcome text not null,
-  received_at timestamptz not null default now()
+  received_at timestamptz not null default now(),
+  -- 200, or 422 when billing refused it (a payment id of another sandbox)
+  status smallint not null default 200 check (status in (200, 422))
 );
 
 -- kitchen ------------------------------------------------------------------

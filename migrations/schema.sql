@@ -1,0 +1,1107 @@
+-- The schema of a freshly migrated database, read from the catalog by
+-- lib/db/schema_dump.ts. Do not edit: change the migrations, run
+-- `deno task schema`, and review the change to this file with them
+-- (tests/schema_test.ts fails while the two differ). Objects are owned by
+-- the user who migrated, to whom the roles are also granted when it is not
+-- a superuser; neither is shown.
+
+-- Roles (cluster-wide: those the schema names)
+CREATE ROLE billing NOLOGIN;
+CREATE ROLE console NOLOGIN;
+CREATE ROLE crm NOLOGIN;
+CREATE ROLE customers NOLOGIN;
+CREATE ROLE dispatch NOLOGIN;
+CREATE ROLE kitchen NOLOGIN;
+CREATE ROLE orders NOLOGIN;
+CREATE ROLE queue NOLOGIN;
+CREATE ROLE receipts NOLOGIN;
+CREATE ROLE relay NOLOGIN;
+CREATE ROLE schedule NOLOGIN;
+
+-- The database
+GRANT CONNECT, TEMPORARY ON DATABASE current_database() TO PUBLIC;
+
+-- Schemas
+CREATE SCHEMA billing;
+GRANT USAGE ON SCHEMA billing TO billing;
+GRANT USAGE ON SCHEMA billing TO console;
+GRANT USAGE ON SCHEMA billing TO relay;
+CREATE SCHEMA crm;
+GRANT USAGE ON SCHEMA crm TO console;
+GRANT USAGE ON SCHEMA crm TO crm;
+CREATE SCHEMA customers;
+GRANT USAGE ON SCHEMA customers TO console;
+GRANT USAGE ON SCHEMA customers TO customers;
+CREATE SCHEMA dispatch;
+GRANT USAGE ON SCHEMA dispatch TO console;
+GRANT USAGE ON SCHEMA dispatch TO dispatch;
+CREATE SCHEMA kitchen;
+GRANT USAGE ON SCHEMA kitchen TO console;
+GRANT USAGE ON SCHEMA kitchen TO kitchen;
+CREATE SCHEMA orders;
+GRANT USAGE ON SCHEMA orders TO console;
+GRANT USAGE ON SCHEMA orders TO orders;
+GRANT USAGE ON SCHEMA orders TO relay;
+CREATE SCHEMA platform;
+GRANT USAGE ON SCHEMA platform TO billing;
+GRANT USAGE ON SCHEMA platform TO console;
+GRANT USAGE ON SCHEMA platform TO crm;
+GRANT USAGE ON SCHEMA platform TO customers;
+GRANT USAGE ON SCHEMA platform TO dispatch;
+GRANT USAGE ON SCHEMA platform TO kitchen;
+GRANT USAGE ON SCHEMA platform TO orders;
+GRANT USAGE ON SCHEMA platform TO queue;
+GRANT USAGE ON SCHEMA platform TO receipts;
+GRANT USAGE ON SCHEMA platform TO relay;
+GRANT USAGE ON SCHEMA platform TO schedule;
+-- schema public (every database has it)
+GRANT USAGE ON SCHEMA public TO PUBLIC;
+CREATE SCHEMA queue;
+GRANT USAGE ON SCHEMA queue TO console;
+GRANT USAGE ON SCHEMA queue TO queue;
+GRANT USAGE ON SCHEMA queue TO relay;
+CREATE SCHEMA receipts;
+GRANT USAGE ON SCHEMA receipts TO console;
+GRANT USAGE ON SCHEMA receipts TO receipts;
+CREATE SCHEMA schedule;
+GRANT USAGE ON SCHEMA schedule TO console;
+GRANT USAGE ON SCHEMA schedule TO schedule;
+
+-- Default privileges of the user who migrated, unless another role is named
+ALTER DEFAULT PRIVILEGES IN SCHEMA billing GRANT SELECT, USAGE ON SEQUENCES TO billing;
+ALTER DEFAULT PRIVILEGES IN SCHEMA billing GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO billing;
+ALTER DEFAULT PRIVILEGES IN SCHEMA billing GRANT SELECT ON TABLES TO console;
+ALTER DEFAULT PRIVILEGES IN SCHEMA crm GRANT SELECT, USAGE ON SEQUENCES TO crm;
+ALTER DEFAULT PRIVILEGES IN SCHEMA crm GRANT SELECT ON TABLES TO console;
+ALTER DEFAULT PRIVILEGES IN SCHEMA crm GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO crm;
+ALTER DEFAULT PRIVILEGES IN SCHEMA customers GRANT SELECT, USAGE ON SEQUENCES TO customers;
+ALTER DEFAULT PRIVILEGES IN SCHEMA customers GRANT SELECT ON TABLES TO console;
+ALTER DEFAULT PRIVILEGES IN SCHEMA customers GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO customers;
+ALTER DEFAULT PRIVILEGES IN SCHEMA dispatch GRANT SELECT, USAGE ON SEQUENCES TO dispatch;
+ALTER DEFAULT PRIVILEGES IN SCHEMA dispatch GRANT SELECT ON TABLES TO console;
+ALTER DEFAULT PRIVILEGES IN SCHEMA dispatch GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO dispatch;
+ALTER DEFAULT PRIVILEGES IN SCHEMA kitchen GRANT SELECT, USAGE ON SEQUENCES TO kitchen;
+ALTER DEFAULT PRIVILEGES IN SCHEMA kitchen GRANT SELECT ON TABLES TO console;
+ALTER DEFAULT PRIVILEGES IN SCHEMA kitchen GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO kitchen;
+ALTER DEFAULT PRIVILEGES IN SCHEMA orders GRANT SELECT, USAGE ON SEQUENCES TO orders;
+ALTER DEFAULT PRIVILEGES IN SCHEMA orders GRANT SELECT ON TABLES TO console;
+ALTER DEFAULT PRIVILEGES IN SCHEMA orders GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO orders;
+ALTER DEFAULT PRIVILEGES IN SCHEMA queue GRANT SELECT, USAGE ON SEQUENCES TO queue;
+ALTER DEFAULT PRIVILEGES IN SCHEMA queue GRANT SELECT ON TABLES TO console;
+ALTER DEFAULT PRIVILEGES IN SCHEMA queue GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO queue;
+ALTER DEFAULT PRIVILEGES IN SCHEMA receipts GRANT SELECT, USAGE ON SEQUENCES TO receipts;
+ALTER DEFAULT PRIVILEGES IN SCHEMA receipts GRANT SELECT ON TABLES TO console;
+ALTER DEFAULT PRIVILEGES IN SCHEMA receipts GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO receipts;
+ALTER DEFAULT PRIVILEGES IN SCHEMA schedule GRANT SELECT, USAGE ON SEQUENCES TO schedule;
+ALTER DEFAULT PRIVILEGES IN SCHEMA schedule GRANT SELECT ON TABLES TO console;
+ALTER DEFAULT PRIVILEGES IN SCHEMA schedule GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO schedule;
+
+CREATE OR REPLACE FUNCTION platform.add_outbox_indexes(s text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  execute format(
+    'create index outbox_retry on %I.outbox (sandbox_id, next_attempt_at)
+       where state = ''pending'' and attempts > 0', s);
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.add_outbox_indexes(s text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.all_sandboxes()
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$ select coalesce(current_setting('app.scope', true), '') = 'workers' $function$;
+GRANT EXECUTE ON FUNCTION platform.all_sandboxes() TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.create_inbox(s text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  execute format($ddl$
+    -- One row per message id this receiver has seen, with the answer it gave
+    -- (200 applied, 422 refused) so that a repeat gets the same answer.
+    create table %1$I.inbox (
+      message_id uuid primary key,
+      sandbox_id uuid not null,
+      type text not null,
+      received_at timestamptz not null default now(),
+      status int not null check (status in (200, 422)),
+      outcome jsonb not null default '{}'
+    );
+    -- Every instruction the receiver refused, and why.
+    create table %1$I.refusals (
+      id bigint generated always as identity primary key,
+      sandbox_id uuid not null,
+      message_id uuid not null unique,
+      type text not null,
+      reason text not null,
+      refused_at timestamptz not null default now()
+    );
+  $ddl$, s);
+  perform platform.enable_sandbox_rls(format('%I.inbox', s)::regclass);
+  perform platform.enable_sandbox_rls(format('%I.refusals', s)::regclass);
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.create_inbox(s text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.create_outbox(s text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  -- Outbox row states (lib/outbox/states.ts mirrors this CHECK):
+  --   pending   : waiting to be published; the relay claims it once
+  --               next_attempt_at has come. Moved out by the relay's claim.
+  --   claimed   : a relay holds the lease until lease_expires_at (which is
+  --               also next_attempt_at, so an expired lease is simply due
+  --               again). Moved out by that relay: to published after the
+  --               queue has the message, back to pending after a failed
+  --               publish; or by another relay's claim once the lease expired.
+  --   published : the queue has the message. Final.
+  execute format($ddl$
+    create table %1$I.outbox (
+      id bigint generated always as identity primary key,
+      sandbox_id uuid not null,
+      message_id uuid not null unique,
+      type text not null,
+      envelope jsonb not null,
+      state text not null default 'pending'
+        check (state in ('pending', 'claimed', 'published')),
+      attempts int not null default 0,
+      last_error text,
+      created_at timestamptz not null default now(),
+      next_attempt_at timestamptz not null default now(),
+      lease_owner text,
+      lease_expires_at timestamptz,
+      published_at timestamptz,
+      check ((state = 'published') = (published_at is not null)),
+      check ((state = 'claimed') = (lease_owner is not null))
+    );
+    -- The relay's work list: only unpublished rows, oldest first.
+    create index outbox_unpublished on %1$I.outbox (id)
+      where state <> 'published';
+    create trigger outbox_immutable before update on %1$I.outbox
+      for each row execute function platform.forbid_envelope_change();
+
+    -- The loop guard: automatic re-arms after a failed publish, per sandbox
+    -- and UTC day.
+    create table %1$I.relay_guard (
+      sandbox_id uuid not null,
+      day date not null,
+      rearms int not null default 0,
+      primary key (sandbox_id, day)
+    );
+  $ddl$, s);
+  perform platform.enable_sandbox_rls(format('%I.outbox', s)::regclass);
+  perform platform.enable_sandbox_rls(format('%I.relay_guard', s)::regclass);
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.create_outbox(s text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.create_outbox_with_indexes(s text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform platform.create_outbox(s);
+  perform platform.add_outbox_indexes(s);
+  perform platform.open_outbox_to_relay(s);
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.create_outbox_with_indexes(s text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.current_sandbox()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE
+AS $function$ select nullif(current_setting('app.sandbox_id', true), '')::uuid $function$;
+GRANT EXECUTE ON FUNCTION platform.current_sandbox() TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.enable_sandbox_rls(t regclass)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  execute format('alter table %s enable row level security', t);
+  execute format('drop policy if exists sandbox_isolation on %s', t);
+  execute format(
+    'create policy sandbox_isolation on %s
+       using (sandbox_id = (select platform.current_sandbox())
+              or (select platform.all_sandboxes()))
+       with check (sandbox_id = (select platform.current_sandbox())
+                   or (select platform.all_sandboxes()))',
+    t);
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.enable_sandbox_rls(t regclass) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.forbid_envelope_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if new.envelope is distinct from old.envelope
+     or new.message_id is distinct from old.message_id then
+    raise exception 'a stored envelope is immutable (message %)', old.message_id
+      using errcode = 'check_violation';
+  end if;
+  return new;
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.forbid_envelope_change() TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.guard_envelope(t regclass, trigger_name text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  execute format('drop trigger if exists %I on %s', trigger_name, t);
+  execute format(
+    'create trigger %I before update of envelope, message_id on %s
+       for each row execute function platform.forbid_envelope_change()',
+    trigger_name, t);
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.guard_envelope(t regclass, trigger_name text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.open_outbox_to_relay(s text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  execute format('grant usage on schema %I to relay', s);
+  execute format('grant select, update on %I.outbox to relay', s);
+  perform platform.guard_envelope(format('%I.outbox', s)::regclass,
+    'outbox_immutable');
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.open_outbox_to_relay(s text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.refuse(code text, message text)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $function$
+begin
+  raise exception using errcode = code, message = message;
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.refuse(code text, message text) TO PUBLIC;
+
+CREATE TABLE billing.outbox (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  envelope jsonb NOT NULL,
+  state text NOT NULL DEFAULT 'pending'::text,
+  attempts integer NOT NULL DEFAULT 0,
+  last_error text,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  next_attempt_at timestamp with time zone NOT NULL DEFAULT now(),
+  lease_owner text,
+  lease_expires_at timestamp with time zone,
+  published_at timestamp with time zone
+);
+ALTER TABLE billing.outbox ADD CONSTRAINT outbox_check CHECK (((state = 'published'::text) = (published_at IS NOT NULL)));
+ALTER TABLE billing.outbox ADD CONSTRAINT outbox_check1 CHECK (((state = 'claimed'::text) = (lease_owner IS NOT NULL)));
+ALTER TABLE billing.outbox ADD CONSTRAINT outbox_message_id_key UNIQUE (message_id);
+ALTER TABLE billing.outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
+ALTER TABLE billing.outbox ADD CONSTRAINT outbox_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'claimed'::text, 'published'::text])));
+CREATE INDEX outbox_by_aggregate ON billing.outbox USING btree (((envelope ->> 'aggregateId'::text)));
+CREATE INDEX outbox_retry ON billing.outbox USING btree (sandbox_id, next_attempt_at) WHERE ((state = 'pending'::text) AND (attempts > 0));
+CREATE INDEX outbox_unpublished ON billing.outbox USING btree (id) WHERE (state <> 'published'::text);
+CREATE TRIGGER outbox_immutable BEFORE UPDATE OF envelope, message_id ON billing.outbox FOR EACH ROW EXECUTE FUNCTION platform.forbid_envelope_change();
+ALTER TABLE billing.outbox ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON billing.outbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE billing.outbox TO billing;
+GRANT SELECT ON TABLE billing.outbox TO console;
+GRANT SELECT, UPDATE ON TABLE billing.outbox TO relay;
+CREATE SEQUENCE billing.outbox_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of billing.outbox.id
+GRANT SELECT, USAGE ON SEQUENCE billing.outbox_id_seq TO billing;
+
+CREATE TABLE billing.payments (
+  id text NOT NULL,
+  sandbox_id uuid NOT NULL,
+  order_id uuid NOT NULL,
+  amount_cents integer NOT NULL,
+  state text NOT NULL DEFAULT 'pending'::text,
+  card_last4 text,
+  failure_reason text,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  updated_at timestamp with time zone NOT NULL DEFAULT now(),
+  currency text NOT NULL DEFAULT 'eur'::text,
+  charged_cents integer,
+  charged_currency text,
+  refund_reason text,
+  checkout_url text
+);
+ALTER TABLE billing.payments ADD CONSTRAINT payments_amount_cents_check CHECK ((amount_cents >= 0));
+ALTER TABLE billing.payments ADD CONSTRAINT payments_pkey PRIMARY KEY (id);
+ALTER TABLE billing.payments ADD CONSTRAINT payments_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'succeeded'::text, 'failed'::text, 'refund_due'::text])));
+CREATE INDEX payments_by_order ON billing.payments USING btree (order_id);
+CREATE INDEX payments_refund_due ON billing.payments USING btree (sandbox_id, updated_at) WHERE (state = 'refund_due'::text);
+ALTER TABLE billing.payments ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON billing.payments AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE billing.payments TO billing;
+GRANT SELECT ON TABLE billing.payments TO console;
+
+CREATE TABLE billing.relay_guard (
+  sandbox_id uuid NOT NULL,
+  day date NOT NULL,
+  rearms integer NOT NULL DEFAULT 0
+);
+ALTER TABLE billing.relay_guard ADD CONSTRAINT relay_guard_pkey PRIMARY KEY (sandbox_id, day);
+ALTER TABLE billing.relay_guard ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON billing.relay_guard AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE billing.relay_guard TO billing;
+GRANT SELECT ON TABLE billing.relay_guard TO console;
+
+CREATE TABLE billing.stripe_events (
+  event_id text NOT NULL,
+  sandbox_id uuid,
+  type text NOT NULL,
+  payment_id text,
+  order_id uuid,
+  outcome text NOT NULL,
+  received_at timestamp with time zone NOT NULL DEFAULT now(),
+  status smallint NOT NULL DEFAULT 200
+);
+ALTER TABLE billing.stripe_events ADD CONSTRAINT stripe_events_pkey PRIMARY KEY (event_id);
+ALTER TABLE billing.stripe_events ADD CONSTRAINT stripe_events_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+ALTER TABLE billing.stripe_events ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON billing.stripe_events AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE billing.stripe_events TO billing;
+GRANT SELECT ON TABLE billing.stripe_events TO console;
+
+CREATE TABLE crm.inbox (
+  message_id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  type text NOT NULL,
+  received_at timestamp with time zone NOT NULL DEFAULT now(),
+  status integer NOT NULL,
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb
+);
+ALTER TABLE crm.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE crm.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+ALTER TABLE crm.inbox ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON crm.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE crm.inbox TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE crm.inbox TO crm;
+
+CREATE TABLE crm.interactions (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  email text NOT NULL,
+  order_id uuid NOT NULL,
+  kind text NOT NULL,
+  note text NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE crm.interactions ADD CONSTRAINT interactions_message_id_key UNIQUE (message_id);
+ALTER TABLE crm.interactions ADD CONSTRAINT interactions_pkey PRIMARY KEY (id);
+ALTER TABLE crm.interactions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON crm.interactions AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE crm.interactions TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE crm.interactions TO crm;
+CREATE SEQUENCE crm.interactions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of crm.interactions.id
+GRANT SELECT, USAGE ON SEQUENCE crm.interactions_id_seq TO crm;
+
+CREATE TABLE crm.refusals (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  reason text NOT NULL,
+  refused_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE crm.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
+ALTER TABLE crm.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
+ALTER TABLE crm.refusals ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON crm.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE crm.refusals TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE crm.refusals TO crm;
+CREATE SEQUENCE crm.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of crm.refusals.id
+GRANT SELECT, USAGE ON SEQUENCE crm.refusals_id_seq TO crm;
+
+CREATE TABLE customers.history (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  email text NOT NULL,
+  name text NOT NULL,
+  order_id uuid NOT NULL,
+  event text NOT NULL,
+  total_cents integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE customers.history ADD CONSTRAINT history_message_id_key UNIQUE (message_id);
+ALTER TABLE customers.history ADD CONSTRAINT history_pkey PRIMARY KEY (id);
+CREATE INDEX history_by_email ON customers.history USING btree (sandbox_id, email);
+ALTER TABLE customers.history ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON customers.history AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE customers.history TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE customers.history TO customers;
+CREATE SEQUENCE customers.history_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of customers.history.id
+GRANT SELECT, USAGE ON SEQUENCE customers.history_id_seq TO customers;
+
+CREATE TABLE customers.inbox (
+  message_id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  type text NOT NULL,
+  received_at timestamp with time zone NOT NULL DEFAULT now(),
+  status integer NOT NULL,
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb
+);
+ALTER TABLE customers.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE customers.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+ALTER TABLE customers.inbox ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON customers.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE customers.inbox TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE customers.inbox TO customers;
+
+CREATE TABLE customers.refusals (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  reason text NOT NULL,
+  refused_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE customers.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
+ALTER TABLE customers.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
+ALTER TABLE customers.refusals ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON customers.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE customers.refusals TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE customers.refusals TO customers;
+CREATE SEQUENCE customers.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of customers.refusals.id
+GRANT SELECT, USAGE ON SEQUENCE customers.refusals_id_seq TO customers;
+
+CREATE TABLE dispatch.inbox (
+  message_id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  type text NOT NULL,
+  received_at timestamp with time zone NOT NULL DEFAULT now(),
+  status integer NOT NULL,
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb
+);
+ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+ALTER TABLE dispatch.inbox ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON dispatch.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE dispatch.inbox TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE dispatch.inbox TO dispatch;
+
+CREATE TABLE dispatch.refusals (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  reason text NOT NULL,
+  refused_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE dispatch.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
+ALTER TABLE dispatch.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
+ALTER TABLE dispatch.refusals ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON dispatch.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE dispatch.refusals TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE dispatch.refusals TO dispatch;
+CREATE SEQUENCE dispatch.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of dispatch.refusals.id
+GRANT SELECT, USAGE ON SEQUENCE dispatch.refusals_id_seq TO dispatch;
+
+CREATE TABLE dispatch.stops (
+  order_id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  state text NOT NULL,
+  version integer NOT NULL,
+  customer_name text,
+  day date,
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE dispatch.stops ADD CONSTRAINT stops_pkey PRIMARY KEY (order_id);
+ALTER TABLE dispatch.stops ADD CONSTRAINT stops_state_check CHECK ((state = ANY (ARRAY['confirmed'::text, 'cancelled'::text])));
+ALTER TABLE dispatch.stops ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON dispatch.stops AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE dispatch.stops TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE dispatch.stops TO dispatch;
+
+CREATE TABLE kitchen.cards (
+  order_id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  state text NOT NULL,
+  version integer NOT NULL,
+  items jsonb NOT NULL DEFAULT '[]'::jsonb,
+  day date,
+  placed_message_id uuid,
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE kitchen.cards ADD CONSTRAINT cards_pkey PRIMARY KEY (order_id);
+ALTER TABLE kitchen.cards ADD CONSTRAINT cards_state_check CHECK ((state = ANY (ARRAY['new'::text, 'confirmed'::text, 'cancelled'::text])));
+CREATE INDEX cards_by_sandbox ON kitchen.cards USING btree (sandbox_id, updated_at DESC);
+ALTER TABLE kitchen.cards ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON kitchen.cards AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE kitchen.cards TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE kitchen.cards TO kitchen;
+
+CREATE TABLE kitchen.inbox (
+  message_id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  type text NOT NULL,
+  received_at timestamp with time zone NOT NULL DEFAULT now(),
+  status integer NOT NULL,
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb
+);
+ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+ALTER TABLE kitchen.inbox ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON kitchen.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE kitchen.inbox TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE kitchen.inbox TO kitchen;
+
+CREATE TABLE kitchen.refusals (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  reason text NOT NULL,
+  refused_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE kitchen.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
+ALTER TABLE kitchen.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
+ALTER TABLE kitchen.refusals ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON kitchen.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE kitchen.refusals TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE kitchen.refusals TO kitchen;
+CREATE SEQUENCE kitchen.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of kitchen.refusals.id
+GRANT SELECT, USAGE ON SEQUENCE kitchen.refusals_id_seq TO kitchen;
+
+CREATE TABLE orders.commands_seen (
+  sandbox_id uuid NOT NULL,
+  idempotency_key text NOT NULL,
+  request_hash text NOT NULL,
+  order_id uuid NOT NULL,
+  created_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE orders.commands_seen ADD CONSTRAINT commands_seen_pkey PRIMARY KEY (sandbox_id, idempotency_key);
+ALTER TABLE orders.commands_seen ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON orders.commands_seen AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE orders.commands_seen TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.commands_seen TO orders;
+
+CREATE TABLE orders.day_counts (
+  sandbox_id uuid NOT NULL,
+  day date NOT NULL,
+  sku text NOT NULL,
+  qty integer NOT NULL
+);
+ALTER TABLE orders.day_counts ADD CONSTRAINT day_counts_pkey PRIMARY KEY (sandbox_id, day, sku);
+ALTER TABLE orders.day_counts ADD CONSTRAINT day_counts_qty_check CHECK ((qty >= 0));
+ALTER TABLE orders.day_counts ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON orders.day_counts AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE orders.day_counts TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.day_counts TO orders;
+
+CREATE TABLE orders.events (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  order_id uuid NOT NULL,
+  type text NOT NULL,
+  version integer NOT NULL,
+  message_id uuid,
+  payload jsonb NOT NULL DEFAULT '{}'::jsonb,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE orders.events ADD CONSTRAINT events_order_id_fkey FOREIGN KEY (order_id) REFERENCES orders.orders(id);
+ALTER TABLE orders.events ADD CONSTRAINT events_pkey PRIMARY KEY (id);
+CREATE INDEX events_by_order ON orders.events USING btree (order_id, id);
+CREATE INDEX events_needing_refund ON orders.events USING btree (sandbox_id, at) WHERE ((payload ->> 'action'::text) = 'refund'::text);
+ALTER TABLE orders.events ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON orders.events AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE orders.events TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.events TO orders;
+CREATE SEQUENCE orders.events_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of orders.events.id
+GRANT SELECT, USAGE ON SEQUENCE orders.events_id_seq TO orders;
+
+CREATE TABLE orders.inbox (
+  message_id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  type text NOT NULL,
+  received_at timestamp with time zone NOT NULL DEFAULT now(),
+  status integer NOT NULL,
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb
+);
+ALTER TABLE orders.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE orders.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+ALTER TABLE orders.inbox ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON orders.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE orders.inbox TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.inbox TO orders;
+
+CREATE TABLE orders.lines (
+  order_id uuid NOT NULL,
+  sku text NOT NULL,
+  sandbox_id uuid NOT NULL,
+  name text NOT NULL,
+  qty integer NOT NULL,
+  unit_cents integer NOT NULL
+);
+ALTER TABLE orders.lines ADD CONSTRAINT lines_order_id_fkey FOREIGN KEY (order_id) REFERENCES orders.orders(id);
+ALTER TABLE orders.lines ADD CONSTRAINT lines_pkey PRIMARY KEY (order_id, sku);
+ALTER TABLE orders.lines ADD CONSTRAINT lines_qty_check CHECK (((qty >= 1) AND (qty <= 50)));
+ALTER TABLE orders.lines ADD CONSTRAINT lines_unit_cents_check CHECK ((unit_cents >= 0));
+ALTER TABLE orders.lines ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON orders.lines AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE orders.lines TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.lines TO orders;
+
+CREATE TABLE orders.orders (
+  id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  state text NOT NULL DEFAULT 'placed'::text,
+  version integer NOT NULL DEFAULT 1,
+  customer_name text NOT NULL,
+  customer_email text NOT NULL,
+  fulfilment text NOT NULL,
+  day date NOT NULL,
+  total_cents integer NOT NULL,
+  payment_ref text,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE orders.orders ADD CONSTRAINT orders_fulfilment_check CHECK ((fulfilment = ANY (ARRAY['pickup'::text, 'delivery'::text])));
+ALTER TABLE orders.orders ADD CONSTRAINT orders_pkey PRIMARY KEY (id);
+ALTER TABLE orders.orders ADD CONSTRAINT orders_state_check CHECK ((state = ANY (ARRAY['placed'::text, 'payment_failed'::text, 'paid'::text, 'cancelled'::text])));
+ALTER TABLE orders.orders ADD CONSTRAINT orders_total_cents_check CHECK ((total_cents >= 0));
+ALTER TABLE orders.orders ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON orders.orders AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE orders.orders TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.orders TO orders;
+
+CREATE TABLE orders.outbox (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  envelope jsonb NOT NULL,
+  state text NOT NULL DEFAULT 'pending'::text,
+  attempts integer NOT NULL DEFAULT 0,
+  last_error text,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  next_attempt_at timestamp with time zone NOT NULL DEFAULT now(),
+  lease_owner text,
+  lease_expires_at timestamp with time zone,
+  published_at timestamp with time zone
+);
+ALTER TABLE orders.outbox ADD CONSTRAINT outbox_check CHECK (((state = 'published'::text) = (published_at IS NOT NULL)));
+ALTER TABLE orders.outbox ADD CONSTRAINT outbox_check1 CHECK (((state = 'claimed'::text) = (lease_owner IS NOT NULL)));
+ALTER TABLE orders.outbox ADD CONSTRAINT outbox_message_id_key UNIQUE (message_id);
+ALTER TABLE orders.outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
+ALTER TABLE orders.outbox ADD CONSTRAINT outbox_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'claimed'::text, 'published'::text])));
+CREATE INDEX outbox_retry ON orders.outbox USING btree (sandbox_id, next_attempt_at) WHERE ((state = 'pending'::text) AND (attempts > 0));
+CREATE INDEX outbox_unpublished ON orders.outbox USING btree (id) WHERE (state <> 'published'::text);
+CREATE TRIGGER outbox_immutable BEFORE UPDATE OF envelope, message_id ON orders.outbox FOR EACH ROW EXECUTE FUNCTION platform.forbid_envelope_change();
+ALTER TABLE orders.outbox ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON orders.outbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE orders.outbox TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.outbox TO orders;
+GRANT SELECT, UPDATE ON TABLE orders.outbox TO relay;
+CREATE SEQUENCE orders.outbox_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of orders.outbox.id
+GRANT SELECT, USAGE ON SEQUENCE orders.outbox_id_seq TO orders;
+
+CREATE TABLE orders.refusals (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  reason text NOT NULL,
+  refused_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE orders.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
+ALTER TABLE orders.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
+ALTER TABLE orders.refusals ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON orders.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE orders.refusals TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.refusals TO orders;
+CREATE SEQUENCE orders.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of orders.refusals.id
+GRANT SELECT, USAGE ON SEQUENCE orders.refusals_id_seq TO orders;
+
+CREATE TABLE orders.relay_guard (
+  sandbox_id uuid NOT NULL,
+  day date NOT NULL,
+  rearms integer NOT NULL DEFAULT 0
+);
+ALTER TABLE orders.relay_guard ADD CONSTRAINT relay_guard_pkey PRIMARY KEY (sandbox_id, day);
+ALTER TABLE orders.relay_guard ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON orders.relay_guard AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE orders.relay_guard TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.relay_guard TO orders;
+
+CREATE TABLE platform.faults (
+  sandbox_id uuid NOT NULL,
+  name text NOT NULL,
+  enabled boolean NOT NULL DEFAULT false,
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE platform.faults ADD CONSTRAINT faults_name_check CHECK ((name ~ '^[a-zA-Z]{1,40}$'::text));
+ALTER TABLE platform.faults ADD CONSTRAINT faults_pkey PRIMARY KEY (sandbox_id, name);
+ALTER TABLE platform.faults ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON platform.faults AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE platform.faults TO billing;
+GRANT SELECT ON TABLE platform.faults TO console;
+GRANT SELECT ON TABLE platform.faults TO crm;
+GRANT SELECT ON TABLE platform.faults TO customers;
+GRANT SELECT ON TABLE platform.faults TO dispatch;
+GRANT SELECT ON TABLE platform.faults TO kitchen;
+GRANT SELECT ON TABLE platform.faults TO orders;
+GRANT SELECT ON TABLE platform.faults TO queue;
+GRANT SELECT ON TABLE platform.faults TO receipts;
+GRANT SELECT ON TABLE platform.faults TO relay;
+GRANT SELECT ON TABLE platform.faults TO schedule;
+
+CREATE TABLE platform.sandboxes (
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
+  name text NOT NULL,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  wiped_at timestamp with time zone
+);
+ALTER TABLE platform.sandboxes ADD CONSTRAINT sandboxes_name_check CHECK (((length(name) >= 1) AND (length(name) <= 80)));
+ALTER TABLE platform.sandboxes ADD CONSTRAINT sandboxes_pkey PRIMARY KEY (id);
+GRANT SELECT ON TABLE platform.sandboxes TO billing;
+GRANT SELECT ON TABLE platform.sandboxes TO console;
+GRANT SELECT ON TABLE platform.sandboxes TO crm;
+GRANT SELECT ON TABLE platform.sandboxes TO customers;
+GRANT SELECT ON TABLE platform.sandboxes TO dispatch;
+GRANT SELECT ON TABLE platform.sandboxes TO kitchen;
+GRANT SELECT ON TABLE platform.sandboxes TO orders;
+GRANT SELECT ON TABLE platform.sandboxes TO queue;
+GRANT SELECT ON TABLE platform.sandboxes TO receipts;
+GRANT SELECT ON TABLE platform.sandboxes TO schedule;
+
+CREATE TABLE platform.sessions (
+  id text NOT NULL,
+  sandbox_id uuid NOT NULL,
+  name text,
+  csrf_token text NOT NULL,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  last_seen_at timestamp with time zone NOT NULL DEFAULT now(),
+  ended_at timestamp with time zone
+);
+ALTER TABLE platform.sessions ADD CONSTRAINT sessions_name_check CHECK (((length(name) >= 1) AND (length(name) <= 80)));
+ALTER TABLE platform.sessions ADD CONSTRAINT sessions_pkey PRIMARY KEY (id);
+ALTER TABLE platform.sessions ADD CONSTRAINT sessions_sandbox_id_fkey FOREIGN KEY (sandbox_id) REFERENCES platform.sandboxes(id);
+CREATE INDEX sessions_by_sandbox ON platform.sessions USING btree (sandbox_id);
+
+CREATE TABLE platform.wipes (
+  cutoff timestamp with time zone NOT NULL,
+  started_at timestamp with time zone NOT NULL DEFAULT now(),
+  finished_at timestamp with time zone,
+  sandboxes integer NOT NULL DEFAULT 0,
+  rows_deleted bigint NOT NULL DEFAULT 0,
+  error text
+);
+ALTER TABLE platform.wipes ADD CONSTRAINT wipes_pkey PRIMARY KEY (cutoff);
+
+CREATE TABLE public.schema_migrations (
+  name text NOT NULL,
+  checksum text NOT NULL,
+  applied_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE public.schema_migrations ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (name);
+
+CREATE TABLE queue.actions (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  delivery_id bigint NOT NULL,
+  action text NOT NULL,
+  actor text NOT NULL,
+  reason text,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE queue.actions ADD CONSTRAINT actions_action_check CHECK ((action = ANY (ARRAY['redrive'::text, 'refuse'::text])));
+ALTER TABLE queue.actions ADD CONSTRAINT actions_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES queue.deliveries(id);
+ALTER TABLE queue.actions ADD CONSTRAINT actions_pkey PRIMARY KEY (id);
+CREATE INDEX actions_by_delivery ON queue.actions USING btree (delivery_id, id);
+ALTER TABLE queue.actions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON queue.actions AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE queue.actions TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.actions TO queue;
+CREATE SEQUENCE queue.actions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.actions.id
+GRANT SELECT, USAGE ON SEQUENCE queue.actions_id_seq TO queue;
+
+CREATE TABLE queue.attempts (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  delivery_id bigint NOT NULL,
+  attempt integer NOT NULL,
+  started_at timestamp with time zone NOT NULL,
+  duration_ms integer NOT NULL,
+  status integer,
+  outcome text NOT NULL,
+  error text
+);
+ALTER TABLE queue.attempts ADD CONSTRAINT attempts_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES queue.deliveries(id);
+ALTER TABLE queue.attempts ADD CONSTRAINT attempts_outcome_check CHECK ((outcome = ANY (ARRAY['done'::text, 'retry'::text, 'dead'::text])));
+ALTER TABLE queue.attempts ADD CONSTRAINT attempts_pkey PRIMARY KEY (id);
+CREATE INDEX attempts_by_delivery ON queue.attempts USING btree (delivery_id, id);
+ALTER TABLE queue.attempts ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON queue.attempts AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE queue.attempts TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.attempts TO queue;
+CREATE SEQUENCE queue.attempts_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.attempts.id
+GRANT SELECT, USAGE ON SEQUENCE queue.attempts_id_seq TO queue;
+
+CREATE TABLE queue.closure_counts (
+  sandbox_id uuid NOT NULL,
+  subscriber text NOT NULL,
+  closed bigint NOT NULL DEFAULT 0,
+  mismatch bigint NOT NULL DEFAULT 0
+);
+ALTER TABLE queue.closure_counts ADD CONSTRAINT closure_counts_pkey PRIMARY KEY (sandbox_id, subscriber);
+ALTER TABLE queue.closure_counts ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON queue.closure_counts AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE queue.closure_counts TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.closure_counts TO queue;
+
+CREATE TABLE queue.deliveries (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  subscriber text NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  state text NOT NULL DEFAULT 'pending'::text,
+  attempts integer NOT NULL DEFAULT 0,
+  max_attempts integer,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  next_attempt_at timestamp with time zone NOT NULL DEFAULT now(),
+  lease_owner text,
+  lease_expires_at timestamp with time zone,
+  last_status integer,
+  last_error text,
+  done_at timestamp with time zone,
+  dead_at timestamp with time zone,
+  redrives integer NOT NULL DEFAULT 0,
+  refused_reason text,
+  refused_by text,
+  refused_at timestamp with time zone,
+  audited boolean NOT NULL DEFAULT false,
+  republish_at timestamp with time zone
+);
+ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_check CHECK (((state = 'in_flight'::text) = (lease_owner IS NOT NULL)));
+ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_check1 CHECK (((state <> 'dead'::text) OR (dead_at IS NOT NULL)));
+ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_check2 CHECK (((state = 'refused'::text) = ((refused_at IS NOT NULL) AND (refused_reason IS NOT NULL))));
+ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_message_id_subscriber_key UNIQUE (message_id, subscriber);
+ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_pkey PRIMARY KEY (id);
+ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'in_flight'::text, 'done'::text, 'dead'::text, 'refused'::text])));
+CREATE INDEX deliveries_dead ON queue.deliveries USING btree (sandbox_id, dead_at, id) WHERE (state = 'dead'::text);
+CREATE INDEX deliveries_open ON queue.deliveries USING btree (sandbox_id, id) WHERE (state = ANY (ARRAY['pending'::text, 'in_flight'::text]));
+CREATE INDEX deliveries_refused ON queue.deliveries USING btree (sandbox_id, refused_at, id) WHERE (state = 'refused'::text);
+CREATE INDEX deliveries_republish ON queue.deliveries USING btree (republish_at) WHERE (republish_at IS NOT NULL);
+CREATE INDEX deliveries_unaudited ON queue.deliveries USING btree (id) WHERE ((state = 'done'::text) AND (NOT audited));
+ALTER TABLE queue.deliveries ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON queue.deliveries AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE queue.deliveries TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.deliveries TO queue;
+GRANT SELECT, INSERT ON TABLE queue.deliveries TO relay;
+CREATE SEQUENCE queue.deliveries_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.deliveries.id
+GRANT SELECT, USAGE ON SEQUENCE queue.deliveries_id_seq TO queue;
+
+CREATE TABLE queue.messages (
+  message_id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  source text NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  envelope jsonb NOT NULL,
+  published_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE queue.messages ADD CONSTRAINT messages_pkey PRIMARY KEY (message_id);
+CREATE INDEX messages_by_aggregate ON queue.messages USING btree (aggregate_id);
+CREATE INDEX messages_by_sandbox ON queue.messages USING btree (sandbox_id, published_at);
+CREATE TRIGGER messages_immutable BEFORE UPDATE OF envelope, message_id ON queue.messages FOR EACH ROW EXECUTE FUNCTION platform.forbid_envelope_change();
+ALTER TABLE queue.messages ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON queue.messages AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE queue.messages TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.messages TO queue;
+GRANT SELECT, INSERT ON TABLE queue.messages TO relay;
+
+CREATE TABLE queue.mismatches (
+  delivery_id bigint NOT NULL,
+  sandbox_id uuid NOT NULL,
+  subscriber text NOT NULL,
+  message_id uuid NOT NULL,
+  found_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE queue.mismatches ADD CONSTRAINT mismatches_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES queue.deliveries(id);
+ALTER TABLE queue.mismatches ADD CONSTRAINT mismatches_pkey PRIMARY KEY (delivery_id);
+ALTER TABLE queue.mismatches ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON queue.mismatches AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE queue.mismatches TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.mismatches TO queue;
+
+CREATE TABLE receipts.inbox (
+  message_id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  type text NOT NULL,
+  received_at timestamp with time zone NOT NULL DEFAULT now(),
+  status integer NOT NULL,
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb
+);
+ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+ALTER TABLE receipts.inbox ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON receipts.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE receipts.inbox TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE receipts.inbox TO receipts;
+
+CREATE TABLE receipts.receipts (
+  order_id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  number text NOT NULL,
+  lines jsonb NOT NULL,
+  total_cents integer NOT NULL,
+  payment_ref text NOT NULL,
+  message_id uuid NOT NULL,
+  issued_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE receipts.receipts ADD CONSTRAINT receipts_pkey PRIMARY KEY (order_id);
+ALTER TABLE receipts.receipts ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON receipts.receipts AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE receipts.receipts TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE receipts.receipts TO receipts;
+
+CREATE TABLE receipts.refusals (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  reason text NOT NULL,
+  refused_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE receipts.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
+ALTER TABLE receipts.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
+ALTER TABLE receipts.refusals ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON receipts.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE receipts.refusals TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE receipts.refusals TO receipts;
+CREATE SEQUENCE receipts.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of receipts.refusals.id
+GRANT SELECT, USAGE ON SEQUENCE receipts.refusals_id_seq TO receipts;
+
+CREATE TABLE schedule.bookings (
+  order_id uuid NOT NULL,
+  sku text NOT NULL,
+  sandbox_id uuid NOT NULL,
+  day date NOT NULL,
+  qty integer NOT NULL,
+  state text NOT NULL,
+  version integer NOT NULL
+);
+ALTER TABLE schedule.bookings ADD CONSTRAINT bookings_pkey PRIMARY KEY (order_id, sku);
+ALTER TABLE schedule.bookings ADD CONSTRAINT bookings_state_check CHECK ((state = ANY (ARRAY['held'::text, 'reserved'::text, 'released'::text])));
+CREATE INDEX bookings_by_day ON schedule.bookings USING btree (sandbox_id, day, sku);
+ALTER TABLE schedule.bookings ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON schedule.bookings AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE schedule.bookings TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE schedule.bookings TO schedule;
+
+CREATE TABLE schedule.inbox (
+  message_id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  type text NOT NULL,
+  received_at timestamp with time zone NOT NULL DEFAULT now(),
+  status integer NOT NULL,
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb
+);
+ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+ALTER TABLE schedule.inbox ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON schedule.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE schedule.inbox TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE schedule.inbox TO schedule;
+
+CREATE TABLE schedule.refusals (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  reason text NOT NULL,
+  refused_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE schedule.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
+ALTER TABLE schedule.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
+ALTER TABLE schedule.refusals ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON schedule.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE schedule.refusals TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE schedule.refusals TO schedule;
+CREATE SEQUENCE schedule.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of schedule.refusals.id
+GRANT SELECT, USAGE ON SEQUENCE schedule.refusals_id_seq TO schedule;
