@@ -74,8 +74,6 @@ export function pgFaults(sql: Sql, ttlMs = 250): FaultReader {
   };
 }
 
-/** A reader with no switch on, for code paths that run without faults. */
-export const noFaults: FaultReader = () => Promise.resolve(new Map());
 
 /** True when `name` is on for `sandboxId`. */
 export function isOn(active: ActiveFaults, sandboxId: string, name: string) {
