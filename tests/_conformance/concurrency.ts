@@ -148,6 +148,11 @@ export const concurrencyScenarios: Scenario[] = [{
     assert.equal(
       await count(sql, `${SENDER}.outbox`, sql`attempts > 0`),
       0,
+      JSON.stringify(
+        started.flatMap((s) =>
+          s.lines.filter((l) => l.event === "relay_error")
+        ),
+      ),
     );
     const published = processes.flatMap((p) => p.published);
     assert.equal(published.length, MESSAGES, "a row was published twice");

@@ -30,7 +30,10 @@ export interface JetStreamQueueOptions {
   routing: Routing;
   /** Stores the deliveries' rows (PgQueue's `store`, without a NOTIFY). */
   ledger: PgQueue;
-  /** How long to wait for a PubAck (default 5 s). */
+  /**
+   * How long to wait for a PubAck (default 10 s: a batch is hundreds of
+   * publishes at once, and the relay's lease is 30 s).
+   */
   timeoutMs?: number;
 }
 
@@ -44,7 +47,7 @@ export class JetStreamQueue implements Queue {
   async publish(messages: OutgoingMessage[]): Promise<number> {
     const { js, names, routing, ledger } = this.#options;
     if (messages.length === 0) return 0;
-    const timeout = this.#options.timeoutMs ?? 5000;
+    const timeout = this.#options.timeoutMs ?? 10_000;
     const sent = await Promise.all(
       messages.map(async ({ source, envelope }) => {
         const data = JSON.stringify(envelope);
