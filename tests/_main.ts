@@ -27,7 +27,23 @@ export function startMain(
   env: Record<string, string>,
   options: { cwd?: string; ownGroup?: boolean } = {},
 ): Main {
-  const args = ["run", "-A", "main.ts"];
+  return startDeno(["run", "-A", "main.ts"], env, options);
+}
+
+/**
+ * Starts `deno task worker` with `env`, in a process group of its own: the
+ * task runs `deno run` as a child, and a kill of the group reaches both.
+ */
+export function startWorker(env: Record<string, string>): Main {
+  return startDeno(["task", "worker"], env, { ownGroup: true });
+}
+
+/** Starts `deno <args>`, its stdout read as JSON log lines. */
+function startDeno(
+  args: string[],
+  env: Record<string, string>,
+  options: { cwd?: string; ownGroup?: boolean },
+): Main {
   const child = new Deno.Command(
     options.ownGroup ? "setsid" : Deno.execPath(),
     {
@@ -177,4 +193,23 @@ export async function killAll(main: Main, clusterDir?: string) {
       // gone
     }
   }
+}
+
+/** Live processes in process group `pgid` (a child started in its own). */
+export async function groupProcesses(pgid: number): Promise<number[]> {
+  const found: number[] = [];
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = await Deno.readTextFile(`/proc/${entry.name}/stat`);
+      // "pid (comm) state ppid pgrp ...": comm may hold spaces and parens.
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (state !== "Z" && state !== "X" && Number(pgrp) === pgid) {
+        found.push(Number(entry.name));
+      }
+    } catch {
+      // The process exited while we looked.
+    }
+  }
+  return found;
 }

@@ -4,11 +4,18 @@
  * in the storefront, watch the kitchen's two messages die after three
  * retries, redrive them (the wrong one first), and end with the card
  * confirmed once and every obligation closed. Then a screenshot of every
- * page goes to tests/artifacts/ (not committed).
+ * page goes to tests/artifacts/ (not committed). It runs twice: on the
+ * PostgreSQL queue, and over JetStream (ignored, with the reason printed,
+ * when no NATS answers).
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { startTestBakery } from "../_app.ts";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { startTestBakery, type TestBakery } from "../_app.ts";
+import { StreamNames } from "../../lib/queue/jetstream/mod.ts";
+import { ROUTING } from "../../services/routing.ts";
+import { natsTest, TEST_NATS_URL, testStream } from "../_nats.ts";
 import {
   byTestId,
   deadLetterRows,
@@ -67,7 +74,61 @@ async function closureTotalsAre(page: Page, want: Record<string, number>) {
 }
 
 Deno.test("console walkthrough in the browser: the kitchen refuses, the operator redrives, everything closes", async () => {
-  const bakery = await startTestBakery();
+  await walkthrough("console-walkthrough");
+});
+
+// The same walkthrough over the second transport, on the machine's NATS and
+// a stream of its own (removed when the bakery stops): the dead letters, the
+// redrives through the broker and the closure read the same.
+natsTest(
+  "console walkthrough in the browser over JetStream: the kitchen refuses, the operator redrives, everything closes",
+  async () => {
+    const stream = testStream();
+    await walkthrough("console-walkthrough-jetstream", {
+      QUEUE: "jetstream",
+      NATS_URL: TEST_NATS_URL,
+      NATS_STREAM: stream,
+    }, async (bakery) => {
+      const health = await fetch(new URL("/health", bakery.url));
+      assert.deepEqual(await health.json(), {
+        status: "ok",
+        database: "up",
+        queue: "jetstream",
+        broker: "up",
+      });
+      // The stream has one message per delivery, and one more per redrive,
+      // on the kitchen's subjects only: OrderPlaced redriven once, OrderPaid
+      // twice.
+      const nc = await connect({ servers: TEST_NATS_URL });
+      try {
+        const info = await (await jetstreamManager(nc)).streams.info(stream, {
+          subjects_filter: ">",
+        });
+        const names = new StreamNames(stream);
+        const want: Record<string, number> = {};
+        for (const type of ["OrderPlaced", "PaymentSucceeded", "OrderPaid"]) {
+          for (const s of ROUTING[type]) want[names.subject(s, type)] = 1;
+        }
+        want[names.subject("kitchen", "OrderPlaced")] += 1;
+        want[names.subject("kitchen", "OrderPaid")] += 2;
+        assert.deepEqual(info.state.subjects, want);
+      } finally {
+        await nc.close();
+      }
+    });
+  },
+);
+
+/**
+ * The walkthrough on a bakery started with `env`; screenshots are named
+ * `<prefix>-<page>`; `afterwards` looks at the bakery before it stops.
+ */
+async function walkthrough(
+  prefix: string,
+  env: Record<string, string> = {},
+  afterwards?: (bakery: TestBakery) => Promise<void>,
+) {
+  const bakery = await startTestBakery(env);
   const browser = await launch();
   try {
     const context = await browser.newContext({
@@ -83,12 +144,12 @@ Deno.test("console walkthrough in the browser: the kitchen refuses, the operator
 
     // Two cardamom buns and a country loaf, paid with the test card.
     const orderId = await placeOrder(page, base, {
-      onPage: (which) => screenshot(page, `console-walkthrough-${which}`),
+      onPage: (which) => screenshot(page, `${prefix}-${which}`),
     });
     await orderStateIs(page, "placed");
     await page.getByRole("link", { name: "Pay", exact: true }).click();
     await page.waitForURL(/\/pay$/);
-    await screenshot(page, "console-walkthrough-pay");
+    await screenshot(page, `${prefix}-pay`);
     await payWith(page, "4242 4242 4242 4242");
     // Paid, although the kitchen refuses: payment does not wait for it.
     await orderStateIs(page, "paid");
@@ -209,7 +270,7 @@ Deno.test("console walkthrough in the browser: the kitchen refuses, the operator
       ["redrive", OPERATOR],
       ["redrive", OPERATOR],
     ]);
-    await screenshot(page, "console-walkthrough-delivery");
+    await screenshot(page, `${prefix}-delivery`);
 
     // A screenshot of every other page, as it ends.
     const keys = [
@@ -223,7 +284,7 @@ Deno.test("console walkthrough in the browser: the kitchen refuses, the operator
     ];
     for (const key of keys) {
       await openConsolePage(page, key);
-      await screenshot(page, `console-walkthrough-${key}`);
+      await screenshot(page, `${prefix}-${key}`);
     }
     await openConsolePage(page, "closure");
     await byTestId(page, "closure-cell-kitchen-closed").click();
@@ -233,28 +294,29 @@ Deno.test("console walkthrough in the browser: the kitchen refuses, the operator
       await page.locator('[data-testid^="closure-item-"]').count(),
       2,
     );
-    await screenshot(page, "console-walkthrough-closure-rows");
+    await screenshot(page, `${prefix}-closure-rows`);
     await openConsolePage(page, "dead-letters");
     await byTestId(page, "dead-letters-empty").waitFor();
 
     await page.goto(`${base}orders/${orderId}`);
     await orderStateIs(page, "paid");
     await page.getByTestId("receipt-number").waitFor({ timeout: SETTLE_MS });
-    await screenshot(page, "console-walkthrough-order");
+    await screenshot(page, `${prefix}-order`);
 
     // Signing out ends on the sign-in page, which now asks again.
     await toConsole(page);
     await byTestId(page, "sign-out").click();
     await page.waitForURL(/\/sign-in$/);
     await byTestId(page, "sign-in-form").waitFor();
-    await screenshot(page, "console-walkthrough-sign-in");
+    await screenshot(page, `${prefix}-sign-in`);
     await page.goto(`${base}console`);
     await page.waitForURL(/\/sign-in\?next=%2Fconsole$/);
 
     assert.deepEqual(errors, []);
     await context.close();
+    await afterwards?.(bakery);
   } finally {
     await browser.close();
     await bakery.stop();
   }
-});
+}

@@ -1,0 +1,125 @@
+/**
+ * A nats-server of a test's own, for tests that kill or restart the broker
+ * (never the machine's server that tests/_nats.ts uses): JetStream on, on
+ * loopback, a free port and a store directory of its own, which a restart
+ * keeps. Without a `nats-server` on PATH the tests that need one are
+ * registered as ignored, and the reason is printed once.
+ */
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { freePort } from "../lib/db/embedded.ts";
+
+/** The nats-server binary found on PATH, or null. */
+export const NATS_SERVER: string | null = findOnPath("nats-server");
+
+/** Why the tests that start a server cannot run here, or null. */
+export const natsServerMissing: string | null = NATS_SERVER
+  ? null
+  : "no nats-server on PATH (Debian: apt-get install nats-server)";
+if (natsServerMissing) console.log(`skipped: ${natsServerMissing}`);
+
+/** `Deno.test` for a test that starts its own nats-server. */
+export function natsServerTest(name: string, fn: () => Promise<void>) {
+  Deno.test({ name, ignore: natsServerMissing !== null, fn });
+}
+
+function findOnPath(name: string): string | null {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    if (!dir) continue;
+    try {
+      const path = `${dir}/${name}`;
+      const info = Deno.statSync(path);
+      if (info.isFile && ((info.mode ?? 0) & 0o111) !== 0) return path;
+    } catch {
+      // Not in this folder.
+    }
+  }
+  return null;
+}
+
+/** A running (or stopped) nats-server with its port and store kept. */
+export class NatsServer {
+  #child: Deno.ChildProcess | undefined;
+  #stderr: Promise<string> = Promise.resolve("");
+
+  private constructor(
+    readonly port: number,
+    readonly storeDir: string,
+  ) {}
+
+  /** The URL clients connect to. */
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  /** Starts a server on a free port and a new store; ready when it returns. */
+  static async start(): Promise<NatsServer> {
+    const storeDir = await Deno.makeTempDir({ prefix: "bakery-nats-" });
+    const server = new NatsServer(await freePort(), storeDir);
+    await server.restart();
+    return server;
+  }
+
+  /** Starts the server again on the same port and store; waits until ready. */
+  async restart(): Promise<void> {
+    if (this.#child) throw new Error("nats-server is still running");
+    const child = new Deno.Command(NATS_SERVER!, {
+      args: [
+        "-js",
+        "-a",
+        "127.0.0.1",
+        "-p",
+        String(this.port),
+        "-sd",
+        this.storeDir,
+      ],
+      stdin: "null",
+      stdout: "null",
+      stderr: "piped",
+    }).spawn();
+    this.#child = child;
+    this.#stderr = new Response(child.stderr).text();
+    let exited = false;
+    child.status.then(() => exited = true);
+    const deadline = Date.now() + 20_000;
+    let last = "";
+    while (Date.now() < deadline) {
+      if (exited) {
+        throw new Error(`nats-server exited early: ${await this.#stderr}`);
+      }
+      try {
+        const nc = await connect({ servers: this.url, timeout: 1000 });
+        try {
+          await (await jetstreamManager(nc)).getAccountInfo();
+          return;
+        } finally {
+          await nc.close();
+        }
+      } catch (error) {
+        last = (error as Error).message;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`nats-server on ${this.url} not ready in 20 s: ${last}`);
+  }
+
+  /** Sends `signal` and waits for the server to exit. */
+  async kill(signal: Deno.Signal): Promise<void> {
+    const child = this.#child;
+    if (!child) return;
+    try {
+      child.kill(signal);
+    } catch {
+      // Exited already.
+    }
+    await child.status;
+    await this.#stderr;
+    this.#child = undefined;
+  }
+
+  /** Stops the server and removes its store. */
+  async stop(): Promise<void> {
+    await this.kill("SIGTERM");
+    await Deno.remove(this.storeDir, { recursive: true }).catch(() => {});
+  }
+}

@@ -1,0 +1,392 @@
+/**
+ * Scale over JetStream, as an operator runs it: the web app with
+ * WORKERS=off and three `deno task worker` processes with QUEUE=jetstream,
+ * all on one database, with a nats-server of the test's own. Paid orders
+ * come through the HTTP API; one worker is killed (SIGKILL, its whole
+ * process group) while it holds leases, and the NATS server is killed and
+ * started again on the same port and store while orders keep coming. Once
+ * everything has settled, the rows say: every delivery of every paid order
+ * done, each receiver's inbox one row per message addressed to it, each
+ * effect once per order, and the closure owes nothing.
+ */
+import assert from "node:assert/strict";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { freePort } from "../lib/db/embedded.ts";
+import type { Sql } from "../lib/db/connect.ts";
+import { ROUTING, SUBSCRIBERS } from "../services/routing.ts";
+import {
+  Client,
+  countOf,
+  payVia,
+  placeOrderVia,
+  signIn,
+  walkthroughOrder,
+} from "./_app.ts";
+import { testDatabase } from "./_db.ts";
+import {
+  groupProcesses,
+  killAll,
+  type Main,
+  startMain,
+  startWorker,
+  stopWithin,
+  until,
+  waitHealthy,
+} from "./_main.ts";
+import { testStream } from "./_nats.ts";
+import { NatsServer, natsServerTest } from "./_nats_server.ts";
+
+/** Six sandboxes of twenty paid orders: 120 orders, 1,200 deliveries. */
+const CLIENTS = 6;
+const PER_CLIENT = 20;
+const ORDERS = CLIENTS * PER_CLIENT;
+
+/** Deliveries one paid order makes: 3 OrderPlaced, 1 payment, 6 OrderPaid. */
+const PER_ORDER = ["OrderPlaced", "PaymentSucceeded", "OrderPaid"]
+  .reduce((n, type) => n + ROUTING[type].length, 0);
+
+/**
+ * Settings of the run. A receiver's "not yet" (the kitchen's 409 for an
+ * OrderPaid that came before its OrderPlaced) must be retried for longer
+ * than a message can be held up by the kill or the outage, or it becomes a
+ * dead letter by design: an OrderPlaced in the killed worker's hands comes
+ * back after AckWait (10 s, from DELIVERY_TIMEOUT_MS), one on an outbox row
+ * it had claimed after the relay's lease (30 s). So five retries over 40 s,
+ * where the suite's usual 100, 200 and 300 ms made two dead letters in
+ * about one run of six.
+ */
+const SETTINGS = {
+  RETRY_DELAYS_MS: "250,1000,4000,10000,25000",
+  RELAY_RETRY_MS: "200",
+  POLL_INTERVAL_MS: "500",
+  DELIVERY_TIMEOUT_MS: "2000",
+  SANDBOX_WIPE: "off",
+  LOG_LEVEL: "info",
+};
+
+/** The owner id a worker writes into its leases, from its log. */
+async function ownerOf(worker: Main): Promise<string> {
+  let owner: string | undefined;
+  await until("a worker to start its messaging", () => {
+    const line = worker.lines.find((l) => l.event === "messaging_started");
+    owner = line?.owner as string | undefined;
+    return owner !== undefined;
+  }, 60_000);
+  return owner!;
+}
+
+/** Whether `owner` holds a lease on an outbox row or a delivery now. */
+async function holdsLeases(sql: Sql, owner: string): Promise<boolean> {
+  return await countOf(sql<{ n: number }[]>`
+    select ((select count(*) from queue.deliveries where lease_owner = ${owner})
+          + (select count(*) from orders.outbox where lease_owner = ${owner})
+          + (select count(*) from billing.outbox where lease_owner = ${owner})
+           )::int as n`) > 0;
+}
+
+/** What each durable consumer of `stream` has pending, for a failure. */
+async function consumersOf(nats: NatsServer, stream: string) {
+  const nc = await connect({ servers: nats.url });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const found: Record<string, unknown>[] = [];
+    for await (const c of jsm.consumers.list(stream)) {
+      found.push({
+        name: c.name,
+        pending: c.num_pending,
+        ackPending: c.num_ack_pending,
+        redelivered: c.num_redelivered,
+        waiting: c.num_waiting,
+        delivered: c.delivered.stream_seq,
+        ackFloor: c.ack_floor.stream_seq,
+      });
+    }
+    return found;
+  } finally {
+    await nc.close();
+  }
+}
+
+interface Progress {
+  paid: number;
+  unpublished: number;
+  deliveries: number;
+  done: number;
+  dead: number;
+}
+
+async function progress(sql: Sql): Promise<Progress> {
+  const [row] = await sql<Progress[]>`
+    select (select count(*) from orders.orders where state = 'paid')::int
+             as paid,
+           ((select count(*) from orders.outbox where state <> 'published')
+            + (select count(*) from billing.outbox
+                where state <> 'published'))::int as unpublished,
+           (select count(*) from queue.deliveries)::int as deliveries,
+           (select count(*) from queue.deliveries where state = 'dead')::int
+             as dead,
+           (select count(*) from queue.deliveries where state = 'done')::int
+             as done`;
+  return row;
+}
+
+natsServerTest(
+  "process: three deno task worker processes over JetStream, one SIGKILLed and the NATS server restarted under load: lost 0, doubled 0",
+  async () => {
+    const nats = await NatsServer.start();
+    const db = await testDatabase({ max: 4 });
+    const dataDir = await Deno.makeTempDir({ prefix: "bakery-jsproc-" });
+    const port = await freePort();
+    const stream = testStream();
+    const common = {
+      ...SETTINGS,
+      DATABASE_URL: db.url,
+      QUEUE: "jetstream",
+      NATS_URL: nats.url,
+      NATS_STREAM: stream,
+    };
+    const web = startMain({
+      ...common,
+      WORKERS: "off",
+      PORT: String(port),
+      DATA_DIR: dataDir,
+    });
+    const workers = [0, 1, 2].map(() => startWorker(common));
+    try {
+      await waitHealthy(web, port);
+      const owners = await Promise.all(workers.map(ownerOf));
+
+      // The load: each sandbox's client places and pays its orders in turn.
+      const base = `http://127.0.0.1:${port}/`;
+      const clients = Array.from({ length: CLIENTS }, () => new Client(base));
+      const sandboxes = await Promise.all(
+        clients.map((c, i) => signIn(c, `Load ${i + 1}`)),
+      );
+      let paid = 0;
+      const load = Promise.all(clients.map(async (client) => {
+        for (let i = 0; i < PER_CLIENT; i++) {
+          const { orderId } = await placeOrderVia(client, walkthroughOrder());
+          await payVia(client, orderId);
+          paid++;
+        }
+      }));
+      let loadFailed: unknown;
+      load.catch((error) => loadFailed = error);
+      const loading = () => {
+        if (loadFailed) throw loadFailed;
+        return true;
+      };
+
+      // A worker killed while it holds leases: a relay's claim on outbox rows
+      // or deliveries taken from the broker and not yet answered.
+      const [victim] = workers;
+      await until(
+        "the first worker to hold leases, a quarter of the orders paid",
+        async () =>
+          loading() && paid >= ORDERS / 4 &&
+          await holdsLeases(db.sql, owners[0]),
+        60_000,
+      );
+      Deno.kill(-victim.child.pid, "SIGKILL");
+      assert.equal((await victim.child.status).signal, "SIGKILL");
+
+      // The broker killed under load, and started again on the same port and
+      // store once more orders were paid while it was away.
+      await until(
+        "half of the orders paid",
+        () => loading() && paid >= ORDERS / 2,
+      );
+      await nats.kill("SIGKILL");
+      const whileDown = Math.min(ORDERS, paid + 2 * CLIENTS);
+      await until(
+        "orders paid while the broker is down",
+        () => loading() && paid >= whileDown,
+      );
+      await nats.restart();
+      await load;
+
+      let last: Progress | undefined;
+      try {
+        await until(
+          "every delivery of every paid order to be done",
+          async () => {
+            last = await progress(db.sql);
+            // A dead letter stays dead: no need to wait any longer.
+            if (last.dead > 0) throw new Error("a delivery is dead");
+            return last.paid === ORDERS && last.unpublished === 0 &&
+              last.deliveries === ORDERS * PER_ORDER &&
+              last.done === last.deliveries;
+          },
+          90_000,
+        );
+      } catch (error) {
+        const open = await db.sql`
+          select d.id, d.subscriber, d.type, d.state, d.attempts,
+                 d.lease_owner, d.last_status, d.last_error, d.created_at,
+                 d.next_attempt_at
+            from queue.deliveries d where d.state <> 'done'
+           order by d.id limit 10`;
+        throw new Error(
+          `${(error as Error).message}; last seen: ${
+            JSON.stringify(last)
+          }; open: ${JSON.stringify(open)}; workers: ${
+            JSON.stringify(owners)
+          }; consumers: ${JSON.stringify(await consumersOf(nats, stream))}`,
+        );
+      }
+
+      // Lost 0: every delivery done, one per message and subscriber.
+      const deliveries = await db.sql<
+        { subscriber: string; type: string; state: string; n: number }[]
+      >`select subscriber, type, state, count(*)::int as n
+        from queue.deliveries group by 1, 2, 3 order by 1, 2, 3`;
+      const expected = Object.entries(ROUTING)
+        .filter(([type]) =>
+          ["OrderPlaced", "PaymentSucceeded", "OrderPaid"].includes(type)
+        )
+        .flatMap(([type, subscribers]) =>
+          subscribers.map((subscriber) => ({
+            subscriber,
+            type,
+            state: "done",
+            n: ORDERS,
+          }))
+        )
+        .sort((a, b) =>
+          a.subscriber.localeCompare(b.subscriber) ||
+          a.type.localeCompare(b.type)
+        );
+      assert.deepEqual(deliveries.map((d) => ({ ...d })), expected);
+      assert.equal(
+        await countOf(db.sql`select count(*)::int as n from queue.messages`),
+        3 * ORDERS,
+      );
+
+      // Each receiver's inbox: exactly its deliveries' messages, each once,
+      // each applied (200), nothing refused.
+      for (const subscriber of SUBSCRIBERS) {
+        const inbox = db.sql(`${subscriber}.inbox`);
+        const owed = deliveries.filter((d) => d.subscriber === subscriber)
+          .reduce((n, d) => n + d.n, 0);
+        const [row] = await db.sql<
+          { rows: number; ids: number; applied: number; unmatched: number }[]
+        >`select count(*)::int as rows,
+               count(distinct message_id)::int as ids,
+               count(*) filter (where status = 200)::int as applied,
+               (select count(*) from queue.deliveries d
+                 where d.subscriber = ${subscriber}
+                   and not exists (select from ${inbox} i
+                                    where i.message_id = d.message_id))::int
+                 as unmatched
+          from ${inbox}`;
+        assert.deepEqual(
+          { subscriber, ...row },
+          { subscriber, rows: owed, ids: owed, applied: owed, unmatched: 0 },
+        );
+        assert.equal(
+          await countOf(
+            db.sql`select count(*)::int as n from ${
+              db.sql(`${subscriber}.refusals`)
+            }`,
+          ),
+          0,
+          `${subscriber} refused nothing`,
+        );
+      }
+
+      // Doubled 0: every effect once per order.
+      const effects = await db.sql<Record<string, number>[]>`
+      select
+        (select count(*) from orders.orders where state = 'paid')::int
+          as "paidOrders",
+        (select count(*) from orders.events where type = 'OrderPaid')::int
+          as "orderPaidEvents",
+        (select count(distinct order_id) from orders.events
+          where type = 'OrderPaid')::int as "ordersWithOrderPaid",
+        (select count(*) from billing.payments where state = 'succeeded')::int
+          as "payments",
+        (select count(*) from kitchen.cards where state = 'confirmed')::int
+          as "confirmedCards",
+        (select count(*) from kitchen.cards)::int as "cards",
+        (select count(*) from schedule.bookings where state = 'reserved')::int
+          as "reservedBookings",
+        (select count(*) from dispatch.stops where state = 'confirmed')::int
+          as "stops",
+        (select count(*) from crm.interactions)::int as "crmInteractions",
+        (select count(*) from customers.history)::int as "customerHistory",
+        (select count(*) from receipts.receipts)::int as "receipts",
+        (select count(distinct number) from receipts.receipts)::int
+          as "receiptNumbers"`;
+      assert.deepEqual({ ...effects[0] }, {
+        paidOrders: ORDERS,
+        orderPaidEvents: ORDERS,
+        ordersWithOrderPaid: ORDERS,
+        payments: ORDERS,
+        confirmedCards: ORDERS,
+        cards: ORDERS,
+        // Two products per order, each its own booking.
+        reservedBookings: 2 * ORDERS,
+        stops: ORDERS,
+        crmInteractions: ORDERS,
+        customerHistory: 2 * ORDERS,
+        receipts: ORDERS,
+        receiptNumbers: ORDERS,
+      });
+
+      // The broker holds one message per delivery: the relay's repeats after
+      // the outage were stored once.
+      const nc = await connect({ servers: nats.url });
+      try {
+        const info = await (await jetstreamManager(nc)).streams.info(stream);
+        assert.equal(info.state.messages, ORDERS * PER_ORDER);
+      } finally {
+        await nc.close();
+      }
+
+      // The closure of every sandbox: everything closed, nothing owed.
+      for (const [i, client] of clients.entries()) {
+        const { status, body } = await client.json<
+          { totals: Record<string, number> }
+        >("GET", "/api/console/closure");
+        assert.equal(status, 200);
+        assert.deepEqual(body.totals, {
+          owed: 0,
+          inFlight: 0,
+          acceptedUnacked: 0,
+          closed: PER_CLIENT * PER_ORDER,
+          dead: 0,
+          refused: 0,
+          mismatch: 0,
+        }, `closure of sandbox ${sandboxes[i].sandboxId}`);
+      }
+
+      // What the kill and the outage cost, for whoever reads the run.
+      const [cost] = await db.sql`
+      select (select count(*) from queue.deliveries where attempts > 1)::int
+               as "deliveriesAttemptedAgain",
+             ((select count(*) from orders.outbox where attempts > 0)
+              + (select count(*) from billing.outbox where attempts > 0))::int
+               as "outboxRowsRetried"`;
+      console.log(`after the kill and the restart: ${JSON.stringify(cost)}`);
+
+      // The two workers left stop on SIGTERM, each within 10 s, whole groups.
+      for (const worker of workers.slice(1)) {
+        const pgid = worker.child.pid;
+        Deno.kill(-pgid, "SIGTERM");
+        await until(
+          "a worker's process group to exit",
+          async () => (await groupProcesses(pgid)).length === 0,
+          10_000,
+        );
+      }
+      const stopped = await stopWithin(web, "SIGTERM", 10_000);
+      assert.equal(stopped?.code, 0, await web.stderr);
+    } finally {
+      for (const main of [...workers, web]) await killAll(main);
+      await nats.stop();
+      await db.drop();
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    }
+  },
+);
