@@ -16,7 +16,8 @@ export interface AppendOptions {
   /**
    * Send `NOTIFY outbox` in the transaction (delivered at commit, only
    * then). Default: yes, unless the pool has an after-commit waker
-   * (lib/outbox/wake.ts), which is then called after commit instead.
+   * (lib/outbox/wake.ts), which is then called after commit instead. A
+   * pool without a waker always sends the NOTIFY.
    */
   notify?: boolean;
 }
@@ -125,7 +126,9 @@ export async function wakeAfterAppend(
  */
 function wakesAfterCommit(tx: ServiceTx, options: AppendOptions): boolean {
   const waker = outboxWakerOf(tx.pool);
-  if (options.notify ?? !waker) return false;
+  // `notify: false` on a pool without a waker still wakes the relay, by the
+  // NOTIFY: there is nothing else to call.
+  if (!waker || (options.notify ?? false)) return false;
   const service = tx.service;
   tx.afterCommit(() => waker!(service));
   return true;
