@@ -130,6 +130,13 @@ async function quietOrder(t: TestBakery, sandboxA: string) {
   return { ms, backlogOfA: await openDeliveries(t.sql, sandboxA) };
 }
 
+/** B's paid order is prompt, while A's backlog is still there. */
+async function quietOrderIsPrompt(t: TestBakery, sandboxA: string) {
+  const { ms, backlogOfA } = await quietOrder(t, sandboxA);
+  assert.ok(backlogOfA > 0, "A's backlog had drained: the test proves nothing");
+  assert.ok(ms <= TARGET_MS, `B's paid order took ${Math.round(ms)} ms`);
+}
+
 fairTest(
   "a slow, doubled backlog in one sandbox does not hold up another's paid order",
   async () => {
@@ -147,12 +154,7 @@ fairTest(
          where sandbox_id = ${sandboxId} and type = 'OrderPaid'`) >= 30 * 6,
         30_000,
       );
-      const { ms, backlogOfA } = await quietOrder(t, sandboxId);
-      assert.ok(
-        backlogOfA > 0,
-        "A's backlog had drained: the test proves nothing",
-      );
-      assert.ok(ms <= TARGET_MS, `B's paid order took ${Math.round(ms)} ms`);
+      await quietOrderIsPrompt(t, sandboxId);
     }, SETTINGS);
   },
 );
@@ -174,12 +176,7 @@ fairTest(
         { subscriber: "kitchen" },
       );
       assert.equal(status, 202, JSON.stringify(body));
-      const { ms, backlogOfA } = await quietOrder(t, sandboxId);
-      assert.ok(
-        backlogOfA > 0,
-        "A's redrive had drained: the test proves nothing",
-      );
-      assert.ok(ms <= TARGET_MS, `B's paid order took ${Math.round(ms)} ms`);
+      await quietOrderIsPrompt(t, sandboxId);
     }, { ...SETTINGS, RETRY_DELAYS_MS: "50,50,50" });
   },
 );
@@ -200,12 +197,7 @@ fairTest(
         async () => await openDeliveries(t.sql, sandboxId) >= 1200,
         30_000,
       );
-      const { ms, backlogOfA } = await quietOrder(t, sandboxId);
-      assert.ok(
-        backlogOfA > 0,
-        "A's backlog had drained: the test proves nothing",
-      );
-      assert.ok(ms <= TARGET_MS, `B's paid order took ${Math.round(ms)} ms`);
+      await quietOrderIsPrompt(t, sandboxId);
     }, SETTINGS);
   },
 );

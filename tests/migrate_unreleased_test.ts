@@ -5,7 +5,11 @@
  */
 import assert from "node:assert/strict";
 import { connect, type Sql, withDatabase } from "../lib/db/connect.ts";
-import { migrate, UnreleasedSchemaError } from "../lib/db/migrate.ts";
+import {
+  migrate,
+  UNRELEASED,
+  UnreleasedSchemaError,
+} from "../lib/db/migrate.ts";
 import { ensureDatabase } from "../lib/db/open.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { adminUrl } from "./_db.ts";
@@ -15,26 +19,7 @@ const EXPECTED =
   "this database was migrated by an unreleased earlier schema (0001_roles_schemas_sandboxes.sql ... 0019_broker_redrives.sql, 18 files); drop it, or delete DATA_DIR for the embedded one";
 
 /** The names the earlier files left in public.schema_migrations. */
-const EARLIER = [
-  "0001_roles_schemas_sandboxes.sql",
-  "0002_messaging.sql",
-  "0003_bakery.sql",
-  "0004_sessions.sql",
-  "0005_wipes.sql",
-  "0006_pending_indexes.sql",
-  "0007_closure_audit.sql",
-  "0008_relay_role.sql",
-  "0010_unread_order_index.sql",
-  "0011_fewer_pending_indexes.sql",
-  "0012_timeline_lookups.sql",
-  "0013_retry_index.sql",
-  "0014_deliveries_listed_by_message.sql",
-  "0015_sandbox_policy_once_per_statement.sql",
-  "0016_refuse.sql",
-  "0017_payment_checks.sql",
-  "0018_fair_claims.sql",
-  "0019_broker_redrives.sql",
-];
+const EARLIER = UNRELEASED;
 
 /**
  * A database as the earlier files left it, as far as the runner looks: their

@@ -36,7 +36,7 @@ export class UnreleasedSchemaError extends MigrationError {
  * by a development version, and applying today's files to it would fail
  * midway (its tables exist already).
  */
-const UNRELEASED = [
+export const UNRELEASED: readonly string[] = [
   "0001_roles_schemas_sandboxes.sql",
   "0002_messaging.sql",
   "0003_bakery.sql",
