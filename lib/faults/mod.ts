@@ -74,7 +74,6 @@ export function pgFaults(sql: Sql, ttlMs = 250): FaultReader {
   };
 }
 
-
 /** True when `name` is on for `sandboxId`. */
 export function isOn(active: ActiveFaults, sandboxId: string, name: string) {
   return active.get(sandboxId)?.has(name) ?? false;
