@@ -11,6 +11,8 @@ export type Handler = (request: Request) => Response | Promise<Response>;
 
 export class Dispatcher {
   #local = new Map<string, Handler>();
+  /** Requests an in-process handler is still answering. */
+  #running = new Set<Promise<unknown>>();
 
   /** Serves requests to `origin` (e.g. `http://bakery.internal`) in process. */
   register(origin: string, handler: Handler): this {
@@ -21,7 +23,22 @@ export class Dispatcher {
   /** Sends `request` to its subscriber. Rejects on network errors. */
   async send(request: Request): Promise<Response> {
     const local = this.#local.get(new URL(request.url).origin);
-    if (local) return await local(request);
-    return await fetch(request);
+    if (!local) return await fetch(request);
+    const answer = Promise.resolve(local(request));
+    const running = answer.catch(() => {}).finally(() =>
+      this.#running.delete(running)
+    );
+    this.#running.add(running);
+    return await answer;
+  }
+
+  /**
+   * Waits for the in-process handlers still answering: a consumer that gave
+   * up on one (its timeout) leaves it running, and it may still apply (a
+   * slow receiver does). Called when the workers stop, so that no receiver
+   * works on after the process has let go of its database.
+   */
+  async drain(): Promise<void> {
+    while (this.#running.size > 0) await Promise.all([...this.#running]);
   }
 }

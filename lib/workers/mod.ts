@@ -350,7 +350,8 @@ export async function startMessaging(
         ].map((l) => l.stop()),
       );
       await broker?.settle();
-      // Stragglers end by their timeout at the latest.
+      // Stragglers end by their timeout at the latest, and in-process
+      // receivers a consumer gave up on may still be answering.
       await share.settle();
       // Handed off after the consumers' last look: theirs to send, not to
       // leave leased until the lease runs out.
@@ -361,6 +362,7 @@ export async function startMessaging(
           handed: takeHandoffs,
         }).catch((error) => log.error("handoff_unsent", { error }));
       }
+      await options.dispatcher.drain();
       await listener.stop();
       log.info("messaging_stopped", {});
     },
