@@ -15,8 +15,8 @@ import {
   type ConsumerOptions,
   type Subscriber,
 } from "../queue/consumer.ts";
-import type { ClaimedDelivery } from "../queue/deliveries_sql.ts";
 import { FairShare, type FairShareOptions } from "../queue/fair_share.ts";
+import { LocalQueue } from "./local_queue.ts";
 import {
   type BrokerLoops,
   brokerLoops,
@@ -103,49 +103,11 @@ export async function startMessaging(
   const owner = `worker-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`;
   const log = options.log.child({ owner });
   const relays = new Map<string, Loop>();
-  const consumers: Loop[] = [];
-  // A hint (NOTIFY, a publish in this process) wakes one consumer, not all:
-  // on an idle queue every woken consumer runs a claim, and all but one find
-  // nothing, while the one that found work competes with them for the same
-  // two cores (measured: 4 claims and 3 empty look-ups per hint, twice per
-  // message). `owed` holds the consumers that were woken and have not sent
-  // their claim yet: such a claim sees everything committed before the hint,
-  // so further hints until then need no one else. A consumer that claims a
-  // full batch wakes the next, so a backlog still gets every consumer.
-  const owed = new Set<Loop>();
-  const wakeConsumers = () => {
-    if (owed.size > 0) return;
-    const idle = consumers.find((c) => c.idle);
-    if (idle) {
-      owed.add(idle);
-      idle.wake();
-      return;
-    }
-    // All busy: each looks again after its batch. They are not owed: a
-    // consumer that goes idle meanwhile must still be woken by the next
-    // hint, not wait for the others' batches.
-    consumers.forEach((c) => c.wake());
-  };
-  const wakeEveryConsumer = () => consumers.forEach((c) => c.wake());
-  // A move of this process made while one of its consumers is idle stores
-  // its deliveries (when there are at most a batch of them) already leased
-  // to this process and hands them to that consumer, which sends them
-  // without a claim: one transaction less at each hop of a message.
-  // Batches wait here for the next consumer tick; stop() sends what is left.
-  const handoffs: ClaimedDelivery[][] = [];
-  /**
-   * The handoffs waiting, oldest first, joined up to a claim's batch (at
-   * least one): under load, moves are small and come faster than ticks.
-   */
-  const takeHandoffs = (): ClaimedDelivery[] | undefined => {
-    const batch = handoffs.shift();
-    if (!batch) return undefined;
-    while (
-      handoffs.length > 0 &&
-      batch.length + handoffs[0].length <= CONSUMER_BATCH_SIZE
-    ) batch.push(...handoffs.shift()!);
-    return batch;
-  };
+  // How this process's consumers are woken, and what its relay hands them
+  // (lib/workers/local_queue.ts).
+  const local = new LocalQueue(CONSUMER_BATCH_SIZE);
+  const consumers = local.consumers;
+  const wakeConsumers = () => local.hint();
   let stopping = false;
   const handoffLeaseMs = consumerLeaseMs({
     leaseMs: options.consumerLeaseMs,
@@ -165,23 +127,19 @@ export async function startMessaging(
   if (inner.moveFrom) {
     const moveFrom = inner.moveFrom.bind(inner);
     queue.moveFrom = async (service, limit, faultNames) => {
-      const local = consumers.length > 0;
-      const handoff = local && !stopping && consumers.some((c) => c.idle)
+      const here = consumers.length > 0;
+      const handoff = here && !stopping && local.anyIdle
         ? { owner, leaseMs: handoffLeaseMs, max: CONSUMER_BATCH_SIZE }
         : undefined;
       // The move's NOTIFY (for other processes' consumers) names this
       // process when its consumers are woken here, so that its own listener
       // skips it: heard, it ran a second claim that found nothing.
       const moved = await moveFrom(service, limit, faultNames, {
-        wokenBy: local ? owner : undefined,
+        wokenBy: here ? owner : undefined,
         handoff,
       });
-      if (moved.handed.length > 0) {
-        handoffs.push(moved.handed);
-        const idle = consumers.find((c) => c.idle);
-        if (idle) idle.wake();
-        else wakeEveryConsumer();
-      } else if (moved.published > 0) wakeConsumers();
+      if (moved.handed.length > 0) local.hand(moved.handed);
+      else if (moved.published > 0) wakeConsumers();
       return moved;
     };
   }
@@ -287,21 +245,16 @@ export async function startMessaging(
         tick: () =>
           consumeOnce({
             ...consumerOptions,
-            onClaimSent: () => owed.delete(loop),
-            handed: () => {
-              const batch = takeHandoffs();
-              // Woken to claim, it sends a handoff instead: another claims.
-              if (batch && owed.delete(loop)) wakeConsumers();
-              return batch;
-            },
+            onClaimSent: () => local.claimSent(loop),
+            handed: () => local.take(loop),
           }),
       });
-      consumers.push(loop);
+      local.add(loop);
     }
   }
   const wakeAll = () => {
     relays.forEach((r) => r.wake());
-    wakeEveryConsumer();
+    local.wakeAll();
   };
   const listener = new Listener({
     url: options.url,
@@ -337,7 +290,7 @@ export async function startMessaging(
       relay?.wake();
       return relay !== undefined;
     },
-    wakeConsumers: wakeEveryConsumer,
+    wakeConsumers: () => local.wakeAll(),
     stop: async () => {
       stopping = true;
       clearTimeout(auditTimer);
@@ -355,11 +308,11 @@ export async function startMessaging(
       await share.settle();
       // Handed off after the consumers' last look: theirs to send, not to
       // leave leased until the lease runs out.
-      while (handoffs.length > 0) {
+      while (local.handing) {
         await consumeOnce({
           ...consumerOptions,
           batchesPerTick: 1,
-          handed: takeHandoffs,
+          handed: () => local.take(),
         }).catch((error) => log.error("handoff_unsent", { error }));
       }
       await options.dispatcher.drain();
