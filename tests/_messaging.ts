@@ -25,6 +25,10 @@ import {
 import { type Apply, inboxHandler, Refused } from "../lib/inbox/mod.ts";
 import { pgFaults } from "../lib/faults/mod.ts";
 import {
+  claimBatch,
+  type ClaimedDelivery,
+} from "../lib/queue/deliveries_sql.ts";
+import {
   type Messaging,
   type MessagingOptions,
   startMessaging,
@@ -393,4 +397,26 @@ export function recordingQueue(sql: Sql): { queue: Queue; moves: Moved[] } {
     },
   };
   return { queue, moves };
+}
+
+/**
+ * One claim of up to `limit` deliveries by `owner`, holding nothing else
+ * (claimBatch with an empty share), as a consumer's first claim is.
+ */
+export async function claimDeliveries(
+  sql: Sql,
+  owner: string,
+  limit: number,
+  leaseMs: number,
+): Promise<ClaimedDelivery[]> {
+  return (await claimBatch(sql, owner, {
+    limit,
+    leaseMs,
+    round: {
+      after: null,
+      perSandbox: limit,
+      perLane: limit,
+      held: { sandboxIds: [], subscribers: [], counts: [] },
+    },
+  })).claimed;
 }

@@ -27,7 +27,6 @@ import { pgFaults } from "../lib/faults/mod.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { Dispatcher } from "../lib/queue/mod.ts";
 import { JetStreamConsumer } from "../lib/queue/jetstream/consumer.ts";
-import { FairShare } from "../lib/queue/fair_share.ts";
 import { assertDelivered, assertStreamHolds } from "./_conformance/broker.ts";
 
 /** The broker's AckWait: a consumer silent for longer loses the message. */
@@ -86,12 +85,6 @@ natsTest(
             timeoutMs: 30_000,
             log: memoryLogger("error").logger,
             faults: pgFaults(sql),
-            share: new FairShare({
-              perSandbox: 20,
-              perLane: 10,
-              maxDetached: 40,
-              stragglerMs: 250,
-            }),
           });
           consumers.push(c);
           return c;

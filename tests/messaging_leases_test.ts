@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { withTestDatabase } from "./_db.ts";
 import {
+  claimDeliveries,
   createSandbox,
   createTestServices,
   placeOrder,
@@ -19,7 +20,6 @@ import {
 import type { Sql } from "../lib/db/connect.ts";
 import { claimOutbox, markPublished } from "../lib/relay/mod.ts";
 import { PgQueue } from "../lib/queue/mod.ts";
-import { claimDeliveries } from "../lib/queue/deliveries_sql.ts";
 
 async function leaseExpired(sql: Sql, table: string, id: number) {
   await waitFor(`the lease on ${table} ${id} to expire`, async () => {

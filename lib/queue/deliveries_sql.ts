@@ -29,30 +29,6 @@ export interface ClaimedDelivery {
  */
 const GENERIC = { genericPlans: true };
 
-/**
- * Claims up to `limit` due deliveries, round-robin across sandboxes and
- * oldest first within each, skipping rows other consumers hold. The lease
- * expiry is also the next attempt time, so a delivery whose consumer died is
- * simply due again when the lease runs out.
- */
-export async function claimDeliveries(
-  sql: Sql,
-  owner: string,
-  limit: number,
-  leaseMs: number,
-): Promise<ClaimedDelivery[]> {
-  return (await claimBatch(sql, owner, {
-    limit,
-    leaseMs,
-    round: {
-      after: null,
-      perSandbox: limit,
-      perLane: limit,
-      held: { sandboxIds: [], subscribers: [], counts: [] },
-    },
-  })).claimed;
-}
-
 /** What one claim asks for. */
 export interface ClaimOptions {
   limit: number;
@@ -228,9 +204,12 @@ function toBatch(rows: ClaimRow[]): ClaimBatch {
 }
 
 /**
- * {@link claimDeliveries} and, when it finds nothing, when the next delivery
- * is due: one statement, so that an idle consumer's look costs one
- * transaction, not two. `onSent` is called just before the claim goes to the
+ * Claims up to `claim.limit` due deliveries, round-robin across sandboxes
+ * and oldest first within each, skipping rows other consumers hold, and,
+ * when it finds nothing, says when the next delivery is due: one statement,
+ * so that an idle consumer's look costs one transaction, not two. The lease
+ * expiry is also the next attempt time, so a delivery whose consumer died is
+ * simply due again when the lease runs out. `onSent` is called just before the claim goes to the
  * server: whatever committed before that moment is seen by this claim (the
  * consumers' wake-ups rely on it).
  */

@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  claimDeliveries,
   count,
   placeOrder,
   RECEIVERS,
@@ -23,7 +24,6 @@ import type { Envelope } from "../../lib/outbox/mod.ts";
 import type { Queue } from "../../lib/queue/mod.ts";
 import {
   type AttemptResult,
-  claimDeliveries,
   type ClaimedDelivery,
   finishDeliveries,
 } from "../../lib/queue/deliveries_sql.ts";
@@ -85,7 +85,6 @@ async function take(
     fetched.map((m) => ({
       subscriber: "t_recv_a",
       envelope: m.json<Envelope>(),
-      source: "t_sender",
     })),
   );
   return {

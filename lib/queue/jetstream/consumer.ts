@@ -32,9 +32,7 @@ import {
   finishDeliveryIds,
 } from "../deliveries_sql.ts";
 import { recorded, sendAll, type SendOptions } from "../consumer.ts";
-import type { FairShare } from "../fair_share.ts";
 import { startDeliveries, type Taken } from "./deliveries_sql.ts";
-import { SOURCE_HEADER } from "./queue.ts";
 
 export interface JetStreamConsumerOptions extends SendOptions {
   sql: Sql;
@@ -42,14 +40,7 @@ export interface JetStreamConsumerOptions extends SendOptions {
   consumer: Consumer;
   /** The consumer's AckWait: the lease of an attempt. */
   ackWaitMs: number;
-  /**
-   * The process's share between sandboxes (lib/queue/fair_share.ts): a
-   * message of a sandbox whose lane (sandbox and subscriber) the process
-   * holds in full goes back to the broker for a moment, unrecorded, so that
-   * the consumer reaches the other sandboxes' messages behind it.
-   */
-  share: FairShare;
-  /** Messages in flight at most (default twice the share's lane). */
+  /** Messages in flight at most (default 20). */
   window?: number;
   /** Messages taken by one fetch at most (default 10). */
   batch?: number;
@@ -62,24 +53,6 @@ export interface JetStreamConsumerOptions extends SendOptions {
 /** How long a burst waits for more messages that arrive with its first. */
 const BURST_MS = 2;
 
-/**
- * How long a message of a sandbox at its share waits in the broker before
- * it is offered again: long enough not to spin through a slow sandbox's
- * backlog, short against a delivery's retry delays.
- */
-const HELD_BACK_MS = 500;
-
-/**
- * A send slower than this makes its sandbox's lane slow (for
- * SLOW_MEMORY_MS): far above a delivery on a loaded machine (a few hundred
- * ms for 2,000 messages through two worker sets on 2 cores), far below a
- * slow receiver's timeout.
- */
-const SLOW_SEND_MS = 1000;
-
-/** How long a sandbox whose send was slow counts as slow afterwards. */
-const SLOW_MEMORY_MS = 10_000;
-
 /** One subscriber's consumer; `tick` for a Loop, `stop` to finish. */
 export class JetStreamConsumer {
   readonly #options: JetStreamConsumerOptions;
@@ -91,7 +64,7 @@ export class JetStreamConsumer {
   constructor(options: JetStreamConsumerOptions) {
     this.#options = options;
     this.#batch = options.batch ?? 10;
-    this.#window = options.window ?? 2 * options.share.perLane;
+    this.#window = options.window ?? 20;
   }
 
   /**
@@ -135,7 +108,6 @@ export class JetStreamConsumer {
   async #handle(burst: JsMsg[]) {
     const options = this.#options;
     const taken = new Map<string, { msg: JsMsg; t: Taken }>();
-    const at = Date.now();
     for (const msg of burst) {
       const parsed = envelopeSchema.safeParse(safeJson(msg.string()));
       if (!parsed.success) {
@@ -151,83 +123,18 @@ export class JetStreamConsumer {
         continue;
       }
       const key = parsed.data.messageId;
-      const lane = {
-        sandboxId: parsed.data.sandboxId,
-        subscriber: options.subscriber,
-      };
       // Two copies of one delivery in a burst (a redelivery and a redrive):
       // one is sent, the other only acknowledged.
       if (taken.has(key)) msg.ack();
-      else if (options.share.atCap(lane) && this.#slow(lane.sandboxId)) {
-        msg.nak(HELD_BACK_MS);
-      } else {
-        options.share.hold([lane]);
-        this.#started(lane.sandboxId, at);
+      else {
         taken.set(key, {
           msg,
-          t: {
-            subscriber: options.subscriber,
-            envelope: parsed.data,
-            source: msg.headers?.get(SOURCE_HEADER) || "unknown",
-          },
+          t: { subscriber: options.subscriber, envelope: parsed.data },
         });
       }
     }
     if (taken.size === 0) return;
-    try {
-      await this.#send(taken);
-    } finally {
-      const lanes = [...taken.values()].map(({ t }) => ({
-        sandboxId: t.envelope.sandboxId,
-        subscriber: t.subscriber,
-      }));
-      options.share.release(lanes);
-      for (const { sandboxId } of lanes) this.#finished(sandboxId, at);
-    }
-  }
-
-  /**
-   * When this consumer's sends of each sandbox started, oldest first. A
-   * sandbox's message is held back only when the process holds its share of
-   * the lane and the lane is slow: one of its sends has run, or lately ran,
-   * past SLOW_SEND_MS. A slow receiver's messages would otherwise
-   * fill the consumer while other sandboxes' wait behind them. A lane that
-   * is busy but quick is not held back (up to the consumer's window): its
-   * sends finish in moments, and a nak for each would make the broker
-   * deliver a flood many times over (eight times, measured on 2,000
-   * messages).
-   */
-  #since = new Map<string, number[]>();
-
-  #started(sandboxId: string, at: number) {
-    const list = this.#since.get(sandboxId);
-    if (list) list.push(at);
-    else this.#since.set(sandboxId, [at]);
-  }
-
-  /** Sandboxes whose sends were slow lately, until when they count so. */
-  #slowUntil = new Map<string, number>();
-
-  #finished(sandboxId: string, at: number) {
-    const list = this.#since.get(sandboxId);
-    if (!list) return;
-    list.splice(list.indexOf(at), 1);
-    if (list.length === 0) this.#since.delete(sandboxId);
-    const now = Date.now();
-    if (now - at > SLOW_SEND_MS) {
-      this.#slowUntil.set(sandboxId, now + SLOW_MEMORY_MS);
-    }
-  }
-
-  #slow(sandboxId: string): boolean {
-    const now = Date.now();
-    const until = this.#slowUntil.get(sandboxId);
-    if (until !== undefined) {
-      if (until > now) return true;
-      this.#slowUntil.delete(sandboxId);
-    }
-    const oldest = this.#since.get(sandboxId)?.[0];
-    return oldest !== undefined && now - oldest > SLOW_SEND_MS;
+    await this.#send(taken);
   }
 
   async #send(taken: Map<string, { msg: JsMsg; t: Taken }>) {

@@ -14,8 +14,6 @@ import type { ClaimedDelivery } from "../deliveries_sql.ts";
 export interface Taken {
   subscriber: string;
   envelope: Envelope;
-  /** The service whose outbox it came from (its `Bakery-Source` header). */
-  source: string;
 }
 
 interface StartedRow {
@@ -52,19 +50,11 @@ export async function startDeliveries(
       with t as (
         select (e->>'messageId')::uuid as message_id,
                (e->>'sandboxId')::uuid as sandbox_id, s as subscriber,
-               e->>'type' as type, e->>'aggregateId' as aggregate_id, e, src
+               e->>'type' as type, e->>'aggregateId' as aggregate_id
           from unnest(${taken.map((t) => t.subscriber)}::text[],
-                      ${taken.map((t) => t.source)}::text[],
                       array(select v from jsonb_array_elements(
                               ${sql.json(envelopes as never)}) as v))
-            as x(s, src, e)
-      ), m as (
-        insert into queue.messages
-          (message_id, sandbox_id, source, type, aggregate_id, envelope)
-        select distinct on (message_id) message_id, sandbox_id, src,
-               type, aggregate_id, e
-          from t
-        on conflict (message_id) do nothing
+            as x(s, e)
       )
       insert into queue.deliveries as d
         (sandbox_id, message_id, subscriber, type, aggregate_id, state,
@@ -74,6 +64,9 @@ export async function startDeliveries(
              now() + ${leaseMs} * interval '1 millisecond',
              now() + ${leaseMs} * interval '1 millisecond', 1
         from t
+       -- In the order the relay stores them (by message id): the same keys
+       -- taken in two orders deadlocked (lib/queue/jetstream/queue.ts).
+       order by message_id, subscriber
       on conflict (message_id, subscriber) do update
          set state = 'in_flight',
              lease_owner = excluded.lease_owner,

@@ -9,7 +9,6 @@ import type { Sql } from "../../db/connect.ts";
 import type { Logger } from "../../log/mod.ts";
 import { Loop } from "../../wake/loop.ts";
 import type { SendOptions } from "../consumer.ts";
-import type { FairShare } from "../fair_share.ts";
 import { JetStreamConsumer } from "./consumer.ts";
 import { republishOnce } from "./redrive.ts";
 import type { JetStream } from "./stream.ts";
@@ -25,8 +24,6 @@ export interface BrokerLoopsOptions extends Omit<SendOptions, "owner"> {
   stream: JetStream;
   subscribers: SendOptions["subscribers"];
   ackWaitMs: number;
-  /** The process's share between sandboxes, shared by every consumer. */
-  share: FairShare;
   /** Consumers per subscriber in this process (default 1). */
   perSubscriber?: number;
   pollMs: number;

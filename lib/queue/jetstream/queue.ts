@@ -13,8 +13,9 @@
  * the console, the timeline and the closure read, and that the consumers move
  * on. Stored after the PubAcks, not before, so that while the broker is away
  * the closure says owed, not in flight. A consumer may take a message before
- * its rows are stored: it makes them itself (deliveries_sql.ts), with the
- * source the message carries in its `Bakery-Source` header.
+ * its delivery's row is stored: it makes that row itself (deliveries_sql.ts).
+ * Each message names the service it came from in its `Bakery-Source`
+ * header, for people reading the stream.
  */
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
@@ -65,7 +66,17 @@ export class JetStreamQueue implements Queue {
         return acks.some((ack) => !ack.duplicate);
       }),
     );
-    await ledger.store(messages, { notify: false });
+    // In message id order, as the consumers store theirs (deliveries_sql.ts):
+    // a consumer quicker than this store inserts some of the same rows, and
+    // two inserts that take the same keys in different orders deadlocked
+    // (the stream's order is not the outbox's: the batch is published at
+    // once). The rows' ids do not order anything over JetStream.
+    await ledger.store(
+      [...messages].sort((a, b) =>
+        a.envelope.messageId < b.envelope.messageId ? -1 : 1
+      ),
+      { notify: false },
+    );
     return sent.filter(Boolean).length;
   }
 }
