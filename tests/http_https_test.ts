@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { COOKIE } from "../lib/http/session_middleware.ts";
-import { withTestBakery } from "./_app.ts";
+import { type Client, withTestBakery } from "./_app.ts";
 
 const SECURE = `__Host-${COOKIE}`;
 
@@ -17,15 +17,21 @@ async function withCookie(url: string, path: string, cookie: string) {
   return response;
 }
 
+/** Signs in; the answer, body read, for its headers. */
+async function signInAnswer(client: Client): Promise<Response> {
+  const response = await client.fetch("/api/session", {
+    method: "POST",
+    json: { name: "Ada" },
+  });
+  assert.equal(response.status, 201);
+  await response.body?.cancel();
+  return response;
+}
+
 Deno.test("https behind a proxy: a __Host- Secure cookie only, and HSTS", async () => {
   await withTestBakery(async (t) => {
     const client = t.client();
-    const response = await client.fetch("/api/session", {
-      method: "POST",
-      json: { name: "Ada" },
-    });
-    assert.equal(response.status, 201);
-    await response.body?.cancel();
+    const response = await signInAnswer(client);
     const cookies = response.headers.getSetCookie();
     assert.equal(cookies.length, 1, JSON.stringify(cookies));
     const [cookie] = cookies;
@@ -62,12 +68,7 @@ Deno.test("https behind a proxy: a __Host- Secure cookie only, and HSTS", async 
 Deno.test("plain http: the unprefixed cookie, no Secure, no HSTS", async () => {
   await withTestBakery(async (t) => {
     const client = t.client();
-    const response = await client.fetch("/api/session", {
-      method: "POST",
-      json: { name: "Ada" },
-    });
-    assert.equal(response.status, 201);
-    await response.body?.cancel();
+    const response = await signInAnswer(client);
     const [cookie] = response.headers.getSetCookie();
     assert.ok(cookie.startsWith(`${COOKIE}=`), cookie);
     assert.doesNotMatch(cookie, /Secure/i);

@@ -6,6 +6,7 @@
  * reaches the stream, and a row published again is stored once.
  */
 import assert from "node:assert/strict";
+import type { Sql } from "../../lib/db/connect.ts";
 import {
   count,
   createSandbox,
@@ -20,6 +21,35 @@ import { setFault } from "../../lib/faults/mod.ts";
 import { RELAY_FAULTS } from "../../lib/relay/mod.ts";
 import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
 import type { Scenario } from "./mod.ts";
+
+/**
+ * Turns `fault` off; the sender's next command (order O2) flushes what it
+ * still owes: both rows published, and the queue holds the two messages,
+ * once each. Returns O2's envelope.
+ */
+async function clearAndFlush(
+  sql: Sql,
+  sandboxId: string,
+  fault: string,
+  firstMessageId: string,
+) {
+  await setFault(sql, sandboxId, fault, false);
+  const second = await placeOrder(sql, sandboxId, "O2");
+  await waitFor("both rows published", async () =>
+    await count(
+      sql,
+      `${SENDER}.outbox`,
+      sql`sandbox_id = ${sandboxId} and state = 'published'`,
+    ) === 2);
+  const messages = await sql`
+    select message_id from queue.messages where sandbox_id = ${sandboxId}
+     order by message_id`;
+  assert.deepEqual(
+    messages.map((m) => m.message_id).sort(),
+    [firstMessageId, second.messageId].sort(),
+  );
+  return second;
+}
 
 const each = (n: number) => Object.fromEntries(RECEIVERS.map((r) => [r, n]));
 
@@ -76,20 +106,11 @@ export const guardScenarios: Scenario[] = [{
       );
 
       // The fault clears; the sender's next command flushes what it owes.
-      await setFault(sql, sandboxId, RELAY_FAULTS.queueRefusesSends, false);
-      const second = await placeOrder(sql, sandboxId, "O2");
-      await waitFor("both rows published", async () =>
-        await count(
-          sql,
-          `${SENDER}.outbox`,
-          sql`sandbox_id = ${sandboxId} and state = 'published'`,
-        ) === 2);
-      const messages = await sql`
-      select message_id from queue.messages where sandbox_id = ${sandboxId}
-       order by message_id`;
-      assert.deepEqual(
-        messages.map((m) => m.message_id).sort(),
-        [first.messageId, second.messageId].sort(),
+      const second = await clearAndFlush(
+        sql,
+        sandboxId,
+        RELAY_FAULTS.queueRefusesSends,
+        first.messageId,
       );
       await waitForJobs(sql, 3);
       await waitForDeliveries(sql, "done", 9);
@@ -199,19 +220,11 @@ export const guardScenarios: Scenario[] = [{
 
       // The fault clears; the next command flushes the parked row, and the
       // queue ignores the repeat.
-      await setFault(sql, sandboxId, RELAY_FAULTS.crashBeforeMark, false);
-      const second = await placeOrder(sql, sandboxId, "O2");
-      await waitFor("both rows published", async () =>
-        await count(
-          sql,
-          `${SENDER}.outbox`,
-          sql`sandbox_id = ${sandboxId} and state = 'published'`,
-        ) === 2);
-      const messages = await sql`
-      select message_id from queue.messages order by message_id`;
-      assert.deepEqual(
-        messages.map((m) => m.message_id).sort(),
-        [first.messageId, second.messageId].sort(),
+      const second = await clearAndFlush(
+        sql,
+        sandboxId,
+        RELAY_FAULTS.crashBeforeMark,
+        first.messageId,
       );
       await waitForJobs(sql, 2);
       assert.equal(crashes(), 2);
