@@ -19,6 +19,7 @@ import { createLogger, type Logger } from "../lib/log/mod.ts";
 import { pgFaults } from "../lib/faults/mod.ts";
 import { coalescingWaker, setOutboxWaker } from "../lib/outbox/mod.ts";
 import { Dispatcher, PgQueue, type Queue } from "../lib/queue/mod.ts";
+import { PgMove, type Shortcut } from "../lib/relay/mod.ts";
 import { type Messaging, startMessaging } from "../lib/workers/mod.ts";
 import { parseConfig } from "../config.ts";
 import {
@@ -125,8 +126,11 @@ export async function startProbe(options: {
       }
       return inner.publish(messages);
     },
-    moveFrom: async (service, limit, faultNames, options) => {
-      const moved = await inner.moveFrom(service, limit, faultNames, {
+  };
+  const direct = new PgMove(inner);
+  const shortcut: Shortcut = {
+    move: async (service, limit, faultNames, options) => {
+      const moved = await direct.move(service, limit, faultNames, {
         ...options,
         listMoved: true,
       });
@@ -179,6 +183,7 @@ export async function startProbe(options: {
     faults,
     senders: SENDERS,
     queue,
+    shortcut,
     dispatcher,
     subscribers: BAKERY_SUBSCRIBERS,
     pollMs: config.POLL_INTERVAL_MS,

@@ -21,6 +21,7 @@ import {
   openJetStream,
   StreamNames,
 } from "../lib/queue/jetstream/mod.ts";
+import { PgMove } from "../lib/relay/mod.ts";
 import {
   type Messaging,
   type MessagingOptions,
@@ -97,7 +98,7 @@ export function bakeryDispatcher(deps: BakeryDeps): Dispatcher {
 
 /**
  * The relay's moves have connections of their own, one per move slot
- * (PgQueue's `moveSlots`, 2 by default). On the process's pool they went
+ * (PgMove's `slots`, 2 by default). On the process's pool they went
  * round all its connections (postgres.js lends the one idle the longest),
  * and each connection planned the move and filled its caches for itself, again
  * after every 30 s idle; a move on a connection it had not run on before took
@@ -156,9 +157,7 @@ export async function startBakeryMessaging(
       applicationName: "bakery-relay",
     })
     : undefined;
-  const ledger = new PgQueue(relaySql ?? deps.sql, ROUTING, {
-    moveSlots: RELAY_CONNECTIONS,
-  });
+  const ledger = new PgQueue(relaySql ?? deps.sql, ROUTING);
   const queue: Queue = jetstream
     ? new JetStreamQueue({
       js: jetstream.js,
@@ -176,6 +175,11 @@ export async function startBakeryMessaging(
       faults,
       senders: SENDERS,
       queue,
+      // The PostgreSQL queue shares the outboxes' database: the relay moves
+      // rows into it in one transaction, one move per connection of its own.
+      shortcut: jetstream
+        ? undefined
+        : new PgMove(ledger, { slots: RELAY_CONNECTIONS }),
       broker: jetstream && {
         stream: jetstream,
         ackWaitMs: consumerLeaseMs({

@@ -17,17 +17,15 @@ import { memoryLogger } from "../lib/log/mod.ts";
 import { append, type Envelope, newEnvelope } from "../lib/outbox/mod.ts";
 import {
   Dispatcher,
-  type Moved,
   PgQueue,
   type Queue,
   type Routing,
 } from "../lib/queue/mod.ts";
+import { type Moved, PgMove, type Shortcut } from "../lib/relay/mod.ts";
 import { type Apply, inboxHandler, Refused } from "../lib/inbox/mod.ts";
 import { pgFaults } from "../lib/faults/mod.ts";
-import {
-  claimBatch,
-  type ClaimedDelivery,
-} from "../lib/queue/deliveries_sql.ts";
+import type { ClaimedDelivery } from "../lib/queue/mod.ts";
+import { claimBatch } from "../lib/queue/postgres/deliveries_sql.ts";
 import {
   type Messaging,
   type MessagingOptions,
@@ -242,6 +240,8 @@ export interface TestWorkersOptions extends Partial<MessagingOptions> {
   ackWaitMs?: number;
   /** Wraps the transport's queue, e.g. to record what the relay published. */
   wrapQueue?: (queue: Queue) => Queue;
+  /** Wraps the relay's move into the PostgreSQL queue (when it has one). */
+  wrapShortcut?: (shortcut: Shortcut) => Shortcut;
 }
 
 /** The test workers: the messaging, and the transport it runs on. */
@@ -265,6 +265,7 @@ export function startTestWorkers(
     stream,
     ackWaitMs,
     wrapQueue,
+    wrapShortcut,
     ...overrides
   } = options;
   const messaging = (async (): Promise<TestMessaging> => {
@@ -283,6 +284,9 @@ export function startTestWorkers(
         faults: pgFaults(db.sql),
         senders: [SENDER],
         queue: wrapQueue ? wrapQueue(transport.queue) : transport.queue,
+        shortcut: transport.shortcut && wrapShortcut
+          ? wrapShortcut(transport.shortcut)
+          : transport.shortcut,
         broker: transport.broker,
         dispatcher: testDispatcher(db.sql),
         subscribers: SUBSCRIBERS,
@@ -384,19 +388,23 @@ export async function waitForDeliveries(
   );
 }
 
-/** The test queue (PgQueue), keeping every move it makes in `moves`. */
-export function recordingQueue(sql: Sql): { queue: Queue; moves: Moved[] } {
-  const inner = new PgQueue(sql, ROUTING);
+/**
+ * The relay's move into the test queue (a PgQueue), keeping every move it
+ * makes in `moves`.
+ */
+export function recordingShortcut(
+  sql: Sql,
+): { shortcut: Shortcut; moves: Moved[] } {
+  const inner = new PgMove(new PgQueue(sql, ROUTING));
   const moves: Moved[] = [];
-  const queue: Queue = {
-    publish: (messages) => inner.publish(messages),
-    moveFrom: async (service, limit, faultNames, options) => {
-      const moved = await inner.moveFrom(service, limit, faultNames, options);
+  const shortcut: Shortcut = {
+    move: async (service, limit, faultNames, options) => {
+      const moved = await inner.move(service, limit, faultNames, options);
       moves.push(moved);
       return moved;
     },
   };
-  return { queue, moves };
+  return { shortcut, moves };
 }
 
 /**

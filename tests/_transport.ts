@@ -1,14 +1,20 @@
 /**
  * The two transports the messaging tests run on, as the test sender and
- * receivers use them: the PostgreSQL queue (PgQueue), or NATS JetStream
+ * receivers use them: the PostgreSQL queue (PgQueue, and the relay's
+ * one-transaction move into it), or NATS JetStream
  * (a JetStreamQueue over a PgQueue ledger, on a stream of the test's own).
  * For JetStream, `view` reads the stream and its consumers as the broker
  * holds them, so that a test can prove the messages went through it.
  */
 import type { Sql } from "../lib/db/connect.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
-import { consumerLeaseMs, PgQueue, type Queue } from "../lib/queue/mod.ts";
-import type { Routing } from "../lib/queue/publish.ts";
+import {
+  consumerLeaseMs,
+  PgQueue,
+  type Queue,
+  type Routing,
+} from "../lib/queue/mod.ts";
+import { PgMove, type Shortcut } from "../lib/relay/mod.ts";
 import type { RedriveOptions } from "../lib/queue/dead_letters.ts";
 import {
   type JetStream,
@@ -113,6 +119,8 @@ export interface TestTransport {
   name: TransportName;
   /** What the relay publishes to. */
   queue: Queue;
+  /** PostgreSQL: the relay's one-transaction move into `queue`. */
+  shortcut?: Shortcut;
   /** JetStream: startMessaging's `broker`. */
   broker?: { stream: JetStream; ackWaitMs: number };
   /** JetStream: the stream, as the broker holds it. */
@@ -132,7 +140,13 @@ export async function openTestTransport(
   const { routing } = options;
   const ledger = new PgQueue(sql, routing);
   if (name === "postgres") {
-    return { name, queue: ledger, redrive: {}, close: async () => {} };
+    return {
+      name,
+      queue: ledger,
+      shortcut: new PgMove(ledger),
+      redrive: {},
+      close: async () => {},
+    };
   }
   const own = options.stream === undefined;
   const streamName = options.stream ?? testStream();

@@ -14,7 +14,7 @@ import {
   placeOrder,
   placeOrders,
   RECEIVERS,
-  recordingQueue,
+  recordingShortcut,
   ROUTING,
   SENDER,
   waitForDeliveries,
@@ -23,7 +23,8 @@ import {
 } from "./_messaging.ts";
 import { connect } from "../lib/db/connect.ts";
 import { PgQueue } from "../lib/queue/mod.ts";
-import { QUEUE_CHANNEL } from "../lib/queue/publish.ts";
+import { QUEUE_CHANNEL } from "../lib/queue/mod.ts";
+import { PgMove } from "../lib/relay/mod.ts";
 import { setOutboxWaker } from "../lib/outbox/wake.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -32,7 +33,7 @@ Deno.test("a move hands off its deliveries leased to the consumer when they fit,
   await withTestDatabase(async ({ sql, url }) => {
     await createTestServices(sql);
     const sandboxId = await createSandbox(sql);
-    const queue = new PgQueue(sql, ROUTING);
+    const shortcut = new PgMove(new PgQueue(sql, ROUTING));
     const heard: string[] = [];
     const listener = connect(url, { max: 1 });
     try {
@@ -40,7 +41,7 @@ Deno.test("a move hands off its deliveries leased to the consumer when they fit,
       const handoff = { owner: "consumer-here", leaseMs: 60_000, max: 3 };
 
       const [placed] = await placeOrders(sql, sandboxId, ["A1"]);
-      const one = await queue.moveFrom(SENDER, 10, [], { handoff });
+      const one = await shortcut.move(SENDER, 10, [], { handoff });
       assert.equal(one.rows, 1);
       assert.deepEqual(
         one.handed.map((d) => [d.subscriber, d.messageId, d.attempt]),
@@ -57,7 +58,7 @@ Deno.test("a move hands off its deliveries leased to the consumer when they fit,
 
       // Two messages make six deliveries, more than `max`: none handed off.
       await placeOrders(sql, sandboxId, ["B1", "B2"]);
-      const two = await queue.moveFrom(SENDER, 10, [], { handoff });
+      const two = await shortcut.move(SENDER, 10, [], { handoff });
       assert.equal(two.rows, 2);
       assert.deepEqual(two.handed, []);
       assert.equal(
@@ -78,35 +79,39 @@ Deno.test("with an idle consumer, a commit's deliveries are handed to it and app
     const { sql } = db;
     await createTestServices(sql);
     const sandboxId = await createSandbox(sql);
-    const { queue, moves: all } = recordingQueue(sql);
+    const { shortcut, moves: all } = recordingShortcut(sql);
     const moved = () => all.filter((m) => m.rows > 0);
-    await withWorkers(db, { pollMs: 60_000, queue }, async ({ messaging }) => {
-      await sleep(300); // the loops' first ticks find nothing and sleep
-      await placeOrder(sql, sandboxId, "O1");
-      await waitForJobs(sql, 1, 2_000);
-      // The receivers answer before the consumer records their answers.
-      await waitForDeliveries(sql, "done", RECEIVERS.length, 2_000);
-      assert.equal(moved().length, 1);
-      assert.deepEqual(
-        moved()[0].handed.map((d) => d.subscriber),
-        [...RECEIVERS],
-      );
-      const attempts = await sql<{ outcome: string; attempt: number }[]>`
+    await withWorkers(
+      db,
+      { pollMs: 60_000, shortcut },
+      async ({ messaging }) => {
+        await sleep(300); // the loops' first ticks find nothing and sleep
+        await placeOrder(sql, sandboxId, "O1");
+        await waitForJobs(sql, 1, 2_000);
+        // The receivers answer before the consumer records their answers.
+        await waitForDeliveries(sql, "done", RECEIVERS.length, 2_000);
+        assert.equal(moved().length, 1);
+        assert.deepEqual(
+          moved()[0].handed.map((d) => d.subscriber),
+          [...RECEIVERS],
+        );
+        const attempts = await sql<{ outcome: string; attempt: number }[]>`
         select outcome, attempt from queue.attempts`;
-      assert.deepEqual(
-        attempts.map((a) => [a.outcome, a.attempt]),
-        RECEIVERS.map(() => ["done", 1]),
-      );
-      assert.equal(
-        await count(
-          sql,
-          "queue.deliveries",
-          sql`state = 'done' and lease_owner is null`,
-        ),
-        RECEIVERS.length,
-      );
-      assert.ok(messaging.owner);
-    });
+        assert.deepEqual(
+          attempts.map((a) => [a.outcome, a.attempt]),
+          RECEIVERS.map(() => ["done", 1]),
+        );
+        assert.equal(
+          await count(
+            sql,
+            "queue.deliveries",
+            sql`state = 'done' and lease_owner is null`,
+          ),
+          RECEIVERS.length,
+        );
+        assert.ok(messaging.owner);
+      },
+    );
   });
 });
 
@@ -118,9 +123,14 @@ Deno.test("deliveries handed to a process that died are due again when the lease
     // Commits here wake nobody: only the test's move and the poll act.
     setOutboxWaker(sql, () => {});
     await placeOrder(sql, sandboxId, "O1");
-    const moved = await new PgQueue(sql, ROUTING).moveFrom(SENDER, 10, [], {
-      handoff: { owner: "worker-gone", leaseMs: 300, max: 10 },
-    });
+    const moved = await new PgMove(new PgQueue(sql, ROUTING)).move(
+      SENDER,
+      10,
+      [],
+      {
+        handoff: { owner: "worker-gone", leaseMs: 300, max: 10 },
+      },
+    );
     assert.equal(moved.handed.length, RECEIVERS.length);
     await withWorkers(db, { pollMs: 100 }, async () => {
       await waitForJobs(sql, 1, 5_000);

@@ -13,7 +13,7 @@ import {
   createSandbox,
   createTestServices,
   placeOrder,
-  recordingQueue,
+  recordingShortcut,
   ROUTING,
   SENDER,
   waitForJobs,
@@ -21,7 +21,8 @@ import {
 } from "./_messaging.ts";
 import { connect, type Sql } from "../lib/db/connect.ts";
 import { PgQueue } from "../lib/queue/mod.ts";
-import { QUEUE_CHANNEL } from "../lib/queue/publish.ts";
+import { QUEUE_CHANNEL } from "../lib/queue/mod.ts";
+import { PgMove } from "../lib/relay/mod.ts";
 import { OUTBOX_CHANNEL } from "../lib/outbox/channel.ts";
 import { coalescingWaker, setOutboxWaker } from "../lib/outbox/wake.ts";
 
@@ -50,8 +51,8 @@ Deno.test("the listener skips a move's hint that names its own process and follo
 
       // A move made outside this process's loops, whose NOTIFY names it.
       await placeOrder(sql, sandboxId, "O2");
-      const moved = await new PgQueue(sql, ROUTING)
-        .moveFrom(SENDER, 10, [], { wokenBy: messaging.owner });
+      const moved = await new PgMove(new PgQueue(sql, ROUTING))
+        .move(SENDER, 10, [], { wokenBy: messaging.owner });
       assert.equal(moved.published, 1);
       await sleep(500);
       assert.equal(
@@ -71,14 +72,14 @@ Deno.test("a commit whose relay runs in process is one move, and sends no NOTIFY
     const { sql, url } = db;
     await createTestServices(sql);
     const sandboxId = await createSandbox(sql);
-    const { queue, moves } = recordingQueue(sql);
+    const { shortcut, moves } = recordingShortcut(sql);
     const heard: string[] = [];
     const listener = connect(url, { max: 1 });
     try {
       await listener.listen(OUTBOX_CHANNEL, (payload) => heard.push(payload));
       await withWorkers(
         db,
-        { pollMs: POLL_MS, queue },
+        { pollMs: POLL_MS, shortcut },
         async ({ messaging }) => {
           const waker = coalescingWaker(sql, {
             local: messaging,

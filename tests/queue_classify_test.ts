@@ -1,9 +1,9 @@
 /**
- * The consumer's judgement of an answer (the table in lib/queue/consumer.ts)
+ * The consumer's judgement of an answer (the table in lib/queue/classify.ts)
  * and its retry delays. Pure functions: no database.
  */
 import assert from "node:assert/strict";
-import { classify, type Outcome, retryDelay } from "../lib/queue/consumer.ts";
+import { classify, type Outcome, retryDelay } from "../lib/queue/classify.ts";
 
 const answered = (status: number, reason = ""): Outcome => ({
   kind: "answered",

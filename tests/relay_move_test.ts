@@ -1,5 +1,5 @@
 /**
- * The relay's one-transaction move (PgQueue.moveFrom): outbox rows marked
+ * The relay's one-transaction move (PgMove, lib/relay/move.ts): outbox rows marked
  * published together with their messages and deliveries, faulted sandboxes
  * left for the long way, and the relay role's narrow rights.
  */
@@ -14,8 +14,13 @@ import {
   ROUTING,
   SENDER,
 } from "./_messaging.ts";
-import { MOVE_SLOT_LOCK, PgQueue } from "../lib/queue/publish.ts";
-import { RELAY_FAULTS, relayOnce } from "../lib/relay/mod.ts";
+import { PgQueue } from "../lib/queue/mod.ts";
+import {
+  MOVE_SLOT_LOCK,
+  PgMove,
+  RELAY_FAULTS,
+  relayOnce,
+} from "../lib/relay/mod.ts";
 import { pgFaults, setFault } from "../lib/faults/mod.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { asBookkeeper } from "../lib/db/service.ts";
@@ -31,8 +36,9 @@ Deno.test("a move publishes due rows oldest first with their deliveries, in batc
     await placeOrders(sql, faulted, ["F1", "F2"]);
     await setFault(sql, faulted, RELAY_FAULTS.queueRefusesSends, true);
     const queue = new PgQueue(sql, ROUTING);
+    const shortcut = new PgMove(queue);
 
-    const first = await queue.moveFrom(SENDER, 3, FAULTS, { listMoved: true });
+    const first = await shortcut.move(SENDER, 3, FAULTS, { listMoved: true });
     assert.equal(first.rows, 3);
     assert.equal(first.published, 3);
     assert.equal(first.faulted, true);
@@ -43,12 +49,12 @@ Deno.test("a move publishes due rows oldest first with their deliveries, in batc
     assert.deepEqual(first.sandboxIds, [calm]);
     assert.equal(first.lagSeconds.length, 3);
 
-    const second = await queue.moveFrom(SENDER, 3, FAULTS);
+    const second = await shortcut.move(SENDER, 3, FAULTS);
     assert.equal(second.rows, 2);
     // Without listMoved the lists are not built.
     assert.deepEqual(second.messageIds, []);
     assert.equal(second.lagSeconds.length, 2);
-    const third = await queue.moveFrom(SENDER, 3, FAULTS);
+    const third = await shortcut.move(SENDER, 3, FAULTS);
     assert.equal(third.rows, 0);
 
     // Every calm row published once, with one delivery per receiver; the
@@ -81,7 +87,7 @@ Deno.test("a move publishes due rows oldest first with their deliveries, in batc
 
     // Once the fault is off, the next move takes them.
     await setFault(sql, faulted, RELAY_FAULTS.queueRefusesSends, false);
-    const fourth = await queue.moveFrom(SENDER, 10, FAULTS);
+    const fourth = await shortcut.move(SENDER, 10, FAULTS);
     assert.equal(fourth.rows, 2);
     assert.equal(fourth.faulted, false);
     assert.equal(await count(sql, "queue.messages"), 7);
@@ -94,9 +100,10 @@ Deno.test("a message the queue already has is not published twice, and its row i
     const sandbox = await createSandbox(sql);
     const [envelope] = await placeOrders(sql, sandbox, ["D1"]);
     const queue = new PgQueue(sql, ROUTING);
+    const shortcut = new PgMove(queue);
     // The long way published it and died before marking.
     await queue.publish([{ source: SENDER, envelope }]);
-    const moved = await queue.moveFrom(SENDER, 10, FAULTS);
+    const moved = await shortcut.move(SENDER, 10, FAULTS);
     assert.equal(moved.rows, 1);
     assert.equal(moved.published, 0);
     assert.equal(await count(sql, "queue.messages"), 1);
@@ -114,9 +121,10 @@ Deno.test("a move whose batch holds one message the queue has already stores the
     const sandbox = await createSandbox(sql);
     const placed = await placeOrders(sql, sandbox, ["E1", "E2", "E3"]);
     const queue = new PgQueue(sql, ROUTING);
+    const shortcut = new PgMove(queue);
     // The middle one went the long way and was never marked.
     await queue.publish([{ source: SENDER, envelope: placed[1] }]);
-    const moved = await queue.moveFrom(SENDER, 10, FAULTS, {
+    const moved = await shortcut.move(SENDER, 10, FAULTS, {
       listMoved: true,
     });
     assert.equal(moved.rows, 3);
@@ -168,7 +176,7 @@ Deno.test("the relay role may mark outbox rows and add to the queue, nothing els
                  set envelope = envelope || '{"type": "Changed"}'`),
       /immutable/,
     );
-    await new PgQueue(sql, ROUTING).moveFrom(SENDER, 10, FAULTS);
+    await new PgMove(new PgQueue(sql, ROUTING)).move(SENDER, 10, FAULTS);
     await assert.rejects(
       () =>
         asBookkeeper(
@@ -197,6 +205,7 @@ Deno.test("a relay tick drains a backlog with moves side by side: every row once
       sql,
       service: SENDER,
       queue: new PgQueue(sql, ROUTING),
+      shortcut: new PgMove(new PgQueue(sql, ROUTING)),
       owner: "test-relay",
       log: memoryLogger("warn").logger,
       faults: pgFaults(sql),
@@ -235,7 +244,8 @@ Deno.test("move slots: with every slot of an outbox held by other moves, a move 
     await createTestServices(sql);
     const sandbox = await createSandbox(sql, "slots");
     await placeOrders(sql, sandbox, ["S1", "S2", "S3"]);
-    const queue = new PgQueue(sql, ROUTING, { moveSlots: 2 });
+    const queue = new PgQueue(sql, ROUTING);
+    const shortcut = new PgMove(queue, { slots: 2 });
 
     // Two moves in flight elsewhere: two transactions holding both slots,
     // taken the way a move takes one.
@@ -251,16 +261,16 @@ Deno.test("move slots: with every slot of an outbox held by other moves, a move 
              limit 1) x`;
         assert.equal(moved, 1);
       }
-      const busy = await queue.moveFrom(SENDER, 10, FAULTS);
+      const busy = await shortcut.move(SENDER, 10, FAULTS);
       assert.equal(busy.busy, true);
       assert.equal(busy.rows, 0);
       assert.equal(
         await count(sql, `${SENDER}.outbox`, sql`state = 'published'`),
         0,
       );
-      // A third slot would have been free: the limit is the queue's.
-      const wider = await new PgQueue(sql, ROUTING, { moveSlots: 3 })
-        .moveFrom(SENDER, 1, FAULTS);
+      // A third slot would have been free: the limit is the move's.
+      const wider = await new PgMove(queue, { slots: 3 })
+        .move(SENDER, 1, FAULTS);
       assert.equal(wider.busy, false);
       assert.equal(wider.rows, 1);
 
@@ -270,6 +280,7 @@ Deno.test("move slots: with every slot of an outbox held by other moves, a move 
         sql,
         service: SENDER,
         queue,
+        shortcut,
         owner: "test-relay",
         log: logger,
         faults: pgFaults(sql),
@@ -286,7 +297,7 @@ Deno.test("move slots: with every slot of an outbox held by other moves, a move 
       }
     }
     // Slots free again: the rest moves.
-    const after = await queue.moveFrom(SENDER, 10, FAULTS);
+    const after = await shortcut.move(SENDER, 10, FAULTS);
     assert.equal(after.busy, false);
     assert.equal(after.rows, 2);
     assert.equal(

@@ -11,7 +11,8 @@
  * consumer claims them would leave the relay to do).
  */
 import { connect } from "../../lib/db/connect.ts";
-import { PgQueue, type Routing } from "../../lib/queue/publish.ts";
+import { PgQueue, type Routing } from "../../lib/queue/mod.ts";
+import { PgMove } from "../../lib/relay/mod.ts";
 import { ROUTING } from "../../services/routing.ts";
 import { baseline, type Ctx } from "../context.ts";
 import { drain } from "../drain.ts";
@@ -25,19 +26,19 @@ const SIDE_BY_SIDE = 2;
 const BATCH = 1_000;
 
 /**
- * Drains orders.outbox with `PgQueue.moveFrom` loops in this process (no
+ * Drains orders.outbox with `PgMove.move` loops in this process (no
  * relay loop, no worker); messages per second.
  */
 async function moveLoops(db: BenchDb, routing: Routing): Promise<number> {
   const sql = connect(db.url, { max: SIDE_BY_SIDE });
   try {
-    const queue = new PgQueue(sql, routing);
+    const shortcut = new PgMove(new PgQueue(sql, routing));
     let moved = 0;
     const t0 = performance.now();
     await Promise.all(
       Array.from({ length: SIDE_BY_SIDE }, async () => {
         for (;;) {
-          const { rows } = await queue.moveFrom("orders", BATCH, []);
+          const { rows } = await shortcut.move("orders", BATCH, []);
           if (rows === 0) return;
           moved += rows;
         }
@@ -150,7 +151,7 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
     figure("move_with_deliveries", moves.with, "msg/s", {
       baseline: baseline(ctx, "jobs_plain", "jobs/s"),
       note:
-        "PgQueue.moveFrom alone in the bench process, two side by side, the bakery's routing (three deliveries per message)",
+        "PgMove.move alone in the bench process, two side by side, the bakery's routing (three deliveries per message)",
     }),
     figure("move_without_deliveries", moves.without, "msg/s", {
       baseline: baseline(ctx, "jobs_plain", "jobs/s"),
@@ -174,7 +175,7 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
     workerMemoryMb: memoryUsage,
     workerDrainCpuSeconds: drainCpu,
     moveAlone:
-      `move_with_deliveries and move_without_deliveries: ${SIDE_BY_SIDE} PgQueue.moveFrom loops of ${BATCH} rows in the bench process, a fresh backlog each`,
+      `move_with_deliveries and move_without_deliveries: ${SIDE_BY_SIDE} PgMove.move loops of ${BATCH} rows in the bench process, a fresh backlog each`,
   };
   return figures;
 }

@@ -6,7 +6,7 @@
  */
 import type { Sql, TxSql } from "../db/connect.ts";
 import { asService } from "../db/service.ts";
-import { QUEUE_CHANNEL } from "./publish.ts";
+import { QUEUE_CHANNEL } from "./channel.ts";
 
 /** Which dead letters: explicit ids, or all that match the filter. */
 export interface DeadLetterFilter {

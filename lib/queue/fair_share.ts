@@ -5,7 +5,7 @@
  * wait for.
  *
  * Three rules keep one sandbox from slowing another:
- * - claims go round-robin across sandboxes (lib/queue/deliveries_sql.ts);
+ * - claims go round-robin across sandboxes (lib/queue/postgres/deliveries_sql.ts);
  * - a process holds at most `perSandbox` deliveries of one sandbox, and at
  *   most `perLane` of one sandbox for one subscriber (a lane), so a sandbox
  *   whose receiver is slow fills part of the process, never all, and part
@@ -33,7 +33,7 @@ export interface FairShareOptions {
   stragglerMs: number;
 }
 
-/** What a claim reads of the share: see `Round` in deliveries_sql.ts. */
+/** What a claim reads of the share: see `Round` in postgres/deliveries_sql.ts. */
 export interface HeldLanes {
   sandboxIds: string[];
   subscribers: string[];

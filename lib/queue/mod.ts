@@ -1,30 +1,26 @@
 /**
- * The queue the relay publishes to: PostgreSQL tables behind the `Queue`
- * interface, consumers that deliver to subscribers, and dead letter handling.
+ * The transport the relay publishes to, behind the `Queue` interface:
+ * PostgreSQL tables (lib/queue/postgres, the default) or NATS JetStream
+ * (lib/queue/jetstream). What both share lives here: the deliveries'
+ * states, how a consumer sends and judges an answer, the fair share between
+ * sandboxes, dead letters (redrive and refuse) and the closure audit.
  */
-export {
-  classify,
-  consumeOnce,
-  CONSUMER_FAULTS,
-  consumerLeaseMs,
-  type ConsumerOptions,
-  type Outcome,
-  retryDelay,
-  type Subscriber,
-} from "./consumer.ts";
+export { classify, type Outcome, retryDelay } from "./classify.ts";
+export { QUEUE_CHANNEL } from "./channel.ts";
+export type { AttemptResult, ClaimedDelivery } from "./delivery.ts";
 export {
   type DeadLetterFilter,
   MAX_BATCH,
   redrive,
   refuse,
 } from "./dead_letters.ts";
+export type { OutgoingMessage, Queue, Routing } from "./queue.ts";
 export {
-  type Moved,
-  type OutgoingMessage,
-  PgQueue,
-  type Queue,
-  QUEUE_CHANNEL,
-  type Routing,
-} from "./publish.ts";
+  CONSUMER_FAULTS,
+  consumerLeaseMs,
+  type SendOptions,
+  type Subscriber,
+} from "./send.ts";
 export { DELIVERY_STATES, type DeliveryState } from "./states.ts";
 export { Dispatcher, type Handler } from "./transport.ts";
+export { consumeOnce, type ConsumerOptions, PgQueue } from "./postgres/mod.ts";

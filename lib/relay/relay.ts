@@ -1,19 +1,26 @@
 /**
- * The relay: move what a service owes from its outbox into the queue.
+ * The relay: what a service owes goes from its outbox to the transport.
+ *
+ * Into the PostgreSQL queue, which shares the outboxes' database, due rows
+ * are moved in one transaction (move.ts): marked published with their
+ * messages and deliveries stored, both or neither.
+ *
+ * To any other transport (JetStream), and for the rows of sandboxes with a
+ * relay fault on, the long way:
  *
  * 1. Claim due rows (a lease, in the service's transaction, committed).
- * 2. Publish the batch to the queue in one statement (the queue ignores ids
- *    it already has).
+ * 2. Publish the batch (the transport ignores ids it already has).
  * 3. Mark the rows published, fenced by the lease.
  *
  * A crash between 2 and 3 leaves the rows claimed; when the lease expires
- * they are claimed and published again, and the queue ignores the duplicate.
- * So the worst case is a duplicate, never a loss.
+ * they are claimed and published again, and the transport ignores the
+ * duplicate. So the worst case is a duplicate, never a loss.
  */
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
 import { type FaultReader, isOn } from "../faults/mod.ts";
-import type { Queue } from "../queue/publish.ts";
+import type { Queue } from "../queue/queue.ts";
+import type { Shortcut } from "./move.ts";
 import type { TickResult } from "../wake/loop.ts";
 import {
   type ClaimedRow,
@@ -39,6 +46,11 @@ export interface RelayOptions {
   /** The service whose outbox this relay drains. */
   service: string;
   queue: Queue;
+  /**
+   * The transport shares the outboxes' database (the PostgreSQL queue):
+   * move due rows into it in one transaction (lib/relay/move.ts).
+   */
+  shortcut?: Shortcut;
   owner: string;
   log: Logger;
   faults: FaultReader;
@@ -63,17 +75,16 @@ export interface RelayOptions {
 }
 
 /**
- * One round for one service. A queue that can move rows itself (the
- * PostgreSQL transport, in the same database) moves a batch in one
- * transaction; the rows of sandboxes with a relay fault on, and every row
+ * One round for one service. With a shortcut (the PostgreSQL transport,
+ * in the same database) a batch is moved in one transaction; the rows of sandboxes with a relay fault on, and every row
  * with another transport, go the long way: claim, publish, mark.
  */
 export async function relayOnce(options: RelayOptions): Promise<TickResult> {
-  const { queue, service } = options;
-  if (!queue.moveFrom) return await claimPublishMark(options);
+  const { shortcut, service } = options;
+  if (!shortcut) return await claimPublishMark(options);
   const limit = options.batchSize ?? 1000;
   const move = async () => {
-    const moved = await queue.moveFrom!(
+    const moved = await shortcut.move(
       service,
       limit,
       Object.values(RELAY_FAULTS),

@@ -26,7 +26,7 @@
  * A claim sees everything committed before it was sent, so while some
  * consumer is owed, further hints need no one else.
  */
-import type { ClaimedDelivery } from "../queue/deliveries_sql.ts";
+import type { ClaimedDelivery } from "../queue/delivery.ts";
 import type { Loop } from "../wake/loop.ts";
 
 export class LocalQueue {

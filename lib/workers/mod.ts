@@ -11,10 +11,9 @@ import { OUTBOX_CHANNEL } from "../outbox/channel.ts";
 import {
   consumeOnce,
   CONSUMER_BATCH_SIZE,
-  consumerLeaseMs,
   type ConsumerOptions,
-  type Subscriber,
-} from "../queue/consumer.ts";
+} from "../queue/postgres/mod.ts";
+import { consumerLeaseMs, type Subscriber } from "../queue/send.ts";
 import { FairShare, type FairShareOptions } from "../queue/fair_share.ts";
 import { LocalQueue } from "./local_queue.ts";
 import {
@@ -22,9 +21,11 @@ import {
   brokerLoops,
   type JetStream,
 } from "../queue/jetstream/mod.ts";
-import { type Queue, QUEUE_CHANNEL } from "../queue/publish.ts";
+import { QUEUE_CHANNEL } from "../queue/channel.ts";
+import type { Queue } from "../queue/queue.ts";
 import type { Dispatcher } from "../queue/transport.ts";
 import { relayOnce } from "../relay/relay.ts";
+import type { Shortcut } from "../relay/move.ts";
 import { auditOnce, type AuditOptions } from "../queue/audit.ts";
 import { Listener } from "../wake/listener.ts";
 import { Loop } from "../wake/loop.ts";
@@ -38,6 +39,11 @@ export interface MessagingOptions {
   /** Services that have an outbox. */
   senders: readonly string[];
   queue: Queue;
+  /**
+   * The queue shares the outboxes' database (PgMove over the PgQueue of
+   * `queue`): the relays move rows into it in one transaction.
+   */
+  shortcut?: Shortcut;
   dispatcher: Dispatcher;
   subscribers: Readonly<Record<string, Subscriber>>;
   pollMs: number;
@@ -124,23 +130,26 @@ export async function startMessaging(
       return published;
     },
   };
-  if (inner.moveFrom) {
-    const moveFrom = inner.moveFrom.bind(inner);
-    queue.moveFrom = async (service, limit, faultNames) => {
-      const here = consumers.length > 0;
-      const handoff = here && !stopping && local.anyIdle
-        ? { owner, leaseMs: handoffLeaseMs, max: CONSUMER_BATCH_SIZE }
-        : undefined;
-      // The move's NOTIFY (for other processes' consumers) names this
-      // process when its consumers are woken here, so that its own listener
-      // skips it: heard, it ran a second claim that found nothing.
-      const moved = await moveFrom(service, limit, faultNames, {
-        wokenBy: here ? owner : undefined,
-        handoff,
-      });
-      if (moved.handed.length > 0) local.hand(moved.handed);
-      else if (moved.published > 0) wakeConsumers();
-      return moved;
+  let shortcut: Shortcut | undefined;
+  if (options.shortcut) {
+    const direct = options.shortcut;
+    shortcut = {
+      move: async (service, limit, faultNames) => {
+        const here = consumers.length > 0;
+        const handoff = here && !stopping && local.anyIdle
+          ? { owner, leaseMs: handoffLeaseMs, max: CONSUMER_BATCH_SIZE }
+          : undefined;
+        // The move's NOTIFY (for other processes' consumers) names this
+        // process when its consumers are woken here, so that its own listener
+        // skips it: heard, it ran a second claim that found nothing.
+        const moved = await direct.move(service, limit, faultNames, {
+          wokenBy: here ? owner : undefined,
+          handoff,
+        });
+        if (moved.handed.length > 0) local.hand(moved.handed);
+        else if (moved.published > 0) wakeConsumers();
+        return moved;
+      },
     };
   }
   if (options.roles?.relay ?? true) {
@@ -157,6 +166,7 @@ export async function startMessaging(
               sql: options.sql,
               service,
               queue,
+              shortcut,
               owner,
               log,
               faults: options.faults,

@@ -17,7 +17,8 @@ import {
   waitForDeliveries,
 } from "../_messaging.ts";
 import { connect, type Sql } from "../../lib/db/connect.ts";
-import type { Moved, OutgoingMessage, Queue } from "../../lib/queue/mod.ts";
+import type { OutgoingMessage, Queue } from "../../lib/queue/mod.ts";
+import type { Moved, Shortcut } from "../../lib/relay/mod.ts";
 import { assertDelivered } from "./broker.ts";
 import type { Scenario } from "./mod.ts";
 
@@ -42,8 +43,9 @@ interface Process {
  */
 const MOVE_CHUNK = 50;
 
-function chunkingQueue(inner: Queue, published: string[]): Queue {
-  const queue: Queue = {
+/** The queue, keeping what each publish stored in `published`. */
+function recordingQueue(inner: Queue, published: string[]): Queue {
+  return {
     async publish(messages: OutgoingMessage[]) {
       const fresh = await inner.publish(messages);
       // Recorded only once the queue has them: a publish that threw would
@@ -52,24 +54,27 @@ function chunkingQueue(inner: Queue, published: string[]): Queue {
       return fresh;
     },
   };
-  if (!inner.moveFrom) return queue;
-  const moveFrom = inner.moveFrom.bind(inner);
-  queue.moveFrom = async (service, limit, faultNames, options) => {
-    // Up to `limit` rows, as the relay asked, in moves of MOVE_CHUNK; each
-    // move is its own transaction, so the other relay's moves run between.
-    let total: Moved | undefined;
-    while (true) {
-      const chunk = Math.min(MOVE_CHUNK, limit - (total?.rows ?? 0));
-      const moved = await moveFrom(service, chunk, faultNames, {
-        ...options,
-        listMoved: true,
-      });
-      published.push(...moved.messageIds);
-      total = total ? addMoved(total, moved) : moved;
-      if (moved.rows < chunk || total.rows >= limit) return total;
-    }
+}
+
+/** The relay's move, in moves of MOVE_CHUNK, keeping what each moved. */
+function chunkingShortcut(inner: Shortcut, published: string[]): Shortcut {
+  return {
+    move: async (service, limit, faultNames, options) => {
+      // Up to `limit` rows, as the relay asked, in moves of MOVE_CHUNK; each
+      // move is its own transaction, so the other relay's moves run between.
+      let total: Moved | undefined;
+      while (true) {
+        const chunk = Math.min(MOVE_CHUNK, limit - (total?.rows ?? 0));
+        const moved = await inner.move(service, chunk, faultNames, {
+          ...options,
+          listMoved: true,
+        });
+        published.push(...moved.messageIds);
+        total = total ? addMoved(total, moved) : moved;
+        if (moved.rows < chunk || total.rows >= limit) return total;
+      }
+    },
   };
-  return queue;
 }
 
 function addMoved(a: Moved, b: Moved): Moved {
@@ -100,7 +105,8 @@ export const concurrencyScenarios: Scenario[] = [{
       startTestWorkers({ url: db.url, sql: p.sql }, {
         transport,
         stream,
-        wrapQueue: (queue) => chunkingQueue(queue, p.published),
+        wrapQueue: (queue) => recordingQueue(queue, p.published),
+        wrapShortcut: (shortcut) => chunkingShortcut(shortcut, p.published),
         dispatcher: testDispatcher(p.sql, {
           onAnswer: (a) => p.answers.push(a),
         }),

@@ -21,12 +21,12 @@ import { openTestTransport, type TestTransport } from "../_transport.ts";
 import type { Sql } from "../../lib/db/connect.ts";
 import { setFault } from "../../lib/faults/mod.ts";
 import type { Envelope } from "../../lib/outbox/mod.ts";
-import type { Queue } from "../../lib/queue/mod.ts";
-import {
-  type AttemptResult,
-  type ClaimedDelivery,
-  finishDeliveries,
-} from "../../lib/queue/deliveries_sql.ts";
+import type {
+  AttemptResult,
+  ClaimedDelivery,
+  Queue,
+} from "../../lib/queue/mod.ts";
+import { finishDeliveries } from "../../lib/queue/postgres/deliveries_sql.ts";
 import type { JsMsg } from "@nats-io/jetstream";
 import { startDeliveries } from "../../lib/queue/jetstream/deliveries_sql.ts";
 import { RELAY_FAULTS } from "../../lib/relay/mod.ts";
@@ -35,15 +35,13 @@ import type { LedgerCase, Scenario } from "./mod.ts";
 
 /** The queue, keeping what each publish said was new to it. */
 function countingQueue(inner: Queue, fresh: number[]): Queue {
-  const queue: Queue = {
+  return {
     publish: async (messages) => {
       const n = await inner.publish(messages);
       fresh.push(n);
       return n;
     },
   };
-  if (inner.moveFrom) queue.moveFrom = inner.moveFrom.bind(inner);
-  return queue;
 }
 
 /**

@@ -3,7 +3,7 @@
  * from its durable consumer, record each attempt in PostgreSQL, send, and
  * answer the broker by the result:
  *
- * | result (lib/queue/consumer.ts classify) | PostgreSQL        | JetStream          |
+ * | result (lib/queue/classify.ts classify) | PostgreSQL        | JetStream          |
  * | --------------------------------------- | ----------------- | ------------------ |
  * | done (2xx)                              | done              | ack                |
  * | retry (409, 5xx, timeout)               | pending, attempts | nak with the delay |
@@ -26,12 +26,9 @@ import type { Consumer, JsMsg } from "@nats-io/jetstream";
 import type { Sql } from "../../db/connect.ts";
 import { envelopeSchema } from "../../outbox/envelope.ts";
 import type { TickResult } from "../../wake/loop.ts";
-import {
-  type AttemptResult,
-  type ClaimedDelivery,
-  finishDeliveryIds,
-} from "../deliveries_sql.ts";
-import { recorded, sendAll, type SendOptions } from "../consumer.ts";
+import type { AttemptResult, ClaimedDelivery } from "../delivery.ts";
+import { finishDeliveryIds } from "../postgres/deliveries_sql.ts";
+import { recorded, sendAll, type SendOptions } from "../send.ts";
 import { startDeliveries, type Taken } from "./deliveries_sql.ts";
 
 export interface JetStreamConsumerOptions extends SendOptions {

@@ -8,7 +8,7 @@
 import type { Sql } from "../../db/connect.ts";
 import { bookkeepingStatement } from "../../db/service.ts";
 import type { Envelope } from "../../outbox/envelope.ts";
-import type { ClaimedDelivery } from "../deliveries_sql.ts";
+import type { ClaimedDelivery } from "../delivery.ts";
 
 /** A broker message taken for a delivery. */
 export interface Taken {

@@ -8,7 +8,7 @@
 import type { Sql } from "../../db/connect.ts";
 import type { Logger } from "../../log/mod.ts";
 import { Loop } from "../../wake/loop.ts";
-import type { SendOptions } from "../consumer.ts";
+import type { SendOptions } from "../send.ts";
 import { JetStreamConsumer } from "./consumer.ts";
 import { republishOnce } from "./redrive.ts";
 import type { JetStream } from "./stream.ts";

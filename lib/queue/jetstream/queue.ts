@@ -19,7 +19,8 @@
  */
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
-import type { OutgoingMessage, PgQueue, Queue, Routing } from "../publish.ts";
+import type { PgQueue } from "../postgres/queue.ts";
+import type { OutgoingMessage, Queue, Routing } from "../queue.ts";
 import type { StreamNames } from "./stream.ts";
 
 /** The header that names the service whose outbox a message came from. */

@@ -2,23 +2,11 @@
  * Queries on queue.deliveries for the consumers: claim due deliveries with a
  * lease, and finish them in one statement, fenced by that lease.
  */
-import type { Sql, TxSql } from "../db/connect.ts";
-import { asBookkeeper, bookkeepingStatement } from "../db/service.ts";
-import type { Envelope } from "../outbox/envelope.ts";
-import type { HeldLanes } from "./fair_share.ts";
-
-export interface ClaimedDelivery {
-  id: number;
-  sandboxId: string;
-  messageId: string;
-  subscriber: string;
-  type: string;
-  aggregateId: string;
-  /** This attempt's number, counting from 1. */
-  attempt: number;
-  maxAttempts: number | null;
-  envelope: Envelope;
-}
+import type { Sql, TxSql } from "../../db/connect.ts";
+import { asBookkeeper, bookkeepingStatement } from "../../db/service.ts";
+import type { Envelope } from "../../outbox/envelope.ts";
+import type { AttemptResult, ClaimedDelivery } from "../delivery.ts";
+import type { HeldLanes } from "../fair_share.ts";
 
 /**
  * The claim and the finish are planned once per connection: their plans
@@ -224,20 +212,6 @@ export async function claimBatch(
       return claimStatement(sql, owner, claim);
     }, GENERIC),
   );
-}
-
-/** What became of one attempt. */
-export interface AttemptResult {
-  id: number;
-  /** The delivery's next state: done, pending (retry later) or dead. */
-  state: "done" | "pending" | "dead";
-  attempt: number;
-  status: number | null;
-  error: string | null;
-  /** For `pending`: how long until the next attempt. */
-  delayMs: number;
-  startedAt: Date;
-  durationMs: number;
 }
 
 /**

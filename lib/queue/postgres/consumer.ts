@@ -1,0 +1,196 @@
+/**
+ * The PostgreSQL queue's consumer: claim due deliveries, send them
+ * (lib/queue/send.ts), and record the batch, fenced by the claim's lease.
+ * How an answer is judged is the same on both transports
+ * (lib/queue/classify.ts).
+ */
+import type { Sql } from "../../db/connect.ts";
+import type { TickResult } from "../../wake/loop.ts";
+import type { AttemptResult, ClaimedDelivery } from "../delivery.ts";
+import type { FairShare } from "../fair_share.ts";
+import { consumerLeaseMs, recorded, send, type SendOptions } from "../send.ts";
+import {
+  claimBatch,
+  type ClaimOptions,
+  finishAndClaim,
+  finishDeliveries,
+} from "./deliveries_sql.ts";
+
+export interface ConsumerOptions extends SendOptions {
+  sql: Sql;
+  /** Deliveries per claim; 10 (the default) keeps a batch's lock time short. */
+  batchSize?: number;
+  /** Must outlast the timeout; default 4 x timeout, at least 10 s. */
+  leaseMs?: number;
+  /**
+   * Called just before the claim goes to the server: a wake-up hint heard
+   * before this moment is answered by this claim (lib/workers/mod.ts).
+   */
+  onClaimSent?: () => void;
+  /** Called when a claim came back full: there is probably more to do. */
+  onFullBatch?: () => void;
+  /**
+   * Full batches one tick may take in a row, each claimed in the
+   * transaction that records the one before (default 5).
+   */
+  batchesPerTick?: number;
+  /** The process's share between sandboxes (lib/queue/fair_share.ts). */
+  share: FairShare;
+  /**
+   * Called once deliveries left running on their own (stragglers) were
+   * recorded: their sandboxes' rows may be claimed again, and live views
+   * may show them.
+   */
+  onLateFinished?: (sandboxIds: string[]) => void;
+  /**
+   * Deliveries a move of this process stored already leased to `owner`
+   * (lib/relay/move.ts `Handoff`): when there are some, the tick sends
+   * them instead of claiming.
+   */
+  handed?: () => ClaimedDelivery[] | undefined;
+}
+
+/** Deliveries per claim, unless a consumer says otherwise. */
+export const CONSUMER_BATCH_SIZE = 10;
+
+/**
+ * One claim-deliver-record round; after a full batch that finished whole,
+ * the next batch is claimed in the same transaction that records this one,
+ * up to `batchesPerTick` batches. A batch whose slowest deliveries are
+ * still running after the share's `stragglerMs` is recorded without them:
+ * they finish on their own (see lib/queue/fair_share.ts).
+ */
+export async function consumeOnce(
+  options: ConsumerOptions,
+): Promise<TickResult> {
+  const { share } = options;
+  const batchSize = options.batchSize ?? CONSUMER_BATCH_SIZE;
+  const leaseMs = consumerLeaseMs(options);
+  const rounds = options.batchesPerTick ?? 5;
+  const claim = (): ClaimOptions => ({
+    limit: batchSize,
+    leaseMs,
+    round: {
+      after: share.after,
+      perSandbox: share.perSandbox,
+      perLane: share.perLane,
+      held: share.held(),
+    },
+    onSent: options.onClaimSent,
+  });
+  const handed = options.handed?.();
+  let batch = handed
+    ? { claimed: handed, nextDueAt: null }
+    : await claimBatch(options.sql, options.owner, claim());
+  const touched = new Set<string>();
+  // Wake for the earliest retry a batch scheduled: waiting for the poll
+  // would turn a 1 s retry into a 5 s one (POLL_INTERVAL_MS).
+  let retryAt = Infinity;
+  for (let round = 1; batch.claimed.length > 0; round++) {
+    if (batch.after !== undefined) share.after = batch.after;
+    const claimed = batch.claimed;
+    share.hold(claimed);
+    // A batch cut short by the share is as good as full: there is more to
+    // claim once it is done, and waiting for a wake-up or the poll left a
+    // slow sandbox's other receivers seconds behind.
+    const full = claimed.length === batchSize ||
+      claimed.some((d) => share.atCap(d));
+    if (full) options.onFullBatch?.();
+    const { results, late } = await deliverBatch(options, claimed);
+    for (const d of claimed) touched.add(d.sandboxId);
+    const ids = new Set(results.map((r) => r.id));
+    const settled = claimed.filter((d) => ids.has(d.id));
+    share.release(settled);
+    if (late) finishLate(options, claimed.filter((d) => !ids.has(d.id)), late);
+    const chain = full && !late && round < rounds;
+    let finished: number;
+    if (chain) {
+      ({ finished, next: batch } = await finishAndClaim(
+        options.sql,
+        options.owner,
+        results,
+        claim(),
+      ));
+    } else {
+      finished = await finishDeliveries(options.sql, options.owner, results);
+    }
+    recorded(options, settled, results, finished);
+    for (const r of results) {
+      if (r.state === "pending") {
+        retryAt = Math.min(retryAt, Date.now() + r.delayMs);
+      }
+    }
+    if (!chain) {
+      return {
+        more: full,
+        nextDueAt: retryAt < Infinity ? new Date(retryAt) : undefined,
+        touched: [...touched],
+      };
+    }
+  }
+  if (batch.after !== undefined) share.after = batch.after;
+  const due = Math.min(retryAt, batch.nextDueAt?.getTime() ?? Infinity);
+  return {
+    more: false,
+    nextDueAt: due < Infinity ? new Date(due) : undefined,
+    touched: touched.size > 0 ? [...touched] : undefined,
+  };
+}
+
+/**
+ * Records stragglers once they are done, apart from their batch: the
+ * finish is fenced by the lease as any other.
+ */
+function finishLate(
+  options: ConsumerOptions,
+  claimed: ClaimedDelivery[],
+  late: Promise<AttemptResult[]>,
+) {
+  options.share.detach(
+    claimed.length,
+    (async () => {
+      try {
+        const results = await late;
+        const finished = await finishDeliveries(
+          options.sql,
+          options.owner,
+          results,
+        );
+        recorded(options, claimed, results, finished);
+      } catch (error) {
+        // Unrecorded: the deliveries stay leased, and are sent again once
+        // the lease runs out; the receivers' inboxes answer the repeat.
+        options.log.error("late_finish_failed", { error });
+      } finally {
+        options.share.release(claimed);
+        options.onLateFinished?.([...new Set(claimed.map((d) => d.sandboxId))]);
+      }
+    })(),
+  );
+}
+
+/**
+ * Sends one claimed batch. Returns the results of the deliveries done
+ * within the share's `stragglerMs` (all of them, when the batch was quick
+ * or no more may be left running), and for the rest, a promise of theirs.
+ */
+async function deliverBatch(
+  options: ConsumerOptions,
+  claimed: ClaimedDelivery[],
+): Promise<{ results: AttemptResult[]; late?: Promise<AttemptResult[]> }> {
+  let results: AttemptResult[] = [];
+  const all = send(options, claimed, (r) => results.push(r));
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const cut = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), options.share.stragglerMs);
+  });
+  const whole = await Promise.race([all.then(() => true), cut]);
+  clearTimeout(timer);
+  if (whole || !options.share.canDetach(claimed.length - results.length)) {
+    await all;
+    return { results };
+  }
+  const early = results;
+  results = [];
+  return { results: early, late: all.then(() => results) };
+}

@@ -1,0 +1,11 @@
+/**
+ * The PostgreSQL transport, whole: the queue's tables written by a publish
+ * (queue.ts, store_sql.ts), the consumers' claim and finish
+ * (deliveries_sql.ts), and the consumer loop (consumer.ts).
+ */
+export {
+  consumeOnce,
+  CONSUMER_BATCH_SIZE,
+  type ConsumerOptions,
+} from "./consumer.ts";
+export { PgQueue } from "./queue.ts";

@@ -1,0 +1,67 @@
+/**
+ * The PostgreSQL transport: tables in the `queue` schema. A publish stores
+ * the messages and fans each out into one pending delivery per subscriber,
+ * in one statement; a message id the queue already has is ignored, with its
+ * deliveries: publishing twice is harmless, which is what lets the relay
+ * publish first and mark second. Because the queue shares the outboxes'
+ * database, the relay may also move rows into it in one transaction
+ * (lib/relay/move.ts).
+ */
+import type { Sql } from "../../db/connect.ts";
+import { asBookkeeper } from "../../db/service.ts";
+import { QUEUE_CHANNEL } from "../channel.ts";
+import type { OutgoingMessage, Queue, Routing } from "../queue.ts";
+import { messagesAndDeliveries, routesOf } from "./store_sql.ts";
+
+export class PgQueue implements Queue {
+  constructor(readonly sql: Sql, readonly routing: Routing) {}
+
+  async publish(messages: OutgoingMessage[]): Promise<number> {
+    return await this.store(messages, { notify: true });
+  }
+
+  /**
+   * Stores messages and their deliveries (pending), ignoring message ids the
+   * queue has already; with `notify`, wakes the consumers that LISTEN. The
+   * JetStream transport keeps its deliveries' rows with it, without waking
+   * anyone: the broker carries the messages.
+   */
+  async store(
+    messages: OutgoingMessage[],
+    options: { notify: boolean },
+  ): Promise<number> {
+    if (messages.length === 0) return 0;
+    const routes = routesOf(
+      this.routing,
+      new Set(messages.map((m) => m.envelope.type)),
+    );
+    const e = messages.map((m) => m.envelope);
+    return await asBookkeeper(this.sql, "queue", async ({ sql }) => {
+      const [{ count }] = await sql<{ count: number }[]>`
+        with x as (
+          select x.source, x.e, x.n, (x.e->>'messageId')::uuid as message_id
+            from unnest(
+              ${messages.map((m) => m.source)}::text[],
+              array(select v from jsonb_array_elements(${sql.json(e as never)})
+                    with ordinality as t(v, n) order by n)
+            ) with ordinality as x(source, e, n)
+        ), ${
+        messagesAndDeliveries(
+          sql,
+          routes,
+          sql`
+            select message_id, (e->>'sandboxId')::uuid as sandbox_id, source,
+                   e->>'type' as type, e->>'aggregateId' as aggregate_id,
+                   e as envelope, n as position
+              from x`,
+          { repeats: true },
+        )
+      }
+        select count(*)::int as count from m`;
+      if (count > 0 && options.notify) {
+        await sql`select pg_notify(${QUEUE_CHANNEL}, '')`;
+      }
+      return count;
+    });
+  }
+}

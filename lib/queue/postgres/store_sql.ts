@@ -1,0 +1,130 @@
+/**
+ * The PostgreSQL queue's write side, as statement parts: store messages and
+ * fan each out into one delivery per subscriber. PgQueue's `store` inserts
+ * what a publish gives it; the relay's move (lib/relay/move_sql.ts) inserts,
+ * in the same statement, the outbox rows it marks published.
+ */
+import type { TxSql } from "../../db/connect.ts";
+import type { Fragment } from "../../outbox/append.ts";
+import type { Routing } from "../queue.ts";
+
+/** The routing as two parallel arrays (type, subscriber), for unnest. */
+export type Routes = [string[], string[]];
+
+/** The routes of `types`. */
+export function routesOf(routing: Routing, types: Iterable<string>): Routes {
+  const routeTypes: string[] = [];
+  const routeSubs: string[] = [];
+  for (const type of types) {
+    for (const subscriber of routing[type] ?? []) {
+      routeTypes.push(type);
+      routeSubs.push(subscriber);
+    }
+  }
+  return [routeTypes, routeSubs];
+}
+
+/**
+ * The deliveries of a small move, stored already leased to a consumer of
+ * the moving process, which sends them at once: no claim between the move
+ * and the first attempt (one transaction less per hop of a message).
+ */
+export interface Handoff {
+  /** The consumer's lease owner. */
+  owner: string;
+  leaseMs: number;
+  /** Hand off only when the move makes at most this many deliveries. */
+  max: number;
+}
+
+/**
+ * The INSERT of the messages that `rows` yields (message_id, sandbox_id,
+ * source, type, aggregate_id, envelope, position), in the order of
+ * `position`. With `repeats`, a message id the queue has already is left as
+ * it is; without, it fails the statement (cheaper when there are none).
+ * Returns the ids it stored.
+ */
+function messagesOf(sql: TxSql, rows: Fragment, repeats: boolean): Fragment {
+  return sql`
+    insert into queue.messages
+      (message_id, sandbox_id, source, type, aggregate_id, envelope)
+    select s.message_id, s.sandbox_id, s.source, s.type, s.aggregate_id,
+           s.envelope
+      from (${rows}) s
+     order by s.position
+    ${repeats ? sql`on conflict (message_id) do nothing` : sql``}
+    returning message_id`;
+}
+
+/**
+ * The INSERT of one delivery per subscriber of each message that `rows`
+ * yields (sandbox_id, message_id, type, aggregate_id, position), in the
+ * order of `position` (the outbox's), not of message ids: two UUIDv7 of one
+ * millisecond do not sort by time. With `repeats`, a delivery the queue has
+ * already (its message was published before) is left as it is, so the
+ * deliveries need not be joined to the messages the statement inserted (a
+ * join of two CTE scans is planned as a nested loop: 1,000 x 1,000 rows, nine
+ * tenths of a batch's time, measured); without, it fails the statement.
+ */
+function deliveriesOf(
+  sql: TxSql,
+  [routeTypes, routeSubs]: Routes,
+  rows: Fragment,
+  repeats: boolean,
+  handoff?: Handoff,
+): Fragment {
+  const skipRepeats = repeats
+    ? sql`on conflict (message_id, subscriber) do nothing`
+    : sql``;
+  if (!handoff) {
+    return sql`
+    insert into queue.deliveries
+      (sandbox_id, message_id, subscriber, type, aggregate_id)
+    select s.sandbox_id, s.message_id, r.subscriber, s.type, s.aggregate_id
+      from (${rows}) s
+      join unnest(${routeTypes}::text[], ${routeSubs}::text[])
+        as r(type, subscriber) on r.type = s.type
+     order by s.position, r.subscriber
+    ${skipRepeats}`;
+  }
+  // All of them leased to the handoff's owner (as a claim would: first
+  // attempt, the lease's end also the next attempt), or none.
+  const lease = sql`now() + ${handoff.leaseMs} * interval '1 millisecond'`;
+  return sql`
+    insert into queue.deliveries
+      (sandbox_id, message_id, subscriber, type, aggregate_id, state,
+       lease_owner, lease_expires_at, next_attempt_at, attempts)
+    select s.sandbox_id, s.message_id, s.subscriber, s.type, s.aggregate_id,
+           case when s.n <= ${handoff.max} then 'in_flight' else 'pending' end,
+           case when s.n <= ${handoff.max} then ${handoff.owner} end,
+           case when s.n <= ${handoff.max} then ${lease} end,
+           case when s.n <= ${handoff.max} then ${lease} else now() end,
+           case when s.n <= ${handoff.max} then 1 else 0 end
+      from (select s.*, r.subscriber, count(*) over () as n
+              from (${rows}) s
+              join unnest(${routeTypes}::text[], ${routeSubs}::text[])
+                as r(type, subscriber) on r.type = s.type) s
+     order by s.position, s.subscriber
+    ${skipRepeats}
+    returning id, sandbox_id, message_id, subscriber, type, aggregate_id,
+              state`;
+}
+
+/**
+ * `m` and `d`, two common table expressions (to follow `with` or a comma):
+ * the messages and the deliveries of the rows that `rows` yields
+ * (message_id, sandbox_id, source, type, aggregate_id, envelope, position).
+ * `m` returns the ids of the messages it stored.
+ */
+export function messagesAndDeliveries(
+  sql: TxSql,
+  routes: Routes,
+  rows: Fragment,
+  options: { repeats: boolean; handoff?: Handoff },
+): Fragment {
+  return sql`
+    m as (${messagesOf(sql, rows, options.repeats)}),
+    d as (${
+    deliveriesOf(sql, routes, rows, options.repeats, options.handoff)
+  })`;
+}

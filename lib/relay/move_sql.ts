@@ -1,0 +1,144 @@
+/**
+ * The relay's one-transaction move into the PostgreSQL queue, as one
+ * statement: due outbox rows are marked published, and their messages and
+ * deliveries stored (lib/queue/postgres/store_sql.ts), together or not at
+ * all. The envelope never leaves the database.
+ */
+import type { Sql } from "../db/connect.ts";
+import { bookkeepingStatement } from "../db/service.ts";
+import type { Envelope } from "../outbox/envelope.ts";
+import { QUEUE_CHANNEL } from "../queue/channel.ts";
+import {
+  type Handoff,
+  messagesAndDeliveries,
+  type Routes,
+} from "../queue/postgres/store_sql.ts";
+
+/** The first key of the move slots' advisory locks (the second is the slot). */
+export const MOVE_SLOT_LOCK = 0x6d6f7665; // "move"
+
+/** A delivery a move handed off, as the statement returns it. */
+export interface HandedRow {
+  id: number;
+  sandbox_id: string;
+  message_id: string;
+  subscriber: string;
+  type: string;
+  aggregate_id: string;
+  envelope: Envelope;
+}
+
+/** The move statement's one row. */
+export interface MoveRow {
+  rows: number;
+  published: number;
+  message_ids: string[] | null;
+  types: string[] | null;
+  aggregate_ids: string[] | null;
+  sandbox_ids: string[] | null;
+  lags: number[] | null;
+  notified: number;
+  faulted: boolean;
+  busy: boolean;
+  handed: HandedRow[] | null;
+}
+
+/** What one run of the move statement is asked to do. */
+export interface MoveStatement {
+  service: string;
+  limit: number;
+  /** Move slots of this outbox (see PgMove's `slots`). */
+  slots: number;
+  routes: Routes;
+  faultNames: readonly string[];
+  /** Skip message ids the queue has already (slower; see PgMove). */
+  repeats: boolean;
+  wokenBy?: string;
+  handoff?: Handoff;
+  listMoved?: boolean;
+}
+
+/**
+ * Runs the move. Planned once per connection, as the consumers' claim is
+ * (see lib/queue/postgres/deliveries_sql.ts). One statement: its COMMIT
+ * goes with it.
+ */
+export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
+  const { service, limit, handoff, faultNames, repeats } = m;
+  return bookkeepingStatement(sql, "relay", ({ sql }) => {
+    const table = sql(`${service}.outbox`);
+    return sql<MoveRow[]>`
+        with slot as materialized (
+          select s from generate_series(0, ${m.slots - 1}) as s
+           where pg_try_advisory_xact_lock(${MOVE_SLOT_LOCK},
+                   hashtext(${service}) # s)
+           limit 1
+        ), faulted as materialized (
+          select coalesce(array_agg(distinct sandbox_id), '{}') as ids
+            from platform.faults
+           where enabled and name = any(${faultNames as string[]}::text[])
+        ), due as (
+          select o.id from ${table} o
+           where o.state <> 'published' and o.next_attempt_at <= now()
+             and o.sandbox_id <> all((select ids from faulted)::uuid[])
+             and exists (select from slot)
+           order by o.id
+           limit ${limit}
+           for update skip locked
+        ), moved as (
+          update ${table} o
+             set state = 'published', published_at = now(),
+                 lease_owner = null, lease_expires_at = null
+           where o.id = any(array(select id from due))
+          returning o.id, o.sandbox_id, o.message_id, o.type, o.envelope,
+                    o.created_at
+        ), ${
+      messagesAndDeliveries(
+        sql,
+        m.routes,
+        sql`
+            select message_id, sandbox_id, ${service}::text as source, type,
+                   envelope->>'aggregateId' as aggregate_id, envelope,
+                   id as position
+              from moved`,
+        { repeats, handoff },
+      )
+    }, woken as (
+          select pg_notify(${QUEUE_CHANNEL}, ${m.wokenBy ?? ""})
+            from (${
+      handoff
+        // Handed-off deliveries are nobody else's business.
+        ? sql`select 1 from d where d.state = 'pending' limit 1`
+        : sql`select 1 from m limit 1`
+    }) x
+        )
+        select (select count(*)::int from moved) as rows,
+               (select count(*)::int from m) as published,
+               ${
+      m.listMoved
+        ? sql`(select array_agg(message_id order by id) from moved) as message_ids,
+               (select array_agg(type order by id) from moved) as types,
+               (select array_agg(envelope->>'aggregateId' order by id)
+                  from moved) as aggregate_ids,`
+        : sql`null::uuid[] as message_ids, null::text[] as types,
+               null::text[] as aggregate_ids,`
+    }
+               (select array_agg(distinct sandbox_id) from moved) as sandbox_ids,
+               (select array_agg(date_part('epoch', now() - created_at))
+                  from moved) as lags,
+               (select count(*)::int from woken) as notified,
+               (select cardinality(ids) > 0 from faulted) as faulted,
+               not exists (select from slot) as busy,
+               ${
+      handoff
+        ? sql`(select json_agg(json_build_object(
+                   'id', d.id, 'sandbox_id', d.sandbox_id,
+                   'message_id', d.message_id, 'subscriber', d.subscriber,
+                   'type', d.type, 'aggregate_id', d.aggregate_id,
+                   'envelope', mv.envelope) order by d.id)
+                  from d join moved mv on mv.message_id = d.message_id
+                 where d.state = 'in_flight')`
+        : sql`null::json`
+    } as handed`;
+  }, { genericPlans: true }).then(([row]) => row);
+}
