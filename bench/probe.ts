@@ -129,8 +129,8 @@ export async function startProbe(options: {
   };
   const direct = new PgMove(inner);
   const shortcut: Shortcut = {
-    move: async (service, limit, faultNames, options) => {
-      const moved = await direct.move(service, limit, faultNames, {
+    move: async (service, limit, options) => {
+      const moved = await direct.move(service, limit, {
         ...options,
         listMoved: true,
       });

@@ -1,10 +1,10 @@
 /**
- * The fault switches an operator can flip, per sandbox. Each name is read by
- * real code at run time: the relay (lib/relay), the consumers (lib/queue) or
- * a receiver's handler (lib/inbox).
+ * The fault switches an operator can flip, per sandbox. Each name is read at
+ * run time by a decorator of lib/faults: of the transport the relay
+ * publishes to, of the dispatcher the consumers send through, or of a
+ * receiver's handler.
  */
-import { CONSUMER_FAULTS } from "../lib/queue/mod.ts";
-import { RELAY_FAULTS } from "../lib/relay/mod.ts";
+import { CONSUMER_FAULTS, RELAY_FAULTS } from "../lib/faults/mod.ts";
 import { LABELS, RECEIVERS } from "./routing.ts";
 
 export interface FaultInfo {

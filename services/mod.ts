@@ -6,7 +6,11 @@
 import { connect, type Sql } from "../lib/db/connect.ts";
 import type { Logger } from "../lib/log/mod.ts";
 import type { Config } from "../config.ts";
-import { type FaultReader, pgFaults } from "../lib/faults/mod.ts";
+import {
+  type FaultReader,
+  faultyReceiver,
+  pgFaults,
+} from "../lib/faults/mod.ts";
 import { type Apply, inboxHandler } from "../lib/inbox/mod.ts";
 import {
   consumerLeaseMs,
@@ -80,11 +84,16 @@ export function bakeryDispatcher(deps: BakeryDeps): Dispatcher {
       label: LABELS[name],
       apply: APPLY[name],
       replayHorizonDays: deps.config.REPLAY_HORIZON_DAYS,
-      faults,
       log: deps.log,
-      refusesFault: `${name}Refuses`,
-      slowFault: `${name}Slow`,
-      slowMs: deps.config.DELIVERY_TIMEOUT_MS + 1000,
+      // A receiver's fault switches wrap its handler; those of the relay
+      // and the consumers wrap the queue and the dispatcher, in
+      // lib/workers (startMessaging).
+      wrap: faultyReceiver(faults, {
+        label: LABELS[name],
+        refuses: `${name}Refuses`,
+        slow: `${name}Slow`,
+        slowMs: deps.config.DELIVERY_TIMEOUT_MS + 1000,
+      }),
     }),
   ]));
   return new Dispatcher().register(INTERNAL_ORIGIN, (request) => {

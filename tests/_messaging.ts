@@ -23,7 +23,7 @@ import {
 } from "../lib/queue/mod.ts";
 import { type Moved, PgMove, type Shortcut } from "../lib/relay/mod.ts";
 import { type Apply, inboxHandler, Refused } from "../lib/inbox/mod.ts";
-import { pgFaults } from "../lib/faults/mod.ts";
+import { faultyReceiver, pgFaults } from "../lib/faults/mod.ts";
 import type { ClaimedDelivery } from "../lib/queue/mod.ts";
 import { claimBatch } from "../lib/queue/postgres/deliveries_sql.ts";
 import {
@@ -198,11 +198,13 @@ export function testDispatcher(sql: Sql, options: TestDispatcherOptions = {}) {
       label: r,
       apply: options.apply?.[r] ?? receiverApply(r),
       replayHorizonDays: 30,
-      faults: pgFaults(sql),
       log: logger,
-      refusesFault: receiverFault(r, "Refuses"),
-      slowFault: receiverFault(r, "Slow"),
-      slowMs: options.slowMs,
+      wrap: faultyReceiver(pgFaults(sql), {
+        label: r,
+        refuses: receiverFault(r, "Refuses"),
+        slow: receiverFault(r, "Slow"),
+        slowMs: options.slowMs,
+      }),
     }),
   ]));
   return new Dispatcher().register(ORIGIN, async (request) => {
@@ -398,8 +400,8 @@ export function recordingShortcut(
   const inner = new PgMove(new PgQueue(sql, ROUTING));
   const moves: Moved[] = [];
   const shortcut: Shortcut = {
-    move: async (service, limit, faultNames, options) => {
-      const moved = await inner.move(service, limit, faultNames, options);
+    move: async (service, limit, options) => {
+      const moved = await inner.move(service, limit, options);
       moves.push(moved);
       return moved;
     },

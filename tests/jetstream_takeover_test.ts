@@ -23,7 +23,6 @@ import {
 } from "./_messaging.ts";
 import { natsTest } from "./_nats.ts";
 import { openTestTransport } from "./_transport.ts";
-import { pgFaults } from "../lib/faults/mod.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { Dispatcher } from "../lib/queue/mod.ts";
 import { JetStreamConsumer } from "../lib/queue/jetstream/consumer.ts";
@@ -84,7 +83,6 @@ natsTest(
             retryDelaysMs: [3000, 3000, 3000],
             timeoutMs: 30_000,
             log: memoryLogger("error").logger,
-            faults: pgFaults(sql),
           });
           consumers.push(c);
           return c;

@@ -41,7 +41,7 @@ Deno.test("a move hands off its deliveries leased to the consumer when they fit,
       const handoff = { owner: "consumer-here", leaseMs: 60_000, max: 3 };
 
       const [placed] = await placeOrders(sql, sandboxId, ["A1"]);
-      const one = await shortcut.move(SENDER, 10, [], { handoff });
+      const one = await shortcut.move(SENDER, 10, { handoff });
       assert.equal(one.rows, 1);
       assert.deepEqual(
         one.handed.map((d) => [d.subscriber, d.messageId, d.attempt]),
@@ -58,7 +58,7 @@ Deno.test("a move hands off its deliveries leased to the consumer when they fit,
 
       // Two messages make six deliveries, more than `max`: none handed off.
       await placeOrders(sql, sandboxId, ["B1", "B2"]);
-      const two = await shortcut.move(SENDER, 10, [], { handoff });
+      const two = await shortcut.move(SENDER, 10, { handoff });
       assert.equal(two.rows, 2);
       assert.deepEqual(two.handed, []);
       assert.equal(
@@ -126,10 +126,7 @@ Deno.test("deliveries handed to a process that died are due again when the lease
     const moved = await new PgMove(new PgQueue(sql, ROUTING)).move(
       SENDER,
       10,
-      [],
-      {
-        handoff: { owner: "worker-gone", leaseMs: 300, max: 10 },
-      },
+      { handoff: { owner: "worker-gone", leaseMs: 300, max: 10 } },
     );
     assert.equal(moved.handed.length, RECEIVERS.length);
     await withWorkers(db, { pollMs: 100 }, async () => {

@@ -52,7 +52,7 @@ Deno.test("the listener skips a move's hint that names its own process and follo
       // A move made outside this process's loops, whose NOTIFY names it.
       await placeOrder(sql, sandboxId, "O2");
       const moved = await new PgMove(new PgQueue(sql, ROUTING))
-        .move(SENDER, 10, [], { wokenBy: messaging.owner });
+        .move(SENDER, 10, { wokenBy: messaging.owner });
       assert.equal(moved.published, 1);
       await sleep(500);
       assert.equal(

@@ -15,17 +15,15 @@ import {
   SENDER,
 } from "./_messaging.ts";
 import { PgQueue } from "../lib/queue/mod.ts";
+import { MOVE_SLOT_LOCK, PgMove, relayOnce } from "../lib/relay/mod.ts";
 import {
-  MOVE_SLOT_LOCK,
-  PgMove,
+  faultyQueue,
+  pgFaults,
   RELAY_FAULTS,
-  relayOnce,
-} from "../lib/relay/mod.ts";
-import { pgFaults, setFault } from "../lib/faults/mod.ts";
+  setFault,
+} from "../lib/faults/mod.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { asBookkeeper } from "../lib/db/service.ts";
-
-const FAULTS = Object.values(RELAY_FAULTS);
 
 Deno.test("a move publishes due rows oldest first with their deliveries, in batches, and leaves faulted sandboxes alone", async () => {
   await withTestDatabase(async ({ sql }) => {
@@ -37,11 +35,18 @@ Deno.test("a move publishes due rows oldest first with their deliveries, in batc
     await setFault(sql, faulted, RELAY_FAULTS.queueRefusesSends, true);
     const queue = new PgQueue(sql, ROUTING);
     const shortcut = new PgMove(queue);
+    // The faulty transport diverts the faulted sandbox: the move skips it.
+    const faulty = faultyQueue(
+      queue,
+      pgFaults(sql),
+      memoryLogger("warn").logger,
+    );
+    const skip = await faulty.diverted!();
+    assert.deepEqual(skip, [faulted]);
 
-    const first = await shortcut.move(SENDER, 3, FAULTS, { listMoved: true });
+    const first = await shortcut.move(SENDER, 3, { skip, listMoved: true });
     assert.equal(first.rows, 3);
     assert.equal(first.published, 3);
-    assert.equal(first.faulted, true);
     assert.deepEqual(
       first.messageIds,
       placed.slice(0, 3).map((e) => e.messageId),
@@ -49,12 +54,12 @@ Deno.test("a move publishes due rows oldest first with their deliveries, in batc
     assert.deepEqual(first.sandboxIds, [calm]);
     assert.equal(first.lagSeconds.length, 3);
 
-    const second = await shortcut.move(SENDER, 3, FAULTS);
+    const second = await shortcut.move(SENDER, 3, { skip });
     assert.equal(second.rows, 2);
     // Without listMoved the lists are not built.
     assert.deepEqual(second.messageIds, []);
     assert.equal(second.lagSeconds.length, 2);
-    const third = await shortcut.move(SENDER, 3, FAULTS);
+    const third = await shortcut.move(SENDER, 3, { skip });
     assert.equal(third.rows, 0);
 
     // Every calm row published once, with one delivery per receiver; the
@@ -87,9 +92,9 @@ Deno.test("a move publishes due rows oldest first with their deliveries, in batc
 
     // Once the fault is off, the next move takes them.
     await setFault(sql, faulted, RELAY_FAULTS.queueRefusesSends, false);
-    const fourth = await shortcut.move(SENDER, 10, FAULTS);
+    assert.deepEqual(await faulty.diverted!(), []);
+    const fourth = await shortcut.move(SENDER, 10);
     assert.equal(fourth.rows, 2);
-    assert.equal(fourth.faulted, false);
     assert.equal(await count(sql, "queue.messages"), 7);
   });
 });
@@ -103,7 +108,7 @@ Deno.test("a message the queue already has is not published twice, and its row i
     const shortcut = new PgMove(queue);
     // The long way published it and died before marking.
     await queue.publish([{ source: SENDER, envelope }]);
-    const moved = await shortcut.move(SENDER, 10, FAULTS);
+    const moved = await shortcut.move(SENDER, 10);
     assert.equal(moved.rows, 1);
     assert.equal(moved.published, 0);
     assert.equal(await count(sql, "queue.messages"), 1);
@@ -124,7 +129,7 @@ Deno.test("a move whose batch holds one message the queue has already stores the
     const shortcut = new PgMove(queue);
     // The middle one went the long way and was never marked.
     await queue.publish([{ source: SENDER, envelope: placed[1] }]);
-    const moved = await shortcut.move(SENDER, 10, FAULTS, {
+    const moved = await shortcut.move(SENDER, 10, {
       listMoved: true,
     });
     assert.equal(moved.rows, 3);
@@ -176,7 +181,7 @@ Deno.test("the relay role may mark outbox rows and add to the queue, nothing els
                  set envelope = envelope || '{"type": "Changed"}'`),
       /immutable/,
     );
-    await new PgMove(new PgQueue(sql, ROUTING)).move(SENDER, 10, FAULTS);
+    await new PgMove(new PgQueue(sql, ROUTING)).move(SENDER, 10);
     await assert.rejects(
       () =>
         asBookkeeper(
@@ -208,7 +213,6 @@ Deno.test("a relay tick drains a backlog with moves side by side: every row once
       shortcut: new PgMove(new PgQueue(sql, ROUTING)),
       owner: "test-relay",
       log: memoryLogger("warn").logger,
-      faults: pgFaults(sql),
       retryMs: 100,
       batchSize: 3,
       parallel: 2,
@@ -261,7 +265,7 @@ Deno.test("move slots: with every slot of an outbox held by other moves, a move 
              limit 1) x`;
         assert.equal(moved, 1);
       }
-      const busy = await shortcut.move(SENDER, 10, FAULTS);
+      const busy = await shortcut.move(SENDER, 10);
       assert.equal(busy.busy, true);
       assert.equal(busy.rows, 0);
       assert.equal(
@@ -270,7 +274,7 @@ Deno.test("move slots: with every slot of an outbox held by other moves, a move 
       );
       // A third slot would have been free: the limit is the move's.
       const wider = await new PgMove(queue, { slots: 3 })
-        .move(SENDER, 1, FAULTS);
+        .move(SENDER, 1);
       assert.equal(wider.busy, false);
       assert.equal(wider.rows, 1);
 
@@ -283,7 +287,6 @@ Deno.test("move slots: with every slot of an outbox held by other moves, a move 
         shortcut,
         owner: "test-relay",
         log: logger,
-        faults: pgFaults(sql),
         retryMs: 1000,
       });
       assert.equal(tick.more, false);
@@ -297,7 +300,7 @@ Deno.test("move slots: with every slot of an outbox held by other moves, a move 
       }
     }
     // Slots free again: the rest moves.
-    const after = await shortcut.move(SENDER, 10, FAULTS);
+    const after = await shortcut.move(SENDER, 10);
     assert.equal(after.busy, false);
     assert.equal(after.rows, 2);
     assert.equal(

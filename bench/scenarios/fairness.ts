@@ -26,8 +26,8 @@
 import { connect, type Sql } from "../../lib/db/connect.ts";
 import { setFault } from "../../lib/faults/mod.ts";
 import { createLogger } from "../../lib/log/mod.ts";
-import { CONSUMER_FAULTS } from "../../lib/queue/mod.ts";
-import { RELAY_FAULTS } from "../../lib/relay/mod.ts";
+import { CONSUMER_FAULTS } from "../../lib/faults/mod.ts";
+import { RELAY_FAULTS } from "../../lib/faults/mod.ts";
 import { ROUTING } from "../../services/routing.ts";
 import type { Ctx } from "../context.ts";
 import { OrderSource, pay, place } from "../orders.ts";

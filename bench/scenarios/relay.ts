@@ -38,7 +38,7 @@ async function moveLoops(db: BenchDb, routing: Routing): Promise<number> {
     await Promise.all(
       Array.from({ length: SIDE_BY_SIDE }, async () => {
         for (;;) {
-          const { rows } = await shortcut.move("orders", BATCH, []);
+          const { rows } = await shortcut.move("orders", BATCH);
           if (rows === 0) return;
           moved += rows;
         }

@@ -1,99 +1,16 @@
 /**
- * Fault switches: named, per sandbox, stored in `platform.faults` and read at
- * run time by the relay, the consumers and the receivers. A switch is a real
- * branch in the running code, not a patch applied by a test.
+ * Fault switches, per sandbox (switches.ts), and the decorators that obey
+ * them: a faulty transport (queue.ts), a faulty dispatcher (dispatcher.ts)
+ * and a faulty receiver (receiver.ts). A switch acts in the running code,
+ * around the hot path, never as a branch inside it.
  */
-import type { Sql } from "../db/connect.ts";
-
-/** The switches each sandbox has on: sandbox id -> names. */
-export type ActiveFaults = Map<string, Set<string>>;
-
-/** Reads the switches that are on for some sandboxes. */
-export type FaultReader = (sandboxIds: string[]) => Promise<ActiveFaults>;
-
-/** The cache of one pool: every enabled switch, and when it was read. */
-interface Cache {
-  active: ActiveFaults;
-  readAt: number;
-  /** Bumped by setFault: a read that started before is not kept. */
-  generation: number;
-  loading?: Promise<void>;
-}
-
-const caches = new WeakMap<Sql, Cache>();
-
-async function loadAll(sql: Sql): Promise<ActiveFaults> {
-  const active: ActiveFaults = new Map();
-  const rows = await sql<{ sandbox_id: string; name: string }[]>`
-    select sandbox_id, name from platform.faults where enabled`;
-  for (const { sandbox_id, name } of rows) {
-    let set = active.get(sandbox_id);
-    if (!set) active.set(sandbox_id, set = new Set());
-    set.add(name);
-  }
-  return active;
-}
-
-async function refresh(sql: Sql, cache: Cache) {
-  for (;;) {
-    const generation = cache.generation;
-    const active = await loadAll(sql);
-    if (generation === cache.generation) {
-      cache.active = active;
-      cache.readAt = Date.now();
-      return;
-    }
-  }
-}
-
-/**
- * Reads switches from `platform.faults`, through a per-pool cache of every
- * enabled switch (a handful of rows, usually none) refreshed at most every
- * `ttlMs`: the consumers and receivers ask for every delivery, and a query
- * each time cost a tenth of a delivery's round trips. `setFault` on the same
- * pool clears the cache at once; a switch flipped by another process is seen
- * within `ttlMs`.
- */
-export function pgFaults(sql: Sql, ttlMs = 250): FaultReader {
-  return async (sandboxIds) => {
-    let cache = caches.get(sql);
-    if (!cache) {
-      caches.set(sql, cache = { active: new Map(), readAt: 0, generation: 0 });
-    }
-    if (Date.now() - cache.readAt > ttlMs) {
-      const c = cache;
-      c.loading ??= refresh(sql, c).finally(() => c.loading = undefined);
-      await c.loading;
-    }
-    const out: ActiveFaults = new Map();
-    for (const id of sandboxIds) {
-      const set = cache.active.get(id);
-      if (set) out.set(id, set);
-    }
-    return out;
-  };
-}
-
-/** True when `name` is on for `sandboxId`. */
-export function isOn(active: ActiveFaults, sandboxId: string, name: string) {
-  return active.get(sandboxId)?.has(name) ?? false;
-}
-
-/** Turns a switch on or off for one sandbox. */
-export async function setFault(
-  sql: Sql,
-  sandboxId: string,
-  name: string,
-  enabled: boolean,
-) {
-  await sql`
-    insert into platform.faults (sandbox_id, name, enabled)
-    values (${sandboxId}, ${name}, ${enabled})
-    on conflict (sandbox_id, name)
-    do update set enabled = excluded.enabled, updated_at = now()`;
-  const cache = caches.get(sql);
-  if (cache) {
-    cache.generation++;
-    cache.readAt = 0;
-  }
-}
+export {
+  type ActiveFaults,
+  type FaultReader,
+  isOn,
+  pgFaults,
+  setFault,
+} from "./switches.ts";
+export { faultyQueue, REFUSED_SEND, RELAY_FAULTS } from "./queue.ts";
+export { CONSUMER_FAULTS, faultyDispatcher, type Send } from "./dispatcher.ts";
+export { faultyReceiver, type ReceiverFaults } from "./receiver.ts";

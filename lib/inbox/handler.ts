@@ -1,7 +1,7 @@
 /**
- * A receiver as an HTTP handler: parse the envelope, obey the receiver's
- * fault switches, run `receive` in the receiver's own transaction, and answer
- * with the status that tells the consumer what to do.
+ * A receiver as an HTTP handler: parse the envelope, run `receiveOnce` in
+ * the receiver's own transaction, and answer with the status that tells the
+ * consumer what to do.
  *
  * | answer | meaning                                    |
  * | ------ | ------------------------------------------ |
@@ -9,33 +9,36 @@
  * | 400    | not an envelope                            |
  * | 409    | not yet (NotYet): retry later              |
  * | 422    | refused (Refused, malformed, horizon)      |
- * | 503    | the receiver refuses deliveries (fault)    |
+ *
+ * The step from a parsed envelope to the answer is a `Receiver`, which a
+ * decorator may wrap (lib/faults `faultyReceiver`: 503, slow).
  */
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
-import { type FaultReader, isOn } from "../faults/mod.ts";
-import { envelopeSchema } from "../outbox/envelope.ts";
+import { type Envelope, envelopeSchema } from "../outbox/envelope.ts";
 import { NotYet } from "./errors.ts";
 import { type Apply, receiveOnce } from "./receive.ts";
+
+/** A receiver's answer to one envelope. */
+export type Receiver = (envelope: Envelope) => Promise<Response>;
 
 export interface InboxHandlerOptions {
   sql: Sql;
   /** The receiving service: its role, schema and inbox. */
   service: string;
-  /** For answers: "Kitchen refuses deliveries". */
+  /** For answers: "Kitchen failed: ...". */
   label: string;
   apply: Apply;
   replayHorizonDays: number;
-  faults: FaultReader;
   log: Logger;
-  /** Switch names: answer 503 / answer slowly. */
-  refusesFault?: string;
-  slowFault?: string;
-  /** How long a slow receiver takes; longer than the delivery timeout. */
-  slowMs?: number;
+  /** Wraps the receiver (e.g. with its fault switches). */
+  wrap?: (receiver: Receiver) => Receiver;
 }
 
 export function inboxHandler(options: InboxHandlerOptions) {
+  const receiver = options.wrap
+    ? options.wrap(inboxReceiver(options))
+    : inboxReceiver(options);
   return async (request: Request): Promise<Response> => {
     let raw: unknown;
     try {
@@ -50,19 +53,13 @@ export function inboxHandler(options: InboxHandlerOptions) {
         error: `not an envelope: ${issue.path.join(".")}: ${issue.message}`,
       });
     }
-    const envelope = parsed.data;
-    const faults = await options.faults([envelope.sandboxId]);
-    if (
-      options.refusesFault &&
-      isOn(faults, envelope.sandboxId, options.refusesFault)
-    ) {
-      return json(503, { error: `${options.label} refuses deliveries` });
-    }
-    if (
-      options.slowFault && isOn(faults, envelope.sandboxId, options.slowFault)
-    ) {
-      await new Promise((r) => setTimeout(r, options.slowMs ?? 6000));
-    }
+    return await receiver(parsed.data);
+  };
+}
+
+/** The receiver: the envelope applied once, and the answer that says how. */
+function inboxReceiver(options: InboxHandlerOptions): Receiver {
+  return async (envelope) => {
     try {
       const result = await receiveOnce(
         options.sql,

@@ -9,4 +9,8 @@ export {
   receiveOnce,
   type ReceiveOptions,
 } from "./receive.ts";
-export { inboxHandler, type InboxHandlerOptions } from "./handler.ts";
+export {
+  inboxHandler,
+  type InboxHandlerOptions,
+  type Receiver,
+} from "./handler.ts";

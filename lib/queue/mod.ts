@@ -15,12 +15,7 @@ export {
   refuse,
 } from "./dead_letters.ts";
 export type { OutgoingMessage, Queue, Routing } from "./queue.ts";
-export {
-  CONSUMER_FAULTS,
-  consumerLeaseMs,
-  type SendOptions,
-  type Subscriber,
-} from "./send.ts";
+export { consumerLeaseMs, type SendOptions, type Subscriber } from "./send.ts";
 export { DELIVERY_STATES, type DeliveryState } from "./states.ts";
 export { Dispatcher, type Handler } from "./transport.ts";
 export { consumeOnce, type ConsumerOptions, PgQueue } from "./postgres/mod.ts";

@@ -17,6 +17,36 @@ export interface OutgoingMessage {
 
 /** A transport: PostgreSQL (lib/queue/postgres) or JetStream (jetstream/). */
 export interface Queue {
-  /** Publishes a batch; returns how many messages were new to the queue. */
+  /**
+   * Publishes a batch; returns how many messages were new to the queue.
+   * Throws when nothing was published, or a PartialPublish.
+   */
   publish(messages: OutgoingMessage[]): Promise<number>;
+  /**
+   * The sandboxes whose messages must come through `publish`: a decorator
+   * acts on them (lib/faults), so the relay's shortcut leaves their rows.
+   */
+  diverted?(): Promise<string[]>;
+}
+
+/**
+ * Thrown by a publish that did not go through whole. The messages named in
+ * `failed` were not published, for the reason in the error's message: the
+ * relay records it and retries them. Those in `unmarked` were published,
+ * but the relay leaves them as a crash between its publish and its mark
+ * would: claimed, until the lease runs out and another claim publishes them
+ * again. Every other message of the batch was published.
+ */
+export class PartialPublish extends Error {
+  override name = "PartialPublish";
+
+  constructor(
+    message: string,
+    /** Message ids not published. */
+    readonly failed: ReadonlySet<string>,
+    /** Message ids published, not to be marked. */
+    readonly unmarked: ReadonlySet<string>,
+  ) {
+    super(message);
+  }
 }

@@ -5,18 +5,9 @@
  * different ones in parallel.
  */
 import type { Logger } from "../log/mod.ts";
-import { type FaultReader, isOn } from "../faults/mod.ts";
 import { classify, type Outcome, retryDelay } from "./classify.ts";
 import type { AttemptResult, ClaimedDelivery } from "./delivery.ts";
 import type { Dispatcher } from "./transport.ts";
-
-/** Fault switches the consumers obey. */
-export const CONSUMER_FAULTS = {
-  /** The receiver commits, then the consumer sees a failure. */
-  lostAcks: "lostAcks",
-  /** Every delivery is sent twice in a row. */
-  duplicateDeliveries: "duplicateDeliveries",
-} as const;
 
 export interface Subscriber {
   url: string;
@@ -35,13 +26,13 @@ export function consumerLeaseMs(
 export interface SendOptions {
   /** The lease owner this process writes (in logs: whose lease was lost). */
   owner: string;
-  dispatcher: Dispatcher;
+  /** Carries the requests (a Dispatcher, or a decorator of one). */
+  dispatcher: Pick<Dispatcher, "send">;
   subscribers: Readonly<Record<string, Subscriber>>;
   /** Delays before each retry; their count is the number of retries. */
   retryDelaysMs: readonly number[];
   timeoutMs: number;
   log: Logger;
-  faults: FaultReader;
   /** Seconds from a message's creation to its delivery, per done delivery. */
   observeDelivered?: (seconds: number, subscriber: string) => void;
 }
@@ -66,9 +57,6 @@ export async function send(
   claimed: ClaimedDelivery[],
   judged: (result: AttemptResult) => void,
 ): Promise<void> {
-  const faults = await options.faults([
-    ...new Set(claimed.map((d) => d.sandboxId)),
-  ]);
   const groups = new Map<string, ClaimedDelivery[]>();
   for (const d of claimed) {
     const key = `${d.subscriber}\u0000${d.aggregateId}`;
@@ -80,7 +68,7 @@ export async function send(
     // `judged` reads its list when it is called: a batch may have left its
     // stragglers to a list of their own meanwhile (tests/
     // messaging_stragglers_test.ts).
-    for (const d of group) judged(await attempt(options, d, faults));
+    for (const d of group) judged(await attempt(options, d));
   }));
 }
 
@@ -120,7 +108,6 @@ export function recorded(
 async function attempt(
   options: SendOptions,
   d: ClaimedDelivery,
-  faults: Awaited<ReturnType<FaultReader>>,
 ): Promise<AttemptResult> {
   const subscriber = options.subscribers[d.subscriber];
   const maxAttempts = d.maxAttempts ?? options.retryDelaysMs.length + 1;
@@ -134,27 +121,15 @@ async function attempt(
     };
   } else {
     outcome = await post(options, subscriber, d);
-    if (isOn(faults, d.sandboxId, CONSUMER_FAULTS.duplicateDeliveries)) {
-      outcome = await post(options, subscriber, d);
-    }
   }
   const label = subscriber?.label ?? d.subscriber;
-  let judged = classify(
+  const judged = classify(
     outcome,
     label,
     options.timeoutMs,
     d.attempt,
     maxAttempts,
   );
-  if (
-    judged.state === "done" &&
-    isOn(faults, d.sandboxId, CONSUMER_FAULTS.lostAcks)
-  ) {
-    judged = {
-      state: d.attempt < maxAttempts ? "pending" : "dead",
-      error: `acknowledgement lost after ${label} answered (lostAcks fault)`,
-    };
-  }
   return {
     id: d.id,
     state: judged.state,

@@ -5,7 +5,7 @@
  * for sandboxes with a relay fault on, rows are claimed with a lease,
  * published, then marked (`relayOnce` takes both paths).
  */
-export { RELAY_FAULTS, relayOnce, type RelayOptions } from "./relay.ts";
+export { relayOnce, type RelayOptions } from "./relay.ts";
 export {
   type Handoff,
   MOVE_SLOT_LOCK,

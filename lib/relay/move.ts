@@ -32,8 +32,6 @@ export interface Moved {
   sandboxIds: string[];
   /** Seconds from each row's creation to its publish. */
   lagSeconds: number[];
-  /** Whether some sandbox has a relay fault on (its rows were left). */
-  faulted: boolean;
   /**
    * Other moves of this outbox held every slot (see PgMove's `slots`):
    * nothing was looked at, and rows may well be due.
@@ -47,6 +45,11 @@ export interface Moved {
 }
 
 export interface MoveOptions {
+  /**
+   * Sandboxes whose rows are left to the long way (claim, publish, mark):
+   * those the queue diverts, where a decorator acts (lib/faults).
+   */
+  skip?: readonly string[];
   /**
    * The process that wakes its own consumers after the move: the move's
    * NOTIFY names it, and that process's listener skips it.
@@ -63,15 +66,12 @@ export interface MoveOptions {
 
 /**
  * A transport that lives in the sender's database, as the relay sees it:
- * due outbox rows moved into the queue in one transaction of its own,
- * leaving out the sandboxes that have one of `faultNames` on (the relay
- * takes those the long way, where the faults act).
+ * due outbox rows moved into the queue in one transaction of its own.
  */
 export interface Shortcut {
   move(
     service: string,
     limit: number,
-    faultNames: readonly string[],
     options?: MoveOptions,
   ): Promise<Moved>;
 }
@@ -109,7 +109,6 @@ export class PgMove implements Shortcut {
   async move(
     service: string,
     limit: number,
-    faultNames: readonly string[],
     options: MoveOptions = {},
   ): Promise<Moved> {
     const statement = {
@@ -117,8 +116,8 @@ export class PgMove implements Shortcut {
       limit,
       slots: this.slots,
       routes: routesOf(this.queue.routing, Object.keys(this.queue.routing)),
-      faultNames,
       ...options,
+      skip: options.skip ?? [],
     };
     // Without ON CONFLICT first: a message id the queue has already is rare
     // (a publish the long way whose mark was lost), and skipping repeats
@@ -139,7 +138,6 @@ export class PgMove implements Shortcut {
       aggregateIds: row.aggregate_ids ?? [],
       sandboxIds: row.sandbox_ids ?? [],
       lagSeconds: row.lags ?? [],
-      faulted: row.faulted,
       busy: row.busy,
       handed: (row.handed ?? []).map((h) => ({
         id: Number(h.id),

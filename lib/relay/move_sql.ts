@@ -38,7 +38,6 @@ export interface MoveRow {
   sandbox_ids: string[] | null;
   lags: number[] | null;
   notified: number;
-  faulted: boolean;
   busy: boolean;
   handed: HandedRow[] | null;
 }
@@ -50,7 +49,8 @@ export interface MoveStatement {
   /** Move slots of this outbox (see PgMove's `slots`). */
   slots: number;
   routes: Routes;
-  faultNames: readonly string[];
+  /** Sandboxes whose rows are left to the long way. */
+  skip: readonly string[];
   /** Skip message ids the queue has already (slower; see PgMove). */
   repeats: boolean;
   wokenBy?: string;
@@ -64,7 +64,7 @@ export interface MoveStatement {
  * goes with it.
  */
 export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
-  const { service, limit, handoff, faultNames, repeats } = m;
+  const { service, limit, handoff, repeats } = m;
   return bookkeepingStatement(sql, "relay", ({ sql }) => {
     const table = sql(`${service}.outbox`);
     return sql<MoveRow[]>`
@@ -73,14 +73,10 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
            where pg_try_advisory_xact_lock(${MOVE_SLOT_LOCK},
                    hashtext(${service}) # s)
            limit 1
-        ), faulted as materialized (
-          select coalesce(array_agg(distinct sandbox_id), '{}') as ids
-            from platform.faults
-           where enabled and name = any(${faultNames as string[]}::text[])
         ), due as (
           select o.id from ${table} o
            where o.state <> 'published' and o.next_attempt_at <= now()
-             and o.sandbox_id <> all((select ids from faulted)::uuid[])
+             and o.sandbox_id <> all(${m.skip as string[]}::uuid[])
              and exists (select from slot)
            order by o.id
            limit ${limit}
@@ -127,7 +123,6 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
                (select array_agg(date_part('epoch', now() - created_at))
                   from moved) as lags,
                (select count(*)::int from woken) as notified,
-               (select cardinality(ids) > 0 from faulted) as faulted,
                not exists (select from slot) as busy,
                ${
       handoff

@@ -26,14 +26,14 @@ export async function claimOutbox(
   owner: string,
   limit: number,
   leaseMs: number,
-  /** Only rows of sandboxes that have one of these faults on. */
-  faultNames?: readonly string[],
+  /** Only rows of these sandboxes. */
+  sandboxIds?: readonly string[],
 ): Promise<ClaimedRow[]> {
   const claimed = await claimOutboxGuarded(sql, service, {
     owner,
     limit,
     leaseMs,
-    faultNames,
+    sandboxIds,
   });
   return claimed.rows;
 }
@@ -42,8 +42,8 @@ export interface ClaimOptions {
   owner: string;
   limit: number;
   leaseMs: number;
-  /** Only rows of sandboxes that have one of these faults on. */
-  faultNames?: readonly string[];
+  /** Only rows of these sandboxes. */
+  sandboxIds?: readonly string[];
   /** Automatic re-arms allowed per sandbox and UTC day (default 100). */
   guardLimit?: number;
 }
@@ -75,14 +75,13 @@ export async function claimOutboxGuarded(
   service: string,
   options: ClaimOptions,
 ): Promise<Claimed> {
-  const { owner, limit, leaseMs, faultNames } = options;
+  const { owner, limit, leaseMs, sandboxIds } = options;
   const guardLimit = options.guardLimit ?? 100;
   const [result] = await asBookkeeper(sql, service, ({ sql }) => {
     const table = sql(`${service}.outbox`);
     const guardTable = sql(`${service}.relay_guard`);
-    const only = faultNames
-      ? sql`and sandbox_id in (select sandbox_id from platform.faults
-             where enabled and name = any(${faultNames as string[]}::text[]))`
+    const only = sandboxIds
+      ? sql`and sandbox_id = any(${sandboxIds as string[]}::uuid[])`
       : sql``;
     return sql<{ rows: ClaimedJson[] | null; parked: string[] | null }[]>`
       with due as (

@@ -18,8 +18,7 @@
  */
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
-import { type FaultReader, isOn } from "../faults/mod.ts";
-import type { Queue } from "../queue/queue.ts";
+import { PartialPublish, type Queue } from "../queue/queue.ts";
 import type { Shortcut } from "./move.ts";
 import type { TickResult } from "../wake/loop.ts";
 import {
@@ -33,14 +32,6 @@ import {
 /** How soon a relay that found every move slot taken looks again. */
 const BUSY_RETRY_MS = 100;
 
-/** Fault switches the relay obeys. */
-export const RELAY_FAULTS = {
-  /** The queue refuses the publish of this sandbox's messages. */
-  queueRefusesSends: "queueRefusesSends",
-  /** The relay "crashes" after publishing, before marking published. */
-  crashBeforeMark: "crashBeforeMark",
-} as const;
-
 export interface RelayOptions {
   sql: Sql;
   /** The service whose outbox this relay drains. */
@@ -53,7 +44,6 @@ export interface RelayOptions {
   shortcut?: Shortcut;
   owner: string;
   log: Logger;
-  faults: FaultReader;
   /** Delay before the next try after a failed publish (RELAY_RETRY_MS). */
   retryMs: number;
   /**
@@ -76,19 +66,18 @@ export interface RelayOptions {
 
 /**
  * One round for one service. With a shortcut (the PostgreSQL transport,
- * in the same database) a batch is moved in one transaction; the rows of sandboxes with a relay fault on, and every row
- * with another transport, go the long way: claim, publish, mark.
+ * in the same database) a batch is moved in one transaction; the rows of
+ * the sandboxes the queue diverts (a fault switch acts on them, see
+ * lib/faults), and every row with another transport, go the long way:
+ * claim, publish, mark.
  */
 export async function relayOnce(options: RelayOptions): Promise<TickResult> {
   const { shortcut, service } = options;
   if (!shortcut) return await claimPublishMark(options);
   const limit = options.batchSize ?? 1000;
+  const diverted = await options.queue.diverted?.() ?? [];
   const move = async () => {
-    const moved = await shortcut.move(
-      service,
-      limit,
-      Object.values(RELAY_FAULTS),
-    );
+    const moved = await shortcut.move(service, limit, { skip: diverted });
     if (options.observeLag) {
       for (const lag of moved.lagSeconds) options.observeLag(lag, service);
     }
@@ -105,7 +94,6 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
     };
   }
   const touched = new Set(first.sandboxIds);
-  let faulted = first.faulted;
   // A full batch means a backlog: drain it with `parallel` moves side by
   // side, each going on by itself (no waiting for the slower one) until it
   // finds less than a batch or has moved ten; then back to the loop, which
@@ -118,7 +106,6 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
         for (let round = 0; round < 10; round++) {
           const b = await move();
           b.sandboxIds.forEach((id) => touched.add(id));
-          faulted ||= b.faulted;
           if (b.rows < limit) return; // also when busy: another move has it
         }
         full = true;
@@ -126,8 +113,8 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
     );
   }
   let slow: TickResult = { more: false };
-  if (faulted) {
-    slow = await claimPublishMark(options, Object.values(RELAY_FAULTS));
+  if (diverted.length > 0) {
+    slow = await claimPublishMark(options, diverted);
   } else if (first.rows === 0) {
     const next = await nextOutboxDue(options.sql, service);
     slow = { more: false, nextDueAt: next ?? undefined };
@@ -140,10 +127,10 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
   };
 }
 
-/** One claim-publish-mark round, for rows of `faulted` sandboxes only if set. */
+/** One claim-publish-mark round, for rows of `only` these sandboxes if set. */
 async function claimPublishMark(
   options: RelayOptions,
-  faulted?: readonly string[],
+  only?: readonly string[],
 ): Promise<TickResult> {
   const { sql, service, owner, log } = options;
   const batchSize = options.batchSize ?? 100;
@@ -151,7 +138,7 @@ async function claimPublishMark(
     owner,
     limit: batchSize,
     leaseMs: options.leaseMs ?? 30_000,
-    faultNames: faulted,
+    sandboxIds: only,
     guardLimit: options.guardLimit,
   });
   alarmGuard(options, parked);
@@ -159,66 +146,57 @@ async function claimPublishMark(
     const next = await nextOutboxDue(sql, service);
     return { more: false, nextDueAt: next ?? undefined };
   }
-  const faults = await options.faults([
-    ...new Set(claimed.map((r) => r.sandboxId)),
-  ]);
-  const refused: ClaimedRow[] = [];
-  const sendable: ClaimedRow[] = [];
-  for (const row of claimed) {
-    (isOn(faults, row.sandboxId, RELAY_FAULTS.queueRefusesSends)
-      ? refused
-      : sendable)
-      .push(row);
-  }
-  // After a failed publish, wake for the retry rather than wait for the poll
-  // (rows parked by the guard are not due then, and simply stay).
+  const retryAt = () => new Date(Date.now() + options.retryMs);
+  // A publish that fails for some messages only (PartialPublish) names
+  // them: those are retried, and those it says not to mark stay claimed.
+  let failed: ReadonlySet<string> = new Set();
+  let unmarked: ReadonlySet<string> = new Set();
   let nextDueAt: Date | undefined;
-  if (refused.length > 0) {
-    await fail(
-      options,
-      refused,
-      "the queue refused the send (queueRefusesSends fault)",
+  try {
+    await options.queue.publish(
+      claimed.map((row) => ({ source: service, envelope: row.envelope })),
     );
-    nextDueAt = new Date(Date.now() + options.retryMs);
-  }
-  if (sendable.length > 0) {
-    try {
-      await options.queue.publish(
-        sendable.map((row) => ({ source: service, envelope: row.envelope })),
-      );
-    } catch (error) {
+  } catch (error) {
+    if (!(error instanceof PartialPublish)) {
       await fail(
         options,
-        sendable,
+        claimed,
         `publish failed: ${(error as Error).message}`,
       );
-      return { more: false, nextDueAt: new Date(Date.now() + options.retryMs) };
+      return { more: false, nextDueAt: retryAt() };
     }
-    const crashed = sendable.filter((r) =>
-      isOn(faults, r.sandboxId, RELAY_FAULTS.crashBeforeMark)
+    ({ failed, unmarked } = error);
+    // After a failed publish, wake for the retry rather than wait for the
+    // poll (rows parked by the guard are not due then, and simply stay).
+    await fail(
+      options,
+      claimed.filter((r) => failed.has(r.envelope.messageId)),
+      error.message,
     );
-    if (crashed.length > 0) {
-      log.warn("relay_crash_fault", { service, rows: crashed.length });
+    if (failed.size > 0) nextDueAt = retryAt();
+  }
+  const sent = claimed.filter((r) =>
+    !failed.has(r.envelope.messageId) && !unmarked.has(r.envelope.messageId)
+  );
+  const marked = await markPublished(
+    sql,
+    service,
+    owner,
+    sent.map((r) => r.id),
+  );
+  if (options.observeLag) {
+    const now = Date.now();
+    for (const row of sent) {
+      options.observeLag(
+        (now - Date.parse(row.envelope.occurredAt)) / 1000,
+        service,
+      );
     }
-    const toMark = sendable.filter((r) => !crashed.includes(r)).map((r) =>
-      r.id
-    );
-    const marked = await markPublished(sql, service, owner, toMark);
-    if (options.observeLag) {
-      const now = Date.now();
-      for (const row of sendable) {
-        if (crashed.includes(row)) continue;
-        options.observeLag(
-          (now - Date.parse(row.envelope.occurredAt)) / 1000,
-          service,
-        );
-      }
-    }
-    if (marked < toMark.length) {
-      // Another relay took these rows over after our lease expired; it will
-      // publish them again and the queue will ignore the repeat.
-      log.warn("lease_lost", { service, owner, lost: toMark.length - marked });
-    }
+  }
+  if (marked < sent.length) {
+    // Another relay took these rows over after our lease expired; it will
+    // publish them again and the queue will ignore the repeat.
+    log.warn("lease_lost", { service, owner, lost: sent.length - marked });
   }
   return {
     more: claimed.length === batchSize,
@@ -228,6 +206,7 @@ async function claimPublishMark(
 }
 
 async function fail(options: RelayOptions, rows: ClaimedRow[], error: string) {
+  if (rows.length === 0) return;
   const { sql, service, owner, log } = options;
   log.warn("relay_error", { service, rows: rows.length, error });
   const parked = await failPublish(sql, service, owner, {

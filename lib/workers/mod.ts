@@ -6,7 +6,11 @@
  */
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
-import type { FaultReader } from "../faults/mod.ts";
+import {
+  type FaultReader,
+  faultyDispatcher,
+  faultyQueue,
+} from "../faults/mod.ts";
 import { OUTBOX_CHANNEL } from "../outbox/channel.ts";
 import {
   consumeOnce,
@@ -122,8 +126,10 @@ export async function startMessaging(
   // What a relay of this process published is for its consumers too: wake
   // one as soon as the publish (or the move) has committed, without waiting
   // for the relay's mark or for the NOTIFY to come back.
-  const inner = options.queue;
+  // The fault switches wrap the transport and the dispatcher, here only.
+  const inner = faultyQueue(options.queue, options.faults, log);
   const queue: Queue = {
+    diverted: () => inner.diverted!(),
     publish: async (messages) => {
       const published = await inner.publish(messages);
       if (published > 0) wakeConsumers();
@@ -134,7 +140,7 @@ export async function startMessaging(
   if (options.shortcut) {
     const direct = options.shortcut;
     shortcut = {
-      move: async (service, limit, faultNames) => {
+      move: async (service, limit, moveOptions) => {
         const here = consumers.length > 0;
         const handoff = here && !stopping && local.anyIdle
           ? { owner, leaseMs: handoffLeaseMs, max: CONSUMER_BATCH_SIZE }
@@ -142,7 +148,8 @@ export async function startMessaging(
         // The move's NOTIFY (for other processes' consumers) names this
         // process when its consumers are woken here, so that its own listener
         // skips it: heard, it ran a second claim that found nothing.
-        const moved = await direct.move(service, limit, faultNames, {
+        const moved = await direct.move(service, limit, {
+          ...moveOptions,
           wokenBy: here ? owner : undefined,
           handoff,
         });
@@ -169,7 +176,6 @@ export async function startMessaging(
               shortcut,
               owner,
               log,
-              faults: options.faults,
               retryMs: options.relayRetryMs,
               leaseMs: options.relayLeaseMs,
               observeLag: options.observeLag,
@@ -213,8 +219,7 @@ export async function startMessaging(
     sql: options.sql,
     owner,
     log,
-    faults: options.faults,
-    dispatcher: options.dispatcher,
+    dispatcher: faultyDispatcher(options.dispatcher, options.faults),
     subscribers: options.subscribers,
     retryDelaysMs: options.retryDelaysMs,
     timeoutMs: options.timeoutMs,

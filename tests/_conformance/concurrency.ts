@@ -59,13 +59,13 @@ function recordingQueue(inner: Queue, published: string[]): Queue {
 /** The relay's move, in moves of MOVE_CHUNK, keeping what each moved. */
 function chunkingShortcut(inner: Shortcut, published: string[]): Shortcut {
   return {
-    move: async (service, limit, faultNames, options) => {
+    move: async (service, limit, options) => {
       // Up to `limit` rows, as the relay asked, in moves of MOVE_CHUNK; each
       // move is its own transaction, so the other relay's moves run between.
       let total: Moved | undefined;
       while (true) {
         const chunk = Math.min(MOVE_CHUNK, limit - (total?.rows ?? 0));
-        const moved = await inner.move(service, chunk, faultNames, {
+        const moved = await inner.move(service, chunk, {
           ...options,
           listMoved: true,
         });
@@ -86,7 +86,6 @@ function addMoved(a: Moved, b: Moved): Moved {
     aggregateIds: [...a.aggregateIds, ...b.aggregateIds],
     sandboxIds: [...new Set([...a.sandboxIds, ...b.sandboxIds])],
     lagSeconds: [...a.lagSeconds, ...b.lagSeconds],
-    faulted: a.faulted || b.faulted,
     busy: a.rows + b.rows === 0 && (a.busy || b.busy),
     handed: [...a.handed, ...b.handed],
   };

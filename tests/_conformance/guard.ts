@@ -18,7 +18,7 @@ import {
   waitForJobs,
 } from "../_messaging.ts";
 import { setFault } from "../../lib/faults/mod.ts";
-import { RELAY_FAULTS } from "../../lib/relay/mod.ts";
+import { RELAY_FAULTS } from "../../lib/faults/mod.ts";
 import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
 import type { Scenario } from "./mod.ts";
 

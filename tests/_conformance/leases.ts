@@ -29,7 +29,7 @@ import type {
 import { finishDeliveries } from "../../lib/queue/postgres/deliveries_sql.ts";
 import type { JsMsg } from "@nats-io/jetstream";
 import { startDeliveries } from "../../lib/queue/jetstream/deliveries_sql.ts";
-import { RELAY_FAULTS } from "../../lib/relay/mod.ts";
+import { RELAY_FAULTS } from "../../lib/faults/mod.ts";
 import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
 import type { LedgerCase, Scenario } from "./mod.ts";
 
