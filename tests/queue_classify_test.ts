@@ -25,7 +25,7 @@ Deno.test("classify: every 2xx is done, on any attempt, with no error", () => {
   }
 });
 
-Deno.test("classify: 409, 429, 5xx, timeout and network errors retry until the last attempt", () => {
+Deno.test("classify: 409, 429, 5xx, timeout, network errors and lost answers retry until the last attempt", () => {
   const retryable: [Outcome, string][] = [
     [answered(409, "no card yet"), "Kitchen answered 409: no card yet"],
     [answered(429), "Kitchen answered 429"],
@@ -36,6 +36,10 @@ Deno.test("classify: 409, 429, 5xx, timeout and network errors retry until the l
     [
       { kind: "network", message: "connection refused" },
       "Kitchen could not be reached: connection refused",
+    ],
+    [
+      { kind: "lost", status: 200, reason: "connection reset" },
+      "acknowledgement lost after Kitchen answered (connection reset)",
     ],
   ];
   for (const [outcome, error] of retryable) {

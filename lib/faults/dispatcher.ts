@@ -11,7 +11,7 @@
  * The sandbox is read from the envelope the request carries, only while
  * some sandbox has one of the switches on.
  */
-import type { Dispatcher } from "../queue/transport.ts";
+import { AnswerLost, type Dispatcher } from "../queue/transport.ts";
 import { type FaultReader, isOn } from "./switches.ts";
 
 /** Fault switches of the dispatcher, as the consumers meet them. */
@@ -54,9 +54,7 @@ export function faultyDispatcher(dispatcher: Send, faults: FaultReader): Send {
       }
       if (on(CONSUMER_FAULTS.lostAcks) && response.ok) {
         await response.body?.cancel();
-        throw new Error(
-          `acknowledgement lost after it answered ${response.status} (lostAcks fault)`,
-        );
+        throw new AnswerLost(response.status, "lostAcks fault");
       }
       return response;
     },

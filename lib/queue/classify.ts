@@ -5,8 +5,8 @@
  * | answer                          | what happens                         |
  * | ------------------------------- | ------------------------------------ |
  * | 2xx                             | done                                 |
- * | 409, 5xx, timeout, network      | retry after the next delay; dead     |
- * |                                 | after the last one                   |
+ * | 409, 5xx, timeout, network,     | retry after the next delay; dead     |
+ * | an answer lost on its way back  | after the last one                   |
  * | 422                             | refused by the receiver: dead at once|
  * | other 4xx (400, 404, ...)       | cannot succeed as sent: dead at once |
  */
@@ -15,7 +15,9 @@
 export type Outcome =
   | { kind: "answered"; status: number; reason: string }
   | { kind: "timeout" }
-  | { kind: "network"; message: string };
+  | { kind: "network"; message: string }
+  /** The subscriber answered `status`, and the answer was lost (`reason`). */
+  | { kind: "lost"; status: number; reason: string };
 
 /**
  * Judges an answer: done, retry or dead, with the error in words. Pure, so
@@ -40,6 +42,9 @@ export function classify(
     retryable = true;
   } else if (outcome.kind === "network") {
     error = `${label} could not be reached: ${outcome.message}`;
+    retryable = true;
+  } else if (outcome.kind === "lost") {
+    error = `acknowledgement lost after ${label} answered (${outcome.reason})`;
     retryable = true;
   } else {
     const { status, reason } = outcome;

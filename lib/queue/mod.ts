@@ -17,5 +17,5 @@ export {
 export type { OutgoingMessage, Queue, Routing } from "./queue.ts";
 export { consumerLeaseMs, type SendOptions, type Subscriber } from "./send.ts";
 export { DELIVERY_STATES, type DeliveryState } from "./states.ts";
-export { Dispatcher, type Handler } from "./transport.ts";
+export { AnswerLost, Dispatcher, type Handler } from "./transport.ts";
 export { consumeOnce, type ConsumerOptions, PgQueue } from "./postgres/mod.ts";

@@ -7,7 +7,7 @@
 import type { Logger } from "../log/mod.ts";
 import { classify, type Outcome, retryDelay } from "./classify.ts";
 import type { AttemptResult, ClaimedDelivery } from "./delivery.ts";
-import type { Dispatcher } from "./transport.ts";
+import { AnswerLost, type Dispatcher } from "./transport.ts";
 
 export interface Subscriber {
   url: string;
@@ -134,7 +134,9 @@ async function attempt(
     id: d.id,
     state: judged.state,
     attempt: d.attempt,
-    status: outcome.kind === "answered" ? outcome.status : null,
+    status: outcome.kind === "answered" || outcome.kind === "lost"
+      ? outcome.status
+      : null,
     error: judged.error,
     delayMs: judged.state === "pending"
       ? retryDelay(options.retryDelaysMs, d.attempt)
@@ -177,6 +179,9 @@ async function post(
         reason: reasonOf(text),
       };
     } catch (error) {
+      if (error instanceof AnswerLost) {
+        return { kind: "lost", status: error.status, reason: error.message };
+      }
       return { kind: "network", message: (error as Error).message };
     }
   })();

@@ -6,6 +6,20 @@
  * mean the same everywhere.
  */
 
+/**
+ * Thrown by a send whose subscriber answered `status` (and may have
+ * committed), but whose answer never reached the sender: a connection cut
+ * on the way back. The consumer retries; the receiver's inbox answers the
+ * repeat.
+ */
+export class AnswerLost extends Error {
+  override name = "AnswerLost";
+
+  constructor(readonly status: number, reason: string) {
+    super(reason);
+  }
+}
+
 /** A subscriber's endpoint, as a Request -> Response function. */
 export type Handler = (request: Request) => Response | Promise<Response>;
 
