@@ -1,8 +1,13 @@
 /**
- * Runs the messaging machinery of one process: a relay loop per sending
- * service, a few consumer loops, and one LISTEN connection that wakes them.
- * Any number of processes may run this against one database: leases and
- * SKIP LOCKED keep them off each other's rows.
+ * Runs the messaging machinery of one process, in three parts: a relay loop
+ * per sending service (relays.ts), the consumer loops and the closure audit
+ * (consumers.ts), and one LISTEN connection that wakes them (listen.ts).
+ * The consumers of the PostgreSQL queue are woken, and handed deliveries by
+ * this process's relays, through one buffer whose modes local_queue.ts
+ * documents. The fault switches wrap the transport and the dispatcher here
+ * (lib/faults), and nowhere else. Any number of processes may run this
+ * against one database: leases and SKIP LOCKED keep them off each other's
+ * rows.
  */
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
@@ -11,34 +16,26 @@ import {
   faultyDispatcher,
   faultyQueue,
 } from "../faults/mod.ts";
-import { OUTBOX_CHANNEL } from "../outbox/channel.ts";
-import {
-  consumeOnce,
-  CONSUMER_BATCH_SIZE,
-  type ConsumerOptions,
-} from "../queue/postgres/mod.ts";
-import { consumerLeaseMs, type Subscriber } from "../queue/send.ts";
-import { FairShare, type FairShareOptions } from "../queue/fair_share.ts";
-import { LocalQueue } from "./local_queue.ts";
-import {
-  type BrokerLoops,
-  brokerLoops,
-  type JetStream,
-} from "../queue/jetstream/mod.ts";
-import { QUEUE_CHANNEL } from "../queue/channel.ts";
+import type { AuditOptions } from "../queue/audit.ts";
+import type { FairShareOptions } from "../queue/fair_share.ts";
+import type { JetStream } from "../queue/jetstream/mod.ts";
+import { CONSUMER_BATCH_SIZE } from "../queue/postgres/mod.ts";
 import type { Queue } from "../queue/queue.ts";
+import { consumerLeaseMs, type Subscriber } from "../queue/send.ts";
 import type { Dispatcher } from "../queue/transport.ts";
-import { relayOnce } from "../relay/relay.ts";
 import type { Shortcut } from "../relay/move.ts";
-import { auditOnce, type AuditOptions } from "../queue/audit.ts";
-import { Listener } from "../wake/listener.ts";
-import { Loop } from "../wake/loop.ts";
+import type { Loop } from "../wake/loop.ts";
+import { consumerLoops } from "./consumers.ts";
+import { wakeListener } from "./listen.ts";
+import { LocalQueue } from "./local_queue.ts";
+import { relayLoops } from "./relays.ts";
 
 export interface MessagingOptions {
   /** For the dedicated LISTEN connection. */
   url: string;
   sql: Sql;
   log: Logger;
+  /** The fault switches, which wrap the queue and the dispatcher here. */
   faults: FaultReader;
   /** Services that have an outbox. */
   senders: readonly string[];
@@ -63,22 +60,12 @@ export interface MessagingOptions {
   /** The closure audit of done deliveries, run beside the consumers. */
   audit?: Omit<AuditOptions, "sql">;
   /**
-   * How long after a consumer's batch the audit looks (default 250 ms): it
-   * then takes everything done meanwhile in one batch, away from the moments
-   * a delivery is waiting for the cores. A second made each batch big
-   * enough to hold up the deliveries around it: at 23 paid orders/s on 2
-   * cores, p99 from webhook to six applied 167 to 201 ms with 1000 ms, 91
-   * and 105 ms with 250 ms (bench --only steady, two or three runs).
+   * How long after a consumer's batch the audit looks (default 250 ms; a
+   * second held up the deliveries around each big batch, see
+   * bench/HISTORY.md).
    */
   auditDelayMs?: number;
-  /**
-   * The process's share between sandboxes (lib/queue/fair_share.ts). By
-   * default a sandbox may hold half of the process's consumers' batches,
-   * and half of that for one subscriber, every batch may be left running
-   * on its own, and a batch waits 250 ms
-   * for its slowest deliveries: longer than a delivery takes on a loaded
-   * machine, far shorter than a slow receiver's timeout.
-   */
+  /** The process's share between sandboxes (see consumers.ts). */
   fairShare?: Partial<FairShareOptions>;
   /**
    * The queue is JetStream (`queue` is its JetStreamQueue): its consumers,
@@ -112,189 +99,50 @@ export async function startMessaging(
 ): Promise<Messaging> {
   const owner = `worker-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`;
   const log = options.log.child({ owner });
-  const relays = new Map<string, Loop>();
-  // How this process's consumers are woken, and what its relay hands them
-  // (lib/workers/local_queue.ts).
+  // How this process's consumers are woken, and what its relays hand them.
   const local = new LocalQueue(CONSUMER_BATCH_SIZE);
-  const consumers = local.consumers;
-  const wakeConsumers = () => local.hint();
   let stopping = false;
-  const handoffLeaseMs = consumerLeaseMs({
-    leaseMs: options.consumerLeaseMs,
-    timeoutMs: options.timeoutMs,
-  });
-  // What a relay of this process published is for its consumers too: wake
-  // one as soon as the publish (or the move) has committed, without waiting
-  // for the relay's mark or for the NOTIFY to come back.
-  // The fault switches wrap the transport and the dispatcher, here only.
-  const inner = faultyQueue(options.queue, options.faults, log);
-  const queue: Queue = {
-    diverted: () => inner.diverted!(),
-    publish: async (messages) => {
-      const published = await inner.publish(messages);
-      if (published > 0) wakeConsumers();
-      return published;
-    },
-  };
-  let shortcut: Shortcut | undefined;
-  if (options.shortcut) {
-    const direct = options.shortcut;
-    shortcut = {
-      move: async (service, limit, moveOptions) => {
-        const here = consumers.length > 0;
-        const handoff = here && !stopping && local.anyIdle
-          ? { owner, leaseMs: handoffLeaseMs, max: CONSUMER_BATCH_SIZE }
-          : undefined;
-        // The move's NOTIFY (for other processes' consumers) names this
-        // process when its consumers are woken here, so that its own listener
-        // skips it: heard, it ran a second claim that found nothing.
-        const moved = await direct.move(service, limit, {
-          ...moveOptions,
-          wokenBy: here ? owner : undefined,
-          handoff,
-        });
-        if (moved.handed.length > 0) local.hand(moved.handed);
-        else if (moved.published > 0) wakeConsumers();
-        return moved;
-      },
-    };
-  }
-  if (options.roles?.relay ?? true) {
-    for (const service of options.senders) {
-      relays.set(
-        service,
-        new Loop({
-          name: `relay:${service}`,
-          log,
-          pollMs: options.pollMs,
-          onTouched: options.onTouched,
-          tick: () =>
-            relayOnce({
-              sql: options.sql,
-              service,
-              queue,
-              shortcut,
-              owner,
-              log,
-              retryMs: options.relayRetryMs,
-              leaseMs: options.relayLeaseMs,
-              observeLag: options.observeLag,
-            }),
-        }),
-      );
-    }
-  }
-  let auditor: Loop | undefined;
-  if ((options.roles?.consume ?? true) && options.audit) {
-    const audit = options.audit;
-    auditor = new Loop({
-      name: "audit",
+  const consumers = (options.roles?.consume ?? true)
+    ? await consumerLoops({
+      ...options,
+      owner,
       log,
-      pollMs: options.pollMs,
-      onTouched: options.onTouched,
-      tick: () => auditOnce({ ...audit, sql: options.sql }),
-    });
-  }
-  // The console reads the few done deliveries not yet audited directly, so
-  // the audit may lag; woken after every batch, it ran two transactions and
-  // seven statements in the middle of the next message's path.
-  let auditTimer: ReturnType<typeof setTimeout> | undefined;
-  const wakeAuditor = () => {
-    if (!auditor || auditTimer !== undefined) return;
-    auditTimer = setTimeout(() => {
-      auditTimer = undefined;
-      auditor?.wake();
-    }, options.auditDelayMs ?? 250);
-  };
-  const slots = (options.consumers ?? 4) * CONSUMER_BATCH_SIZE;
-  const perSandbox = Math.max(CONSUMER_BATCH_SIZE, Math.floor(slots / 2));
-  const share = new FairShare({
-    perSandbox,
-    perLane: Math.ceil(perSandbox / 2),
-    maxDetached: slots,
-    stragglerMs: 250,
-    ...options.fairShare,
-  });
-  const consumerOptions: ConsumerOptions = {
-    sql: options.sql,
-    owner,
-    log,
-    dispatcher: faultyDispatcher(options.dispatcher, options.faults),
-    subscribers: options.subscribers,
-    retryDelaysMs: options.retryDelaysMs,
-    timeoutMs: options.timeoutMs,
-    leaseMs: options.consumerLeaseMs,
-    observeDelivered: options.observeDelivered,
-    // A full batch: there is probably more, let an idle one help.
-    onFullBatch: wakeConsumers,
-    share,
-    // Stragglers recorded: their sandbox may have rows it was held back
-    // from, and live views show the change.
-    onLateFinished: (ids) => {
-      wakeAuditor();
-      options.onTouched?.(ids);
-      wakeConsumers();
-    },
-  };
-  let broker: BrokerLoops | undefined;
-  if ((options.roles?.consume ?? true) && options.broker) {
-    broker = await brokerLoops({
-      ...consumerOptions,
-      ...options.broker,
-      pollMs: options.pollMs,
-      onTouched: (ids) => {
-        wakeAuditor();
-        options.onTouched?.(ids);
-      },
-    });
-  } else if (options.roles?.consume ?? true) {
-    for (let i = 0; i < (options.consumers ?? 4); i++) {
-      const loop: Loop = new Loop({
-        name: `consumer:${i}`,
-        log,
-        pollMs: options.pollMs,
-        onTouched: (ids) => {
-          wakeAuditor();
-          options.onTouched?.(ids);
-        },
-        tick: () =>
-          consumeOnce({
-            ...consumerOptions,
-            onClaimSent: () => local.claimSent(loop),
-            handed: () => local.take(loop),
-          }),
-      });
-      local.add(loop);
-    }
-  }
-  const wakeAll = () => {
-    relays.forEach((r) => r.wake());
-    local.wakeAll();
-  };
-  const listener = new Listener({
+      dispatcher: faultyDispatcher(options.dispatcher, options.faults),
+      leaseMs: options.consumerLeaseMs,
+      local,
+    })
+    : undefined;
+  const relays: ReadonlyMap<string, Loop> = (options.roles?.relay ?? true)
+    ? relayLoops({
+      ...options,
+      owner,
+      log,
+      queue: faultyQueue(options.queue, options.faults, log),
+      retryMs: options.relayRetryMs,
+      leaseMs: options.relayLeaseMs,
+      local,
+      handoffLeaseMs: consumerLeaseMs({
+        leaseMs: options.consumerLeaseMs,
+        timeoutMs: options.timeoutMs,
+      }),
+      stopping: () => stopping,
+    })
+    : new Map();
+  const listener = wakeListener({
     url: options.url,
-    channels: [OUTBOX_CHANNEL, QUEUE_CHANNEL],
     log,
-    onNotify: (channel, payload) => {
-      if (channel === OUTBOX_CHANNEL) relays.get(payload)?.wake();
-      // A move's hint that names this process was answered here already.
-      else if (payload !== owner) {
-        wakeConsumers();
-        broker?.wakeRepublisher();
-      }
-    },
-    // After a reconnect, notifications sent meanwhile are lost: look now.
-    onReconnect: wakeAll,
+    owner,
+    relays,
+    local,
+    wakeRepublisher: consumers?.wakeRepublisher,
   });
   await listener.start();
-  relays.forEach((r) => r.start());
-  consumers.forEach((c) => c.start());
-  broker?.loops.forEach((l) => l.start());
-  auditor?.start();
+  const loops = [...relays.values(), ...(consumers?.loops ?? [])];
+  loops.forEach((l) => l.start());
   log.info("messaging_started", {
     relays: [...relays.keys()],
-    consumers: consumers.length,
-    broker: broker ? broker.loops.length : undefined,
+    consumers: local.consumers.length,
+    broker: consumers?.brokerLoops,
   });
   return {
     owner,
@@ -308,28 +156,8 @@ export async function startMessaging(
     wakeConsumers: () => local.wakeAll(),
     stop: async () => {
       stopping = true;
-      clearTimeout(auditTimer);
-      await Promise.all(
-        [
-          ...relays.values(),
-          ...consumers,
-          ...(broker?.loops ?? []),
-          ...(auditor ? [auditor] : []),
-        ].map((l) => l.stop()),
-      );
-      await broker?.settle();
-      // Stragglers end by their timeout at the latest, and in-process
-      // receivers a consumer gave up on may still be answering.
-      await share.settle();
-      // Handed off after the consumers' last look: theirs to send, not to
-      // leave leased until the lease runs out.
-      while (local.handing) {
-        await consumeOnce({
-          ...consumerOptions,
-          batchesPerTick: 1,
-          handed: () => local.take(),
-        }).catch((error) => log.error("handoff_unsent", { error }));
-      }
+      await Promise.all(loops.map((l) => l.stop()));
+      await consumers?.settle();
       await options.dispatcher.drain();
       await listener.stop();
       log.info("messaging_stopped", {});

@@ -1,0 +1,186 @@
+/**
+ * The consumer loops of one process: the PostgreSQL queue's, which claim
+ * through this process's hand-off buffer (local_queue.ts), or over JetStream
+ * the broker's, one per subscriber; the process's fair share between
+ * sandboxes (lib/queue/fair_share.ts); and the closure audit beside them.
+ */
+import type { Sql } from "../db/connect.ts";
+import type { Logger } from "../log/mod.ts";
+import { auditOnce, type AuditOptions } from "../queue/audit.ts";
+import { FairShare, type FairShareOptions } from "../queue/fair_share.ts";
+import {
+  type BrokerLoops,
+  brokerLoops,
+  type JetStream,
+} from "../queue/jetstream/mod.ts";
+import {
+  consumeOnce,
+  CONSUMER_BATCH_SIZE,
+  type ConsumerOptions,
+} from "../queue/postgres/mod.ts";
+import type { SendOptions } from "../queue/send.ts";
+import { Loop } from "../wake/loop.ts";
+import type { LocalQueue } from "./local_queue.ts";
+
+export interface ConsumerLoopsOptions
+  extends Omit<SendOptions, "observeDelivered"> {
+  sql: Sql;
+  log: Logger;
+  pollMs: number;
+  /** PostgreSQL queue: consumer loops (default 4), each up to a batch. */
+  consumers?: number;
+  leaseMs?: number;
+  fairShare?: Partial<FairShareOptions>;
+  /** JetStream: its consumers take the place of the PostgreSQL queue's. */
+  broker?: { stream: JetStream; ackWaitMs: number; perSubscriber?: number };
+  audit?: Omit<AuditOptions, "sql">;
+  /** How long after a batch the audit looks (default 250 ms). */
+  auditDelayMs?: number;
+  /** The PostgreSQL queue's consumers, woken and handed work here. */
+  local: LocalQueue;
+  onTouched?: (sandboxIds: string[]) => void;
+  observeDelivered?: (seconds: number, subscriber: string) => void;
+}
+
+export interface ConsumerLoops {
+  /** Every loop: the consumers (or the broker's), and the audit. */
+  loops: Loop[];
+  /** Over JetStream: how many broker loops run. */
+  brokerLoops?: number;
+  /** Wakes the broker's republisher of redrives (over JetStream). */
+  wakeRepublisher?: () => void;
+  /**
+   * After the loops stopped: waits for what they left running, and sends
+   * the deliveries handed over after their last look.
+   */
+  settle(): Promise<void>;
+}
+
+/** Builds (does not start) the consumer loops of one process. */
+export async function consumerLoops(
+  options: ConsumerLoopsOptions,
+): Promise<ConsumerLoops> {
+  const { local, log } = options;
+  const auditor = options.audit && auditLoop(options, options.audit);
+  const touched = (ids: string[]) => {
+    auditor?.wakeSoon();
+    options.onTouched?.(ids);
+  };
+  const slots = (options.consumers ?? 4) * CONSUMER_BATCH_SIZE;
+  const perSandbox = Math.max(CONSUMER_BATCH_SIZE, Math.floor(slots / 2));
+  // By default a sandbox may hold half of the process's consumers'
+  // batches, and half of that for one subscriber, every batch may be left
+  // running on its own, and a batch waits 250 ms for its slowest deliveries:
+  // longer than a delivery takes on a loaded machine, far shorter than a
+  // slow receiver's timeout.
+  const share = new FairShare({
+    perSandbox,
+    perLane: Math.ceil(perSandbox / 2),
+    maxDetached: slots,
+    stragglerMs: 250,
+    ...options.fairShare,
+  });
+  const consumerOptions: ConsumerOptions = {
+    sql: options.sql,
+    owner: options.owner,
+    log,
+    dispatcher: options.dispatcher,
+    subscribers: options.subscribers,
+    retryDelaysMs: options.retryDelaysMs,
+    timeoutMs: options.timeoutMs,
+    leaseMs: options.leaseMs,
+    observeDelivered: options.observeDelivered,
+    // A full batch: there is probably more, let an idle one help.
+    onFullBatch: () => local.hint(),
+    share,
+    // Stragglers recorded: their sandbox may have rows it was held back
+    // from, and live views show the change.
+    onLateFinished: (ids) => {
+      touched(ids);
+      local.hint();
+    },
+  };
+  let broker: BrokerLoops | undefined;
+  if (options.broker) {
+    broker = await brokerLoops({
+      ...consumerOptions,
+      ...options.broker,
+      pollMs: options.pollMs,
+      onTouched: touched,
+    });
+  } else {
+    for (let i = 0; i < (options.consumers ?? 4); i++) {
+      const loop: Loop = new Loop({
+        name: `consumer:${i}`,
+        log,
+        pollMs: options.pollMs,
+        onTouched: touched,
+        tick: () =>
+          consumeOnce({
+            ...consumerOptions,
+            onClaimSent: () => local.claimSent(loop),
+            handed: () => local.take(loop),
+          }),
+      });
+      local.add(loop);
+    }
+  }
+  return {
+    loops: [
+      ...local.consumers,
+      ...(broker?.loops ?? []),
+      ...(auditor ? [auditor.loop] : []),
+    ],
+    brokerLoops: broker?.loops.length,
+    wakeRepublisher: broker?.wakeRepublisher,
+    settle: async () => {
+      auditor?.cancel();
+      await broker?.settle();
+      // Stragglers end by their timeout at the latest, and in-process
+      // receivers a consumer gave up on may still be answering.
+      await share.settle();
+      // Handed off after the consumers' last look: theirs to send, not to
+      // leave leased until the lease runs out.
+      while (local.handing) {
+        await consumeOnce({
+          ...consumerOptions,
+          batchesPerTick: 1,
+          handed: () => local.take(),
+        }).catch((error) => log.error("handoff_unsent", { error }));
+      }
+    },
+  };
+}
+
+/**
+ * The closure audit's loop, woken `auditDelayMs` after a batch: it then
+ * takes everything done meanwhile in one batch, away from the moments a
+ * delivery waits for the cores (bench/HISTORY.md). The console reads the
+ * few done deliveries not yet audited directly, so the audit may lag;
+ * woken after every batch, it ran two transactions and seven statements in
+ * the middle of the next message's path.
+ */
+function auditLoop(
+  options: ConsumerLoopsOptions,
+  audit: Omit<AuditOptions, "sql">,
+): { loop: Loop; wakeSoon(): void; cancel(): void } {
+  const loop = new Loop({
+    name: "audit",
+    log: options.log,
+    pollMs: options.pollMs,
+    onTouched: options.onTouched,
+    tick: () => auditOnce({ ...audit, sql: options.sql }),
+  });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return {
+    loop,
+    wakeSoon: () => {
+      if (timer !== undefined) return;
+      timer = setTimeout(() => {
+        timer = undefined;
+        loop.wake();
+      }, options.auditDelayMs ?? 250);
+    },
+    cancel: () => clearTimeout(timer),
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * What wakes the loops of one process from outside it: one LISTEN
+ * connection (a hint only; every loop also polls).
+ *
+ * - `NOTIFY outbox, '<service>'`: that service's relay looks.
+ * - `NOTIFY queue`: one consumer looks (local_queue.ts: one wake-up per
+ *   hint), and the broker's republisher of redrives; not when the payload
+ *   names this process, whose move woke its own consumers already.
+ * - a reconnect: every loop looks, since notifications sent meanwhile are
+ *   lost.
+ */
+import type { Logger } from "../log/mod.ts";
+import { OUTBOX_CHANNEL } from "../outbox/channel.ts";
+import { QUEUE_CHANNEL } from "../queue/channel.ts";
+import { Listener } from "../wake/listener.ts";
+import type { Loop } from "../wake/loop.ts";
+import type { LocalQueue } from "./local_queue.ts";
+
+export interface WakeListenerOptions {
+  /** For the dedicated LISTEN connection. */
+  url: string;
+  log: Logger;
+  /** This process's lease owner, as a move's NOTIFY names it. */
+  owner: string;
+  relays: ReadonlyMap<string, Loop>;
+  local: LocalQueue;
+  /** Wakes the republisher of redrives (JetStream), if there is one. */
+  wakeRepublisher?: () => void;
+}
+
+/** The listener (not started) that wakes this process's loops. */
+export function wakeListener(options: WakeListenerOptions): Listener {
+  const { relays, local } = options;
+  return new Listener({
+    url: options.url,
+    channels: [OUTBOX_CHANNEL, QUEUE_CHANNEL],
+    log: options.log,
+    onNotify: (channel, payload) => {
+      if (channel === OUTBOX_CHANNEL) relays.get(payload)?.wake();
+      // A move's hint that names this process was answered here already.
+      else if (payload !== options.owner) {
+        local.hint();
+        options.wakeRepublisher?.();
+      }
+    },
+    onReconnect: () => {
+      relays.forEach((r) => r.wake());
+      local.wakeAll();
+    },
+  });
+}

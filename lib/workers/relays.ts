@@ -1,0 +1,96 @@
+/**
+ * The relay loops of one process, one per sending service, and what ties
+ * them to this process's consumers: a publish or a move that committed wakes
+ * one consumer at once (no wait for the relay's mark or for the NOTIFY to
+ * come back), and a small move made while a consumer is idle hands its
+ * deliveries over, already leased (local_queue.ts).
+ */
+import type { Sql } from "../db/connect.ts";
+import type { Logger } from "../log/mod.ts";
+import type { Queue } from "../queue/queue.ts";
+import { CONSUMER_BATCH_SIZE } from "../queue/postgres/mod.ts";
+import type { Shortcut } from "../relay/move.ts";
+import { relayOnce } from "../relay/relay.ts";
+import { Loop } from "../wake/loop.ts";
+import type { LocalQueue } from "./local_queue.ts";
+
+export interface RelayLoopsOptions {
+  sql: Sql;
+  log: Logger;
+  /** This process's lease owner. */
+  owner: string;
+  senders: readonly string[];
+  /** The transport, decorated already (lib/faults). */
+  queue: Queue;
+  shortcut?: Shortcut;
+  pollMs: number;
+  retryMs: number;
+  leaseMs?: number;
+  /** This process's consumers, which the relays wake and hand work to. */
+  local: LocalQueue;
+  /** The consumers' lease, written on deliveries handed over. */
+  handoffLeaseMs: number;
+  /** True once the process stops: nothing more is handed over. */
+  stopping: () => boolean;
+  onTouched?: (sandboxIds: string[]) => void;
+  observeLag?: (seconds: number, service: string) => void;
+}
+
+/** Builds (does not start) one relay loop per sender, by service. */
+export function relayLoops(options: RelayLoopsOptions): Map<string, Loop> {
+  const { local, owner, log } = options;
+  const inner = options.queue;
+  const queue: Queue = {
+    diverted: inner.diverted && (() => inner.diverted!()),
+    publish: async (messages) => {
+      const published = await inner.publish(messages);
+      if (published > 0) local.hint();
+      return published;
+    },
+  };
+  const direct = options.shortcut;
+  const shortcut: Shortcut | undefined = direct && {
+    move: async (service, limit, moveOptions) => {
+      const here = local.consumers.length > 0;
+      const handoff = here && !options.stopping() && local.anyIdle
+        ? { owner, leaseMs: options.handoffLeaseMs, max: CONSUMER_BATCH_SIZE }
+        : undefined;
+      // The move's NOTIFY (for other processes' consumers) names this
+      // process when its consumers are woken here, so that its own listener
+      // skips it: heard, it ran a second claim that found nothing.
+      const moved = await direct.move(service, limit, {
+        ...moveOptions,
+        wokenBy: here ? owner : undefined,
+        handoff,
+      });
+      if (moved.handed.length > 0) local.hand(moved.handed);
+      else if (moved.published > 0) local.hint();
+      return moved;
+    },
+  };
+  const relays = new Map<string, Loop>();
+  for (const service of options.senders) {
+    relays.set(
+      service,
+      new Loop({
+        name: `relay:${service}`,
+        log,
+        pollMs: options.pollMs,
+        onTouched: options.onTouched,
+        tick: () =>
+          relayOnce({
+            sql: options.sql,
+            service,
+            queue,
+            shortcut,
+            owner,
+            log,
+            retryMs: options.retryMs,
+            leaseMs: options.leaseMs,
+            observeLag: options.observeLag,
+          }),
+      }),
+    );
+  }
+  return relays;
+}
