@@ -17,11 +17,9 @@ import {
   type Apply,
   inStatement,
   NotYet,
-  receive,
   receiveOnce,
   Refused,
 } from "../lib/inbox/mod.ts";
-import { asService } from "../lib/db/service.ts";
 
 const OPTIONS = { replayHorizonDays: 30 };
 const R = "t_recv_a";
@@ -273,28 +271,5 @@ Deno.test("receiveOnce: an effect given as a statement that fails throws its own
     );
     assert.equal(await count(sql, "t_recv_a.inbox"), 0);
     assert.equal(await count(sql, "t_recv_a.jobs"), 0);
-  });
-});
-
-Deno.test("receive: an effect given as a statement runs in the caller's transaction, answered by what it changed", async () => {
-  await withTestDatabase(async ({ sql }) => {
-    await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const envelope = orderPlacedEnvelope(sandboxId, "O1");
-    const received = await asService(
-      sql,
-      R,
-      { sandboxId },
-      (tx) => receive(tx, envelope, jobInStatement, OPTIONS),
-    );
-    assert.deepEqual(received, {
-      status: 200,
-      body: { job: "O1" },
-      duplicate: false,
-    });
-    const [row] = await sql<{ outcome: unknown }[]>`
-      select outcome from t_recv_a.inbox`;
-    assert.deepEqual(row.outcome, { job: "O1" });
-    assert.equal(await count(sql, "t_recv_a.jobs"), 1);
   });
 });

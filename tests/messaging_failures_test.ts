@@ -16,33 +16,31 @@ import {
   SUBSCRIBERS,
   testDispatcher,
 } from "./_messaging.ts";
-import { asService } from "../lib/db/service.ts";
-import { NotYet, receive } from "../lib/inbox/mod.ts";
+import type { ServiceTx } from "../lib/db/service.ts";
+import { type Apply, NotYet, receiveOnce } from "../lib/inbox/mod.ts";
 
-Deno.test("receiver rolls back after receive: no inbox row, no job", async () => {
+/** Rows of `table` as a transaction sees them. */
+async function countIn({ sql }: ServiceTx, table: string): Promise<number> {
+  const [{ n }] = await sql<{ n: number }[]>`
+    select count(*)::int as n from ${sql(table)}`;
+  return n;
+}
+
+Deno.test("receiver rolls back after its effect: no inbox row, no job", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
     const sandboxId = await createSandbox(sql);
     const envelope = orderPlacedEnvelope(sandboxId, "O1");
+    const crashing: Apply = async (tx, e) => {
+      await receiverApply("t_recv_a")(tx, e);
+      // Inside the transaction the job exists ...
+      assert.equal(await countIn(tx, "t_recv_a.jobs"), 1);
+      throw new Error("crash before the receiver commits");
+    };
     await assert.rejects(
       () =>
-        asService(sql, "t_recv_a", { sandboxId }, async (tx) => {
-          const result = await receive(
-            tx,
-            envelope,
-            receiverApply("t_recv_a"),
-            {
-              replayHorizonDays: 30,
-            },
-          );
-          assert.equal(result.status, 200);
-          assert.equal(result.duplicate, false);
-          // Inside the transaction both rows exist ...
-          const [{ n }] = await tx.sql<{ n: number }[]>`
-            select (select count(*) from t_recv_a.inbox)
-                 + (select count(*) from t_recv_a.jobs) as n`;
-          assert.equal(Number(n), 2);
-          throw new Error("crash before the receiver commits");
+        receiveOnce(sql, "t_recv_a", envelope, crashing, {
+          replayHorizonDays: 30,
         }),
       /crash before the receiver commits/,
     );
@@ -52,14 +50,12 @@ Deno.test("receiver rolls back after receive: no inbox row, no job", async () =>
     assert.equal(await count(sql, "t_recv_a.refusals"), 0);
 
     // So the same message is applied when it comes again.
-    const again = await asService(
+    const again = await receiveOnce(
       sql,
       "t_recv_a",
-      { sandboxId },
-      (tx) =>
-        receive(tx, envelope, receiverApply("t_recv_a"), {
-          replayHorizonDays: 30,
-        }),
+      envelope,
+      receiverApply("t_recv_a"),
+      { replayHorizonDays: 30 },
     );
     assert.deepEqual(again, {
       status: 200,

@@ -21,6 +21,16 @@ import type { Sql } from "../lib/db/connect.ts";
 import { claimOutbox, markPublished } from "../lib/relay/mod.ts";
 import { PgQueue } from "../lib/queue/mod.ts";
 
+/** One claim of the test sender's outbox by `owner`: the rows it took. */
+async function claimRows(
+  sql: Sql,
+  owner: string,
+  limit: number,
+  leaseMs: number,
+) {
+  return (await claimOutbox(sql, SENDER, { owner, limit, leaseMs })).rows;
+}
+
 async function leaseExpired(sql: Sql, table: string, id: number) {
   await waitFor(`the lease on ${table} ${id} to expire`, async () => {
     const [row] = await sql`
@@ -36,13 +46,13 @@ Deno.test("outbox: an expired lease is taken over; the old owner's late mark cha
     const sandboxId = await createSandbox(sql);
     await placeOrder(sql, sandboxId, "O1");
 
-    const old = await claimOutbox(sql, SENDER, "old", 10, 50);
+    const old = await claimRows(sql, "old", 10, 50);
     assert.equal(old.length, 1);
     // While the lease holds, nobody else gets the row.
-    assert.deepEqual(await claimOutbox(sql, SENDER, "new", 10, 60_000), []);
+    assert.deepEqual(await claimRows(sql, "new", 10, 60_000), []);
 
     await leaseExpired(sql, `${SENDER}.outbox`, old[0].id);
-    const taken = await claimOutbox(sql, SENDER, "new", 10, 60_000);
+    const taken = await claimRows(sql, "new", 10, 60_000);
     assert.deepEqual(taken.map((r) => r.id), [old[0].id]);
 
     assert.equal(await markPublished(sql, SENDER, "old", [old[0].id]), 0);
@@ -56,7 +66,7 @@ Deno.test("outbox: an expired lease is taken over; the old owner's late mark cha
     assert.equal(after.lease_owner, null);
     // Published is final: a late mark by anyone changes nothing.
     assert.equal(await markPublished(sql, SENDER, "new", [old[0].id]), 0);
-    assert.deepEqual(await claimOutbox(sql, SENDER, "new", 10, 50), []);
+    assert.deepEqual(await claimRows(sql, "new", 10, 50), []);
   });
 });
 
@@ -74,7 +84,7 @@ Deno.test("concurrent claims never hand one row to two owners", async () => {
     // Two relays claiming at once share the three rows without overlap.
     const relays = ["a", "b"];
     const outbox = await Promise.all(
-      relays.map((o) => claimOutbox(sql, SENDER, o, 2, 60_000)),
+      relays.map((o) => claimRows(sql, o, 2, 60_000)),
     );
     const outboxIds = outbox.flat().map((r) => r.id);
     assert.equal(outboxIds.length, 3);

@@ -4,7 +4,6 @@ export {
   type Apply,
   EffectStatement,
   inStatement,
-  receive,
   type Received,
   receiveOnce,
   type ReceiveOptions,

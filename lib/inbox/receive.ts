@@ -6,7 +6,7 @@ import type { Sql } from "../db/connect.ts";
 import { asService, RolledBack, type ServiceTx } from "../db/service.ts";
 import type { Fragment } from "../outbox/append.ts";
 import type { Envelope } from "../outbox/envelope.ts";
-import { NotYet, refusalOf } from "./errors.ts";
+import { refusalOf } from "./errors.ts";
 
 export interface Received {
   status: 200 | 422;
@@ -78,72 +78,9 @@ export function inStatement(
   );
 }
 
-/** Runs what `apply` gave; returns the answer body. */
-async function applied(
-  sql: ServiceTx["sql"],
-  outcome: Record<string, unknown> | void | EffectStatement,
-): Promise<Record<string, unknown>> {
-  if (!(outcome instanceof EffectStatement)) return outcome ?? {};
-  const [row] = await sql<{ answer: Record<string, unknown> }[]>`
-    with effect as (${outcome.statement}) select ${outcome.answer} as answer`;
-  return row.answer;
-}
-
 export interface ReceiveOptions {
   /** A message older than this that the inbox has not seen is refused. */
   replayHorizonDays: number;
-}
-
-/**
- * Records `envelope.messageId` in `<service>.inbox` and runs `apply` once.
- *
- * - Seen before: returns the stored answer, changes nothing.
- * - Older than the replay horizon and not seen: refused (422), recorded.
- * - `apply` throws NotYet: rethrown; the caller's transaction rolls back, so
- *   no inbox row remains and a later delivery tries again.
- * - `apply` throws Refused, or a ZodError (a payload that fails its
- *   schema): its effect is rolled back to a savepoint, the refusal is
- *   recorded (`malformed: <field>: ...` for a ZodError), and the answer is
- *   422.
- */
-export async function receive(
-  tx: ServiceTx,
-  envelope: Envelope,
-  apply: Apply,
-  options: ReceiveOptions,
-): Promise<Received> {
-  const { sql, service } = tx;
-  const inbox = sql(`${service}.inbox`);
-  const inserted = await sql`
-    insert into ${inbox} (message_id, sandbox_id, type, status)
-    values (${envelope.messageId}, ${envelope.sandboxId}, ${envelope.type}, 200)
-    on conflict (message_id) do nothing
-    returning message_id`;
-  if (inserted.length === 0) {
-    const [seen] = await sql<
-      { status: 200 | 422; outcome: Record<string, unknown> }[]
-    >`
-      select status, outcome from ${inbox} where message_id = ${envelope.messageId}`;
-    return { status: seen.status, body: seen.outcome, duplicate: true };
-  }
-  if (beyondHorizon(envelope, options)) {
-    return await refuse(tx, envelope, horizonReason(options));
-  }
-  try {
-    const body = await sql.savepoint(async (sp) =>
-      await applied(sp, await apply({ ...tx, sql: sp }, envelope))
-    );
-    if (body && Object.keys(body).length > 0) {
-      await sql`update ${inbox} set outcome = ${sql.json(body as never)}
-        where message_id = ${envelope.messageId}`;
-    }
-    return { status: 200, body: body ?? {}, duplicate: false };
-  } catch (error) {
-    if (error instanceof NotYet) throw error;
-    const refused = refusalOf(error);
-    if (refused) return await refuse(tx, envelope, refused.message);
-    throw error;
-  }
 }
 
 function beyondHorizon(envelope: Envelope, options: ReceiveOptions) {
@@ -156,29 +93,31 @@ function horizonReason(options: ReceiveOptions) {
 }
 
 /**
- * What {@link receive} does, as a transaction of `service` of its own, in
- * fewer round trips: `apply` runs first, then the inbox row with its answer
- * is inserted in one statement that goes out together with the COMMIT.
- * Nothing else is sent: no look-up before `apply`, no savepoint, no update
- * of the answer after. A receiver that awaits its one-statement effect costs
- * two round trips (BEGIN, role, sandbox and the effect; the inbox row with
- * the COMMIT); one that gives it as a statement ({@link inStatement}) costs
- * one: the effect and the inbox row are one statement, sent with BEGIN and
- * COMMIT, and the answer is computed in it.
+ * Records `envelope.messageId` in `<service>.inbox` and runs `apply` once,
+ * in a transaction of `service` of its own, in few round trips: `apply`
+ * runs first, then the inbox row with its answer is inserted in one
+ * statement that goes out together with the COMMIT. Nothing else is sent:
+ * no look-up before `apply`, no savepoint, no update of the answer after. A
+ * receiver that awaits its one-statement effect costs two round trips
+ * (BEGIN, role, sandbox and the effect; the inbox row with the COMMIT); one
+ * that gives it as a statement ({@link inStatement}) costs one: the effect
+ * and the inbox row are one statement, sent with BEGIN and COMMIT, and the
+ * answer is computed in it.
  *
- * The inbox row still decides: when the insert finds the message id there
+ * The inbox row decides: when the insert finds the message id there
  * already (a repeat, or a concurrent delivery of the same message that
  * committed first), it fails, the transaction is rolled back, so the repeat
- * changes nothing, and the stored answer is returned. Whatever ends the transaction
- * otherwise (NotYet, Refused, an error) is judged after the rollback, and a
- * message the inbox has seen gets its stored answer then too:
+ * changes nothing, and the stored answer is returned. Whatever ends the
+ * transaction otherwise (NotYet, Refused, an error) is judged after the
+ * rollback, and a message the inbox has seen gets its stored answer then
+ * too:
  *
  * - Refused, a ZodError (a malformed payload), or beyond the replay
- *   horizon: the refusal and the inbox row
- *   (422) are recorded in a second transaction; the effect is gone with the
- *   first. A crash between the two records nothing, and the retry refuses
+ *   horizon: the refusal and the inbox row (422) are recorded in a second
+ *   transaction; the effect is gone with the first. A crash between the two
+ *   records nothing, and the retry refuses again.
+ * - NotYet or an error: rethrown; no inbox row, a later delivery tries
  *   again.
- * - NotYet or an error: rethrown; no inbox row, a later delivery tries again.
  */
 export async function receiveOnce(
   sql: Sql,
@@ -293,23 +232,4 @@ async function storedAnswer(
   return seen
     ? { status: seen.status, body: seen.outcome, duplicate: true }
     : undefined;
-}
-
-async function refuse(
-  { sql, service }: ServiceTx,
-  envelope: Envelope,
-  reason: string,
-): Promise<Received> {
-  const body = { reason };
-  await sql`
-    insert into ${
-    sql(`${service}.refusals`)
-  } (sandbox_id, message_id, type, reason)
-    values (${envelope.sandboxId}, ${envelope.messageId}, ${envelope.type}, ${reason})`;
-  await sql`
-    update ${sql(`${service}.inbox`)} set status = 422, outcome = ${
-    sql.json(body)
-  }
-     where message_id = ${envelope.messageId}`;
-  return { status: 422, body, duplicate: false };
 }

@@ -14,9 +14,4 @@ export {
   PgMove,
   type Shortcut,
 } from "./move.ts";
-export {
-  claimOutbox,
-  claimOutboxGuarded,
-  failPublish,
-  markPublished,
-} from "./outbox_sql.ts";
+export { claimOutbox, failPublish, markPublished } from "./outbox_sql.ts";

@@ -13,31 +13,6 @@ export interface ClaimedRow {
   envelope: Envelope;
 }
 
-/**
- * Claims up to `limit` due rows, oldest first, skipping rows that another
- * relay holds. Rows whose lease has expired are due again (the lease expiry
- * is written into next_attempt_at), so a dead relay's rows are taken over.
- * No watermark: a transaction that commits late is claimed when it is seen.
- * The loop guard counts takeovers too (see {@link claimOutboxGuarded}).
- */
-export async function claimOutbox(
-  sql: Sql,
-  service: string,
-  owner: string,
-  limit: number,
-  leaseMs: number,
-  /** Only rows of these sandboxes. */
-  sandboxIds?: readonly string[],
-): Promise<ClaimedRow[]> {
-  const claimed = await claimOutboxGuarded(sql, service, {
-    owner,
-    limit,
-    leaseMs,
-    sandboxIds,
-  });
-  return claimed.rows;
-}
-
 export interface ClaimOptions {
   owner: string;
   limit: number;
@@ -59,18 +34,22 @@ export const LEASE_RAN_OUT =
   "the relay's lease ran out before it marked the row published";
 
 /**
- * {@link claimOutbox}, with the loop guard's word on takeovers. A row still
- * claimed when its lease ran out was published, or tried, by a relay that
- * never marked it: it crashed in between, or the "crashes before marking"
- * fault stopped it. Taking it over re-arms it as a failed publish does, so
- * each sandbox with such rows spends one re-arm of its daily allowance per
- * claim; over the allowance its taken-over rows are parked instead of
- * claimed (pending, next attempt at infinity, one attempt more so that the
- * service's next command flushes them), and a relay that crashes on every
- * try stops retrying. One statement: the guard costs nothing while no lease
- * runs out.
+ * Claims up to `limit` due rows, oldest first, skipping rows that another
+ * relay holds. Rows whose lease has expired are due again (the lease expiry
+ * is written into next_attempt_at), so a dead relay's rows are taken over.
+ * No watermark: a transaction that commits late is claimed when it is seen.
+ *
+ * The loop guard counts takeovers. A row still claimed when its lease ran
+ * out was published, or tried, by a relay that never marked it: it crashed
+ * in between, or the "crashes before marking" fault stopped it. Taking it
+ * over re-arms it as a failed publish does, so each sandbox with such rows
+ * spends one re-arm of its daily allowance per claim; over the allowance
+ * its taken-over rows are parked instead of claimed (pending, next attempt
+ * at infinity, one attempt more so that the service's next command flushes
+ * them), and a relay that crashes on every try stops retrying. One
+ * statement: the guard costs nothing while no lease runs out.
  */
-export async function claimOutboxGuarded(
+export async function claimOutbox(
   sql: Sql,
   service: string,
   options: ClaimOptions,

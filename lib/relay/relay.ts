@@ -23,7 +23,7 @@ import type { Shortcut } from "./move.ts";
 import type { TickResult } from "../wake/loop.ts";
 import {
   type ClaimedRow,
-  claimOutboxGuarded,
+  claimOutbox,
   failPublish,
   markPublished,
   nextOutboxDue,
@@ -134,7 +134,7 @@ async function claimPublishMark(
 ): Promise<TickResult> {
   const { sql, service, owner, log } = options;
   const batchSize = options.batchSize ?? 100;
-  const { rows: claimed, parked } = await claimOutboxGuarded(sql, service, {
+  const { rows: claimed, parked } = await claimOutbox(sql, service, {
     owner,
     limit: batchSize,
     leaseMs: options.leaseMs ?? 30_000,

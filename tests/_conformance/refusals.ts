@@ -21,7 +21,7 @@ import {
   waitForJobs,
 } from "../_messaging.ts";
 import { asService } from "../../lib/db/service.ts";
-import { type Apply, receive } from "../../lib/inbox/mod.ts";
+import { type Apply, receiveOnce } from "../../lib/inbox/mod.ts";
 import { append, newEnvelope } from "../../lib/outbox/mod.ts";
 import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
 import type { Scenario } from "./mod.ts";
@@ -238,14 +238,12 @@ export const refusalScenarios: Scenario[] = [{
       }
     });
 
-    // Inside a caller's transaction (receive) the same: refused, recorded.
+    // Called directly (receiveOnce, the receiver's own transaction) the
+    // same: refused, recorded.
     const other = orderPlacedEnvelope(sandboxId, "O2");
-    const result = await asService(
-      sql,
-      "t_recv_a",
-      { sandboxId },
-      (tx) => receive(tx, other, strict, { replayHorizonDays: 30 }),
-    );
+    const result = await receiveOnce(sql, "t_recv_a", other, strict, {
+      replayHorizonDays: 30,
+    });
     assert.deepEqual(result, {
       status: 422,
       body: { reason },

@@ -310,16 +310,3 @@ function finishStatement(sql: TxSql, owner: string, results: AttemptResult[]) {
       from u join r on r.id = u.id
     returning delivery_id`;
 }
-
-/** When the earliest waiting delivery becomes due (null when none waits). */
-export async function nextDeliveryDue(sql: Sql): Promise<Date | null> {
-  const [row] = await asBookkeeper(
-    sql,
-    "queue",
-    ({ sql }) =>
-      sql<{ at: Date | null }[]>`
-      select min(next_attempt_at) as at from queue.deliveries
-       where state in ('pending', 'in_flight')`,
-  );
-  return row.at;
-}
