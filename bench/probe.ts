@@ -5,7 +5,8 @@
  * them (an after-commit waker on the pool), with two transparent taps:
  *
  * - the queue: when the relay's move of a batch has committed (claim and
- *   publish are one transaction), or when the long way hands a claimed batch
+ *   publish are one transaction; the probe then reads which messages it
+ *   stored, from queue.messages), or when the long way hands a claimed batch
  *   to `publish`, each message's claim time is noted;
  * - the dispatcher: when a receiver answers 200, its subscriber is noted;
  *   once every subscriber the routing names has answered, the message is
@@ -92,8 +93,8 @@ export async function startProbe(options: {
   const faults = pgFaults(options.sql);
 
   // Answers that came before their message was tracked: a consumer woken by
-  // the move's NOTIFY may have a receiver answer before the move's own reply
-  // is read here. Kept until the move's reply names the message.
+  // the move's NOTIFY may have a receiver answer before the move's messages
+  // are read back here. Kept until that look names the message.
   const early = new Map<string, { seen: Set<string>; at: number }>();
   const complete = (messageId: string, t: Tracked, doneAt: number) => {
     tracked.delete(messageId);
@@ -105,18 +106,49 @@ export async function startProbe(options: {
       doneAt,
     });
   };
-  const track = (messageId: string, type: string, aggregateId: string) => {
+  const track = (
+    messageId: string,
+    type: string,
+    aggregateId: string,
+    claimedAt = performance.now(),
+  ) => {
     const before = early.get(messageId);
     early.delete(messageId);
     const t: Tracked = {
       type,
       aggregateId,
-      claimedAt: performance.now(),
+      claimedAt,
       expected: ROUTING[type]?.length ?? 0,
       seen: before?.seen ?? new Set(),
     };
     tracked.set(messageId, t);
     if (before && t.seen.size >= t.expected) complete(messageId, t, before.at);
+  };
+  // The messages a move stored, read back: those of its sandboxes stored
+  // since it started. Moves side by side may read each other's, so each
+  // message is tracked once (remembered for a minute).
+  const recent = new Map<string, number>();
+  const trackMoved = async (
+    service: string,
+    sandboxIds: string[],
+    since: Date,
+    at: number,
+  ) => {
+    const rows = await options.sql<
+      { message_id: string; type: string; aggregate_id: string }[]
+    >`
+      select message_id, type, aggregate_id from queue.messages
+       where sandbox_id = any(${sandboxIds}::uuid[])
+         and published_at >= ${since} and source = ${service}`;
+    for (const r of rows) {
+      if (recent.has(r.message_id)) continue;
+      recent.set(r.message_id, at);
+      track(r.message_id, r.type, r.aggregate_id, at);
+    }
+    for (const [id, t] of recent) {
+      if (at - t < 60_000) break;
+      recent.delete(id);
+    }
   };
   const inner = new PgQueue(options.sql, ROUTING);
   const queue: Queue = {
@@ -129,14 +161,12 @@ export async function startProbe(options: {
   };
   const direct = new PgMove(inner);
   const shortcut: Shortcut = {
-    move: async (service, limit, options) => {
-      const moved = await direct.move(service, limit, {
-        ...options,
-        listMoved: true,
-      });
-      moved.messageIds.forEach((id, i) =>
-        track(id, moved.types[i], moved.aggregateIds[i])
-      );
+    move: async (service, limit, moveOptions) => {
+      const since = new Date();
+      const moved = await direct.move(service, limit, moveOptions);
+      if (moved.published > 0) {
+        await trackMoved(service, moved.sandboxIds, since, performance.now());
+      }
       return moved;
     },
   };

@@ -3,8 +3,8 @@
  *
  * By default `append` sends `NOTIFY outbox` inside the sender's transaction:
  * simple, and delivered at commit only. But every NOTIFY takes one global
- * lock at commit, which serializes all committing order transactions (-47 %
- * orders/s at 8 clients, measured). A process may instead register a waker
+ * lock at commit, which serializes all committing order transactions (a
+ * measured cost: bench/HISTORY.md). A process may instead register a waker
  * for its pool: `append` then calls it after commit, and the waker wakes an
  * in-process relay at once and sends at most one NOTIFY per service every
  * few milliseconds, outside the order transactions, for relays in other
@@ -47,9 +47,8 @@ export function outboxWakerOf(sql: Sql): OutboxWaker | undefined {
  * process's relay woken as well would find nothing, or compete for the same
  * rows. The NOTIFY sent anyway was heard by this process's own listener
  * too, and ran a second, empty move beside the receivers that were waiting
- * for the same two cores: webhook commit to six applied, one paid order at
- * a time, p50 16.5, 19.6 and 19.5 ms with it, 14.5, 15.4 and 15.4 ms once
- * the listener skipped it (three alternating runs of 300 orders each way).
+ * for the same two cores, which cost every paid order time (bench/HISTORY.md);
+ * the listener skips it.
  * Should this process die between the commit and its move, the other
  * relays find the rows at their next poll.
  */

@@ -21,13 +21,6 @@ export interface Moved {
   rows: number;
   /** Of those, messages the queue did not have yet. */
   published: number;
-  /**
-   * The rows moved, in outbox order: message id, type and aggregate, three
-   * parallel lists. Only with `MoveOptions.listMoved`; empty otherwise.
-   */
-  messageIds: string[];
-  types: string[];
-  aggregateIds: string[];
   /** The sandboxes of the rows moved. */
   sandboxIds: string[];
   /** Seconds from each row's creation to its publish. */
@@ -56,12 +49,6 @@ export interface MoveOptions {
    */
   wokenBy?: string;
   handoff?: Handoff;
-  /**
-   * Return the moved rows' ids, types and aggregates (`Moved.messageIds`,
-   * ...): for tracing. Three sorted lists of a batch's size, built and sent
-   * for nothing otherwise.
-   */
-  listMoved?: boolean;
 }
 
 /**
@@ -133,9 +120,6 @@ export class PgMove implements Shortcut {
     return {
       rows: row.rows,
       published: row.published,
-      messageIds: row.message_ids ?? [],
-      types: row.types ?? [],
-      aggregateIds: row.aggregate_ids ?? [],
       sandboxIds: row.sandbox_ids ?? [],
       lagSeconds: row.lags ?? [],
       busy: row.busy,

@@ -32,9 +32,6 @@ export interface HandedRow {
 export interface MoveRow {
   rows: number;
   published: number;
-  message_ids: string[] | null;
-  types: string[] | null;
-  aggregate_ids: string[] | null;
   sandbox_ids: string[] | null;
   lags: number[] | null;
   notified: number;
@@ -55,7 +52,6 @@ export interface MoveStatement {
   repeats: boolean;
   wokenBy?: string;
   handoff?: Handoff;
-  listMoved?: boolean;
 }
 
 /**
@@ -110,15 +106,6 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
         )
         select (select count(*)::int from moved) as rows,
                (select count(*)::int from m) as published,
-               ${
-      m.listMoved
-        ? sql`(select array_agg(message_id order by id) from moved) as message_ids,
-               (select array_agg(type order by id) from moved) as types,
-               (select array_agg(envelope->>'aggregateId' order by id)
-                  from moved) as aggregate_ids,`
-        : sql`null::uuid[] as message_ids, null::text[] as types,
-               null::text[] as aggregate_ids,`
-    }
                (select array_agg(distinct sandbox_id) from moved) as sandbox_ids,
                (select array_agg(date_part('epoch', now() - created_at))
                   from moved) as lags,

@@ -63,8 +63,9 @@ function messagesOf(sql: TxSql, rows: Fragment, repeats: boolean): Fragment {
  * millisecond do not sort by time. With `repeats`, a delivery the queue has
  * already (its message was published before) is left as it is, so the
  * deliveries need not be joined to the messages the statement inserted (a
- * join of two CTE scans is planned as a nested loop: 1,000 x 1,000 rows, nine
- * tenths of a batch's time, measured); without, it fails the statement.
+ * join of two CTE scans is planned as a nested loop of 1,000 x 1,000 rows,
+ * most of a batch's time: bench/HISTORY.md); without, it fails the
+ * statement.
  */
 function deliveriesOf(
   sql: TxSql,
