@@ -7,6 +7,8 @@
  * another sandbox sees none of it; bad settings are a 400 naming the field.
  */
 import assert from "node:assert/strict";
+import { memoryLogger } from "../lib/log/mod.ts";
+import { wipeDue } from "../services/wipe.ts";
 import { type Client, signIn, withTestBakery } from "./_app.ts";
 
 interface Entry {
@@ -208,5 +210,54 @@ Deno.test("queue lab: bad settings are a 400 naming the field; signed out is 401
     });
     assert.equal(form.status, 403);
     await form.body?.cancel();
+  });
+});
+
+Deno.test("labs: the daily wipe removes both labs' rows", async () => {
+  await withTestBakery(async (t) => {
+    const client = t.client();
+    const { sandboxId } = await signIn(client, "Ada");
+    await client.json("POST", "/api/labs/ledger/contradictory-instruction");
+    await run(client, {
+      orders: 3,
+      workers: 2,
+      crash: "after-print-before-ack",
+      poisonOrders: 1,
+      receiverRemembers: true,
+    });
+    const tables = [
+      "lab_sender.orders",
+      "lab_sender.outbox",
+      "lab_receiver.inbox",
+      "lab_receiver.jobs",
+      "lab_receiver.refusals",
+      "lab_printer.tickets",
+      "lab_printer.inbox",
+      "lab_printer.runs",
+      "queue.deliveries",
+      "queue.messages",
+      "queue.attempts",
+    ];
+    const counts = async () => {
+      const out: Record<string, number> = {};
+      for (const table of tables) {
+        const [{ n }] = await t.sql<{ n: number }[]>`
+          select count(*)::int as n from ${t.sql(table)}
+           where sandbox_id = ${sandboxId}`;
+        out[table] = n;
+      }
+      return out;
+    };
+    const before = await counts();
+    for (const table of tables) assert.ok(before[table] > 0, table);
+    const tomorrow = new Date(Date.now() + 86_400_000);
+    tomorrow.setUTCHours(11);
+    const { logger } = memoryLogger("error");
+    const wiped = await wipeDue(t.sql, logger, tomorrow);
+    assert.equal(wiped.ran, true);
+    assert.deepEqual(
+      await counts(),
+      Object.fromEntries(tables.map((table) => [table, 0])),
+    );
   });
 });
