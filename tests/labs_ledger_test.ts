@@ -198,6 +198,12 @@ Deno.test("ledger: an unknown scenario is 404, signed out is 401, cross-site is 
     await noToken.body?.cancel();
     // Nothing ran.
     assert.equal((await rows(client)).orders.length, 0);
+    const twin = await client.json<LedgerJson & RowsJson>(
+      "GET",
+      "/api/labs/ledger",
+    );
+    assert.deepEqual(twin.body.sender, { orders: 0, pending: 0 });
+    assert.deepEqual(twin.body.receiver, { inbox: 0, jobs: 0, refusals: 0 });
   });
 });
 

@@ -8,6 +8,7 @@ import type { Deps } from "../../deps.ts";
 import { HttpError } from "../../lib/http/errors.ts";
 import { parseOr400, readJson } from "../../lib/http/validate.ts";
 import {
+  figures,
   findScenario,
   ledgerRows,
   runLedger,
@@ -44,7 +45,10 @@ export function labRoutes(deps: Deps) {
       const scenario = scenarioOr404(c.req.param("scenario") ?? "");
       return c.json(await runLedger(sql, sandboxId, scenario, horizon));
     },
-    /** `GET /api/labs/ledger`: the scenarios and the rows left behind. */
+    /**
+     * `GET /api/labs/ledger`: the scenarios, and the rows the last run left
+     * behind with their figures.
+     */
     async ledger(c: Context) {
       const { sandboxId } = requireOperator(c);
       return c.json({
@@ -53,6 +57,7 @@ export function labRoutes(deps: Deps) {
           title,
           broken,
         })),
+        ...await figures(sql, sandboxId),
         rows: await ledgerRows(sql, sandboxId),
       });
     },
