@@ -120,10 +120,13 @@ export async function receive(
     on conflict (message_id) do nothing
     returning message_id`;
   if (inserted.length === 0) {
+    // A repeat: answered from the inbox, and counted on its row.
     const [seen] = await sql<
       { status: 200 | 422; outcome: Record<string, unknown> }[]
     >`
-      select status, outcome from ${inbox} where message_id = ${envelope.messageId}`;
+      update ${inbox} set repeats = repeats + 1
+       where message_id = ${envelope.messageId}
+      returning status, outcome`;
     return { status: seen.status, body: seen.outcome, duplicate: true };
   }
   if (beyondHorizon(envelope, options)) {
@@ -275,7 +278,10 @@ async function recordRefusal(
   return seen;
 }
 
-/** The answer the inbox holds for this message, if it has it. */
+/**
+ * The answer the inbox holds for this message, if it has it: a repeat,
+ * counted on the inbox row (`repeats`) as it is answered.
+ */
 async function storedAnswer(
   sql: Sql,
   service: string,
@@ -287,8 +293,9 @@ async function storedAnswer(
     { sandboxId: envelope.sandboxId },
     ({ sql }) =>
       sql<{ status: 200 | 422; outcome: Record<string, unknown> }[]>`
-        select status, outcome from ${sql(`${service}.inbox`)}
-         where message_id = ${envelope.messageId}`,
+        update ${sql(`${service}.inbox`)} set repeats = repeats + 1
+         where message_id = ${envelope.messageId}
+        returning status, outcome`,
   );
   return seen
     ? { status: seen.status, body: seen.outcome, duplicate: true }
