@@ -114,7 +114,9 @@ export function CostsTable({ costs, benchmark, queue }: CostsTableProps) {
       <p class="muted">
         Bytes are what PostgreSQL stores for each row (<code>
           pg_column_size
-        </code>), without indexes. {benchmark
+        </code>), without indexes. The latency runs from the Stripe webhook's
+        arrival to the last of the six inbox rows, so an order whose messages
+        waited as dead letters counts with its wait. {benchmark
           ? `The benchmark's figures come from bench/results.json (commit ${
             (benchmark.commit ?? "unknown").slice(0, 7)
           }), measured on its own machine, not in your sandbox; it measured no rows, bytes or latency without the outbox.`

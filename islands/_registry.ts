@@ -22,6 +22,7 @@ import LiveStatus from "./live_status.tsx";
 import OutboxRows from "./outbox_rows.tsx";
 import SignInForm from "./sign_in_form.tsx";
 import TryIt from "./try_it.tsx";
+import HowCosts from "./how_costs.tsx";
 
 /** The island components by name. */
 export const islands = {
@@ -45,6 +46,7 @@ export const islands = {
   sign_in_form: SignInForm,
   // The How it's built page.
   try_it: TryIt,
+  how_costs: HowCosts,
 } satisfies IslandRegistry;
 
 /**

@@ -301,11 +301,24 @@ function HowContent({ view }: { view: HowItWorks }) {
       <AppliedOnce view={view} />
       <Retries view={view} />
       <Section id="costs" title="What it costs">
-        <CostsTable
-          costs={view.sandbox?.costs ?? null}
-          benchmark={view.benchmark}
-          queue={view.settings.queue}
-        />
+        {view.sandbox
+          ? (
+            <Island
+              name="how_costs"
+              props={{
+                initial: view.sandbox.costs,
+                benchmark: view.benchmark,
+                queue: view.settings.queue,
+              }}
+            />
+          )
+          : (
+            <CostsTable
+              costs={null}
+              benchmark={view.benchmark}
+              queue={view.settings.queue}
+            />
+          )}
       </Section>
       <Section id="try-it" title="Try it">
         {view.sandbox

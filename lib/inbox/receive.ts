@@ -97,7 +97,8 @@ export interface ReceiveOptions {
 /**
  * Records `envelope.messageId` in `<service>.inbox` and runs `apply` once.
  *
- * - Seen before: returns the stored answer, changes nothing.
+ * - Seen before: returns the stored answer, changes nothing but the inbox
+ *   row's count of repeats.
  * - Older than the replay horizon and not seen: refused (422), recorded.
  * - `apply` throws NotYet: rethrown; the caller's transaction rolls back, so
  *   no inbox row remains and a later delivery tries again.
@@ -172,7 +173,8 @@ function horizonReason(options: ReceiveOptions) {
  * The inbox row still decides: when the insert finds the message id there
  * already (a repeat, or a concurrent delivery of the same message that
  * committed first), it fails, the transaction is rolled back, so the repeat
- * changes nothing, and the stored answer is returned. Whatever ends the transaction
+ * changes nothing, and the stored answer is returned (the inbox row counts
+ * the repeat). Whatever ends the transaction
  * otherwise (NotYet, Refused, an error) is judged after the rollback, and a
  * message the inbox has seen gets its stored answer then too:
  *

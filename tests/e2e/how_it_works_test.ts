@@ -2,7 +2,7 @@
  * The How it's built page in a real browser: one tab stays on the page
  * while another does the walkthrough (the kitchen refuses, order and pay,
  * the dead letters, the redrives, the closure), and the first tab's Try-it
- * checklist ticks itself, step by step, without a reload. The page also
+ * checklist and its costs follow by themselves, without a reload. The page also
  * reads without JavaScript. Screenshots go to tests/artifacts/.
  */
 import assert from "node:assert/strict";
@@ -145,12 +145,21 @@ Deno.test("how it's built in the browser: the Try-it checklist ticks itself as t
     // It ticked by itself: the tab was never reloaded.
     assert.ok(await stillMarked(how));
 
-    // A reload shows the costs of the one paid order.
-    await how.reload();
-    assert.match(
-      (await byTestId(how, "cost-paid-orders").textContent()) ?? "",
-      /the 1 paid order of your sandbox/,
+    // The costs followed too: the one paid order, without a reload.
+    await how.waitForFunction(
+      () =>
+        /the 1 paid order of your sandbox/.test(
+          document.querySelector('[data-testid="cost-paid-orders"]')
+            ?.textContent ?? "",
+        ),
+      undefined,
+      { timeout: SETTLE_MS },
     );
+    assert.equal(
+      await byTestId(how, "cost-messages-value").textContent(),
+      "3",
+    );
+    assert.ok(await stillMarked(how));
     await screenshot(how, "how-it-works");
     assert.deepEqual(errors, []);
     assert.deepEqual(howErrors, []);
