@@ -326,3 +326,43 @@ Deno.test("try it: the checklist after each step of the walkthrough, from the ro
     assert.deepEqual(await ticked(other), ["signedIn"]);
   });
 });
+
+Deno.test("a row the queue refused: today's re-arms of this sandbox and its waiting row, from the guard's rows", async () => {
+  await withTestBakery(async (t) => {
+    const client = t.client();
+    await signIn(client, "Refused");
+    await setFault(client, "queueRefusesSends", true);
+    const { orderId } = await placeOrderVia(client, walkthroughOrder());
+    let page: HowItWorks | undefined;
+    await eventually("two re-arms", async () => {
+      page = await get<HowItWorks>(client, "/api/how-it-works");
+      return page.sandbox!.loopGuard.rearmsToday.orders >= 2;
+    });
+    const [guard] = await t.sql<{ rearms: number }[]>`
+      select rearms from orders.relay_guard`;
+    const shown = page!.sandbox!.loopGuard;
+    assert.ok(shown.rearmsToday.orders <= guard.rearms);
+    assert.equal(shown.rearmsToday.billing, 0);
+    assert.equal(shown.parked, 0);
+    // The order's row waits in the outbox, unpublished.
+    const last = page!.sandbox!.lastOrder!;
+    assert.equal(last.orderId, orderId);
+    assert.equal(last.outbox[0].publishedAt, null);
+    assert.notEqual(last.outbox[0].state, "published");
+    assert.equal(page!.settings.guardLimitPerDay, 100);
+
+    const other = t.client();
+    await signIn(other, "Other");
+    const theirs = await get<HowItWorks>(other, "/api/how-it-works");
+    assert.deepEqual(theirs.sandbox!.loopGuard, {
+      rearmsToday: { orders: 0, billing: 0 },
+      total: 0,
+      parked: 0,
+      retrying: 0,
+    });
+
+    // Once the queue takes sends again, the row is published.
+    await setFault(client, "queueRefusesSends", false);
+    await orderSettles(client, orderId, "placed");
+  });
+});
