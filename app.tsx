@@ -26,6 +26,8 @@ import { eventsRoute, STREAMS_PER_SESSION } from "./routes/api/events.ts";
 import { metricsGuard, metricsRoute } from "./routes/metrics.ts";
 import { labRoutes } from "./routes/api/labs.ts";
 import { registerLabPages } from "./routes/labs/mod.ts";
+import { howItWorksPage } from "./routes/how_it_works.tsx";
+import { howItWorksRoutes } from "./routes/api/how_it_works.ts";
 
 /**
  * Content-Security-Policy of every response: scripts and styles only from
@@ -188,6 +190,11 @@ export function createApp(deps: Deps): Hono {
   app.post("/api/labs/ledger/:scenario", labs.runLedger);
   app.get("/api/labs/queue", labs.queue);
   app.post("/api/labs/queue", labs.runQueue);
+  app.get("/how-it-works", (c) => howItWorksPage(c, deps));
+  const how = howItWorksRoutes(deps);
+  app.get("/api/how-it-works", how.page);
+  app.get("/api/how-it-works/costs", how.costs);
+  app.get("/api/how-it-works/try-it", how.tryIt);
 
   app.notFound((c) => {
     if (c.req.path.startsWith("/api/") || c.req.path === "/api") {
