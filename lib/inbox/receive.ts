@@ -107,10 +107,10 @@ function horizonReason(options: ReceiveOptions) {
  * The inbox row decides: when the insert finds the message id there
  * already (a repeat, or a concurrent delivery of the same message that
  * committed first), it fails, the transaction is rolled back, so the repeat
- * changes nothing, and the stored answer is returned. Whatever ends the
- * transaction otherwise (NotYet, Refused, an error) is judged after the
- * rollback, and a message the inbox has seen gets its stored answer then
- * too:
+ * changes nothing, and the stored answer is returned (the inbox row counts
+ * the repeat). Whatever ends the transaction otherwise (NotYet, Refused, an
+ * error) is judged after the rollback, and a message the inbox has seen gets
+ * its stored answer then too:
  *
  * - Refused, a ZodError (a malformed payload), or beyond the replay
  *   horizon: the refusal and the inbox row (422) are recorded in a second
@@ -214,7 +214,10 @@ async function recordRefusal(
   return seen;
 }
 
-/** The answer the inbox holds for this message, if it has it. */
+/**
+ * The answer the inbox holds for this message, if it has it: a repeat,
+ * counted on the inbox row (`repeats`) as it is answered.
+ */
 async function storedAnswer(
   sql: Sql,
   service: string,
@@ -226,8 +229,9 @@ async function storedAnswer(
     { sandboxId: envelope.sandboxId },
     ({ sql }) =>
       sql<{ status: 200 | 422; outcome: Record<string, unknown> }[]>`
-        select status, outcome from ${sql(`${service}.inbox`)}
-         where message_id = ${envelope.messageId}`,
+        update ${sql(`${service}.inbox`)} set repeats = repeats + 1
+         where message_id = ${envelope.messageId}
+        returning status, outcome`,
   );
   return seen
     ? { status: seen.status, body: seen.outcome, duplicate: true }

@@ -14,8 +14,25 @@ export {
   redrive,
   refuse,
 } from "./dead_letters.ts";
-export type { OutgoingMessage, Queue, Routing } from "./queue.ts";
-export { consumerLeaseMs, type SendOptions, type Subscriber } from "./send.ts";
+export {
+  type OutgoingMessage,
+  PartialPublish,
+  type Queue,
+  type Routing,
+} from "./queue.ts";
+export {
+  consumerLeaseMs,
+  sendAll,
+  type SendOptions,
+  type Subscriber,
+} from "./send.ts";
 export { DELIVERY_STATES, type DeliveryState } from "./states.ts";
 export { AnswerLost, Dispatcher, type Handler } from "./transport.ts";
-export { consumeOnce, type ConsumerOptions, PgQueue } from "./postgres/mod.ts";
+export {
+  claimBatch,
+  type ClaimOptions,
+  consumeOnce,
+  type ConsumerOptions,
+  finishDeliveries,
+  PgQueue,
+} from "./postgres/mod.ts";

@@ -14,4 +14,9 @@ export {
   PgMove,
   type Shortcut,
 } from "./move.ts";
-export { claimOutbox, failPublish, markPublished } from "./outbox_sql.ts";
+export {
+  claimOutbox,
+  failPublish,
+  GUARD_LIMIT,
+  markPublished,
+} from "./outbox_sql.ts";

@@ -67,9 +67,13 @@ export async function consumeOnce(
   const batchSize = options.batchSize ?? CONSUMER_BATCH_SIZE;
   const leaseMs = consumerLeaseMs(options);
   const rounds = options.batchesPerTick ?? 5;
+  // It claims deliveries to its own subscribers only, so that consumers of
+  // different subscribers can share the queue.
+  const subscribers = Object.keys(options.subscribers);
   const claim = (): ClaimOptions => ({
     limit: batchSize,
     leaseMs,
+    subscribers,
     round: {
       after: share.after,
       perSandbox: share.perSandbox,

@@ -8,4 +8,9 @@ export {
   CONSUMER_BATCH_SIZE,
   type ConsumerOptions,
 } from "./consumer.ts";
+export {
+  claimBatch,
+  type ClaimOptions,
+  finishDeliveries,
+} from "./deliveries_sql.ts";
 export { PgQueue } from "./queue.ts";
