@@ -18,6 +18,8 @@ export interface Plan {
   relayRows: number;
   /** OrderPaid messages for `deliver`: six deliveries each. */
   deliverMessages: number;
+  /** Jobs the peer (graphile-worker) drains, each a receiver's two writes. */
+  peerJobs: number;
   steady: {
     trialMs: number;
     startRate: number;
@@ -78,6 +80,7 @@ export function makePlan(quick: boolean, soakMinutes: number): Plan {
       writeMs: 500,
       relayRows: 2_000,
       deliverMessages: 100,
+      peerJobs: 500,
       steady: {
         trialMs: 1_000,
         startRate: 20,
@@ -117,6 +120,7 @@ export function makePlan(quick: boolean, soakMinutes: number): Plan {
       writeMs: 10_000,
       relayRows: 100_000,
       deliverMessages: 10_000,
+      peerJobs: 60_000,
       steady: {
         trialMs: 12_000,
         startRate: 25,
@@ -157,7 +161,10 @@ export function makePlan(quick: boolean, soakMinutes: number): Plan {
 
 /** Figures measured earlier that later scenarios compare to. */
 export interface Shared {
-  /** Baseline figures by name, e.g. "outbox_plain_8". */
+  /**
+   * Baseline figures by name, e.g. "outbox_plain_8", and the peer's, e.g.
+   * "peer.order_add_job_8".
+   */
   baselines: Map<string, number>;
   /** Relay messages/s with one process. */
   relayRate?: number;

@@ -36,6 +36,7 @@ import {
   topStatements,
 } from "./server.ts";
 import { baselines } from "./baselines.ts";
+import { peer } from "./scenarios/peer.ts";
 import { write } from "./scenarios/write.ts";
 import { relay } from "./scenarios/relay.ts";
 import { deliver } from "./scenarios/deliver.ts";
@@ -49,6 +50,7 @@ import { connect } from "../lib/db/connect.ts";
 
 const SCENARIOS: [string, Scenario][] = [
   ["baseline", baselines],
+  ["peer", peer],
   ["write", write],
   ["relay", relay],
   ["deliver", deliver],
