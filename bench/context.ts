@@ -66,6 +66,11 @@ export interface Plan {
   };
   memoryAppMs: number;
   soakMs: number;
+  /**
+   * Paid orders per trial of the transports scenario (ten deliveries each),
+   * and the worker process counts it runs with.
+   */
+  transports: { orders: number; workers: number[] };
   /** Upper bound for any drain (relay, deliver) before giving up. */
   drainTimeoutMs: number;
 }
@@ -108,6 +113,7 @@ export function makePlan(quick: boolean, soakMinutes: number): Plan {
         quietOrders: 3,
         waitMs: 15_000,
       },
+      transports: { orders: 10, workers: [1] },
       memoryAppMs: 2_500,
       soakMs: soakMinutes * 60_000,
       drainTimeoutMs: 30_000,
@@ -153,6 +159,7 @@ export function makePlan(quick: boolean, soakMinutes: number): Plan {
         quietOrders: 20,
         waitMs: 60_000,
       },
+      transports: { orders: 1_000, workers: [1, 3] },
       memoryAppMs: 60_000,
       soakMs: soakMinutes * 60_000,
       drainTimeoutMs: 600_000,
@@ -196,3 +203,9 @@ export type Scenario = (ctx: Ctx) => Promise<Figure[]>;
 export function baseline(ctx: Ctx, name: string, unit: string) {
   return { name, value: ctx.shared.baselines.get(name) ?? null, unit };
 }
+
+/**
+ * Thrown by a scenario that cannot run here (what it needs is absent): the
+ * scenario is reported as skipped, with the reason, not as failed.
+ */
+export class SkipScenario extends Error {}

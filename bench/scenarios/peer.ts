@@ -29,6 +29,7 @@ import {
   type Runner,
   type Task,
 } from "graphile-worker";
+import pg from "pg";
 import { connect, type Sql } from "../../lib/db/connect.ts";
 import { uuidv7 } from "../../lib/outbox/envelope.ts";
 import type { Ctx } from "../context.ts";
@@ -42,6 +43,7 @@ import { seeded, sleep, summarize } from "../stats.ts";
 /** graphile-worker's recommended settings for throughput (its docs). */
 const BATCHED = {
   concurrentJobs: 24,
+  /** The size of the worker's pool (made here, see below). */
   maxPoolSize: 25,
   localQueue: { size: 500 },
   completeJobBatchDelay: 0,
@@ -114,6 +116,14 @@ export async function peer(ctx: Ctx): Promise<Figure[]> {
   // drain_handler and wakeup, one worker on a database of its own.
   const jobs = plan.peerJobs;
   const db = await ctx.server.database("peer_drain");
+  // The worker's pool is ours to close: graphile-worker's stop() does not
+  // wait for the pool it made to end, and dropping the database then ends
+  // connections whose error nobody listens to any more (an uncaught error).
+  const pool = new pg.Pool({
+    connectionString: db.url,
+    max: BATCHED.maxPoolSize,
+  });
+  pool.on("error", () => {});
   let runner: Runner | undefined;
   try {
     await installWorker(db.url);
@@ -159,7 +169,7 @@ export async function peer(ctx: Ctx): Promise<Figure[]> {
       started.get((payload as { i: number }).i)?.(at);
     };
     runner = await run({
-      connectionString: db.url,
+      pgPool: pool,
       logger: quiet,
       noHandleSignals: true,
       taskList: { receive, wake },
@@ -251,10 +261,9 @@ export async function peer(ctx: Ctx): Promise<Figure[]> {
       cpuUsPerOp,
     };
   } finally {
-    // Its pool closed before the database goes (dropping it ends every
-    // connection, and an idle pg client's error would be uncaught).
     await runner?.stop().catch(() => {});
     await runner?.promise.catch(() => {});
+    await pool.end();
     await db.drop();
   }
   return figures;
