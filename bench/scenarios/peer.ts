@@ -123,7 +123,14 @@ export async function peer(ctx: Ctx): Promise<Figure[]> {
     connectionString: db.url,
     max: BATCHED.maxPoolSize,
   });
-  pool.on("error", () => {});
+  // The handlers graphile-worker asks a pool of the caller's to have: a
+  // connection's error is shown, except once the database is being dropped.
+  let dropping = false;
+  const onError = (error: Error) => {
+    if (!dropping) console.error(`peer pool: ${error.message}`);
+  };
+  pool.on("error", onError);
+  pool.on("connect", (client) => client.on("error", onError));
   let runner: Runner | undefined;
   try {
     await installWorker(db.url);
@@ -263,6 +270,7 @@ export async function peer(ctx: Ctx): Promise<Figure[]> {
   } finally {
     await runner?.stop().catch(() => {});
     await runner?.promise.catch(() => {});
+    dropping = true;
     await pool.end();
     await db.drop();
   }
