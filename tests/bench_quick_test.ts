@@ -90,12 +90,12 @@ Deno.test("bench --quick runs every scenario and writes numeric figures", async 
         x: { name: string },
       ) => x.name === figure);
       assert.equal(f.baseline.name, `peer.${baseline}`);
-      // The figure is rounded to four places, the baseline is not.
+      // The figure is rounded to four significant digits, the baseline is
+      // not.
+      const value = peer.get(baseline)!;
       assert.ok(
-        Math.abs(f.baseline.value - peer.get(baseline)!) < 1e-3,
-        `${scenario}.${figure}: ${f.baseline.value} against ${
-          peer.get(baseline)
-        }`,
+        Math.abs(f.baseline.value - value) <= 1e-3 * Math.abs(value),
+        `${scenario}.${figure}: ${f.baseline.value} against ${value}`,
       );
       assert.equal(f.target.of, "ratio");
     }
