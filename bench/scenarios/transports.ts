@@ -43,7 +43,10 @@ export async function transports(ctx: Ctx): Promise<Figure[]> {
         applied.set(key, t.appliedPerSecond);
         const pg = `postgres_${workers}w`;
         figures.push(
-          figure(`${key}_published_per_s`, t.publishedPerSecond, "msg/s"),
+          figure(`${key}_published_per_s`, t.publishedPerSecond, "msg/s", {
+            note:
+              "three messages per paid order over the time from the release to the last one published; OrderPaid waits for the payment's delivery, so this is the chain's pace, not a relay draining alone",
+          }),
           figure(
             `${key}_applied_per_s`,
             t.appliedPerSecond,
