@@ -33,6 +33,7 @@ export function chartSummary(
   const values = minutes.map((m) => valueOf(m, metric));
   const peak = Math.max(0, ...values);
   const now = values.at(-1) ?? 0;
+  if (minutes.every((m) => m.attempts === 0)) return "no attempts in the hour";
   return metric === "throughput"
     ? `peak ${peak} per minute, ${now} this minute`
     : `p95 peak ${peak} ms, ${

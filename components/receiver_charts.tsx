@@ -1,6 +1,7 @@
 /**
  * A receiver's two charts of the last hour, throughput over p95 latency,
- * each with its caption: for the receivers page and the overview.
+ * each with its caption, and the grid of every receiver's: for the
+ * receivers page and the overview.
  */
 import { chartSummary, MinuteChart } from "./minute_chart.tsx";
 import type { ReceiverStats } from "../services/console/receivers.ts";
@@ -35,5 +36,24 @@ export function ReceiverCharts({ receiver }: ReceiverChartsProps) {
         </figcaption>
       </figure>
     </div>
+  );
+}
+
+/** Props: every receiver's last hour. */
+export interface ReceiverChartGridProps {
+  receivers: ReceiverStats[];
+}
+
+/** One titled pair of charts per receiver. */
+export function ReceiverChartGrid({ receivers }: ReceiverChartGridProps) {
+  return (
+    <ul class="chart-grid" data-testid="receiver-charts">
+      {receivers.map((r) => (
+        <li key={r.name}>
+          <h3 class="chart-title">{r.name}</h3>
+          <ReceiverCharts receiver={r} />
+        </li>
+      ))}
+    </ul>
   );
 }

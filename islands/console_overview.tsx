@@ -9,7 +9,7 @@ import { AgeHistogram } from "../components/age_histogram.tsx";
 import { ClosureTotals, MismatchAlarm } from "../components/closure_totals.tsx";
 import { RateBar } from "../components/rate_bar.tsx";
 import { RefundsDue } from "../components/refunds_due.tsx";
-import { ReceiverCharts } from "../components/receiver_charts.tsx";
+import { ReceiverChartGrid } from "../components/receiver_charts.tsx";
 import { formatAge, formatClock } from "../components/console_format.ts";
 import { liveAge, useLive, useNow } from "./_live.ts";
 import type { OverviewData } from "./_console_types.ts";
@@ -235,14 +235,7 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
           Done deliveries and p95 latency per minute.{" "}
           <a href="/console/receivers">Every receiver in detail</a>
         </p>
-        <ul class="chart-grid" data-testid="overview-charts">
-          {lastHour.map((r) => (
-            <li key={r.name}>
-              <h3 class="chart-title">{r.name}</h3>
-              <ReceiverCharts receiver={r} />
-            </li>
-          ))}
-        </ul>
+        <ReceiverChartGrid receivers={lastHour} />
       </section>
     </div>
   );

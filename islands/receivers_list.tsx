@@ -1,11 +1,12 @@
 /**
  * The receivers, live: each one's last hour (attempts, success rate, last
- * error, throughput and p95 latency) with its two charts. Twin of
+ * error, throughput and p95 latency), then every receiver's two charts.
+ * Twin of
  * `GET /api/console/receivers`.
  */
 import { RateBar } from "../components/rate_bar.tsx";
 import { formatClock } from "../components/console_format.ts";
-import { ReceiverCharts } from "../components/receiver_charts.tsx";
+import { ReceiverChartGrid } from "../components/receiver_charts.tsx";
 import { useLive } from "./_live.ts";
 import type { ReceiversData } from "./_console_types.ts";
 
@@ -32,13 +33,12 @@ export default function ReceiversList(props: ReceiversListProps) {
               <th class="num">Done per minute</th>
               <th class="num">p95</th>
               <th>Last error</th>
-              <th>Last hour</th>
             </tr>
           </thead>
           <tbody>
             {receivers.map((r) => (
               <tr key={r.name} data-testid={`receiver-${r.name}`}>
-                <th scope="row">{r.name}</th>
+                <td>{r.name}</td>
                 <td>
                   <span class={r.paused ? "badge badge-warn" : "badge"}>
                     {r.paused ? "paused" : "running"}
@@ -57,14 +57,19 @@ export default function ReceiversList(props: ReceiversListProps) {
                     ? `${r.lastError} (${formatClock(r.lastErrorAt)})`
                     : "–"}
                 </td>
-                <td>
-                  <ReceiverCharts receiver={r} />
-                </td>
               </tr>
             ))}
           </tbody>
         </table>
       </div>
+      <section class="panel" aria-labelledby="receivers-hour-title">
+        <h2 id="receivers-hour-title">Last hour, minute by minute</h2>
+        <p class="muted">
+          Done deliveries (green) and p95 latency of every attempt (blue) per
+          minute; the current minute is on the right.
+        </p>
+        <ReceiverChartGrid receivers={receivers} />
+      </section>
     </div>
   );
 }
