@@ -24,6 +24,8 @@ import OrderViolationsList from "./order_violations_list.tsx";
 import OutboxRows from "./outbox_rows.tsx";
 import ReceiversList from "./receivers_list.tsx";
 import SignInForm from "./sign_in_form.tsx";
+import TryIt from "./try_it.tsx";
+import HowCosts from "./how_costs.tsx";
 
 /** The island components by name. */
 export const islands = {
@@ -48,6 +50,9 @@ export const islands = {
   outbox_rows: OutboxRows,
   receivers_list: ReceiversList,
   sign_in_form: SignInForm,
+  // The How it's built page.
+  try_it: TryIt,
+  how_costs: HowCosts,
 } satisfies IslandRegistry;
 
 /**

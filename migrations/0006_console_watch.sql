@@ -35,34 +35,15 @@ begin
   perform platform.enable_sandbox_rls(format('%I.order_violations', s)::regclass);
 end $$;
 
--- A new inbox, whole: the tables of 0002_outbox_inbox.sql and the watch.
-create or replace function platform.create_inbox(s text) returns void
+-- A new inbox, whole: platform.create_inbox (whichever migration defined it
+-- last) and the watch, as platform.create_outbox_with_indexes makes an
+-- outbox. receiveOnce writes the watch's columns, so every inbox it serves
+-- needs them.
+create function platform.create_inbox_with_watch(s text) returns void
   language plpgsql
   as $$
 begin
-  execute format($ddl$
-    -- One row per message id this receiver has seen, with the answer it gave
-    -- (200 applied, 422 refused) so that a repeat gets the same answer.
-    create table %1$I.inbox (
-      message_id uuid primary key,
-      sandbox_id uuid not null,
-      type text not null,
-      received_at timestamptz not null default now(),
-      status int not null check (status in (200, 422)),
-      outcome jsonb not null default '{}'
-    );
-    -- Every instruction the receiver refused, and why.
-    create table %1$I.refusals (
-      id bigint generated always as identity primary key,
-      sandbox_id uuid not null,
-      message_id uuid not null unique,
-      type text not null,
-      reason text not null,
-      refused_at timestamptz not null default now()
-    );
-  $ddl$, s);
-  perform platform.enable_sandbox_rls(format('%I.inbox', s)::regclass);
-  perform platform.enable_sandbox_rls(format('%I.refusals', s)::regclass);
+  perform platform.create_inbox(s);
   perform platform.add_order_watch(s);
 end $$;
 

@@ -152,14 +152,16 @@ AS $function$
 begin
   execute format($ddl$
     -- One row per message id this receiver has seen, with the answer it gave
-    -- (200 applied, 422 refused) so that a repeat gets the same answer.
+    -- (200 applied, 422 refused) so that a repeat gets the same answer, and
+    -- how many repeats got it.
     create table %1$I.inbox (
       message_id uuid primary key,
       sandbox_id uuid not null,
       type text not null,
       received_at timestamptz not null default now(),
       status int not null check (status in (200, 422)),
-      outcome jsonb not null default '{}'
+      outcome jsonb not null default '{}',
+      repeats int not null default 0 check (repeats >= 0)
     );
     -- Every instruction the receiver refused, and why.
     create table %1$I.refusals (
@@ -173,9 +175,18 @@ begin
   $ddl$, s);
   perform platform.enable_sandbox_rls(format('%I.inbox', s)::regclass);
   perform platform.enable_sandbox_rls(format('%I.refusals', s)::regclass);
-  perform platform.add_order_watch(s);
 end $function$;
 GRANT EXECUTE ON FUNCTION platform.create_inbox(s text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.create_inbox_with_watch(s text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform platform.create_inbox(s);
+  perform platform.add_order_watch(s);
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.create_inbox_with_watch(s text) TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION platform.create_outbox(s text)
  RETURNS void
@@ -415,9 +426,11 @@ CREATE TABLE crm.inbox (
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
   aggregate_id text,
-  aggregate_version integer
+  aggregate_version integer,
+  repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE crm.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE crm.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE crm.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON crm.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE crm.inbox ENABLE ROW LEVEL SECURITY;
@@ -521,9 +534,11 @@ CREATE TABLE customers.inbox (
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
   aggregate_id text,
-  aggregate_version integer
+  aggregate_version integer,
+  repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE customers.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE customers.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE customers.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON customers.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE customers.inbox ENABLE ROW LEVEL SECURITY;
@@ -583,9 +598,11 @@ CREATE TABLE dispatch.inbox (
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
   aggregate_id text,
-  aggregate_version integer
+  aggregate_version integer,
+  repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON dispatch.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE dispatch.inbox ENABLE ROW LEVEL SECURITY;
@@ -683,9 +700,11 @@ CREATE TABLE kitchen.inbox (
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
   aggregate_id text,
-  aggregate_version integer
+  aggregate_version integer,
+  repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON kitchen.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE kitchen.inbox ENABLE ROW LEVEL SECURITY;
@@ -798,9 +817,11 @@ CREATE TABLE orders.inbox (
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
   aggregate_id text,
-  aggregate_version integer
+  aggregate_version integer,
+  repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE orders.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE orders.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE orders.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON orders.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE orders.inbox ENABLE ROW LEVEL SECURITY;
@@ -1168,9 +1189,11 @@ CREATE TABLE receipts.inbox (
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
   aggregate_id text,
-  aggregate_version integer
+  aggregate_version integer,
+  repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON receipts.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE receipts.inbox ENABLE ROW LEVEL SECURITY;
@@ -1267,9 +1290,11 @@ CREATE TABLE schedule.inbox (
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
   aggregate_id text,
-  aggregate_version integer
+  aggregate_version integer,
+  repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON schedule.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE schedule.inbox ENABLE ROW LEVEL SECURITY;
