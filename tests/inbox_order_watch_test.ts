@@ -16,7 +16,7 @@ import { type Apply, inStatement, receiveOnce } from "../lib/inbox/mod.ts";
 import type { Envelope } from "../lib/outbox/envelope.ts";
 import type { Sql } from "../lib/db/connect.ts";
 
-const OPTIONS = { replayHorizonDays: 30 };
+const OPTIONS = { replayHorizonDays: 30, watchOrder: true };
 const R = "t_recv_a";
 
 /** An effect that changes nothing and answers `{}`. */
@@ -115,5 +115,21 @@ Deno.test("order watch: other aggregates, other sandboxes and other receivers ar
       late.messageId,
     ]);
     assert.equal(await count(sql, "t_recv_a.jobs"), 1);
+  });
+});
+
+Deno.test("order watch: off unless asked for, so an inbox made without it still receives", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    const sandboxId = await createSandbox(sql);
+    const v1 = orderPlacedEnvelope(sandboxId, "O1");
+    const plain = { replayHorizonDays: 30 };
+    await receiveOnce(sql, R, version(v1, 2), nothing, plain);
+    const late = await receiveOnce(sql, R, v1, nothing, plain);
+    assert.equal(late.status, 200);
+    assert.deepEqual(await violations(sql), []);
+    const rows = await sql`
+      select count(*)::int as n from t_recv_a.inbox where aggregate_id is null`;
+    assert.equal(rows[0].n, 2);
   });
 });

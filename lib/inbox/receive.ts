@@ -92,6 +92,12 @@ async function applied(
 export interface ReceiveOptions {
   /** A message older than this that the inbox has not seen is refused. */
   replayHorizonDays: number;
+  /**
+   * receiveOnce: keep each message's aggregate and version on its inbox row
+   * and note order violations (`orderWatch`). The inbox must have been made
+   * by `platform.create_inbox_with_watch` (migrations/0006_console_watch.sql).
+   */
+  watchOrder?: boolean;
 }
 
 /**
@@ -185,9 +191,8 @@ function horizonReason(options: ReceiveOptions) {
  *   again.
  * - NotYet or an error: rethrown; no inbox row, a later delivery tries again.
  *
- * The inbox also notes order violations (see `orderWatch`): an inbox made
- * by `platform.create_inbox_with_watch` (migrations/0006_console_watch.sql)
- * has the table and columns that takes.
+ * With `watchOrder`, the inbox also notes order violations (see
+ * `orderWatch`).
  */
 export async function receiveOnce(
   sql: Sql,
@@ -205,10 +210,14 @@ export async function receiveOnce(
     await asService(sql, service, scope, async (tx) => {
       const outcome = await apply(tx, envelope);
       const inbox = tx.sql(`${service}.inbox`);
+      const watch = options.watchOrder === true;
       const inboxRow = (answer: Fragment) =>
-        tx.sql`(${envelope.messageId}, ${envelope.sandboxId}, ${envelope.type},
-                200, ${answer}, ${envelope.aggregateId},
-                ${envelope.aggregateVersion})`;
+        watch
+          ? tx.sql`(${envelope.messageId}, ${envelope.sandboxId},
+                    ${envelope.type}, 200, ${answer}, ${envelope.aggregateId},
+                    ${envelope.aggregateVersion})`
+          : tx.sql`(${envelope.messageId}, ${envelope.sandboxId},
+                    ${envelope.type}, 200, ${answer})`;
       // Sent, not awaited: the COMMIT goes out right behind it, in the same
       // round trip (and so do BEGIN and the effect, when `apply` gave it as
       // a statement and sent nothing itself). A message id already there
@@ -216,7 +225,7 @@ export async function receiveOnce(
       // the COMMIT rolls back, repeat effect included; the failure is the
       // insert's own, read from `recorded` once the transaction has ended.
       // The answer is 200 only if the insert and the commit both succeeded.
-      // The same statement notes an order violation (orderWatch).
+      // With `watchOrder` the same statement notes an order violation.
       type Stored = { outcome: Record<string, unknown> }[];
       const answer = outcome instanceof EffectStatement
         ? outcome.answer
@@ -228,11 +237,13 @@ export async function receiveOnce(
           : tx.sql``
       }
         recorded as (
-          insert into ${inbox} (message_id, sandbox_id, type, status, outcome,
-                                aggregate_id, aggregate_version)
+          insert into ${inbox} (message_id, sandbox_id, type, status, outcome
+                                ${
+        watch ? tx.sql`, aggregate_id, aggregate_version` : tx.sql``
+      })
           values ${inboxRow(answer)}
           returning outcome
-        ), ${orderWatch(tx, envelope)}
+        ) ${watch ? tx.sql`, ${orderWatch(tx, envelope)}` : tx.sql``}
         select outcome from recorded`.execute();
       recorded.catch(() => {}); // awaited below, after the transaction
     });
