@@ -17,8 +17,23 @@ import type {
 } from "../services/console/closure.ts";
 import type { kitchenBoard } from "../services/console/board.ts";
 import type { RefundDue } from "../services/console/refunds.ts";
+import type {
+  ReceiverMinute,
+  ReceiverStats,
+} from "../services/console/receivers.ts";
+import type { Alert } from "../services/console/alerts.ts";
+import type { OrderViolations } from "../services/console/violations.ts";
 
-export type { ClosureCounts, ClosureState, DeliveryItem, OutboxAges };
+export type {
+  Alert,
+  ClosureCounts,
+  ClosureState,
+  DeliveryItem,
+  OrderViolations,
+  OutboxAges,
+  ReceiverMinute,
+  ReceiverStats,
+};
 
 /** `GET /api/console/closure`. */
 export interface ClosureData {
@@ -34,6 +49,19 @@ export interface OverviewData {
   receivers: Awaited<ReturnType<typeof receiverHealth>>;
   /** Payments needing a refund: newest first, and how many in all. */
   refunds: { total: number; items: RefundDue[] };
+  /** Every receiver over the last hour, for the charts. */
+  lastHour: ReceiverStats[];
+  orderViolations: { total: number };
+}
+
+/** `GET /api/console/alerts`. */
+export interface AlertsData {
+  alerts: Alert[];
+}
+
+/** `GET /api/console/receivers`. */
+export interface ReceiversData {
+  receivers: ReceiverStats[];
 }
 
 /** `GET /api/console/deliveries?state=`. */
