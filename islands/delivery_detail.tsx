@@ -239,9 +239,13 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
 
       <section class="panel" aria-labelledby="envelope-title">
         <h2 id="envelope-title">Envelope</h2>
+        {/* Focusable, so that a keyboard can scroll a long envelope. */}
         <pre
           class="json"
           data-testid="envelope"
+          tabIndex={0}
+          role="region"
+          aria-labelledby="envelope-title"
         >{JSON.stringify(envelope, null, 2)}</pre>
       </section>
     </div>

@@ -87,11 +87,11 @@ export function futureExpiry(): string {
 
 /** The storefront's basket of the walkthrough: two buns and a loaf. */
 export async function fillBasket(page: Page): Promise<void> {
-  await page.getByRole("button", { name: "Add Cardamom bun to basket" })
+  await page.getByRole("button", { name: "Add to basket: Cardamom bun" })
     .click();
   await page.getByRole("button", { name: "One Cardamom bun more" }).first()
     .click();
-  await page.getByRole("button", { name: "Add Country loaf to basket" })
+  await page.getByRole("button", { name: "Add to basket: Country loaf" })
     .click();
 }
 

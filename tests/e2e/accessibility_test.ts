@@ -1,9 +1,10 @@
 /**
  * Every page passes axe-core (WCAG 2.0 and 2.1, A and AA) with no
- * violations, in a real browser, with data on it: an order placed and paid,
- * another placed and declined, the kitchen refusing so that its messages are
- * dead letters, and the refuse form and the checkout's errors open. The
- * pages are one list, `PAGES`: a new page is one more line there.
+ * violations, in a real browser, with data on it: orders paid, declined and
+ * cancelled (a kitchen card in every column), the kitchen refusing so that
+ * a later order's messages are dead letters, one of them refused, and the
+ * forms' error messages and confirmations open. The pages are one list,
+ * `PAGES`: a new page is one more line there.
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
@@ -21,17 +22,18 @@ import {
   placeOrder,
   scriptErrors,
   setFault,
+  SETTLE_MS,
   signIn,
   toConsole,
 } from "./_browser.ts";
 
 /** What the setup left behind, for the pages' paths. */
 interface Seen {
-  /** An order placed and paid with the test card. */
+  /** An order placed and paid with the test card: its card is confirmed. */
   paidOrder: string;
-  /** An order placed, its card declined: still open for payment. */
+  /** An order placed, its card declined: open for payment, a new card. */
   declinedOrder: string;
-  /** A dead letter: the kitchen's OrderPlaced of the paid order. */
+  /** A dead letter: the kitchen's OrderPlaced of an order paid later. */
   deadLetter: number;
 }
 
@@ -58,7 +60,10 @@ const consoleStop = (
   },
 });
 
-/** Every page of the bakery, in the states that matter. */
+/**
+ * Every page of the bakery, in the states that matter, visited in this order
+ * (the last ones change what they show: a refusal).
+ */
 const PAGES: Stop[] = [
   { name: "storefront", path: () => "/", visitor: true },
   { name: "storefront, basket filled", path: () => "/", ready: fillBasket },
@@ -80,6 +85,15 @@ const PAGES: Stop[] = [
     name: "order page, declined",
     path: (s) => `/orders/${s.declinedOrder}`,
     ready: (page) => orderStateIs(page, "payment_failed"),
+  },
+  {
+    name: "order page, asking to confirm a cancel",
+    path: (s) => `/orders/${s.declinedOrder}`,
+    ready: async (page) => {
+      await orderStateIs(page, "payment_failed");
+      await page.getByRole("button", { name: "Cancel order" }).click();
+      await page.getByRole("button", { name: "Yes, cancel it" }).waitFor();
+    },
   },
   {
     name: "pay page, after a declined card",
@@ -110,6 +124,10 @@ const PAGES: Stop[] = [
     "console dead letters, filtered",
     () => "/console/dead-letters?subscriber=kitchen&window=1h",
   ),
+  {
+    name: "console, no such delivery",
+    path: () => "/console/deliveries/999999999",
+  },
   consoleStop("console closure", () => "/console/closure"),
   consoleStop(
     "console closure rows",
@@ -117,6 +135,28 @@ const PAGES: Stop[] = [
   ),
   consoleStop("console kitchen", () => "/console/kitchen"),
   consoleStop("console faults", () => "/console/faults"),
+  consoleStop(
+    "console dead letters, one refused",
+    () => "/console/dead-letters",
+    async (page, s) => {
+      await byTestId(page, `refuse-${s.deadLetter}`).click();
+      await byTestId(page, `refuse-form-${s.deadLetter}-reason`).fill(
+        "Baked by hand",
+      );
+      await byTestId(page, `refuse-form-${s.deadLetter}-confirm`).click();
+      await page.locator(
+        `[data-testid="dead-letter-row-${s.deadLetter}"][data-state="refused"]`,
+      ).waitFor({ timeout: SETTLE_MS });
+    },
+  ),
+  consoleStop(
+    "console deliveries, refused",
+    () => "/console/deliveries?state=refused",
+  ),
+  consoleStop(
+    "console delivery, refused",
+    (s) => `/console/deliveries/${s.deadLetter}`,
+  ),
 ];
 
 Deno.test("accessibility: every page passes axe-core (WCAG 2.1 A and AA) with data on it", async () => {
@@ -134,9 +174,9 @@ Deno.test("accessibility: every page passes axe-core (WCAG 2.1 A and AA) with da
     const guest = await visitor.newPage();
     const errors = [...scriptErrors(page), ...scriptErrors(guest)];
 
-    // The kitchen refuses: both orders' kitchen messages die.
+    // Three orders while the kitchen works: paid, declined, cancelled; the
+    // board shows a card in each of its columns.
     await signIn(page, base, "Accessibility");
-    await setFault(page, "kitchenRefuses", true);
     const paidOrder = await placeOrder(page, base);
     await page.getByRole("link", { name: "Pay", exact: true }).click();
     await payWith(page, "4242 4242 4242 4242");
@@ -145,9 +185,33 @@ Deno.test("accessibility: every page passes axe-core (WCAG 2.1 A and AA) with da
     await page.getByRole("link", { name: "Pay", exact: true }).click();
     await payWith(page, "4000 0000 0000 0002");
     await orderStateIs(page, "payment_failed");
+    const cancelledOrder = await placeOrder(page, base, { name: "Cy Baker" });
+    await page.getByRole("button", { name: "Cancel order" }).click();
+    await page.getByRole("button", { name: "Yes, cancel it" }).click();
+    await orderStateIs(page, "cancelled");
+    await toConsole(page);
+    await openConsolePage(page, "kitchen");
+    for (
+      const [order, column] of [
+        [paidOrder, "confirmed"],
+        [declinedOrder, "new"],
+        [cancelledOrder, "cancelled"],
+      ]
+    ) {
+      await page.locator(
+        `[data-testid="kitchen-column-${column}"] [data-testid="kitchen-card-${order}"]`,
+      ).waitFor({ timeout: SETTLE_MS });
+    }
+
+    // Then the kitchen refuses: a fourth order's two messages to it die.
+    await setFault(page, "kitchenRefuses", true);
+    await placeOrder(page, base, { name: "Di Baker" });
+    await page.getByRole("link", { name: "Pay", exact: true }).click();
+    await payWith(page, "4242 4242 4242 4242");
+    await orderStateIs(page, "paid");
     await toConsole(page);
     await openConsolePage(page, "dead-letters");
-    const dead = await deadLettersShown(page, 3, 4);
+    const dead = await deadLettersShown(page, 2, 4);
     const seen: Seen = {
       paidOrder,
       declinedOrder,
