@@ -1,8 +1,9 @@
 /**
  * The fault switches of the operator's sandbox, live. A flip PUTs
  * `{ [name]: boolean }` to `/api/console/faults` and shows the server's
- * answer; while the request is out the switch shows the new position and is
- * disabled, and a refusal puts it back with the reason.
+ * answer; while the request is out the switch shows the new position and
+ * takes no flip (aria-disabled, not disabled: a disabled control loses the
+ * keyboard's focus), and a refusal puts it back with the reason.
  */
 import { useSignal } from "@preact/signals";
 import { failure, sendJson } from "./_console_api.ts";
@@ -56,8 +57,11 @@ export default function FaultSwitches(props: FaultSwitchesProps) {
                   type="checkbox"
                   role="switch"
                   checked={checked}
-                  disabled={busy}
+                  aria-disabled={busy ? "true" : undefined}
                   aria-describedby={`fault-${f.name}-help`}
+                  // A click while the request is out changes nothing.
+                  onClick={(e) =>
+                    busy && e.preventDefault()}
                   onChange={(e) =>
                     flip(f.name, e.currentTarget.checked)}
                   data-testid={`fault-${f.name}`}

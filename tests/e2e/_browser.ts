@@ -209,14 +209,16 @@ export async function setFault(
     throw new Error(`fault ${name} is already ${on ? "on" : "off"}`);
   }
   await toggle.click();
-  // The switch is disabled while the PUT is out; enabled and in position
-  // means the server said so.
+  // The switch is aria-disabled while the PUT is out; enabled and in
+  // position means the server said so.
   await page.waitForFunction(
     ([id, want]) => {
       const input = document.querySelector<HTMLInputElement>(
         `[data-testid="${id}"]`,
       );
-      return !!input && !input.disabled && input.checked === want;
+      return !!input && !input.disabled &&
+        input.getAttribute("aria-disabled") !== "true" &&
+        input.checked === want;
     },
     [`fault-${name}`, on] as const,
     { timeout: SETTLE_MS },
