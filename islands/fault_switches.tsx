@@ -8,6 +8,7 @@
 import { useSignal } from "@preact/signals";
 import { failure, sendJson } from "./_console_api.ts";
 import { useLive } from "./_live.ts";
+import type { FaultsData } from "./_console_types.ts";
 
 /** One switch: its name (the API's key), label and what it does. */
 export interface FaultSwitch {
@@ -19,7 +20,7 @@ export interface FaultSwitch {
 /** Props: the switches (from services/faults.ts) and their positions. */
 export interface FaultSwitchesProps {
   faults: FaultSwitch[];
-  initial: Record<string, boolean>;
+  initial: FaultsData;
 }
 
 /** A toggle per fault. */
@@ -32,7 +33,7 @@ export default function FaultSwitches(props: FaultSwitchesProps) {
     pending.value = { ...pending.value, [name]: on };
     error.value = "";
     const answer = await sendJson("PUT", "/api/console/faults", { [name]: on });
-    if (answer.ok) live.data.value = answer.body;
+    if (answer.ok) live.data.value = answer.body as FaultsData;
     else error.value = failure(answer);
     const { [name]: _, ...rest } = pending.value;
     pending.value = rest;
