@@ -100,6 +100,16 @@ const PAGES: Stop[] = [
     path: (s) => `/orders/${s.declinedOrder}/pay`,
     ready: (page) => page.getByText("Test checkout").waitFor(),
   },
+  {
+    name: "how it's built",
+    path: () => "/how-it-works",
+    ready: (page) => byTestId(page, "try-it-progress").waitFor(),
+  },
+  {
+    name: "how it's built, signed out",
+    path: () => "/how-it-works",
+    visitor: true,
+  },
   { name: "console sign-in", path: () => "/sign-in", visitor: true },
   { name: "not found", path: () => "/no-such-page", visitor: true },
   consoleStop("console overview", () => "/console"),
