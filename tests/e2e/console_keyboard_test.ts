@@ -5,7 +5,7 @@
  * and Shift+Tab and showing where the focus is. The effect is read in the
  * rows the server keeps (faults, deliveries, operator actions) and in the
  * table's rows; after each action the focus lands on what it did, so the
- * next Tab goes on from there.
+ * next Tab goes on from there. The delivery's own page does the same.
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
@@ -234,6 +234,32 @@ Deno.test("console by keyboard: fault switches, and select, redrive and refuse d
       `redrive by ${OPERATOR}`,
     ]);
     assert.equal((await deliveryRow(t, placedOfPaid)).state, "refused");
+
+    // On its own page, once it is dead again: Escape backs out of the
+    // refuse form to its button, and Enter on Redrive lands on the notice.
+    await until(
+      "the redriven delivery to be dead again",
+      async () => (await deliveryRow(t, paidOfPaid)).state === "dead",
+      SETTLE_MS,
+    );
+    await page.goto(`${base}console/deliveries/${paidOfPaid}`);
+    await liveIsOpen(page);
+    await tabTo(page, "refuse");
+    await page.keyboard.press("Enter");
+    await byTestId(page, "refuse-form-reason").waitFor();
+    assert.equal(await focused(page), "refuse-form-reason");
+    await page.keyboard.press("Escape");
+    await byTestId(page, "refuse-form-reason").waitFor({ state: "detached" });
+    assert.equal(await focused(page), "refuse");
+    await tabTo(page, "redrive", true);
+    await page.keyboard.press("Enter");
+    await byTestId(page, "delivery-notice").waitFor();
+    assert.equal(await focused(page), "delivery-notice");
+    await until(
+      "the second redrive to be kept",
+      async () => (await deliveryRow(t, paidOfPaid)).actions.length === 2,
+      SETTLE_MS,
+    );
 
     assert.deepEqual(errors, []);
     await context.close();
