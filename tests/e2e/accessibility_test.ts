@@ -145,6 +145,25 @@ const PAGES: Stop[] = [
   ),
   consoleStop("console kitchen", () => "/console/kitchen"),
   consoleStop("console faults", () => "/console/faults"),
+  consoleStop("labs ledger", () => "/labs/ledger"),
+  {
+    name: "labs ledger, after a run",
+    path: () => "/labs/ledger",
+    ready: async (page) => {
+      await byTestId(page, "run-lost-ack").click();
+      await page.waitForURL(/\/labs\/ledger\?ran=lost-ack/);
+      await byTestId(page, "ledger-figures").waitFor();
+    },
+  },
+  consoleStop("labs queue", () => "/labs/queue"),
+  {
+    name: "labs queue, after a run",
+    path: () => "/labs/queue",
+    ready: async (page) => {
+      await byTestId(page, "queue-run").click();
+      await byTestId(page, "queue-result").waitFor({ timeout: SETTLE_MS });
+    },
+  },
   consoleStop(
     "console dead letters, one refused",
     () => "/console/dead-letters",
