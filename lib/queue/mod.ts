@@ -13,10 +13,20 @@ export {
   type Subscriber,
 } from "./consumer.ts";
 export {
+  beyond,
   type DeadLetterFilter,
+  type FailureGroup,
+  failureGroups,
+  matchDeadLetters,
+  type MatchedDeadLetters,
   MAX_BATCH,
   redrive,
+  redriveIn,
+  type RedriveOptions,
   refuse,
+  refuseIn,
+  type Superseded,
+  supersedeIn,
 } from "./dead_letters.ts";
 export {
   type Moved,

@@ -5,7 +5,7 @@
  */
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
-import type { DeliveryState } from "../../lib/queue/mod.ts";
+import { beyond, type DeliveryState } from "../../lib/queue/mod.ts";
 
 export interface DeliveryItem {
   id: number;
@@ -24,6 +24,11 @@ export interface DeliveryItem {
   refusedReason: string | null;
   refusedBy: string | null;
   refusedAt: string | null;
+  /**
+   * A dead letter whose message is older than the receivers' replay
+   * horizon: its redrive answers 409 unless forced. False for the rest.
+   */
+  beyondReplayHorizon: boolean;
 }
 
 // deno-lint-ignore no-explicit-any
@@ -46,6 +51,7 @@ function item(d: any): DeliveryItem {
     refusedReason: d.refused_reason,
     refusedBy: d.refused_by,
     refusedAt: d.refused_at?.toISOString() ?? null,
+    beyondReplayHorizon: d.state === "dead" && d.beyond_horizon === true,
   };
 }
 
@@ -58,6 +64,8 @@ export interface DeliveryFilter {
   since?: Date;
   until?: Date;
   limit?: number;
+  /** The replay horizon in days: dead letters beyond it are marked. */
+  horizonDays?: number;
 }
 
 /**
@@ -75,7 +83,11 @@ export async function listDeliveries(
   const history = f.state === undefined || f.state === "done";
   const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
     sql`
-      select d.* from queue.deliveries d
+      select d.*${
+      f.horizonDays === undefined
+        ? sql``
+        : sql`, ${beyond(sql, f.horizonDays, "d")} as beyond_horizon`
+    } from queue.deliveries d
       ${
       history
         ? sql`join queue.messages m on m.message_id = d.message_id
