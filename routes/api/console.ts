@@ -92,7 +92,7 @@ const supersedeSchema = z.object({
   ),
 }).strict();
 
-const searchQuery = z.object({
+export const searchQuery = z.object({
   q: text().trim().max(200, "at most 200 characters"),
 }).strict();
 

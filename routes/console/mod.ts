@@ -17,6 +17,7 @@ import { closurePage } from "./closure.tsx";
 import { closureRowsPage } from "./closure_rows.tsx";
 import { kitchenPage } from "./kitchen.tsx";
 import { faultsPage } from "./faults.tsx";
+import { searchPage } from "./search.tsx";
 
 /**
  * Registers `/sign-in`, `/sign-out` and every `/console` page on `app`.
@@ -43,4 +44,5 @@ export function registerConsolePages(app: Hono, deps: Deps): void {
   app.get("/console/closure/rows", consolePage(closureRowsPage(deps)));
   app.get("/console/kitchen", consolePage(kitchenPage(deps)));
   app.get("/console/faults", consolePage(faultsPage(deps)));
+  app.get("/console/search", consolePage(searchPage(deps)));
 }
