@@ -64,3 +64,6 @@ export interface BoardData {
 
 /** One kitchen card. */
 export type KitchenCard = BoardData["cards"][number];
+
+export type { JobView } from "../services/console/jobs.ts";
+export type { FailureGroup } from "../lib/queue/mod.ts";

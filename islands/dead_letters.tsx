@@ -19,6 +19,8 @@ import {
 } from "./_dead_letter_actions.ts";
 import { type Acted, DeadLetterRow } from "./_dead_letter_row.tsx";
 import { RefuseForm } from "./_refuse_form.tsx";
+import { JobProgress } from "./_job_progress.tsx";
+import type { JobView } from "./_console_types.ts";
 
 /** Props: the page's filter (also the "all matching" target) and its data. */
 export interface DeadLettersProps {
@@ -49,6 +51,7 @@ export default function DeadLetters(props: DeadLettersProps) {
   const busy = useSignal(false);
   const notice = useSignal("");
   const error = useSignal("");
+  const jobs = useSignal<JobView[]>([]);
 
   // What the server says is dead, with what this page did laid over it.
   const items = live.data.value.items;
@@ -104,8 +107,17 @@ export default function DeadLetters(props: DeadLettersProps) {
       error.value = result.error;
       return result.error;
     }
-    mark(result.ids, action, reason);
     refusing.value = null;
+    if (result.jobId) {
+      const job = await fetch(`/api/console/jobs/${result.jobId}`)
+        .then((r) => r.json());
+      jobs.value = [job, ...jobs.value];
+      notice.value = `Started a job for ${
+        plural(result.count ?? 0, "dead letter", "dead letters")
+      }, oldest first.`;
+      return null;
+    }
+    mark(result.ids, action, reason);
     notice.value = `${action === "redriven" ? "Redrove" : "Refused"} ${
       plural(result.ids.length, "dead letter", "dead letters")
     }${
@@ -195,6 +207,11 @@ export default function DeadLetters(props: DeadLettersProps) {
       </div>
       {(refusing.value === "selected" || refusing.value === "all") &&
         <div class="toolbar-form">{form(refusing.value)}</div>}
+      {jobs.value.length > 0 && (
+        <div class="jobs">
+          {jobs.value.map((job) => <JobProgress key={job.jobId} job={job} />)}
+        </div>
+      )}
       {notice.value && (
         <p class="notice" role="status" data-testid="dead-letter-notice">
           {notice.value}
@@ -254,7 +271,11 @@ export default function DeadLetters(props: DeadLettersProps) {
                       else next.delete(item.id);
                       selected.value = next;
                     }}
-                    onRedrive={() => act(() => redriveOne(item.id), "redriven")}
+                    onRedrive={() =>
+                      act(
+                        () => redriveOne(item.id, item.beyondReplayHorizon),
+                        "redriven",
+                      )}
                     onRefuse={() => refusing.value = item.id}
                     refuseForm={refusing.value === item.id
                       ? form(item.id)

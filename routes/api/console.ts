@@ -53,8 +53,11 @@ const subscriber = z.enum(SUBSCRIBERS);
 const eventType = z.enum(Object.keys(payloads) as [string, ...string[]]);
 const isoTime = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
 
+const groupKey = z.string().regex(/^[0-9a-f]{16}$/, "a failure group's key");
+
 export const deadLetterQuery = z.object({
   subscriber: subscriber.optional(),
+  group: groupKey.optional(),
   eventType: eventType.optional(),
   since: isoTime.optional(),
   until: isoTime.optional(),
@@ -72,8 +75,7 @@ export const bulkSchema = z.object({
   since: isoTime.optional(),
   until: isoTime.optional(),
   /** A failure group's key (GET /api/console/failure-groups). */
-  group: z.string().regex(/^[0-9a-f]{16}$/, "a failure group's key")
-    .optional(),
+  group: groupKey.optional(),
   /** Count only: 200 { count }, nothing changes. */
   dryRun: z.boolean().optional(),
   /** A job's pace, rows per second (over 100 rows the action is a job). */
@@ -103,7 +105,10 @@ export const reasonSchema = z.object({
   ),
 }).strict();
 
-const bulkRefuseSchema = bulkSchema.extend(reasonSchema.shape).strict();
+// A dry run of a refusal needs no reason; the refusal itself does.
+const bulkRefuseSchema = bulkSchema.extend({
+  reason: reasonSchema.shape.reason.optional(),
+}).strict();
 
 const faultsSchema = z.record(z.string(), z.boolean()).superRefine(
   (value, ctx) => {
@@ -287,6 +292,9 @@ export function consoleRoutes(deps: Deps) {
         bulkRefuseSchema,
         await readJson(c.req.raw),
       );
+      if (!dryRun && !reason) {
+        parseOr400(reasonSchema, {});
+      }
       const result = await runBulk(deps, operator, {
         action: "refuse",
         filter,

@@ -64,6 +64,8 @@ export interface DeliveryFilter {
   since?: Date;
   until?: Date;
   limit?: number;
+  /** A failure group's key (lib/queue/dead_letters.ts). */
+  group?: string;
   /** The replay horizon in days: dead letters beyond it are marked. */
   horizonDays?: number;
 }
@@ -103,6 +105,11 @@ export async function listDeliveries(
     }
        ${f.subscriber ? sql`and d.subscriber = ${f.subscriber}` : sql``}
        ${f.eventType ? sql`and d.type = ${f.eventType}` : sql``}
+       ${
+      f.group
+        ? sql`and queue.failure_group(d.subscriber, d.type, d.last_error) = ${f.group}`
+        : sql``
+    }
        ${
       f.orderId
         ? sql`and d.message_id in (select message_id from queue.messages
