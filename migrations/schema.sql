@@ -737,7 +737,7 @@ ALTER TABLE orders.orders ADD CONSTRAINT orders_fulfilment_check CHECK ((fulfilm
 ALTER TABLE orders.orders ADD CONSTRAINT orders_pkey PRIMARY KEY (id);
 ALTER TABLE orders.orders ADD CONSTRAINT orders_state_check CHECK ((state = ANY (ARRAY['placed'::text, 'payment_failed'::text, 'paid'::text, 'cancelled'::text])));
 ALTER TABLE orders.orders ADD CONSTRAINT orders_total_cents_check CHECK ((total_cents >= 0));
-CREATE INDEX orders_by_email ON orders.orders USING btree (lower(customer_email) text_pattern_ops);
+CREATE INDEX orders_by_email ON orders.orders USING btree (sandbox_id, lower(customer_email) text_pattern_ops);
 CREATE INDEX orders_by_number ON orders.orders USING btree (upper("right"((id)::text, 6)));
 ALTER TABLE orders.orders ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON orders.orders AS PERMISSIVE FOR ALL TO PUBLIC

@@ -42,7 +42,11 @@ function orderResult(o: Row): SearchResult {
   };
 }
 
-async function orders(sql: TxSql, q: string): Promise<Row[]> {
+async function orders(
+  sql: TxSql,
+  sandboxId: string,
+  q: string,
+): Promise<Row[]> {
   const columns = sql`id, state, total_cents, customer_email`;
   if (UUID.test(q)) {
     return await sql`select ${columns} from orders.orders where id = ${q}`;
@@ -61,11 +65,13 @@ async function orders(sql: TxSql, q: string): Promise<Row[]> {
   }
   if (q.includes("@")) {
     // A prefix of the address: what people type before they finish it.
+    // The sandbox is named here too, so that the index leads with it.
     const prefix = escapeLike(q.toLowerCase());
     return await sql`
       select ${columns} from orders.orders
-       where lower(customer_email) like ${prefix + "%"}
-       order by created_at desc limit ${PER_KIND}`;
+       where sandbox_id = ${sandboxId}
+         and lower(customer_email) like ${prefix + "%"}
+       order by lower(customer_email) limit ${PER_KIND}`;
   }
   return [];
 }
@@ -126,7 +132,7 @@ export async function search(
   if (!q) return [];
   return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
     const [o, m, d] = await Promise.all([
-      orders(sql, q),
+      orders(sql, sandboxId, q),
       messages(sql, q),
       deliveries(sql, q),
     ]);
