@@ -68,6 +68,10 @@ async function supersedes(t: TestBakery) {
         "payload.orderId",
       ],
       [{ payload }, "reason"],
+      [
+        { payload: { ...payload, day: "to\u0000day" }, reason: "fix" },
+        "payload",
+      ],
       [{ reason: "fix" }, "payload"],
     ] as [unknown, string][]
   ) {

@@ -87,7 +87,11 @@ export const bulkSchema = z.object({
 const forceSchema = z.object({ force: z.boolean().optional() }).strict();
 
 const supersedeSchema = z.object({
-  payload: z.record(z.string(), z.unknown()),
+  // jsonb cannot store U+0000 either (see text()).
+  payload: z.record(z.string(), z.unknown()).refine(
+    (p) => !JSON.stringify(p).includes("\\u0000"),
+    "must not contain a NUL character",
+  ),
   reason: text().trim().min(1, "a reason is required").max(
     500,
     "at most 500 characters",
