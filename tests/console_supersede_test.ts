@@ -118,10 +118,19 @@ async function supersedes(t: TestBakery) {
   assert.equal(copy.type, original.type);
 
   // The original: refused "superseded by <id>", linked, envelope unchanged.
-  const { body: detail } = await client.json<{ delivery: DeliveryJson }>(
-    "GET",
-    `/api/console/deliveries/${dead.id}`,
+  const { body: detail } = await client.json<{
+    delivery: DeliveryJson;
+    supersededBy: { messageId: string; deliveryId: number } | null;
+  }>("GET", `/api/console/deliveries/${dead.id}`);
+  assert.deepEqual(
+    [detail.supersededBy?.messageId, detail.supersededBy?.deliveryId],
+    [messageId, deliveryId],
   );
+  const { body: copyDetail } = await client.json<{ supersedes: number }>(
+    "GET",
+    `/api/console/deliveries/${deliveryId}`,
+  );
+  assert.equal(copyDetail.supersedes, dead.id);
   assert.equal(detail.delivery.state, "refused");
   assert.equal(detail.delivery.refusedReason, `superseded by ${messageId}`);
   assert.equal(detail.delivery.refusedBy, "Supersede operator");

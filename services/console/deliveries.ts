@@ -207,9 +207,29 @@ export async function deliveryDetail(sql: Sql, sandboxId: string, id: number) {
        where delivery_id = ${id} order by id`;
     const [message] =
       await sql`select envelope from queue.messages where message_id = ${d.message_id}`;
+    // The supersede link, either way: this dead letter's corrected copy, or
+    // the dead letter this delivery's message corrects.
+    const [by] = await sql`
+      select s.message_id, s.actor, s.reason, s.at,
+             (select min(c.id) from queue.deliveries c
+               where c.message_id = s.message_id) as delivery_id
+        from queue.supersessions s where s.delivery_id = ${id}`;
+    const [of] = await sql`
+      select delivery_id from queue.supersessions
+       where message_id = ${d.message_id}`;
     return {
       delivery: item(d),
       envelope: message?.envelope ?? null,
+      supersededBy: by
+        ? {
+          messageId: by.message_id as string,
+          deliveryId: by.delivery_id === null ? null : Number(by.delivery_id),
+          actor: by.actor as string,
+          reason: by.reason as string,
+          at: (by.at as Date).toISOString(),
+        }
+        : null,
+      supersedes: of ? Number(of.delivery_id) : null,
       attempts: attempts.map((a) => ({
         attempt: a.attempt,
         startedAt: a.started_at.toISOString(),
