@@ -18,6 +18,7 @@ import {
 } from "./_app.ts";
 import { testDatabase } from "./_db.ts";
 import { copyDeadLetter, jobOf, jobSettles } from "./_console_ops.ts";
+import { natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
 
 /** One real dead letter of the kitchen and `n - 1` copies of it. */
 async function deadLetters(
@@ -193,3 +194,46 @@ Deno.test("bulk job: resumed by the next process after a restart, and no row is 
     await Deno.remove(config.DATA_DIR, { recursive: true }).catch(() => {});
   }
 });
+
+natsTest(
+  "bulk job over JetStream: every redriven row is given to the broker again and attempted",
+  async () => {
+    await withTestBakery(async (t) => {
+      const client = t.client();
+      await signIn(client, "JetStream operator");
+      const ids = await deadLetters(client, t.sql, 110);
+      const before = await t.sql<{ id: string; attempts: number }[]>`
+      select id, attempts from queue.deliveries
+       where id = any(${ids}::bigint[]) order by id`;
+      const started = await client.json<{ jobId: string; count: number }>(
+        "POST",
+        "/api/console/dead-letters/redrive",
+        { subscriber: "kitchen", ratePerSecond: 200 },
+      );
+      assert.deepEqual([started.status, started.body.count], [202, 110]);
+      await jobSettles(client, started.body.jobId, "done");
+      // The kitchen still refuses: each row went through the broker once
+      // more (one attempt) and is dead again, nothing left to republish.
+      await eventually("every row attempted once more", async () => {
+        const rows = await t.sql<
+          {
+            attempts: number;
+            redrives: number;
+            republish_at: Date | null;
+            state: string;
+          }[]
+        >`
+        select attempts, redrives, republish_at, state from queue.deliveries
+         where id = any(${ids}::bigint[]) order by id`;
+        return rows.every((r, i) =>
+          r.attempts === before[i].attempts + 1 && r.redrives === 1 &&
+          r.republish_at === null && r.state === "dead"
+        );
+      }, 30_000);
+    }, {
+      QUEUE: "jetstream",
+      NATS_URL: TEST_NATS_URL,
+      NATS_STREAM: testStream(),
+    });
+  },
+);

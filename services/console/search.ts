@@ -102,15 +102,21 @@ async function deliveries(sql: TxSql, q: string): Promise<SearchResult[]> {
     rows = await sql`select ${columns} from queue.deliveries where id = ${q}`;
   } else if (q.length >= 3 && !UUID.test(q)) {
     // Words of an error: each must appear. One ILIKE per word, which the
-    // trigram index answers (it does not take an array of patterns).
+    // trigram index answers (it does not take an array of patterns). The
+    // matches are found first and sorted after (a materialized CTE): with
+    // ORDER BY id LIMIT on the table itself, PostgreSQL walked the primary
+    // key from the newest delivery, a million rows of history without an
+    // error, for words that match none (0.6 s, bench console).
     const words = q.split(/\s+/).filter(Boolean).slice(0, 5);
     const each = words.map((w) =>
       sql`and last_error ilike ${`%${escapeLike(w)}%`}`
     ).reduce((all, one) => sql`${all} ${one}`, sql``);
     rows = await sql`
-      select ${columns} from queue.deliveries
-       where last_error is not null ${each}
-       order by id desc limit ${PER_KIND}`;
+      with found as materialized (
+        select ${columns} from queue.deliveries
+         where last_error is not null ${each}
+      )
+      select * from found order by id desc limit ${PER_KIND}`;
   }
   return rows.map((d) => ({
     kind: "delivery",
