@@ -731,14 +731,16 @@ CREATE TABLE orders.orders (
   total_cents integer NOT NULL,
   payment_ref text,
   created_at timestamp with time zone NOT NULL DEFAULT now(),
-  updated_at timestamp with time zone NOT NULL DEFAULT now()
+  updated_at timestamp with time zone NOT NULL DEFAULT now(),
+  number text GENERATED ALWAYS AS (upper("right"((id)::text, 6))) STORED,
+  email_key text GENERATED ALWAYS AS (lower(customer_email)) STORED
 );
 ALTER TABLE orders.orders ADD CONSTRAINT orders_fulfilment_check CHECK ((fulfilment = ANY (ARRAY['pickup'::text, 'delivery'::text])));
 ALTER TABLE orders.orders ADD CONSTRAINT orders_pkey PRIMARY KEY (id);
 ALTER TABLE orders.orders ADD CONSTRAINT orders_state_check CHECK ((state = ANY (ARRAY['placed'::text, 'payment_failed'::text, 'paid'::text, 'cancelled'::text])));
 ALTER TABLE orders.orders ADD CONSTRAINT orders_total_cents_check CHECK ((total_cents >= 0));
-CREATE INDEX orders_by_email ON orders.orders USING btree (sandbox_id, lower(customer_email) text_pattern_ops);
-CREATE INDEX orders_by_number ON orders.orders USING btree (upper("right"((id)::text, 6)));
+CREATE INDEX orders_by_email ON orders.orders USING btree (sandbox_id, email_key text_pattern_ops);
+CREATE INDEX orders_by_number ON orders.orders USING btree (number);
 ALTER TABLE orders.orders ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON orders.orders AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -1134,7 +1136,7 @@ CREATE TABLE receipts.receipts (
   issued_at timestamp with time zone NOT NULL DEFAULT now()
 );
 ALTER TABLE receipts.receipts ADD CONSTRAINT receipts_pkey PRIMARY KEY (order_id);
-CREATE INDEX receipts_by_number ON receipts.receipts USING btree (upper(number));
+CREATE INDEX receipts_by_number ON receipts.receipts USING btree (number);
 ALTER TABLE receipts.receipts ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON receipts.receipts AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))

@@ -8,6 +8,7 @@ import type { Page } from "playwright-core";
 import { startTestBakery, walkthroughOrder } from "../_app.ts";
 import { copyDeadLetter } from "../_console_ops.ts";
 import {
+  ARTIFACTS,
   byTestId,
   launch,
   liveIsOpen,
@@ -45,6 +46,14 @@ async function placeOrders(page: Page, n: number): Promise<string[]> {
     ids.push(body.orderId);
   }
   return ids;
+}
+
+/** Saves the failure groups' panel as tests/artifacts/<name>.png. */
+async function groupsShot(page: Page, name: string) {
+  await Deno.mkdir(ARTIFACTS, { recursive: true });
+  await byTestId(page, "failure-groups").screenshot({
+    path: new URL(`${name}.png`, ARTIFACTS).pathname,
+  });
 }
 
 /** Waits until the failure groups' table holds one group of `count`. */
@@ -136,6 +145,7 @@ Deno.test("console in the browser: a bulk job's progress bar reaches done", asyn
       /Redrive 150 dead letters.*more than 100: they go as a job/,
     );
     await byTestId(page, "group-rate").fill("100");
+    await groupsShot(page, "console-failure-groups-confirm");
     await byTestId(page, "group-confirm-go").click();
     const job = page.locator('[data-testid^="job-"][data-state]');
     await job.waitFor({ timeout: SETTLE_MS });
@@ -153,6 +163,7 @@ Deno.test("console in the browser: a bulk job's progress bar reaches done", asyn
       "150 / 150",
     );
     assert.equal(await job.locator('[data-testid="job-cancel"]').count(), 0);
+    await groupsShot(page, "console-failure-groups-job-done");
   });
 });
 
