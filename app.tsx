@@ -189,6 +189,9 @@ export function createApp(deps: Deps): Hono {
   app.get("/api/console/closure/rows", api.closureRows);
   app.get("/api/console/faults", api.faults);
   app.put("/api/console/faults", api.setFaults);
+  app.get("/api/console/alerts", api.alerts);
+  app.get("/api/console/receivers", api.receivers);
+  app.get("/api/console/order-violations", api.orderViolations);
   app.get("/api/kitchen/board", api.board);
 
   const labs = labRoutes(deps);

@@ -5,6 +5,7 @@
  * to an error message.
  */
 import { type Answer, failure, sendJson } from "./_console_api.ts";
+import type { RedriveAnswer, RefuseAnswer } from "./_console_types.ts";
 
 /** Which dead letters a bulk action means: ids, or a filter. */
 export interface DeadLetterTarget {
@@ -26,10 +27,14 @@ export type ActionResult =
 
 function result(answer: Answer): ActionResult {
   if (!answer.ok) return { error: failure(answer) };
+  const body = answer.body as Partial<RedriveAnswer | RefuseAnswer> & {
+    jobId?: string;
+    count?: number;
+  };
   return {
-    ids: Array.isArray(answer.body.ids) ? answer.body.ids : [],
-    jobId: answer.body.jobId,
-    count: answer.body.count,
+    ids: Array.isArray(body.ids) ? body.ids : [],
+    jobId: body.jobId,
+    count: body.count,
   };
 }
 

@@ -124,6 +124,37 @@ ALTER DEFAULT PRIVILEGES IN SCHEMA schedule GRANT SELECT, USAGE ON SEQUENCES TO 
 ALTER DEFAULT PRIVILEGES IN SCHEMA schedule GRANT SELECT ON TABLES TO console;
 ALTER DEFAULT PRIVILEGES IN SCHEMA schedule GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO schedule;
 
+CREATE OR REPLACE FUNCTION platform.add_order_watch(s text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  execute format($ddl$
+    alter table %1$I.inbox add column aggregate_id text,
+      add column aggregate_version int;
+    -- The highest version applied for an aggregate: one index probe per
+    -- message received. Rows from before this migration have no aggregate.
+    create index inbox_by_aggregate on %1$I.inbox (aggregate_id, aggregate_version)
+      where aggregate_id is not null;
+    -- One row per message that arrived behind a later version (a message is
+    -- new to an inbox once, so it is noted once).
+    create table %1$I.order_violations (
+      id bigint generated always as identity primary key,
+      sandbox_id uuid not null,
+      message_id uuid not null unique,
+      type text not null,
+      aggregate_id text not null,
+      arrived_version int not null,
+      applied_version int not null,
+      at timestamptz not null default now(),
+      check (applied_version > arrived_version)
+    );
+    create index order_violations_by_sandbox on %1$I.order_violations (sandbox_id, at);
+  $ddl$, s);
+  perform platform.enable_sandbox_rls(format('%I.order_violations', s)::regclass);
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.add_order_watch(s text) TO PUBLIC;
+
 CREATE OR REPLACE FUNCTION platform.add_outbox_indexes(s text)
  RETURNS void
  LANGUAGE plpgsql
@@ -174,6 +205,16 @@ begin
   perform platform.enable_sandbox_rls(format('%I.refusals', s)::regclass);
 end $function$;
 GRANT EXECUTE ON FUNCTION platform.create_inbox(s text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.create_inbox_with_watch(s text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform platform.create_inbox(s);
+  perform platform.add_order_watch(s);
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.create_inbox_with_watch(s text) TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION platform.create_outbox(s text)
  RETURNS void
@@ -438,11 +479,14 @@ CREATE TABLE crm.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE crm.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE crm.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE crm.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON crm.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE crm.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON crm.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -470,6 +514,29 @@ GRANT SELECT ON TABLE crm.interactions TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE crm.interactions TO crm;
 CREATE SEQUENCE crm.interactions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of crm.interactions.id
 GRANT SELECT, USAGE ON SEQUENCE crm.interactions_id_seq TO crm;
+
+CREATE TABLE crm.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE crm.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE crm.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE crm.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON crm.order_violations USING btree (sandbox_id, at);
+ALTER TABLE crm.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON crm.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE crm.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE crm.order_violations TO crm;
+CREATE SEQUENCE crm.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of crm.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE crm.order_violations_id_seq TO crm;
 
 CREATE TABLE crm.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
@@ -520,17 +587,43 @@ CREATE TABLE customers.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE customers.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE customers.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE customers.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON customers.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE customers.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON customers.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE customers.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE customers.inbox TO customers;
+
+CREATE TABLE customers.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE customers.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE customers.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE customers.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON customers.order_violations USING btree (sandbox_id, at);
+ALTER TABLE customers.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON customers.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE customers.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE customers.order_violations TO customers;
+CREATE SEQUENCE customers.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of customers.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE customers.order_violations_id_seq TO customers;
 
 CREATE TABLE customers.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
@@ -558,17 +651,43 @@ CREATE TABLE dispatch.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON dispatch.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE dispatch.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON dispatch.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE dispatch.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE dispatch.inbox TO dispatch;
+
+CREATE TABLE dispatch.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE dispatch.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE dispatch.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE dispatch.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON dispatch.order_violations USING btree (sandbox_id, at);
+ALTER TABLE dispatch.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON dispatch.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE dispatch.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE dispatch.order_violations TO dispatch;
+CREATE SEQUENCE dispatch.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of dispatch.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE dispatch.order_violations_id_seq TO dispatch;
 
 CREATE TABLE dispatch.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
@@ -634,17 +753,43 @@ CREATE TABLE kitchen.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON kitchen.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE kitchen.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON kitchen.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE kitchen.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE kitchen.inbox TO kitchen;
+
+CREATE TABLE kitchen.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE kitchen.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE kitchen.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE kitchen.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON kitchen.order_violations USING btree (sandbox_id, at);
+ALTER TABLE kitchen.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON kitchen.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE kitchen.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE kitchen.order_violations TO kitchen;
+CREATE SEQUENCE kitchen.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of kitchen.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE kitchen.order_violations_id_seq TO kitchen;
 
 CREATE TABLE kitchen.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
@@ -916,11 +1061,14 @@ CREATE TABLE orders.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE orders.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE orders.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE orders.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON orders.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE orders.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON orders.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -946,6 +1094,29 @@ CREATE POLICY sandbox_isolation ON orders.lines AS PERMISSIVE FOR ALL TO PUBLIC
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE orders.lines TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.lines TO orders;
+
+CREATE TABLE orders.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE orders.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE orders.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE orders.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON orders.order_violations USING btree (sandbox_id, at);
+ALTER TABLE orders.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON orders.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE orders.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.order_violations TO orders;
+CREATE SEQUENCE orders.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of orders.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE orders.order_violations_id_seq TO orders;
 
 CREATE TABLE orders.orders (
   id uuid NOT NULL,
@@ -1153,6 +1324,7 @@ ALTER TABLE queue.attempts ADD CONSTRAINT attempts_delivery_id_fkey FOREIGN KEY 
 ALTER TABLE queue.attempts ADD CONSTRAINT attempts_outcome_check CHECK ((outcome = ANY (ARRAY['done'::text, 'retry'::text, 'dead'::text])));
 ALTER TABLE queue.attempts ADD CONSTRAINT attempts_pkey PRIMARY KEY (id);
 CREATE INDEX attempts_by_delivery ON queue.attempts USING btree (delivery_id, id);
+CREATE INDEX attempts_by_time ON queue.attempts USING brin (started_at);
 ALTER TABLE queue.attempts ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON queue.attempts AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -1344,17 +1516,43 @@ CREATE TABLE receipts.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON receipts.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE receipts.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON receipts.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE receipts.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE receipts.inbox TO receipts;
+
+CREATE TABLE receipts.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE receipts.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE receipts.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE receipts.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON receipts.order_violations USING btree (sandbox_id, at);
+ALTER TABLE receipts.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON receipts.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE receipts.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE receipts.order_violations TO receipts;
+CREATE SEQUENCE receipts.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of receipts.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE receipts.order_violations_id_seq TO receipts;
 
 CREATE TABLE receipts.receipts (
   order_id uuid NOT NULL,
@@ -1420,17 +1618,43 @@ CREATE TABLE schedule.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON schedule.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE schedule.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON schedule.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE schedule.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE schedule.inbox TO schedule;
+
+CREATE TABLE schedule.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE schedule.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE schedule.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE schedule.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON schedule.order_violations USING btree (sandbox_id, at);
+ALTER TABLE schedule.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON schedule.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE schedule.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE schedule.order_violations TO schedule;
+CREATE SEQUENCE schedule.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of schedule.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE schedule.order_violations_id_seq TO schedule;
 
 CREATE TABLE schedule.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,

@@ -79,6 +79,8 @@ export function bakeryDispatcher(deps: BakeryDeps): Dispatcher {
       label: LABELS[name],
       apply: APPLY[name],
       replayHorizonDays: deps.config.REPLAY_HORIZON_DAYS,
+      // Every receiver's inbox is made with the watch (0006_console_watch).
+      watchOrder: true,
       faults,
       log: deps.log,
       refusesFault: `${name}Refuses`,

@@ -26,6 +26,8 @@ export interface InboxHandlerOptions {
   label: string;
   apply: Apply;
   replayHorizonDays: number;
+  /** Note order violations (ReceiveOptions.watchOrder). */
+  watchOrder?: boolean;
   faults: FaultReader;
   log: Logger;
   /** Switch names: answer 503 / answer slowly. */
@@ -69,7 +71,10 @@ export function inboxHandler(options: InboxHandlerOptions) {
         options.service,
         envelope,
         options.apply,
-        { replayHorizonDays: options.replayHorizonDays },
+        {
+          replayHorizonDays: options.replayHorizonDays,
+          watchOrder: options.watchOrder,
+        },
       );
       return json(result.status, {
         ...result.body,

@@ -112,7 +112,7 @@ function claimStatement(
 ) {
   const open = sql`state in ('pending', 'in_flight')`;
   const served = subscribers
-    ? sql`and d.subscriber = any(${subscribers as string[]}::text[])`
+    ? sql`and d.subscriber in ${sql(subscribers as string[])}`
     : sql``;
   const next = (after: ReturnType<typeof sql>) =>
     sql`coalesce(

@@ -11,11 +11,9 @@ import { parseOr400, readJson, text } from "../../lib/http/validate.ts";
 import { DELIVERY_STATES, failureGroups } from "../../lib/queue/mod.ts";
 import { outboxAges } from "../../services/console/outbox.ts";
 import {
-  deadLettersBySubscriber,
   deliveryCounts,
   deliveryDetail,
   listDeliveries,
-  receiverHealth,
 } from "../../services/console/deliveries.ts";
 import {
   closure,
@@ -23,7 +21,6 @@ import {
   closureRows,
 } from "../../services/console/closure.ts";
 import { kitchenBoard } from "../../services/console/board.ts";
-import { refundsDue } from "../../services/console/refunds.ts";
 import { readFaults, writeFaults } from "../../services/console/faults.ts";
 import { FAULT_NAMES } from "../../services/faults.ts";
 import { SUBSCRIBERS } from "../../services/routing.ts";
@@ -41,6 +38,10 @@ import {
   InvalidPayload,
   supersedeDeadLetter,
 } from "../../services/console/supersede.ts";
+import { currentAlerts } from "../../services/console/alerts.ts";
+import { receiverStats } from "../../services/console/receivers.ts";
+import { overviewData } from "../../services/console/overview.ts";
+import { orderViolations } from "../../services/console/violations.ts";
 
 /** The signed-in operator (a named session), or 401. */
 export function requireOperator(c: Context) {
@@ -113,6 +114,9 @@ export const reasonSchema = z.object({
 const bulkRefuseSchema = bulkSchema.extend({
   reason: reasonSchema.shape.reason.optional(),
 }).strict();
+
+const violationsQuery = z.object({ subscriber: subscriber.optional() })
+  .strict();
 
 const faultsSchema = z.record(z.string(), z.boolean()).superRefine(
   (value, ctx) => {
@@ -191,20 +195,7 @@ export function consoleRoutes(deps: Deps) {
   return {
     overview: async (c: Context) => {
       const { sandboxId } = requireOperator(c);
-      const [outbox, closureTotals, dead, health, refunds] = await Promise.all([
-        outboxAges(sql, sandboxId, 10),
-        closure(sql, sandboxId),
-        deadLettersBySubscriber(sql, sandboxId),
-        receiverHealth(sql, sandboxId),
-        refundsDue(sql, sandboxId),
-      ]);
-      return c.json({
-        outbox,
-        closure: closureTotals,
-        deadLetters: dead,
-        receivers: health,
-        refunds,
-      });
+      return c.json(await overviewData(sql, sandboxId));
     },
     outbox: async (c: Context) => {
       const { sandboxId } = requireOperator(c);
@@ -398,6 +389,21 @@ export function consoleRoutes(deps: Deps) {
       const faults = await writeFaults(sql, sandboxId, changes);
       changed(sandboxId);
       return c.json(faults);
+    },
+    alerts: async (c: Context) => {
+      const { sandboxId } = requireOperator(c);
+      return c.json({
+        alerts: await currentAlerts(sql, sandboxId, deps.config),
+      });
+    },
+    receivers: async (c: Context) => {
+      const { sandboxId } = requireOperator(c);
+      return c.json({ receivers: await receiverStats(sql, sandboxId) });
+    },
+    orderViolations: async (c: Context) => {
+      const { sandboxId } = requireOperator(c);
+      const q = parseOr400(violationsQuery, query(c), "query");
+      return c.json(await orderViolations(sql, sandboxId, q));
     },
     board: async (c: Context) => {
       const { sandboxId } = requireOperator(c);

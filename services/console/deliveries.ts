@@ -3,36 +3,51 @@
  * delivery's attempt history and operator actions, and the dead letter list
  * with its filters (receiver, event type, time window), oldest first.
  */
+import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
 import { beyond, type DeliveryState } from "../../lib/queue/mod.ts";
+import {
+  type DeadLetterSummary,
+  deadLetterSummarySchema,
+  type DeliveryCounts,
+  deliveryCountsSchema,
+  type DeliveryDetailData,
+  deliveryDetailDataSchema,
+  type DeliveryItem,
+  deliveryItemSchema,
+  type ReceiverHealth,
+  receiverHealthSchema,
+} from "./contracts.ts";
 
-export interface DeliveryItem {
-  id: number;
-  messageId: string;
-  eventType: string;
+export type { DeliveryItem } from "./contracts.ts";
+
+/** The columns of queue.deliveries that the console reads. */
+interface DeliveryRow {
+  id: string | number;
+  message_id: string;
+  type: string;
   subscriber: string;
-  orderId: string;
+  aggregate_id: string;
   state: DeliveryState;
   attempts: number;
-  lastStatus: number | null;
-  lastError: string | null;
-  nextAttemptAt: string | null;
-  createdAt: string;
-  deadAt: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  next_attempt_at: Date;
+  created_at: Date;
+  dead_at: Date | null;
   redrives: number;
-  refusedReason: string | null;
-  refusedBy: string | null;
-  refusedAt: string | null;
-  /**
-   * A dead letter whose message is older than the receivers' replay
-   * horizon: its redrive answers 409 unless forced. False for the rest.
-   */
-  beyondReplayHorizon: boolean;
+  refused_reason: string | null;
+  refused_by: string | null;
+  refused_at: Date | null;
+  /** Selected when the list asks for the replay horizon. */
+  beyond_horizon?: boolean;
 }
 
-// deno-lint-ignore no-explicit-any
-function item(d: any): DeliveryItem {
+const itemsSchema = z.array(deliveryItemSchema);
+
+/** A row in the contract's shape; parsed by the caller, once per answer. */
+function item(d: DeliveryRow): DeliveryItem {
   const open = d.state === "pending" || d.state === "in_flight";
   return {
     id: Number(d.id),
@@ -83,54 +98,63 @@ export async function listDeliveries(
 ): Promise<DeliveryItem[]> {
   const limit = Math.min(f.limit ?? 200, 1000);
   const history = f.state === undefined || f.state === "done";
-  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
-    sql`
+  const rows = await asService(
+    sql,
+    "console",
+    { sandboxId },
+    ({ sql }) =>
+      sql<DeliveryRow[]>`
       select d.*${
-      f.horizonDays === undefined
-        ? sql``
-        : sql`, ${beyond(sql, f.horizonDays, "d")} as beyond_horizon`
-    } from queue.deliveries d
+        f.horizonDays === undefined
+          ? sql``
+          : sql`, ${beyond(sql, f.horizonDays, "d")} as beyond_horizon`
+      } from queue.deliveries d
       ${
-      history
-        ? sql`join queue.messages m on m.message_id = d.message_id
+        history
+          ? sql`join queue.messages m on m.message_id = d.message_id
                where m.sandbox_id = ${sandboxId}`
-        : sql`where true`
-    }
+          : sql`where true`
+      }
        ${
-      f.state === "retrying"
-        ? sql`and d.state = 'pending' and d.attempts > 0`
-        : f.state
-        ? sql`and d.state = ${f.state}`
-        : sql``
-    }
+        f.state === "retrying"
+          ? sql`and d.state = 'pending' and d.attempts > 0`
+          : f.state
+          ? sql`and d.state = ${f.state}`
+          : sql``
+      }
        ${f.subscriber ? sql`and d.subscriber = ${f.subscriber}` : sql``}
        ${f.eventType ? sql`and d.type = ${f.eventType}` : sql``}
        ${
-      f.group
-        ? sql`and queue.failure_group(d.subscriber, d.type, d.last_error) = ${f.group}`
-        : sql``
-    }
+        f.group
+          ? sql`and queue.failure_group(d.subscriber, d.type, d.last_error) = ${f.group}`
+          : sql``
+      }
        ${
-      f.orderId
-        ? sql`and d.message_id in (select message_id from queue.messages
+        f.orderId
+          ? sql`and d.message_id in (select message_id from queue.messages
                                     where aggregate_id = ${f.orderId})`
-        : sql``
-    }
+          : sql``
+      }
        ${
-      f.since ? sql`and coalesce(d.dead_at, d.created_at) >= ${f.since}` : sql``
-    }
+        f.since
+          ? sql`and coalesce(d.dead_at, d.created_at) >= ${f.since}`
+          : sql``
+      }
        ${
-      f.until ? sql`and coalesce(d.dead_at, d.created_at) < ${f.until}` : sql``
-    }
+        f.until
+          ? sql`and coalesce(d.dead_at, d.created_at) < ${f.until}`
+          : sql``
+      }
        ${
-      f.state === "dead"
-        ? sql`order by d.dead_at, d.id`
-        : history
-        ? sql`order by m.published_at desc, d.id desc`
-        : sql`order by d.id desc`
-    }
-       limit ${limit}`);
-  return rows.map(item);
+        f.state === "dead"
+          ? sql`order by d.dead_at, d.id`
+          : history
+          ? sql`order by m.published_at desc, d.id desc`
+          : sql`order by d.id desc`
+      }
+       limit ${limit}`,
+  );
+  return itemsSchema.parse(rows.map(item));
 }
 
 /** A count of deliveries in one state to one subscriber. */
@@ -172,7 +196,10 @@ export async function tallyDeliveries(sql: TxSql): Promise<DeliveryTally[]> {
 }
 
 /** Counts by state, for the tabs of the deliveries page. */
-export async function deliveryCounts(sql: Sql, sandboxId: string) {
+export async function deliveryCounts(
+  sql: Sql,
+  sandboxId: string,
+): Promise<DeliveryCounts> {
   const rows = await asService(
     sql,
     "console",
@@ -191,42 +218,66 @@ export async function deliveryCounts(sql: Sql, sandboxId: string) {
     counts[r.state] += r.n;
     counts.retrying += r.retrying;
   }
-  return counts;
+  return deliveryCountsSchema.parse(counts);
 }
 
 /** One delivery with every attempt and every operator action; null if none. */
-export async function deliveryDetail(sql: Sql, sandboxId: string, id: number) {
+export async function deliveryDetail(
+  sql: Sql,
+  sandboxId: string,
+  id: number,
+): Promise<DeliveryDetailData | null> {
   return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
-    const [d] = await sql`select * from queue.deliveries where id = ${id}`;
+    const [d] = await sql<
+      DeliveryRow[]
+    >`select * from queue.deliveries where id = ${id}`;
     if (!d) return null;
-    const attempts = await sql`
+    const attempts = await sql<{
+      attempt: number;
+      started_at: Date;
+      duration_ms: number;
+      status: number | null;
+      outcome: string;
+      error: string | null;
+    }[]>`
       select attempt, started_at, duration_ms, status, outcome, error
         from queue.attempts where delivery_id = ${id} order by id`;
-    const actions = await sql`
+    const actions = await sql<{
+      action: string;
+      actor: string;
+      reason: string | null;
+      at: Date;
+    }[]>`
       select action, actor, reason, at from queue.actions
        where delivery_id = ${id} order by id`;
-    const [message] =
-      await sql`select envelope from queue.messages where message_id = ${d.message_id}`;
+    const [message] = await sql<{ envelope: unknown }[]>`
+      select envelope from queue.messages where message_id = ${d.message_id}`;
     // The supersede link, either way: this dead letter's corrected copy, or
     // the dead letter this delivery's message corrects.
-    const [by] = await sql`
+    const [by] = await sql<{
+      message_id: string;
+      actor: string;
+      reason: string;
+      at: Date;
+      delivery_id: string | null;
+    }[]>`
       select s.message_id, s.actor, s.reason, s.at,
              (select min(c.id) from queue.deliveries c
                where c.message_id = s.message_id) as delivery_id
         from queue.supersessions s where s.delivery_id = ${id}`;
-    const [of] = await sql`
+    const [of] = await sql<{ delivery_id: string }[]>`
       select delivery_id from queue.supersessions
        where message_id = ${d.message_id}`;
-    return {
+    return deliveryDetailDataSchema.parse({
       delivery: item(d),
       envelope: message?.envelope ?? null,
       supersededBy: by
         ? {
-          messageId: by.message_id as string,
+          messageId: by.message_id,
           deliveryId: by.delivery_id === null ? null : Number(by.delivery_id),
-          actor: by.actor as string,
-          reason: by.reason as string,
-          at: (by.at as Date).toISOString(),
+          actor: by.actor,
+          reason: by.reason,
+          at: by.at.toISOString(),
         }
         : null,
       supersedes: of ? Number(of.delivery_id) : null,
@@ -244,12 +295,18 @@ export async function deliveryDetail(sql: Sql, sandboxId: string, id: number) {
         reason: a.reason,
         at: a.at.toISOString(),
       })),
-    };
+    });
   });
 }
 
+const summariesSchema = z.array(deadLetterSummarySchema);
+const healthSchema = z.array(receiverHealthSchema);
+
 /** Dead letters per receiver, for the overview. */
-export async function deadLettersBySubscriber(sql: Sql, sandboxId: string) {
+export async function deadLettersBySubscriber(
+  sql: Sql,
+  sandboxId: string,
+): Promise<DeadLetterSummary[]> {
   const rows = await asService(
     sql,
     "console",
@@ -259,11 +316,11 @@ export async function deadLettersBySubscriber(sql: Sql, sandboxId: string) {
       select subscriber, count(*)::int as n, min(dead_at) as oldest
         from queue.deliveries where state = 'dead' group by subscriber order by subscriber`,
   );
-  return rows.map((r) => ({
+  return summariesSchema.parse(rows.map((r) => ({
     subscriber: r.subscriber,
     count: r.n,
     oldestDeadAt: r.oldest.toISOString(),
-  }));
+  })));
 }
 
 /** Success rate and last error per receiver over the last `minutes`. */
@@ -271,7 +328,7 @@ export async function receiverHealth(
   sql: Sql,
   sandboxId: string,
   minutes = 15,
-) {
+): Promise<ReceiverHealth[]> {
   const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
     sql<
       {
@@ -289,11 +346,11 @@ export async function receiverHealth(
         from queue.attempts a join queue.deliveries d on d.id = a.delivery_id
        where a.started_at > now() - ${minutes} * interval '1 minute'
        group by d.subscriber order by d.subscriber`);
-  return rows.map((r) => ({
+  return healthSchema.parse(rows.map((r) => ({
     subscriber: r.subscriber,
     attempts: r.total,
     successRate: r.total ? r.ok / r.total : null,
     lastError: r.last_error,
     lastAttemptAt: r.last_at.toISOString(),
-  }));
+  })));
 }
