@@ -234,6 +234,25 @@ Deno.test("contracts: every console twin's answer parses against its schema, wit
     }
     assert.ok(rows > 0);
     await twin(client, seen, "/api/console/faults");
+    const receivers = await twin<{ receivers: { attempts: number }[] }>(
+      client,
+      seen,
+      "/api/console/receivers",
+    );
+    assert.ok(receivers.receivers.some((r) => r.attempts > 0));
+    const alerts = await twin<{ alerts: unknown[] }>(
+      client,
+      seen,
+      "/api/console/alerts",
+    );
+    assert.ok(alerts.alerts.length > 0, "the dead letters raise an alert");
+    await twin(client, seen, "/api/console/order-violations");
+    await twin(
+      client,
+      seen,
+      "/api/console/order-violations",
+      "/api/console/order-violations?subscriber=kitchen",
+    );
     const board = await twin<{ cards: unknown[] }>(
       client,
       seen,

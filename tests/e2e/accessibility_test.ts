@@ -114,6 +114,8 @@ const PAGES: Stop[] = [
   { name: "not found", path: () => "/no-such-page", visitor: true },
   consoleStop("console overview", () => "/console"),
   consoleStop("console outbox", () => "/console/outbox"),
+  consoleStop("console receivers", () => "/console/receivers"),
+  consoleStop("console order violations", () => "/console/order-violations"),
   consoleStop("console deliveries", () => "/console/deliveries"),
   consoleStop(
     "console deliveries, dead",
