@@ -852,6 +852,7 @@ CREATE TABLE lab_printer.runs (
   sandbox_id uuid NOT NULL,
   settings jsonb NOT NULL,
   timeline jsonb NOT NULL,
+  queue_figures jsonb NOT NULL,
   ran_at timestamp with time zone NOT NULL DEFAULT now()
 );
 ALTER TABLE lab_printer.runs ADD CONSTRAINT runs_pkey PRIMARY KEY (sandbox_id);
