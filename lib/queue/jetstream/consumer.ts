@@ -278,22 +278,27 @@ export class JetStreamConsumer {
         lane.available = got === n ? left : 0;
         if (lane.rung) lane.available = Math.max(lane.available, 1);
       } catch (error) {
-        // The lane's consumer is gone (idle past its threshold while a
-        // publish raced it) or the broker is away: make it again (from the
-        // stream's first message of the lane) and fetch again soon.
+        // The fetch stopped early: its heartbeats came late (a loaded
+        // process), the broker is away, or the lane's consumer is gone (the
+        // server dropped it idle while a publish raced it), which looks the
+        // same from here. Make sure of the consumer (made again from the
+        // stream's first message of the lane if it was gone) and fetch
+        // again; if even that fails, wait a little first.
         log.warn("broker_fetch_failed", {
           subscriber,
           sandbox: lane.sandboxId,
           error,
         });
-        lane.consumer = undefined;
         lane.available = Math.max(lane.available, 1);
-        lane.notBefore = Date.now() + FETCH_RETRY_MS;
-        await stream.lanes.ensure(
-          [{ subscriber, sandboxId: lane.sandboxId }],
-          true,
-        )
-          .catch(() => {});
+        try {
+          await stream.lanes.ensure(
+            [{ subscriber, sandboxId: lane.sandboxId }],
+            true,
+          );
+        } catch {
+          lane.consumer = undefined;
+          lane.notBefore = Date.now() + FETCH_RETRY_MS;
+        }
       } finally {
         this.#asked -= n - got;
         lane.fetching = false;

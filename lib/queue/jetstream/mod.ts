@@ -119,6 +119,10 @@ export function brokerLoops(
     log,
     pollMs: options.pollMs,
     tick: async () => {
+      // Deliveries stored before the list was asked for: the relay makes
+      // sure of a lane before it stores its rows, so a lane missing from
+      // the list is gone, not being made.
+      const asked = new Date();
       const listed = await stream.lanes.list();
       for (const lane of listed) {
         consumers.get(lane.subscriber)?.observe(
@@ -129,8 +133,9 @@ export function brokerLoops(
       }
       if (looks++ % OPEN_LANES_EVERY === 0) {
         const there = new Set(listed.map(laneKey));
-        const gone = (await openLanes(options.sql, [...consumers.keys()]))
-          .filter((lane) => !there.has(laneKey(lane)));
+        const gone =
+          (await openLanes(options.sql, [...consumers.keys()], asked))
+            .filter((lane) => !there.has(laneKey(lane)));
         if (gone.length > 0) {
           log.warn("broker_lanes_made_again", { lanes: gone.length });
           await stream.lanes.ensure(gone, true);
