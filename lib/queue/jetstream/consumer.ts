@@ -97,7 +97,17 @@ interface LaneState {
   due: number[];
   /** No fetch before this (after a failed one). */
   notBefore: number;
+  /** The highest stream sequence fetched from the lane. */
+  seen: number;
+  /** When the lane last had work here (a lane idle for long is forgotten). */
+  busyAt: number;
 }
+
+/**
+ * How long an idle lane is kept (with its consumer's handle, which costs
+ * the broker a look-up to make again).
+ */
+const LANE_KEPT_MS = 60_000;
 
 /** One subscriber's consumer; `tick` for a Loop, `stop` to finish. */
 export class JetStreamConsumer {
@@ -125,9 +135,14 @@ export class JetStreamConsumer {
     return this.#lanes.size;
   }
 
-  /** New messages on a sandbox's lane (a bell). */
-  notify(sandboxId: string, count: number) {
+  /**
+   * New messages on a sandbox's lane (a bell): `count` of them, the last at
+   * stream sequence `seq`, if known. Nothing to do when a fetch of this
+   * consumer had that sequence already (the messages came before the bell).
+   */
+  notify(sandboxId: string, count: number, seq?: number) {
     const lane = this.#lane(sandboxId);
+    if (seq !== undefined && seq <= lane.seen) return;
     lane.available += count;
     if (lane.fetching) lane.rung = true;
     this.#wake();
@@ -167,11 +182,15 @@ export class JetStreamConsumer {
       }
       if (lane.fetching) continue;
       if (lane.available <= 0) {
-        if (lane.due.length === 0 && this.#held(lane.sandboxId).lane === 0) {
+        if (
+          now - lane.busyAt > LANE_KEPT_MS && lane.due.length === 0 &&
+          this.#held(lane.sandboxId).lane === 0
+        ) {
           this.#lanes.delete(lane.sandboxId);
         }
         continue;
       }
+      lane.busyAt = now;
       if (lane.notBefore > now) {
         next = Math.min(next, lane.notBefore);
         continue;
@@ -220,6 +239,8 @@ export class JetStreamConsumer {
         rung: false,
         due: [],
         notBefore: 0,
+        seen: 0,
+        busyAt: Date.now(),
       };
       this.#lanes.set(sandboxId, lane);
     }
@@ -270,6 +291,7 @@ export class JetStreamConsumer {
           got += burst.length;
           this.#asked -= burst.length;
           left = burst[burst.length - 1].info.pending;
+          for (const msg of burst) lane.seen = Math.max(lane.seen, msg.seq);
           this.#start(lane, burst);
         }
         // All it asked for: the last message said how many are left. Fewer:

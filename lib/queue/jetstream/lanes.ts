@@ -15,8 +15,9 @@
  * sandboxes long done go away.
  *
  * After a publish the relay rings the subscriber's bell (a core NATS
- * message, `<stream>.bell.<subscriber>`, with a count per sandbox): the
- * consumers fetch from those lanes at once. A bell may be lost; the workers
+ * message, `<stream>.bell.<subscriber>`, with a count per sandbox and the
+ * last stream sequence among them): the consumers fetch from those lanes at
+ * once, unless they have had that sequence already. A bell may be lost; the workers
  * also list the lanes every poll, with what each has pending.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -47,10 +48,13 @@ export interface LaneInfo extends LaneKey {
   delivered: number;
 }
 
-/** What a bell says: new messages per sandbox. */
+/**
+ * What a bell says: per sandbox, how many new messages, and the stream
+ * sequence of the last of them.
+ */
 export const bellSchema = z.record(
   z.uuid(),
-  z.number().int().positive(),
+  z.tuple([z.number().int().positive(), z.number().int().positive()]),
 );
 
 export type Bell = z.infer<typeof bellSchema>;
@@ -147,9 +151,17 @@ export function laneKey(lane: LaneKey): string {
   return `${lane.subscriber}\u0000${lane.sandboxId}`;
 }
 
-/** Counts messages per sandbox, for a subscriber's bell. */
-export function bellOf(sandboxIds: readonly string[]): Bell {
-  const bell: Bell = {};
-  for (const id of sandboxIds) bell[id] = (bell[id] ?? 0) + 1;
-  return bell;
+/** Rings each subscriber's bell for messages published on its lanes. */
+export function ringAll(
+  lanes: Lanes,
+  published: readonly (LaneKey & { seq: number })[],
+) {
+  const bells = new Map<string, Bell>();
+  for (const { subscriber, sandboxId, seq } of published) {
+    let bell = bells.get(subscriber);
+    if (!bell) bells.set(subscriber, bell = {});
+    const [n, last] = bell[sandboxId] ?? [0, 0];
+    bell[sandboxId] = [n + 1, Math.max(last, seq)];
+  }
+  for (const [subscriber, bell] of bells) lanes.ring(subscriber, bell);
 }

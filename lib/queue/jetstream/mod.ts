@@ -71,7 +71,11 @@ export function brokerLoops(
   const consumers = new Map<string, JetStreamConsumer>();
   const loops: Loop[] = [];
   const subscriptions: Subscription[] = [];
-  const wakeConsumers = () => loops.forEach((l) => l.wake());
+  // The consumers' loops only: the look at the lanes and the republisher
+  // go at their own pace (woken with the rest, a list of every lane after
+  // each send was most of the broker's work).
+  const consumerLoops: Loop[] = [];
+  const wakeConsumers = () => consumerLoops.forEach((l) => l.wake());
   for (const subscriber of Object.keys(options.subscribers)) {
     const consumer = new JetStreamConsumer({
       ...options,
@@ -79,7 +83,7 @@ export function brokerLoops(
       wake: wakeConsumers,
     });
     consumers.set(subscriber, consumer);
-    loops.push(
+    consumerLoops.push(
       new Loop({
         name: `broker:${subscriber}`,
         log,
@@ -106,8 +110,8 @@ export function brokerLoops(
             });
             return;
           }
-          for (const [sandboxId, n] of Object.entries(bell.data)) {
-            consumer.notify(sandboxId, n);
+          for (const [sandboxId, [n, seq]] of Object.entries(bell.data)) {
+            consumer.notify(sandboxId, n, seq);
           }
         },
       }),
@@ -160,7 +164,7 @@ export function brokerLoops(
         lanes: stream.lanes,
       }),
   });
-  loops.push(lanes, republisher);
+  loops.push(...consumerLoops, lanes, republisher);
   return Promise.resolve({
     loops,
     wakeRepublisher: () => republisher.wake(),

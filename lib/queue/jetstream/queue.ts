@@ -23,7 +23,7 @@ import type { JetStreamClient } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
 import type { OutgoingMessage, PgQueue, Queue, Routing } from "../publish.ts";
 import type { StreamNames } from "./stream.ts";
-import { bellOf, type Lanes } from "./lanes.ts";
+import { type Lanes, ringAll } from "./lanes.ts";
 
 /** The header that names the service whose outbox a message came from. */
 export const SOURCE_HEADER = "Bakery-Source";
@@ -53,28 +53,25 @@ export class JetStreamQueue implements Queue {
     const { js, names, lanes, routing, ledger } = this.#options;
     if (messages.length === 0) return 0;
     const timeout = this.#options.timeoutMs ?? 10_000;
-    // Sandboxes with a message for each subscriber, one entry per message.
-    const bells = new Map<string, string[]>();
-    for (const { envelope } of messages) {
-      for (const subscriber of routing[envelope.type] ?? []) {
-        const ids = bells.get(subscriber);
-        if (ids) ids.push(envelope.sandboxId);
-        else bells.set(subscriber, [envelope.sandboxId]);
-      }
-    }
-    await lanes.ensure(
-      [...bells].flatMap(([subscriber, ids]) =>
-        [...new Set(ids)].map((sandboxId) => ({ subscriber, sandboxId }))
-      ),
+    const lanesOf = messages.flatMap(({ envelope }) =>
+      (routing[envelope.type] ?? []).map((subscriber) => ({
+        subscriber,
+        sandboxId: envelope.sandboxId,
+      }))
     );
+    await lanes.ensure(lanesOf);
+    // What each subscriber's bell says: the lanes' messages and their last
+    // stream sequence.
+    const published: { subscriber: string; sandboxId: string; seq: number }[] =
+      [];
     const sent = await Promise.all(
       messages.map(async ({ source, envelope }) => {
         const data = JSON.stringify(envelope);
         const h = headers();
         h.set(SOURCE_HEADER, source);
         const acks = await Promise.all(
-          (routing[envelope.type] ?? []).map((subscriber) =>
-            js.publish(
+          (routing[envelope.type] ?? []).map(async (subscriber) => {
+            const ack = await js.publish(
               names.subject(subscriber, envelope.sandboxId, envelope.type),
               data,
               {
@@ -82,13 +79,19 @@ export class JetStreamQueue implements Queue {
                 headers: h,
                 timeout,
               },
-            )
-          ),
+            );
+            published.push({
+              subscriber,
+              sandboxId: envelope.sandboxId,
+              seq: ack.seq,
+            });
+            return ack;
+          }),
         );
         return acks.some((ack) => !ack.duplicate);
       }),
     );
-    for (const [subscriber, ids] of bells) lanes.ring(subscriber, bellOf(ids));
+    ringAll(lanes, published);
     // In message id order, as the consumers store theirs (deliveries_sql.ts):
     // a consumer quicker than this store inserts some of the same rows, and
     // two inserts that take the same keys in different orders deadlocked

@@ -17,7 +17,7 @@ import type { Envelope } from "../../outbox/envelope.ts";
 import type { TickResult } from "../../wake/loop.ts";
 import { SOURCE_HEADER } from "./queue.ts";
 import type { StreamNames } from "./stream.ts";
-import { bellOf, type Lanes } from "./lanes.ts";
+import { type Lanes, ringAll } from "./lanes.ts";
 
 export interface RepublishOptions {
   sql: Sql;
@@ -80,7 +80,7 @@ export async function republishOnce(
   await lanes.ensure(
     marks.map((m) => ({ subscriber: m.subscriber, sandboxId: m.sandbox_id })),
   );
-  await Promise.all(marks.map((m) => {
+  const acks = await Promise.all(marks.map((m) => {
     const h = headers();
     h.set(SOURCE_HEADER, m.source);
     return js.publish(
@@ -92,11 +92,14 @@ export async function republishOnce(
       },
     );
   }));
-  const bells = new Map<string, string[]>();
-  for (const m of marks) {
-    bells.set(m.subscriber, [...bells.get(m.subscriber) ?? [], m.sandbox_id]);
-  }
-  for (const [subscriber, ids] of bells) lanes.ring(subscriber, bellOf(ids));
+  ringAll(
+    lanes,
+    marks.map((m, i) => ({
+      subscriber: m.subscriber,
+      sandboxId: m.sandbox_id,
+      seq: acks[i].seq,
+    })),
+  );
   await bookkeepingStatement(sql, "queue", ({ sql }) =>
     sql`
       update queue.deliveries set republish_at = null
