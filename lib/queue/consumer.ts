@@ -44,6 +44,10 @@ export interface ConsumerOptions {
   sql: Sql;
   owner: string;
   dispatcher: Dispatcher;
+  /**
+   * The subscribers this consumer serves: it claims deliveries to these
+   * only, so that consumers of different subscribers can share the queue.
+   */
   subscribers: Readonly<Record<string, Subscriber>>;
   /** Delays before each retry; their count is the number of retries. */
   retryDelaysMs: readonly number[];
@@ -153,9 +157,11 @@ export async function consumeOnce(
   const batchSize = options.batchSize ?? CONSUMER_BATCH_SIZE;
   const leaseMs = consumerLeaseMs(options);
   const rounds = options.batchesPerTick ?? 5;
+  const subscribers = Object.keys(options.subscribers);
   const claim = (): ClaimOptions => ({
     limit: batchSize,
     leaseMs,
+    subscribers,
     round: {
       after: share.after,
       perSandbox: share.perSandbox,

@@ -10,8 +10,17 @@ export {
   type ConsumerOptions,
   type Outcome,
   retryDelay,
+  sendAll,
+  type SendOptions,
   type Subscriber,
 } from "./consumer.ts";
+export {
+  type AttemptResult,
+  claimBatch,
+  type ClaimedDelivery,
+  type ClaimOptions,
+  finishDeliveries,
+} from "./deliveries_sql.ts";
 export {
   type DeadLetterFilter,
   MAX_BATCH,

@@ -9,5 +9,6 @@ export {
   claimOutbox,
   claimOutboxGuarded,
   failPublish,
+  GUARD_LIMIT,
   markPublished,
 } from "./outbox_sql.ts";

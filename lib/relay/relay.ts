@@ -19,6 +19,7 @@ import {
   type ClaimedRow,
   claimOutboxGuarded,
   failPublish,
+  GUARD_LIMIT,
   markPublished,
   nextOutboxDue,
 } from "./outbox_sql.ts";
@@ -224,7 +225,7 @@ async function fail(options: RelayOptions, rows: ClaimedRow[], error: string) {
     sandboxIds: rows.map((r) => r.sandboxId),
     error,
     retryMs: options.retryMs,
-    guardLimit: options.guardLimit ?? 100,
+    guardLimit: options.guardLimit ?? GUARD_LIMIT,
   });
   alarmGuard(options, parked);
 }

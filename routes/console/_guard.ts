@@ -14,7 +14,8 @@ export type ConsoleRender = (
 ) => Response | Promise<Response>;
 
 /**
- * Where to go after signing in: a console path of this site, nothing else.
+ * Where to go after signing in: a console or lab path of this site, nothing
+ * else.
  * Anything else (another host, `//evil`, `javascript:`, a path that `..`
  * takes out of the console) becomes `/console`, so the sign-in page cannot
  * be used to send people elsewhere. A control character (CR, LF, NUL, tab)
@@ -45,7 +46,7 @@ export function safeNext(raw: unknown): string {
   }
   if (url.origin !== base) return fallback;
   const next = url.pathname + url.search + url.hash;
-  return /^\/console(?:[/?#]|$)/.test(next) ? next : fallback;
+  return /^\/(?:console|labs)(?:[/?#]|$)/.test(next) ? next : fallback;
 }
 
 /**
