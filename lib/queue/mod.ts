@@ -9,10 +9,20 @@ export { classify, type Outcome, retryDelay } from "./classify.ts";
 export { QUEUE_CHANNEL } from "./channel.ts";
 export type { AttemptResult, ClaimedDelivery } from "./delivery.ts";
 export {
+  beyond,
   type DeadLetterFilter,
+  type FailureGroup,
+  failureGroups,
+  matchDeadLetters,
+  type MatchedDeadLetters,
   MAX_BATCH,
   redrive,
+  redriveIn,
+  type RedriveOptions,
   refuse,
+  refuseIn,
+  type Superseded,
+  supersedeIn,
 } from "./dead_letters.ts";
 export {
   type OutgoingMessage,

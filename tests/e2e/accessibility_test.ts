@@ -133,6 +133,16 @@ const PAGES: Stop[] = [
     },
   ),
   consoleStop(
+    "console dead letters, a group's dry-run count to confirm",
+    () => "/console/dead-letters",
+    async (page) => {
+      await page.locator('[data-testid^="group-redrive-"]').first().click();
+      await byTestId(page, "group-confirm").waitFor();
+    },
+  ),
+  consoleStop("console search", () => "/console/search?q=kitchen"),
+  consoleStop("console search, nothing found", () => "/console/search?q=zzzz"),
+  consoleStop(
     "console dead letters, filtered",
     () => "/console/dead-letters?subscriber=kitchen&window=1h",
   ),
