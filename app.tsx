@@ -24,6 +24,8 @@ import { stripeWebhook, WEBHOOK_MAX_BODY } from "./routes/webhooks/stripe.ts";
 import { consoleRoutes } from "./routes/api/console.ts";
 import { eventsRoute, STREAMS_PER_SESSION } from "./routes/api/events.ts";
 import { metricsGuard, metricsRoute } from "./routes/metrics.ts";
+import { howItWorksPage } from "./routes/how_it_works.tsx";
+import { howItWorksRoutes } from "./routes/api/how_it_works.ts";
 
 /**
  * Content-Security-Policy of every response: scripts and styles only from
@@ -177,6 +179,12 @@ export function createApp(deps: Deps): Hono {
   app.get("/api/console/faults", api.faults);
   app.put("/api/console/faults", api.setFaults);
   app.get("/api/kitchen/board", api.board);
+
+  app.get("/how-it-works", (c) => howItWorksPage(c, deps));
+  const how = howItWorksRoutes(deps);
+  app.get("/api/how-it-works", how.page);
+  app.get("/api/how-it-works/costs", how.costs);
+  app.get("/api/how-it-works/try-it", how.tryIt);
 
   app.notFound((c) => {
     if (c.req.path.startsWith("/api/") || c.req.path === "/api") {

@@ -15,6 +15,7 @@ export const CONSOLE_PAGES = [
   { key: "closure", href: "/console/closure", label: "Closure" },
   { key: "kitchen", href: "/console/kitchen", label: "Kitchen" },
   { key: "faults", href: "/console/faults", label: "Faults" },
+  { key: "how", href: "/how-it-works", label: "How it's built" },
 ] as const;
 
 /** Which page is open: a key of `CONSOLE_PAGES`. */

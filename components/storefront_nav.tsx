@@ -1,4 +1,7 @@
-/** The storefront's header links: the menu, the basket and the console. */
+/**
+ * The storefront's header links: the menu, the basket, how the bakery is
+ * built, and the console.
+ */
 import { Island } from "../islands/_registry.ts";
 
 /** Header links for storefront pages. */
@@ -7,6 +10,7 @@ export function StorefrontNav() {
     <>
       <a href="/">Menu</a>
       <Island name="basket_link" props={{}} />
+      <a href="/how-it-works">How it's built</a>
       <a href="/console">Console</a>
     </>
   );

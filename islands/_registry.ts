@@ -21,6 +21,8 @@ import KitchenBoard from "./kitchen_board.tsx";
 import LiveStatus from "./live_status.tsx";
 import OutboxRows from "./outbox_rows.tsx";
 import SignInForm from "./sign_in_form.tsx";
+import TryIt from "./try_it.tsx";
+import HowCosts from "./how_costs.tsx";
 
 /** The island components by name. */
 export const islands = {
@@ -42,6 +44,9 @@ export const islands = {
   live_status: LiveStatus,
   outbox_rows: OutboxRows,
   sign_in_form: SignInForm,
+  // The How it's built page.
+  try_it: TryIt,
+  how_costs: HowCosts,
 } satisfies IslandRegistry;
 
 /**

@@ -121,14 +121,16 @@ AS $function$
 begin
   execute format($ddl$
     -- One row per message id this receiver has seen, with the answer it gave
-    -- (200 applied, 422 refused) so that a repeat gets the same answer.
+    -- (200 applied, 422 refused) so that a repeat gets the same answer, and
+    -- how many repeats got it.
     create table %1$I.inbox (
       message_id uuid primary key,
       sandbox_id uuid not null,
       type text not null,
       received_at timestamptz not null default now(),
       status int not null check (status in (200, 422)),
-      outcome jsonb not null default '{}'
+      outcome jsonb not null default '{}',
+      repeats int not null default 0 check (repeats >= 0)
     );
     -- Every instruction the receiver refused, and why.
     create table %1$I.refusals (
@@ -381,9 +383,11 @@ CREATE TABLE crm.inbox (
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
-  outcome jsonb NOT NULL DEFAULT '{}'::jsonb
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE crm.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE crm.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE crm.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 ALTER TABLE crm.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON crm.inbox AS PERMISSIVE FOR ALL TO PUBLIC
@@ -461,9 +465,11 @@ CREATE TABLE customers.inbox (
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
-  outcome jsonb NOT NULL DEFAULT '{}'::jsonb
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE customers.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE customers.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE customers.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 ALTER TABLE customers.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON customers.inbox AS PERMISSIVE FOR ALL TO PUBLIC
@@ -497,9 +503,11 @@ CREATE TABLE dispatch.inbox (
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
-  outcome jsonb NOT NULL DEFAULT '{}'::jsonb
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 ALTER TABLE dispatch.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON dispatch.inbox AS PERMISSIVE FOR ALL TO PUBLIC
@@ -571,9 +579,11 @@ CREATE TABLE kitchen.inbox (
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
-  outcome jsonb NOT NULL DEFAULT '{}'::jsonb
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 ALTER TABLE kitchen.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON kitchen.inbox AS PERMISSIVE FOR ALL TO PUBLIC
@@ -660,9 +670,11 @@ CREATE TABLE orders.inbox (
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
-  outcome jsonb NOT NULL DEFAULT '{}'::jsonb
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE orders.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE orders.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE orders.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 ALTER TABLE orders.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON orders.inbox AS PERMISSIVE FOR ALL TO PUBLIC
@@ -1003,9 +1015,11 @@ CREATE TABLE receipts.inbox (
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
-  outcome jsonb NOT NULL DEFAULT '{}'::jsonb
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 ALTER TABLE receipts.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON receipts.inbox AS PERMISSIVE FOR ALL TO PUBLIC
@@ -1076,9 +1090,11 @@ CREATE TABLE schedule.inbox (
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
-  outcome jsonb NOT NULL DEFAULT '{}'::jsonb
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 ALTER TABLE schedule.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON schedule.inbox AS PERMISSIVE FOR ALL TO PUBLIC

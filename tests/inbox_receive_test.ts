@@ -298,3 +298,47 @@ Deno.test("receive: an effect given as a statement runs in the caller's transact
     assert.equal(await count(sql, "t_recv_a.jobs"), 1);
   });
 });
+
+Deno.test("repeats answered from the inbox are counted on its row, on every path that answers one", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    const sandboxId = await createSandbox(sql);
+    const repeatsOf = async (messageId: string) => {
+      const [row] = await sql<{ repeats: number }[]>`
+        select repeats from t_recv_a.inbox where message_id = ${messageId}`;
+      return row.repeats;
+    };
+    // receiveOnce: the first delivery is no repeat; each later one is,
+    // whether its effect applies again, refuses or says not yet.
+    const applied = orderPlacedEnvelope(sandboxId, "O1");
+    await receiveOnce(sql, R, applied, receiverApply(R), OPTIONS);
+    assert.equal(await repeatsOf(applied.messageId), 0);
+    await receiveOnce(sql, R, applied, receiverApply(R), OPTIONS);
+    await receiveOnce(sql, R, applied, () => {
+      throw new NotYet("not yet");
+    }, OPTIONS);
+    assert.equal(await repeatsOf(applied.messageId), 2);
+
+    // A refusal, then its repeat.
+    const refused = orderPlacedEnvelope(sandboxId, "O2");
+    const refuse: Apply = () => {
+      throw new Refused("no");
+    };
+    await receiveOnce(sql, R, refused, refuse, OPTIONS);
+    assert.equal(await repeatsOf(refused.messageId), 0);
+    await receiveOnce(sql, R, refused, refuse, OPTIONS);
+    assert.equal(await repeatsOf(refused.messageId), 1);
+
+    // receive, in the caller's transaction.
+    const inTx = orderPlacedEnvelope(sandboxId, "O3");
+    for (let i = 0; i < 3; i++) {
+      await asService(
+        sql,
+        R,
+        { sandboxId },
+        (tx) => receive(tx, inTx, jobInStatement, OPTIONS),
+      );
+    }
+    assert.equal(await repeatsOf(inTx.messageId), 2);
+  });
+});

@@ -97,7 +97,8 @@ export interface ReceiveOptions {
 /**
  * Records `envelope.messageId` in `<service>.inbox` and runs `apply` once.
  *
- * - Seen before: returns the stored answer, changes nothing.
+ * - Seen before: returns the stored answer, changes nothing but the inbox
+ *   row's count of repeats.
  * - Older than the replay horizon and not seen: refused (422), recorded.
  * - `apply` throws NotYet: rethrown; the caller's transaction rolls back, so
  *   no inbox row remains and a later delivery tries again.
@@ -120,10 +121,13 @@ export async function receive(
     on conflict (message_id) do nothing
     returning message_id`;
   if (inserted.length === 0) {
+    // A repeat: answered from the inbox, and counted on its row.
     const [seen] = await sql<
       { status: 200 | 422; outcome: Record<string, unknown> }[]
     >`
-      select status, outcome from ${inbox} where message_id = ${envelope.messageId}`;
+      update ${inbox} set repeats = repeats + 1
+       where message_id = ${envelope.messageId}
+      returning status, outcome`;
     return { status: seen.status, body: seen.outcome, duplicate: true };
   }
   if (beyondHorizon(envelope, options)) {
@@ -169,7 +173,8 @@ function horizonReason(options: ReceiveOptions) {
  * The inbox row still decides: when the insert finds the message id there
  * already (a repeat, or a concurrent delivery of the same message that
  * committed first), it fails, the transaction is rolled back, so the repeat
- * changes nothing, and the stored answer is returned. Whatever ends the transaction
+ * changes nothing, and the stored answer is returned (the inbox row counts
+ * the repeat). Whatever ends the transaction
  * otherwise (NotYet, Refused, an error) is judged after the rollback, and a
  * message the inbox has seen gets its stored answer then too:
  *
@@ -275,7 +280,10 @@ async function recordRefusal(
   return seen;
 }
 
-/** The answer the inbox holds for this message, if it has it. */
+/**
+ * The answer the inbox holds for this message, if it has it: a repeat,
+ * counted on the inbox row (`repeats`) as it is answered.
+ */
 async function storedAnswer(
   sql: Sql,
   service: string,
@@ -287,8 +295,9 @@ async function storedAnswer(
     { sandboxId: envelope.sandboxId },
     ({ sql }) =>
       sql<{ status: 200 | 422; outcome: Record<string, unknown> }[]>`
-        select status, outcome from ${sql(`${service}.inbox`)}
-         where message_id = ${envelope.messageId}`,
+        update ${sql(`${service}.inbox`)} set repeats = repeats + 1
+         where message_id = ${envelope.messageId}
+        returning status, outcome`,
   );
   return seen
     ? { status: seen.status, body: seen.outcome, duplicate: true }

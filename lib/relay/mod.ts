@@ -18,5 +18,6 @@ export {
   claimOutbox,
   claimOutboxGuarded,
   failPublish,
+  GUARD_LIMIT,
   markPublished,
 } from "./outbox_sql.ts";

@@ -54,6 +54,13 @@ export interface Claimed {
   parked: string[];
 }
 
+/**
+ * Automatic re-arms the loop guard allows per sandbox and UTC day, unless
+ * the relay is given another limit: a publish that fails every
+ * RELAY_RETRY_MS (30 s) uses 100 in under an hour, then the rows wait.
+ */
+export const GUARD_LIMIT = 100;
+
 /** Why a row taken over and parked by the loop guard waits. */
 export const LEASE_RAN_OUT =
   "the relay's lease ran out before it marked the row published";
@@ -76,7 +83,7 @@ export async function claimOutboxGuarded(
   options: ClaimOptions,
 ): Promise<Claimed> {
   const { owner, limit, leaseMs, sandboxIds } = options;
-  const guardLimit = options.guardLimit ?? 100;
+  const guardLimit = options.guardLimit ?? GUARD_LIMIT;
   const [result] = await asBookkeeper(sql, service, ({ sql }) => {
     const table = sql(`${service}.outbox`);
     const guardTable = sql(`${service}.relay_guard`);

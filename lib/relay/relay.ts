@@ -25,6 +25,7 @@ import {
   type ClaimedRow,
   claimOutboxGuarded,
   failPublish,
+  GUARD_LIMIT,
   markPublished,
   nextOutboxDue,
 } from "./outbox_sql.ts";
@@ -214,7 +215,7 @@ async function fail(options: RelayOptions, rows: ClaimedRow[], error: string) {
     sandboxIds: rows.map((r) => r.sandboxId),
     error,
     retryMs: options.retryMs,
-    guardLimit: options.guardLimit ?? 100,
+    guardLimit: options.guardLimit ?? GUARD_LIMIT,
   });
   alarmGuard(options, parked);
 }
