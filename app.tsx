@@ -178,6 +178,8 @@ export function createApp(deps: Deps): Hono {
   app.get("/api/console/closure/rows", api.closureRows);
   app.get("/api/console/faults", api.faults);
   app.put("/api/console/faults", api.setFaults);
+  app.get("/api/console/receivers/:name", api.receiverPause);
+  app.put("/api/console/receivers/:name", api.setReceiverPause);
   app.get("/api/kitchen/board", api.board);
 
   app.get("/how-it-works", (c) => howItWorksPage(c, deps));

@@ -14,6 +14,15 @@ export {
   redrive,
   refuse,
 } from "./dead_letters.ts";
+export {
+  type PauseChange,
+  type PausedLanes,
+  pausedSubscribers,
+  type PauseReader,
+  pgPauses,
+  RESUME_HINT,
+  setPaused,
+} from "./pauses.ts";
 export type { OutgoingMessage, Queue, Routing } from "./queue.ts";
 export { consumerLeaseMs, type SendOptions, type Subscriber } from "./send.ts";
 export { DELIVERY_STATES, type DeliveryState } from "./states.ts";

@@ -26,7 +26,11 @@ import { kitchenBoard } from "../../services/console/board.ts";
 import { refundsDue } from "../../services/console/refunds.ts";
 import { readFaults, writeFaults } from "../../services/console/faults.ts";
 import { FAULT_NAMES } from "../../services/faults.ts";
-import { SUBSCRIBERS } from "../../services/routing.ts";
+import {
+  pausedReceivers,
+  pauseReceiver,
+} from "../../services/console/pauses.ts";
+import { type SubscriberName, SUBSCRIBERS } from "../../services/routing.ts";
 import { payloads } from "../../services/events.ts";
 
 /** The signed-in operator (a named session), or 401. */
@@ -82,6 +86,15 @@ const faultsSchema = z.record(z.string(), z.boolean()).superRefine(
     }
   },
 );
+
+export const pauseSchema = z.object({ paused: z.boolean() }).strict();
+
+/** The receiver a path names, or 404. */
+function receiverParam(c: Context): SubscriberName {
+  const name = subscriber.safeParse(c.req.param("name"));
+  if (!name.success) throw new HttpError(404, "no such receiver");
+  return name.data;
+}
 
 function idParam(c: Context): number {
   const id = Number(c.req.param("id"));
@@ -207,6 +220,20 @@ export function consoleRoutes(deps: Deps) {
       const faults = await writeFaults(sql, sandboxId, changes);
       changed(sandboxId);
       return c.json(faults);
+    },
+    receiverPause: async (c: Context) => {
+      const { sandboxId } = requireOperator(c);
+      const name = receiverParam(c);
+      const paused = await pausedReceivers(sql, sandboxId);
+      return c.json({ name, paused: paused[name] });
+    },
+    setReceiverPause: async (c: Context) => {
+      const { sandboxId, actor } = requireOperator(c);
+      const name = receiverParam(c);
+      const { paused } = parseOr400(pauseSchema, await readJson(c.req.raw));
+      const answer = await pauseReceiver(sql, sandboxId, name, paused, actor);
+      changed(sandboxId);
+      return c.json(answer);
     },
     board: async (c: Context) => {
       const { sandboxId } = requireOperator(c);

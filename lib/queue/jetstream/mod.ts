@@ -8,6 +8,7 @@
 import type { Sql } from "../../db/connect.ts";
 import type { Logger } from "../../log/mod.ts";
 import { Loop } from "../../wake/loop.ts";
+import type { PauseReader } from "../pauses.ts";
 import type { SendOptions } from "../send.ts";
 import { JetStreamConsumer } from "./consumer.ts";
 import { republishOnce } from "./redrive.ts";
@@ -29,6 +30,8 @@ export interface BrokerLoopsOptions extends Omit<SendOptions, "owner"> {
   pollMs: number;
   log: Logger;
   onTouched?: (sandboxIds: string[]) => void;
+  /** Paused subscribers, whose messages wait unattempted (../pauses.ts). */
+  pauses?: PauseReader;
 }
 
 /** The loops of one process: consumers, and the redrives' republisher. */
