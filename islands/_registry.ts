@@ -20,6 +20,7 @@ import FaultSwitches from "./fault_switches.tsx";
 import KitchenBoard from "./kitchen_board.tsx";
 import LiveStatus from "./live_status.tsx";
 import OutboxRows from "./outbox_rows.tsx";
+import ReceiverPauses from "./receiver_pauses.tsx";
 import SignInForm from "./sign_in_form.tsx";
 import TryIt from "./try_it.tsx";
 import HowCosts from "./how_costs.tsx";
@@ -43,6 +44,7 @@ export const islands = {
   kitchen_board: KitchenBoard,
   live_status: LiveStatus,
   outbox_rows: OutboxRows,
+  receiver_pauses: ReceiverPauses,
   sign_in_form: SignInForm,
   // The How it's built page.
   try_it: TryIt,
