@@ -26,6 +26,14 @@ export interface PauseReader {
   (): Promise<PausedLanes>;
   /** True when `subscriber` is paused in `sandboxId`. */
   isPaused(sandboxId: string, subscriber: string): Promise<boolean>;
+  /**
+   * The pairs as last read, at once, without waiting for the pool (a read
+   * is started when they are older than the cache's ttl): for a caller
+   * that must not wait on this pool's connections, as the relay, whose
+   * moves have connections of their own. Writes through the same pool show
+   * here at once; another process's, within a read.
+   */
+  known(): PausedLanes;
   /** Drops the cache: the next read goes to the table. */
   forget(): void;
 }
@@ -72,6 +80,34 @@ function invalidate(sql: Sql) {
   }
 }
 
+/**
+ * After a write through `sql`: its cache shows the pair's new state at
+ * once, and is read again at the next wait (a read that started before is
+ * dropped).
+ */
+function written(
+  sql: Sql,
+  sandboxId: string,
+  subscriber: string,
+  paused: boolean,
+) {
+  const cache = caches.get(sql);
+  if (!cache) return;
+  const key = keyOf(sandboxId, subscriber);
+  const keys = new Set(cache.keys);
+  if (paused) keys.add(key);
+  else keys.delete(key);
+  const lanes: PausedLanes = { sandboxIds: [], subscribers: [] };
+  for (const k of keys) {
+    const [id, name] = k.split("\u0000");
+    lanes.sandboxIds.push(id);
+    lanes.subscribers.push(name);
+  }
+  cache.keys = keys;
+  cache.lanes = lanes;
+  invalidate(sql);
+}
+
 async function refresh(sql: Sql, cache: Cache) {
   for (;;) {
     const generation = cache.generation;
@@ -95,19 +131,26 @@ async function refresh(sql: Sql, cache: Cache) {
  * `ttlMs`, and a resume at once, by its NOTIFY (lib/workers/listen.ts).
  */
 export function pgPauses(sql: Sql, ttlMs = 250): PauseReader {
+  const load = (cache: Cache): Promise<void> | undefined => {
+    if (Date.now() - cache.readAt <= ttlMs) return undefined;
+    return cache.loading ??= refresh(sql, cache).finally(() =>
+      cache.loading = undefined
+    );
+  };
   const current = async (): Promise<Cache> => {
     const cache = cacheOf(sql);
-    if (Date.now() - cache.readAt > ttlMs) {
-      cache.loading ??= refresh(sql, cache).finally(() =>
-        cache.loading = undefined
-      );
-      await cache.loading;
-    }
+    await load(cache);
     return cache;
   };
   return Object.assign(async () => (await current()).lanes, {
     isPaused: async (sandboxId: string, subscriber: string) =>
       (await current()).keys.has(keyOf(sandboxId, subscriber)),
+    known: () => {
+      const cache = cacheOf(sql);
+      // Its failure is a waiting reader's to see; here the last read stays.
+      load(cache)?.catch(() => {});
+      return cache.lanes;
+    },
     forget: () => invalidate(sql),
   });
 }
@@ -167,7 +210,7 @@ export async function setPaused(
       return row.changed;
     },
   );
-  invalidate(sql);
+  written(sql, sandboxId, subscriber, paused);
   return { subscriber, paused, changed };
 }
 

@@ -104,6 +104,8 @@ export async function startMessaging(
   options: MessagingOptions,
 ): Promise<Messaging> {
   const owner = `worker-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`;
+  // Read once before any move, which hands off by the pairs last read.
+  await options.pauses?.();
   const log = options.log.child({ owner });
   // How this process's consumers are woken, and what its relays hand them.
   const local = new LocalQueue(CONSUMER_BATCH_SIZE);

@@ -60,7 +60,8 @@ export function relayLoops(options: RelayLoopsOptions): Map<string, Loop> {
           owner,
           leaseMs: options.handoffLeaseMs,
           max: CONSUMER_BATCH_SIZE,
-          paused: await options.pauses?.(),
+          // As last read: a move must not wait on the consumers' pool.
+          paused: options.pauses?.known(),
         }
         : undefined;
       // The move's NOTIFY (for other processes' consumers) names this
