@@ -24,6 +24,8 @@ import { stripeWebhook, WEBHOOK_MAX_BODY } from "./routes/webhooks/stripe.ts";
 import { consoleRoutes } from "./routes/api/console.ts";
 import { eventsRoute, STREAMS_PER_SESSION } from "./routes/api/events.ts";
 import { metricsGuard, metricsRoute } from "./routes/metrics.ts";
+import { labRoutes } from "./routes/api/labs.ts";
+import { registerLabPages } from "./routes/labs/mod.ts";
 import { howItWorksPage } from "./routes/how_it_works.tsx";
 import { howItWorksRoutes } from "./routes/api/how_it_works.ts";
 
@@ -75,6 +77,8 @@ function rateGroupOf(c: Context): string | undefined {
   }
   if (/^\/api\/orders\/[^/]+\/pay$/.test(path)) return "payments";
   if (path.startsWith("/api/console/")) return "console";
+  // A lab run holds the labs for about a second.
+  if (path.startsWith("/api/labs/") || path.startsWith("/labs/")) return "labs";
   return undefined;
 }
 
@@ -145,6 +149,7 @@ export function createApp(deps: Deps): Hono {
   registerStorefront(app, deps);
   registerOrderPages(app, deps);
   registerConsolePages(app, deps);
+  registerLabPages(app, deps);
 
   const session = sessionRoutes(deps);
   app.post("/api/session", session.create);
@@ -180,8 +185,16 @@ export function createApp(deps: Deps): Hono {
   app.put("/api/console/faults", api.setFaults);
   app.get("/api/console/receivers/:name", api.receiverPause);
   app.put("/api/console/receivers/:name", api.setReceiverPause);
+  app.get("/api/console/alerts", api.alerts);
+  app.get("/api/console/receivers", api.receivers);
+  app.get("/api/console/order-violations", api.orderViolations);
   app.get("/api/kitchen/board", api.board);
 
+  const labs = labRoutes(deps);
+  app.get("/api/labs/ledger", labs.ledger);
+  app.post("/api/labs/ledger/:scenario", labs.runLedger);
+  app.get("/api/labs/queue", labs.queue);
+  app.post("/api/labs/queue", labs.runQueue);
   app.get("/how-it-works", (c) => howItWorksPage(c, deps));
   const how = howItWorksRoutes(deps);
   app.get("/api/how-it-works", how.page);

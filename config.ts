@@ -17,6 +17,11 @@ const msList = z.string().trim().regex(
   "a comma-separated list of milliseconds, such as 1000,5000,25000",
 ).transform((s) => s.split(",").map(Number));
 
+const ratio = z.string().trim().refine((s) => {
+  const n = Number(s);
+  return /^(0(\.\d+)?|1(\.0+)?)$/.test(s) && n >= 0 && n <= 1;
+}, "a number from 0 to 1, such as 0.9").transform(Number);
+
 const postgresUrl = z.string().trim().regex(
   /^postgres(ql)?:\/\//,
   "a postgres:// URL",
@@ -58,6 +63,11 @@ const schema = z.object({
   ).default("BAKERY"),
   SANDBOX_WIPE: z.enum(["on", "off"]).default("on"),
   RATE_LIMIT_PER_MINUTE: int(0, 1_000_000).default(600),
+  // The console's alerts (services/console/alerts.ts) and the same rules for
+  // Prometheus (ops/prometheus/alerts.yml, written with these defaults).
+  ALERT_OUTBOX_AGE_S: int(1, 604_800).default(60),
+  ALERT_DEAD_LETTERS: int(1, 1_000_000).default(1),
+  ALERT_SUCCESS_RATE: ratio.default(0.9),
   METRICS_TOKEN: z.string().trim().regex(
     /^[A-Za-z0-9._~+/-]{16,}=*$/,
     "a token of at least 16 letters, digits or ._~+/-",

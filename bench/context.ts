@@ -18,6 +18,8 @@ export interface Plan {
   relayRows: number;
   /** OrderPaid messages for `deliver`: six deliveries each. */
   deliverMessages: number;
+  /** Jobs the peer (graphile-worker) drains, each a receiver's two writes. */
+  peerJobs: number;
   steady: {
     trialMs: number;
     startRate: number;
@@ -64,6 +66,11 @@ export interface Plan {
   };
   memoryAppMs: number;
   soakMs: number;
+  /**
+   * Paid orders per trial of the transports scenario (ten deliveries each),
+   * and the worker process counts it runs with.
+   */
+  transports: { orders: number; workers: number[] };
   /** Upper bound for any drain (relay, deliver) before giving up. */
   drainTimeoutMs: number;
 }
@@ -78,6 +85,7 @@ export function makePlan(quick: boolean, soakMinutes: number): Plan {
       writeMs: 500,
       relayRows: 2_000,
       deliverMessages: 100,
+      peerJobs: 500,
       steady: {
         trialMs: 1_000,
         startRate: 20,
@@ -105,6 +113,7 @@ export function makePlan(quick: boolean, soakMinutes: number): Plan {
         quietOrders: 3,
         waitMs: 15_000,
       },
+      transports: { orders: 10, workers: [1] },
       memoryAppMs: 2_500,
       soakMs: soakMinutes * 60_000,
       drainTimeoutMs: 30_000,
@@ -117,6 +126,7 @@ export function makePlan(quick: boolean, soakMinutes: number): Plan {
       writeMs: 10_000,
       relayRows: 100_000,
       deliverMessages: 10_000,
+      peerJobs: 60_000,
       steady: {
         trialMs: 12_000,
         startRate: 25,
@@ -149,6 +159,7 @@ export function makePlan(quick: boolean, soakMinutes: number): Plan {
         quietOrders: 20,
         waitMs: 60_000,
       },
+      transports: { orders: 1_000, workers: [1, 3] },
       memoryAppMs: 60_000,
       soakMs: soakMinutes * 60_000,
       drainTimeoutMs: 600_000,
@@ -157,7 +168,10 @@ export function makePlan(quick: boolean, soakMinutes: number): Plan {
 
 /** Figures measured earlier that later scenarios compare to. */
 export interface Shared {
-  /** Baseline figures by name, e.g. "outbox_plain_8". */
+  /**
+   * Baseline figures by name, e.g. "outbox_plain_8", and the peer's, e.g.
+   * "peer.order_add_job_8".
+   */
   baselines: Map<string, number>;
   /** Relay messages/s with one process. */
   relayRate?: number;
@@ -189,3 +203,9 @@ export type Scenario = (ctx: Ctx) => Promise<Figure[]>;
 export function baseline(ctx: Ctx, name: string, unit: string) {
   return { name, value: ctx.shared.baselines.get(name) ?? null, unit };
 }
+
+/**
+ * Thrown by a scenario that cannot run here (what it needs is absent): the
+ * scenario is reported as skipped, with the reason, not as failed.
+ */
+export class SkipScenario extends Error {}

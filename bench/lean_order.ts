@@ -3,7 +3,9 @@
  * the bakery's: an order of three writes instead of eight. Its row carries
  * its lines (jsonb) and its idempotency key (a unique column), the outbox
  * row stands for the OrderPlaced event, and the capacity is taken as the
- * real order takes it (orders.day_counts). The same isolation as the real
+ * real order takes it (orders.day_counts, the same upsert as
+ * services/orders/orders_sql.ts capacityTake, after the order row rather
+ * than after the key). The same isolation as the real
  * order: the orders service's role, the sandbox, row-level security; the
  * same outbox write with its flush, the same wake-up, the same round trip.
  * It answers "would the schema change of the README's honest word meet
@@ -14,7 +16,6 @@ import { serviceStatement } from "../lib/db/service.ts";
 import { outboxWrites, wakeInStatement } from "../lib/outbox/append.ts";
 import {
   bySku,
-  capacityTake,
   isOrderRefusal,
   ORDER_DOES_NOT_FIT,
 } from "../services/orders/orders_sql.ts";
@@ -86,7 +87,16 @@ export async function placeLeanOrder(
         lines.map((l) => l.qty)
       }::int[], ${caps}::int[]) with ordinality as l(sku, qty, cap, n)
         ), taken as (
-          ${capacityTake(tx, sandboxId, day, lines, "placed")}
+          insert into orders.day_counts as d (sandbox_id, day, sku, qty)
+          select ${sandboxId}, ${day}, line.sku, line.qty
+            from placed, line
+           where line.qty <= line.cap
+           order by line.n
+          on conflict (sandbox_id, day, sku) do update
+             set qty = d.qty + excluded.qty
+           where d.qty + excluded.qty
+                 <= (${caps}::int[])[array_position(${skus}::text[], excluded.sku)]
+          returning sku
         ), ${outboxWrites(tx, [envelope], placed)}
         select ${placed} as placed,
                case when ${placed}

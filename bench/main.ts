@@ -13,7 +13,13 @@
  *                      statements in the results (embedded cluster only)
  */
 import { killAllChildren } from "./child.ts";
-import { type Ctx, makePlan, type Scenario, type Shared } from "./context.ts";
+import {
+  type Ctx,
+  makePlan,
+  type Scenario,
+  type Shared,
+  SkipScenario,
+} from "./context.ts";
 import {
   cpuModel,
   cpuSeconds,
@@ -27,6 +33,7 @@ import {
   type Results,
   type ScenarioResult,
   table,
+  targetsTable,
   writeResults,
 } from "./report.ts";
 import {
@@ -36,12 +43,14 @@ import {
   topStatements,
 } from "./server.ts";
 import { baselines } from "./baselines.ts";
+import { peer } from "./scenarios/peer.ts";
 import { write } from "./scenarios/write.ts";
 import { relay } from "./scenarios/relay.ts";
 import { deliver } from "./scenarios/deliver.ts";
 import { steady } from "./scenarios/steady.ts";
 import { fairness } from "./scenarios/fairness.ts";
 import { wakeup } from "./scenarios/wakeup.ts";
+import { transports } from "./scenarios/transports.ts";
 import { consoleApis } from "./scenarios/console.ts";
 import { memory } from "./scenarios/memory.ts";
 import { soak } from "./scenarios/soak.ts";
@@ -49,12 +58,14 @@ import { connect } from "../lib/db/connect.ts";
 
 const SCENARIOS: [string, Scenario][] = [
   ["baseline", baselines],
+  ["peer", peer],
   ["write", write],
   ["relay", relay],
   ["deliver", deliver],
   ["steady", steady],
   ["fairness", fairness],
   ["wakeup", wakeup],
+  ["transports", transports],
   ["console", consoleApis],
   ["memory", memory],
   ["soak", soak],
@@ -167,7 +178,11 @@ try {
 }
 results.finishedAt = new Date().toISOString();
 await writeResults(out, results);
-console.log(`\n${table(results)}\n\n${cpuTable(results)}\n\nresults: ${out}`);
+console.log(
+  `\n${table(results)}\n\n${targetsTable(results)}\n\n${
+    cpuTable(results)
+  }\n\nresults: ${out}`,
+);
 Deno.exit(failed ? 1 : 0);
 
 async function run(
@@ -212,9 +227,14 @@ async function run(
     if (admin) await resetStatements(admin);
     result.figures = await scenario(ctx);
   } catch (error) {
-    result.status = "failed";
-    result.error = (error as Error).message;
-    progress.note(`${name} failed: ${(error as Error).stack ?? error}`);
+    if (error instanceof SkipScenario) {
+      result.status = "skipped";
+      ctx.params = { ...ctx.params, reason: error.message };
+    } else {
+      result.status = "failed";
+      result.error = (error as Error).message;
+      progress.note(`${name} failed: ${(error as Error).stack ?? error}`);
+    }
     await killAllChildren();
   }
   const wall = (performance.now() - t0) / 1000;

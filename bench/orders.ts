@@ -8,10 +8,7 @@ import type { Sql } from "../lib/db/connect.ts";
 import { serviceStatement } from "../lib/db/service.ts";
 import { uuidv7 } from "../lib/outbox/envelope.ts";
 import { MENU, menuItem } from "../services/menu.ts";
-import {
-  placeOrder,
-  placeOrderWithoutOutboxForBenchmark,
-} from "../services/orders/place.ts";
+import { placeOrder } from "../services/orders/place.ts";
 import type { PlaceOrderInput } from "../services/orders/schema.ts";
 import { createPayment } from "../services/billing/open_payment.ts";
 import { recordStripeEvent } from "../services/billing/payments.ts";
@@ -106,23 +103,10 @@ export class OrderSource {
 }
 
 /** Places one order through the orders service; returns its id and total. */
-export async function place(
-  sql: Sql,
-  source: OrderSource,
-  options: { notify?: boolean } = {},
-) {
+export async function place(sql: Sql, source: OrderSource) {
   const { sandboxId, input } = await source.next();
-  const placed = await placeOrder(sql, sandboxId, input, options);
+  const placed = await placeOrder(sql, sandboxId, input);
   return { sandboxId, orderId: placed.orderId, totalCents: placed.totalCents };
-}
-
-/**
- * The same order transaction without the outbox row, its flush and the
- * wake-up: the write scenario's measure of what the outbox costs.
- */
-export async function placeWithoutOutbox(sql: Sql, source: OrderSource) {
-  const { sandboxId, input } = await source.next();
-  await placeOrderWithoutOutboxForBenchmark(sql, sandboxId, input);
 }
 
 /**

@@ -122,6 +122,10 @@ export function ratioAtLeast(bound: number, text: string): Target {
   return { of: "ratio", op: ">=", bound, text };
 }
 
+export function ratioAtMost(bound: number, text: string): Target {
+  return { of: "ratio", op: "<=", bound, text };
+}
+
 function cell(v: number | null | undefined): string {
   if (v === null || v === undefined) return "-";
   return String(round(v, 4));
@@ -143,7 +147,9 @@ export function table(results: Results): string {
     if (r.status !== "ok") {
       rows.push([
         scenario,
-        r.status === "skipped" ? "(skipped)" : `(failed: ${r.error ?? "?"})`,
+        r.status === "skipped"
+          ? `(skipped${r.params.reason ? `: ${r.params.reason}` : ""})`
+          : `(failed: ${r.error ?? "?"})`,
         "",
         "",
         "",
@@ -176,6 +182,43 @@ export function table(results: Results): string {
     widths.map((w) => "-".repeat(w)).join("  "),
     ...rows.slice(1).map(line),
   ].join("\n");
+}
+
+/**
+ * Every target of the run, one line each: the figure, what it is held to,
+ * what was measured (the ratio for a target on the ratio, else the value)
+ * and met or MISSED; skipped scenarios with their reason.
+ */
+export function targetsTable(results: Results): string {
+  const rows: string[][] = [["target", "figure", "measured", "met"]];
+  for (const [scenario, r] of Object.entries(results.scenarios)) {
+    if (r.status === "skipped" && r.params.reason) {
+      rows.push(["(skipped)", scenario, String(r.params.reason), ""]);
+    }
+    for (const f of r.figures) {
+      if (!f.target) continue;
+      const measured = f.target.of === "ratio"
+        ? f.ratio === null
+          ? "-"
+          : `${cell(f.ratio)} (${cell(f.value)} ${f.unit} / ${
+            cell(f.baseline?.value)
+          })`
+        : `${cell(f.value)} ${f.unit}`;
+      rows.push([
+        f.target.text,
+        `${scenario}.${f.name}`,
+        measured,
+        f.met === null ? "-" : f.met ? "met" : "MISSED",
+      ]);
+    }
+  }
+  const widths = rows[0].map((_, i) =>
+    Math.max(...rows.map((r) => r[i].length))
+  );
+  return rows.map((r) =>
+    r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd()
+  )
+    .join("\n");
 }
 
 /** CPU per scenario: where the time went, bench/workers/postgres. */

@@ -4,14 +4,17 @@
  * orders is made through the services (each order placed, its payment
  * opened and its `payment_intent.succeeded` recorded by billing), held, and
  * then released to workers that are already running; the drain is timed on
- * the server clock from the release to the last delivery done. Each paid
- * order makes ten deliveries (OrderPlaced to three receivers, the payment
- * to orders, OrderPaid to six), and the chain is the whole one: relay,
- * broker or queue, consumers, the receivers' transactions, and orders'
- * OrderPaid relayed in its turn.
+ * the server clock from the release to the last delivery done, and the
+ * relays' publishing from the release to the last outbox row published.
+ * Each paid order makes three messages (OrderPlaced, the payment, OrderPaid)
+ * and ten deliveries (OrderPlaced to three receivers, the payment to orders,
+ * OrderPaid to six), and the chain is the whole one: relay, broker or
+ * queue, consumers, the receivers' transactions, and orders' OrderPaid
+ * relayed in its turn.
  *
- * Not a scenario of `deno task bench`: a comparison of the transports to
- * run by hand.
+ * The `transports` scenario of `deno task bench` runs {@link trial} (and is
+ * skipped, with the reason, when no JetStream answers); this file also runs
+ * by hand for more orders, runs and worker counts.
  *
  * Usage: deno run -A bench/transports.ts [--orders 1000] [--workers 1,3]
  *        [--queues postgres,jetstream] [--runs 2] [--out PATH]
@@ -43,17 +46,22 @@ const PER_ORDER = 10;
 /** Clients that make the backlog side by side. */
 const SEEDERS = 8;
 
-const { values: args } = parseArgs({
-  args: Deno.args,
-  options: {
-    orders: { type: "string", default: "1000" },
-    workers: { type: "string", default: "1,3" },
-    queues: { type: "string", default: "postgres,jetstream" },
-    runs: { type: "string", default: "2" },
-    out: { type: "string" },
-  },
-});
-const natsUrl = Deno.env.get("NATS_URL") ?? "nats://127.0.0.1:4222";
+export const natsUrl = Deno.env.get("NATS_URL") ?? "nats://127.0.0.1:4222";
+
+/** Why JetStream cannot be measured here, or null when it can. */
+export async function natsMissing(): Promise<string | null> {
+  try {
+    const nc = await natsConnect({ servers: natsUrl, timeout: 2000 });
+    try {
+      await (await jetstreamManager(nc)).getAccountInfo();
+      return null;
+    } finally {
+      await nc.close();
+    }
+  } catch (error) {
+    return `no JetStream at ${natsUrl}: ${(error as Error).message}`;
+  }
+}
 
 /** The worker task's command line (deno.json), as `deno task` runs it. */
 function workerCommand(): string[] {
@@ -129,7 +137,7 @@ async function release(sql: Sql): Promise<Date> {
   return t0;
 }
 
-interface Trial {
+export interface Trial {
   queue: string;
   workers: number;
   run: number;
@@ -137,6 +145,11 @@ interface Trial {
   deliveries: number;
   seconds: number;
   appliedPerSecond: number;
+  /** Messages published by the relays (three per paid order). */
+  messages: number;
+  /** From the release to the last outbox row published. */
+  publishSeconds: number;
+  publishedPerSecond: number;
   paidOrdersPerSecond: number;
   /**
    * Deliveries per CPU second of the workers, PostgreSQL and nats-server
@@ -200,7 +213,7 @@ function cpuSpent(
   };
 }
 
-async function trial(
+export async function trial(
   db: BenchDb,
   o: { queue: string; workers: number; run: number; orders: number },
   postmaster: number | null,
@@ -240,11 +253,16 @@ async function trial(
       select max(done_at) as end, count(*)::int as n from queue.deliveries`;
     if (n !== total) throw new Error(`${n} deliveries, expected ${total}`);
     const seconds = (end.getTime() - t0.getTime()) / 1000;
+    const published = await lastPublished(db.sql);
+    const publishSeconds = (published.at.getTime() - t0.getTime()) / 1000;
     return {
       ...o,
       deliveries: total,
       seconds: round(seconds),
       appliedPerSecond: Math.round(total / seconds),
+      messages: published.n,
+      publishSeconds: round(publishSeconds),
+      publishedPerSecond: Math.round(published.n / publishSeconds),
       paidOrdersPerSecond: round(o.orders / seconds, 1),
       appliedPerCpuSecond: cpu.postgres === null ? null : Math.round(
         total / (cpu.workers! + cpu.postgres + cpu.nats!),
@@ -265,6 +283,20 @@ async function trial(
   }
 }
 
+/** The senders' outbox rows published, and when the last one was. */
+async function lastPublished(sql: Sql): Promise<{ n: number; at: Date }> {
+  let n = 0;
+  let at = new Date(0);
+  for (const service of SENDERS) {
+    const [row] = await sql<{ n: number; at: Date | null }[]>`
+      select count(*)::int as n, max(published_at) as at
+        from ${sql(`${service}.outbox`)} where state = 'published'`;
+    n += row.n;
+    if (row.at && row.at > at) at = row.at;
+  }
+  return { n, at };
+}
+
 async function dropStream(name: string) {
   const nc = await natsConnect({ servers: natsUrl });
   try {
@@ -278,46 +310,61 @@ function round(value: number, digits = 2): number {
   return Math.round(value * 10 ** digits) / 10 ** digits;
 }
 
-const server = await startServer({ stats: false });
-const trials: Trial[] = [];
-try {
-  const orders = Number(args.orders);
-  for (let run = 1; run <= Number(args.runs); run++) {
-    for (const queue of args.queues.split(",")) {
-      for (const workers of args.workers.split(",").map(Number)) {
-        const db = await server.database(`${queue}_${workers}`);
-        try {
-          const t = await trial(
-            db,
-            { queue, workers, run, orders },
-            server.postmasterPid,
-          );
-          trials.push(t);
-          console.log(JSON.stringify(t));
-        } finally {
-          await db.drop();
+if (import.meta.main) await byHand();
+
+async function byHand() {
+  const { values: args } = parseArgs({
+    args: Deno.args,
+    options: {
+      orders: { type: "string", default: "1000" },
+      workers: { type: "string", default: "1,3" },
+      queues: { type: "string", default: "postgres,jetstream" },
+      runs: { type: "string", default: "2" },
+      out: { type: "string" },
+    },
+  });
+  const server = await startServer({ stats: false });
+  const trials: Trial[] = [];
+  try {
+    const orders = Number(args.orders);
+    for (let run = 1; run <= Number(args.runs); run++) {
+      for (const queue of args.queues.split(",")) {
+        for (const workers of args.workers.split(",").map(Number)) {
+          const db = await server.database(`${queue}_${workers}`);
+          try {
+            const t = await trial(
+              db,
+              { queue, workers, run, orders },
+              server.postmasterPid,
+            );
+            trials.push(t);
+            console.log(JSON.stringify(t));
+          } finally {
+            await db.drop();
+          }
         }
       }
     }
+  } finally {
+    await server.stop();
   }
-} finally {
-  await server.stop();
-}
-console.log(
-  `\n${cpuModel() ?? "unknown CPU"}, ${navigator.hardwareConcurrency} cores`,
-);
-console.table(trials.map((t) => ({
-  queue: t.queue,
-  workers: t.workers,
-  run: t.run,
-  seconds: t.seconds,
-  "applied/s": t.appliedPerSecond,
-  "paid orders/s": t.paidOrdersPerSecond,
-  "applied/CPU s": t.appliedPerCpuSecond,
-  "CPU s: workers/pg/nats/others":
-    `${t.cpu.workers}/${t.cpu.postgres}/${t.cpu.nats}/${t.cpu.others}`,
-  load: t.loadAverage,
-})));
-if (args.out) {
-  await Deno.writeTextFile(args.out, JSON.stringify(trials, null, 2) + "\n");
+  console.log(
+    `\n${cpuModel() ?? "unknown CPU"}, ${navigator.hardwareConcurrency} cores`,
+  );
+  console.table(trials.map((t) => ({
+    queue: t.queue,
+    workers: t.workers,
+    run: t.run,
+    seconds: t.seconds,
+    "applied/s": t.appliedPerSecond,
+    "published/s": t.publishedPerSecond,
+    "paid orders/s": t.paidOrdersPerSecond,
+    "applied/CPU s": t.appliedPerCpuSecond,
+    "CPU s: workers/pg/nats/others":
+      `${t.cpu.workers}/${t.cpu.postgres}/${t.cpu.nats}/${t.cpu.others}`,
+    load: t.loadAverage,
+  })));
+  if (args.out) {
+    await Deno.writeTextFile(args.out, JSON.stringify(trials, null, 2) + "\n");
+  }
 }

@@ -13,8 +13,16 @@ export const CONSOLE_PAGES = [
   { key: "deliveries", href: "/console/deliveries", label: "Deliveries" },
   { key: "dead-letters", href: "/console/dead-letters", label: "Dead letters" },
   { key: "closure", href: "/console/closure", label: "Closure" },
+  { key: "receivers", href: "/console/receivers", label: "Receivers" },
+  {
+    key: "order-violations",
+    href: "/console/order-violations",
+    label: "Order violations",
+  },
   { key: "kitchen", href: "/console/kitchen", label: "Kitchen" },
   { key: "faults", href: "/console/faults", label: "Faults" },
+  { key: "ledger", href: "/labs/ledger", label: "Ledger lab" },
+  { key: "queue", href: "/labs/queue", label: "Queue Lab" },
   { key: "how", href: "/how-it-works", label: "How it's built" },
 ] as const;
 

@@ -2,12 +2,16 @@
 import type { ComponentChildren } from "preact";
 import { Layout } from "./layout.tsx";
 import { ConsoleNav, type ConsolePageKey } from "./console_nav.tsx";
+import { Island } from "../islands/_registry.ts";
+import type { Alert } from "../services/console/alerts.ts";
 
 /** Who is looking: the signed-in operator of `routes/console/_guard.ts`. */
 export interface Operator {
   name: string;
   sandboxId: string;
   csrfToken: string;
+  /** The sandbox's alerts when the page was rendered, for the banner. */
+  alerts?: Alert[];
 }
 
 /** Props: the page's title and key, the operator, and the content. */
@@ -20,7 +24,10 @@ export interface ConsolePageProps {
   children: ComponentChildren;
 }
 
-/** A console page: header nav with the operator, heading, lead, content. */
+/**
+ * A console page: header nav with the operator, the alerts banner (live),
+ * heading, lead, content.
+ */
 export function ConsolePage(props: ConsolePageProps) {
   const { operator } = props;
   return (
@@ -36,6 +43,10 @@ export function ConsolePage(props: ConsolePageProps) {
       }
     >
       <div class="console" data-testid={`console-${props.current}`}>
+        <Island
+          name="alert_banner"
+          props={{ initial: { alerts: operator.alerts ?? [] } }}
+        />
         <header class="console-head">
           <h1>{props.title}</h1>
           {props.lead && <p class="console-lead">{props.lead}</p>}

@@ -5,6 +5,7 @@
  * to an error message.
  */
 import { type Answer, failure, sendJson } from "./_console_api.ts";
+import type { RedriveAnswer, RefuseAnswer } from "./_console_types.ts";
 
 /** Which dead letters a bulk action means: ids, or a filter. */
 export interface DeadLetterTarget {
@@ -20,7 +21,8 @@ export type ActionResult = { ids: number[] } | { error: string };
 
 function result(answer: Answer): ActionResult {
   if (!answer.ok) return { error: failure(answer) };
-  return { ids: Array.isArray(answer.body.ids) ? answer.body.ids : [] };
+  const body = answer.body as Partial<RedriveAnswer | RefuseAnswer>;
+  return { ids: Array.isArray(body.ids) ? body.ids : [] };
 }
 
 const BASE = "/api/console/dead-letters";

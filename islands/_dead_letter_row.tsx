@@ -30,6 +30,13 @@ export interface DeadLetterRowProps {
   refuseForm?: ComponentChildren;
 }
 
+/** The element id of a row's outcome, focused after an action on it. */
+export const outcomeId = (id: number) => `dead-letter-outcome-${id}`;
+
+/** The element id of the button that opens a refuse form. */
+export const refuseButtonId = (which: number | "selected" | "all") =>
+  `refuse-button-${which}`;
+
 /** The columns of the table, for the form row's `colSpan`. */
 export const DEAD_LETTER_COLUMNS = 9;
 
@@ -80,6 +87,8 @@ export function DeadLetterRow(props: DeadLetterRowProps) {
             ? (
               <span
                 class={acted.action === "redriven" ? "badge badge-ok" : "badge"}
+                id={outcomeId(d.id)}
+                tabIndex={-1}
                 data-testid={`outcome-${d.id}`}
               >
                 {acted.action === "redriven"
@@ -103,6 +112,7 @@ export function DeadLetterRow(props: DeadLetterRowProps) {
                   class="button small refuse"
                   disabled={props.busy}
                   onClick={props.onRefuse}
+                  id={refuseButtonId(d.id)}
                   data-testid={`refuse-${d.id}`}
                 >
                   Refuse…

@@ -37,11 +37,26 @@ export function RefuseForm(props: RefuseFormProps) {
     busy.value = true;
     const failed = await props.onRefuse(reason.value.trim());
     busy.value = false;
-    if (failed) error.value = failed;
+    if (failed) {
+      error.value = failed;
+      // The confirm button was disabled meanwhile, and lost the focus.
+      input.current?.focus();
+    }
   }
 
   return (
-    <form class="refuse-form" onSubmit={submit} noValidate>
+    <form
+      class="refuse-form"
+      onSubmit={submit}
+      // Escape backs out, as it does from a dialog.
+      onKeyDown={(e) => {
+        if (e.key === "Escape") {
+          e.preventDefault();
+          props.onCancel();
+        }
+      }}
+      noValidate
+    >
       <label>
         <span class="visually-hidden">Why refuse {props.what}?</span>
         <input

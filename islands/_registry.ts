@@ -10,6 +10,7 @@ import Cart from "./cart.tsx";
 import CheckoutForm from "./checkout_form.tsx";
 import OrderTimeline from "./order_timeline.tsx";
 import PayForm from "./pay_form.tsx";
+import AlertBanner from "./alert_banner.tsx";
 import ClosureMatrix from "./closure_matrix.tsx";
 import ClosureRows from "./closure_rows.tsx";
 import ConsoleOverview from "./console_overview.tsx";
@@ -19,8 +20,10 @@ import DeliveryDetail from "./delivery_detail.tsx";
 import FaultSwitches from "./fault_switches.tsx";
 import KitchenBoard from "./kitchen_board.tsx";
 import LiveStatus from "./live_status.tsx";
+import OrderViolationsList from "./order_violations_list.tsx";
 import OutboxRows from "./outbox_rows.tsx";
 import ReceiverPauses from "./receiver_pauses.tsx";
+import ReceiversList from "./receivers_list.tsx";
 import SignInForm from "./sign_in_form.tsx";
 import TryIt from "./try_it.tsx";
 import HowCosts from "./how_costs.tsx";
@@ -34,6 +37,7 @@ export const islands = {
   order_timeline: OrderTimeline,
   pay_form: PayForm,
   // The operator console.
+  alert_banner: AlertBanner,
   closure_matrix: ClosureMatrix,
   closure_rows: ClosureRows,
   console_overview: ConsoleOverview,
@@ -43,8 +47,10 @@ export const islands = {
   fault_switches: FaultSwitches,
   kitchen_board: KitchenBoard,
   live_status: LiveStatus,
+  order_violations_list: OrderViolationsList,
   outbox_rows: OutboxRows,
   receiver_pauses: ReceiverPauses,
+  receivers_list: ReceiversList,
   sign_in_form: SignInForm,
   // The How it's built page.
   try_it: TryIt,

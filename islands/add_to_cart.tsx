@@ -28,7 +28,9 @@ export default function AddToCart({ sku, name }: AddToCartProps) {
         class="button add"
         disabled={!cartReady.value}
         onClick={() => addOne(sku)}
-        aria-label={`Add ${name} to basket`}
+        // What is read out starts with the words shown, so that a person who
+        // says "click Add to basket" finds it (WCAG 2.5.3).
+        aria-label={`Add to basket: ${name}`}
       >
         Add to basket
       </button>

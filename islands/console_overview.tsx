@@ -1,13 +1,15 @@
 /**
  * The console's overview, live: outbox ages per service and event type, the
  * age histogram, closure totals, dead letters per receiver, payments
- * needing a refund and receiver health. Twin of `GET /api/console/overview`;
+ * needing a refund, receiver health, each receiver's last hour as charts
+ * and the number of order violations. Twin of `GET /api/console/overview`;
  * ages count up every second.
  */
 import { AgeHistogram } from "../components/age_histogram.tsx";
 import { ClosureTotals, MismatchAlarm } from "../components/closure_totals.tsx";
 import { RateBar } from "../components/rate_bar.tsx";
 import { RefundsDue } from "../components/refunds_due.tsx";
+import { ReceiverChartGrid } from "../components/receiver_charts.tsx";
 import { formatAge, formatClock } from "../components/console_format.ts";
 import { liveAge, useLive, useNow } from "./_live.ts";
 import type { OverviewData } from "./_console_types.ts";
@@ -22,7 +24,15 @@ export interface ConsoleOverviewProps {
 export default function ConsoleOverview(props: ConsoleOverviewProps) {
   const live = useLive("/api/console/overview", props.initial, props.serverNow);
   const now = useNow();
-  const { outbox, closure, deadLetters, receivers, refunds } = live.data.value;
+  const {
+    outbox,
+    closure,
+    deadLetters,
+    receivers,
+    refunds,
+    lastHour,
+    orderViolations,
+  } = live.data.value;
   const age = (s: number | null) =>
     formatAge(liveAge(s, live.stamp.value, now));
   const deadTotal = deadLetters.reduce((n, d) => n + d.count, 0);
@@ -150,6 +160,22 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
         </section>
       </div>
 
+      <section class="panel" aria-labelledby="violations-title">
+        <h2 id="violations-title">Order violations</h2>
+        <p data-testid="overview-violations">
+          <a
+            href="/console/order-violations"
+            data-testid="overview-violations-link"
+            class={orderViolations.total > 0 ? "tone-warn" : undefined}
+          >
+            {orderViolations.total === 1
+              ? "1 message"
+              : `${orderViolations.total} messages`}{" "}
+            arrived after a later version of their order had been applied
+          </a>
+        </p>
+      </section>
+
       <section class="panel" aria-labelledby="refunds-title">
         <h2 id="refunds-title">Payments needing a refund</h2>
         <p class="muted">
@@ -201,6 +227,15 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
               </table>
             </div>
           )}
+      </section>
+
+      <section class="panel" aria-labelledby="last-hour-title">
+        <h2 id="last-hour-title">Last hour per receiver</h2>
+        <p class="muted">
+          Done deliveries and p95 latency per minute.{" "}
+          <a href="/console/receivers">Every receiver in detail</a>
+        </p>
+        <ReceiverChartGrid receivers={lastHour} />
       </section>
     </div>
   );

@@ -7,6 +7,7 @@
  * redriven row that dies again comes back as dead.
  */
 import { useSignal } from "@preact/signals";
+import { useEffect } from "preact/hooks";
 import { useLive } from "./_live.ts";
 import type { DeadLettersData, DeliveryItem } from "./_console_types.ts";
 import {
@@ -17,7 +18,12 @@ import {
   refuseMany,
   refuseOne,
 } from "./_dead_letter_actions.ts";
-import { type Acted, DeadLetterRow } from "./_dead_letter_row.tsx";
+import {
+  type Acted,
+  DeadLetterRow,
+  outcomeId,
+  refuseButtonId,
+} from "./_dead_letter_row.tsx";
 import { RefuseForm } from "./_refuse_form.tsx";
 
 /** Props: the page's filter (also the "all matching" target) and its data. */
@@ -30,6 +36,10 @@ interface Row {
   item: DeliveryItem;
   acted?: Acted;
 }
+
+/** The ids of the notice that says what the last action did, and of the error. */
+const NOTICE_ID = "dead-letter-notice";
+const ERROR_ID = "dead-letter-error";
 
 const plural = (n: number, one: string, many: string) =>
   `${n} ${n === 1 ? one : many}`;
@@ -49,6 +59,15 @@ export default function DeadLetters(props: DeadLettersProps) {
   const busy = useSignal(false);
   const notice = useSignal("");
   const error = useSignal("");
+  // Where the keyboard's focus goes once the page shows what a click did:
+  // the button that was pressed is gone (a row's) or disabled (the
+  // toolbar's), and a focus left on nothing starts again at the top.
+  const focusNext = useSignal<string | null>(null);
+  useEffect(() => {
+    if (!focusNext.value) return;
+    document.getElementById(focusNext.value)?.focus();
+    focusNext.value = null;
+  }, [focusNext.value]);
 
   // What the server says is dead, with what this page did laid over it.
   const items = live.data.value.items;
@@ -89,8 +108,12 @@ export default function DeadLetters(props: DeadLettersProps) {
     selected.value = still;
   }
 
-  /** Runs an action; returns an error message for the refuse form, or null. */
+  /**
+   * Runs an action on `which` (a row's id, or the toolbar's targets);
+   * returns an error message for the refuse form, or null.
+   */
   async function act(
+    which: number | "selected" | "all",
     run: () => Promise<ActionResult>,
     action: Acted["action"],
     reason?: string,
@@ -102,6 +125,8 @@ export default function DeadLetters(props: DeadLettersProps) {
     busy.value = false;
     if ("error" in result) {
       error.value = result.error;
+      // A refuse form says it itself, and keeps the focus.
+      if (refusing.value === null) focusNext.value = ERROR_ID;
       return result.error;
     }
     mark(result.ids, action, reason);
@@ -111,6 +136,7 @@ export default function DeadLetters(props: DeadLettersProps) {
     }${
       action === "redriven" && result.ids.length > 1 ? ", oldest first" : ""
     }.`;
+    focusNext.value = typeof which === "number" ? outcomeId(which) : NOTICE_ID;
     void live.reload();
     return null;
   }
@@ -133,9 +159,13 @@ export default function DeadLetters(props: DeadLettersProps) {
       testid={typeof which === "number"
         ? `refuse-form-${which}`
         : `refuse-${which}-form`}
-      onCancel={() => refusing.value = null}
+      onCancel={() => {
+        refusing.value = null;
+        focusNext.value = refuseButtonId(which);
+      }}
       onRefuse={(reason) =>
         act(
+          which,
           () =>
             typeof which === "number"
               ? refuseOne(which, reason)
@@ -159,7 +189,8 @@ export default function DeadLetters(props: DeadLettersProps) {
           type="button"
           class="button small"
           disabled={busy.value || chosen.length === 0}
-          onClick={() => act(() => redriveMany({ ids: chosen }), "redriven")}
+          onClick={() =>
+            act("selected", () => redriveMany({ ids: chosen }), "redriven")}
           data-testid="redrive-selected"
         >
           Redrive selected
@@ -169,6 +200,7 @@ export default function DeadLetters(props: DeadLettersProps) {
           class="button small refuse"
           disabled={busy.value || chosen.length === 0}
           onClick={() => refusing.value = "selected"}
+          id={refuseButtonId("selected")}
           data-testid="refuse-selected"
         >
           Refuse selected…
@@ -178,7 +210,8 @@ export default function DeadLetters(props: DeadLettersProps) {
           type="button"
           class="button small"
           disabled={busy.value || open.length === 0}
-          onClick={() => act(() => redriveMany(props.filter), "redriven")}
+          onClick={() =>
+            act("all", () => redriveMany(props.filter), "redriven")}
           data-testid="redrive-all"
         >
           Redrive all matching
@@ -188,6 +221,7 @@ export default function DeadLetters(props: DeadLettersProps) {
           class="button small refuse"
           disabled={busy.value || open.length === 0}
           onClick={() => refusing.value = "all"}
+          id={refuseButtonId("all")}
           data-testid="refuse-all"
         >
           Refuse all matching…
@@ -196,12 +230,24 @@ export default function DeadLetters(props: DeadLettersProps) {
       {(refusing.value === "selected" || refusing.value === "all") &&
         <div class="toolbar-form">{form(refusing.value)}</div>}
       {notice.value && (
-        <p class="notice" role="status" data-testid="dead-letter-notice">
+        <p
+          class="notice"
+          role="status"
+          id={NOTICE_ID}
+          tabIndex={-1}
+          data-testid="dead-letter-notice"
+        >
           {notice.value}
         </p>
       )}
       {(error.value || live.error.value) && (
-        <p class="form-error" role="alert" data-testid="dead-letter-error">
+        <p
+          class="form-error"
+          role="alert"
+          id={ERROR_ID}
+          tabIndex={-1}
+          data-testid="dead-letter-error"
+        >
           {error.value || live.error.value}
         </p>
       )}
@@ -254,7 +300,8 @@ export default function DeadLetters(props: DeadLettersProps) {
                       else next.delete(item.id);
                       selected.value = next;
                     }}
-                    onRedrive={() => act(() => redriveOne(item.id), "redriven")}
+                    onRedrive={() =>
+                      act(item.id, () => redriveOne(item.id), "redriven")}
                     onRefuse={() => refusing.value = item.id}
                     refuseForm={refusing.value === item.id
                       ? form(item.id)

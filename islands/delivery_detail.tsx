@@ -5,6 +5,7 @@
  * The envelope is printed as JSON text, which Preact escapes.
  */
 import { useSignal } from "@preact/signals";
+import { useEffect } from "preact/hooks";
 import {
   badgeClass,
   deliveryLabel,
@@ -40,6 +41,14 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
   const busy = useSignal(false);
   const notice = useSignal("");
   const error = useSignal("");
+  // Where the keyboard's focus goes once the page shows what a click did:
+  // the buttons are gone once the delivery is no longer dead.
+  const focusNext = useSignal<string | null>(null);
+  useEffect(() => {
+    if (!focusNext.value) return;
+    document.getElementById(focusNext.value)?.focus();
+    focusNext.value = null;
+  }, [focusNext.value]);
   const { delivery: d, envelope, attempts, actions } = live.data.value;
 
   async function act(run: () => Promise<ActionResult>, done: string) {
@@ -49,10 +58,12 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
     busy.value = false;
     if ("error" in result) {
       error.value = result.error;
+      if (!refusing.value) focusNext.value = "delivery-error";
       return result.error;
     }
     refusing.value = false;
     notice.value = done;
+    focusNext.value = "delivery-notice";
     await live.reload();
     return null;
   }
@@ -137,6 +148,7 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
                 class="button refuse"
                 disabled={busy.value}
                 onClick={() => refusing.value = true}
+                id="delivery-refuse"
                 data-testid="refuse"
               >
                 Refuse…
@@ -146,11 +158,13 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
               <RefuseForm
                 what={`delivery ${d.id}`}
                 testid="refuse-form"
-                onCancel={() => refusing.value = false}
+                onCancel={() => {
+                  refusing.value = false;
+                  focusNext.value = "delivery-refuse";
+                }}
                 onRefuse={(reason) =>
                   act(
-                    () =>
-                      refuseOne(d.id, reason),
+                    () => refuseOne(d.id, reason),
                     "Refused: the obligation is closed.",
                   )}
               />
@@ -158,12 +172,23 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
           </div>
         )}
         {notice.value && (
-          <p class="notice" role="status" data-testid="delivery-notice">
+          <p
+            class="notice"
+            role="status"
+            id="delivery-notice"
+            tabIndex={-1}
+            data-testid="delivery-notice"
+          >
             {notice.value}
           </p>
         )}
         {(error.value || live.error.value) && (
-          <p class="form-error" role="alert">
+          <p
+            class="form-error"
+            role="alert"
+            id="delivery-error"
+            tabIndex={-1}
+          >
             {error.value || live.error.value}
           </p>
         )}
@@ -239,9 +264,13 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
 
       <section class="panel" aria-labelledby="envelope-title">
         <h2 id="envelope-title">Envelope</h2>
+        {/* Focusable, so that a keyboard can scroll a long envelope. */}
         <pre
           class="json"
           data-testid="envelope"
+          tabIndex={0}
+          role="region"
+          aria-labelledby="envelope-title"
         >{JSON.stringify(envelope, null, 2)}</pre>
       </section>
     </div>

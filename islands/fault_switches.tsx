@@ -1,12 +1,14 @@
 /**
  * The fault switches of the operator's sandbox, live. A flip PUTs
  * `{ [name]: boolean }` to `/api/console/faults` and shows the server's
- * answer; while the request is out the switch shows the new position and is
- * disabled, and a refusal puts it back with the reason.
+ * answer; while the request is out the switch shows the new position and
+ * takes no flip (aria-disabled, not disabled: a disabled control loses the
+ * keyboard's focus), and a refusal puts it back with the reason.
  */
 import { useSignal } from "@preact/signals";
 import { failure, sendJson } from "./_console_api.ts";
 import { useLive } from "./_live.ts";
+import type { FaultsData } from "./_console_types.ts";
 
 /** One switch: its name (the API's key), label and what it does. */
 export interface FaultSwitch {
@@ -18,7 +20,7 @@ export interface FaultSwitch {
 /** Props: the switches (from services/faults.ts) and their positions. */
 export interface FaultSwitchesProps {
   faults: FaultSwitch[];
-  initial: Record<string, boolean>;
+  initial: FaultsData;
 }
 
 /** A toggle per fault. */
@@ -31,7 +33,7 @@ export default function FaultSwitches(props: FaultSwitchesProps) {
     pending.value = { ...pending.value, [name]: on };
     error.value = "";
     const answer = await sendJson("PUT", "/api/console/faults", { [name]: on });
-    if (answer.ok) live.data.value = answer.body;
+    if (answer.ok) live.data.value = answer.body as FaultsData;
     else error.value = failure(answer);
     const { [name]: _, ...rest } = pending.value;
     pending.value = rest;
@@ -56,8 +58,11 @@ export default function FaultSwitches(props: FaultSwitchesProps) {
                   type="checkbox"
                   role="switch"
                   checked={checked}
-                  disabled={busy}
+                  aria-disabled={busy ? "true" : undefined}
                   aria-describedby={`fault-${f.name}-help`}
+                  // A click while the request is out changes nothing.
+                  onClick={(e) =>
+                    busy && e.preventDefault()}
                   onChange={(e) =>
                     flip(f.name, e.currentTarget.checked)}
                   data-testid={`fault-${f.name}`}

@@ -12,6 +12,9 @@ CREATE ROLE crm NOLOGIN;
 CREATE ROLE customers NOLOGIN;
 CREATE ROLE dispatch NOLOGIN;
 CREATE ROLE kitchen NOLOGIN;
+CREATE ROLE lab_printer NOLOGIN;
+CREATE ROLE lab_receiver NOLOGIN;
+CREATE ROLE lab_sender NOLOGIN;
 CREATE ROLE orders NOLOGIN;
 CREATE ROLE queue NOLOGIN;
 CREATE ROLE receipts NOLOGIN;
@@ -38,6 +41,16 @@ GRANT USAGE ON SCHEMA dispatch TO dispatch;
 CREATE SCHEMA kitchen;
 GRANT USAGE ON SCHEMA kitchen TO console;
 GRANT USAGE ON SCHEMA kitchen TO kitchen;
+CREATE SCHEMA lab_printer;
+GRANT USAGE ON SCHEMA lab_printer TO console;
+GRANT USAGE ON SCHEMA lab_printer TO lab_printer;
+CREATE SCHEMA lab_receiver;
+GRANT USAGE ON SCHEMA lab_receiver TO console;
+GRANT USAGE ON SCHEMA lab_receiver TO lab_receiver;
+CREATE SCHEMA lab_sender;
+GRANT USAGE ON SCHEMA lab_sender TO console;
+GRANT USAGE ON SCHEMA lab_sender TO lab_sender;
+GRANT USAGE ON SCHEMA lab_sender TO relay;
 CREATE SCHEMA orders;
 GRANT USAGE ON SCHEMA orders TO console;
 GRANT USAGE ON SCHEMA orders TO orders;
@@ -49,6 +62,9 @@ GRANT USAGE ON SCHEMA platform TO crm;
 GRANT USAGE ON SCHEMA platform TO customers;
 GRANT USAGE ON SCHEMA platform TO dispatch;
 GRANT USAGE ON SCHEMA platform TO kitchen;
+GRANT USAGE ON SCHEMA platform TO lab_printer;
+GRANT USAGE ON SCHEMA platform TO lab_receiver;
+GRANT USAGE ON SCHEMA platform TO lab_sender;
 GRANT USAGE ON SCHEMA platform TO orders;
 GRANT USAGE ON SCHEMA platform TO queue;
 GRANT USAGE ON SCHEMA platform TO receipts;
@@ -83,6 +99,15 @@ ALTER DEFAULT PRIVILEGES IN SCHEMA dispatch GRANT SELECT, INSERT, UPDATE, DELETE
 ALTER DEFAULT PRIVILEGES IN SCHEMA kitchen GRANT SELECT, USAGE ON SEQUENCES TO kitchen;
 ALTER DEFAULT PRIVILEGES IN SCHEMA kitchen GRANT SELECT ON TABLES TO console;
 ALTER DEFAULT PRIVILEGES IN SCHEMA kitchen GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO kitchen;
+ALTER DEFAULT PRIVILEGES IN SCHEMA lab_printer GRANT SELECT, USAGE ON SEQUENCES TO lab_printer;
+ALTER DEFAULT PRIVILEGES IN SCHEMA lab_printer GRANT SELECT ON TABLES TO console;
+ALTER DEFAULT PRIVILEGES IN SCHEMA lab_printer GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO lab_printer;
+ALTER DEFAULT PRIVILEGES IN SCHEMA lab_receiver GRANT SELECT, USAGE ON SEQUENCES TO lab_receiver;
+ALTER DEFAULT PRIVILEGES IN SCHEMA lab_receiver GRANT SELECT ON TABLES TO console;
+ALTER DEFAULT PRIVILEGES IN SCHEMA lab_receiver GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO lab_receiver;
+ALTER DEFAULT PRIVILEGES IN SCHEMA lab_sender GRANT SELECT, USAGE ON SEQUENCES TO lab_sender;
+ALTER DEFAULT PRIVILEGES IN SCHEMA lab_sender GRANT SELECT ON TABLES TO console;
+ALTER DEFAULT PRIVILEGES IN SCHEMA lab_sender GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO lab_sender;
 ALTER DEFAULT PRIVILEGES IN SCHEMA orders GRANT SELECT, USAGE ON SEQUENCES TO orders;
 ALTER DEFAULT PRIVILEGES IN SCHEMA orders GRANT SELECT ON TABLES TO console;
 ALTER DEFAULT PRIVILEGES IN SCHEMA orders GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO orders;
@@ -95,6 +120,37 @@ ALTER DEFAULT PRIVILEGES IN SCHEMA receipts GRANT SELECT, INSERT, UPDATE, DELETE
 ALTER DEFAULT PRIVILEGES IN SCHEMA schedule GRANT SELECT, USAGE ON SEQUENCES TO schedule;
 ALTER DEFAULT PRIVILEGES IN SCHEMA schedule GRANT SELECT ON TABLES TO console;
 ALTER DEFAULT PRIVILEGES IN SCHEMA schedule GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO schedule;
+
+CREATE OR REPLACE FUNCTION platform.add_order_watch(s text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  execute format($ddl$
+    alter table %1$I.inbox add column aggregate_id text,
+      add column aggregate_version int;
+    -- The highest version applied for an aggregate: one index probe per
+    -- message received. Rows from before this migration have no aggregate.
+    create index inbox_by_aggregate on %1$I.inbox (aggregate_id, aggregate_version)
+      where aggregate_id is not null;
+    -- One row per message that arrived behind a later version (a message is
+    -- new to an inbox once, so it is noted once).
+    create table %1$I.order_violations (
+      id bigint generated always as identity primary key,
+      sandbox_id uuid not null,
+      message_id uuid not null unique,
+      type text not null,
+      aggregate_id text not null,
+      arrived_version int not null,
+      applied_version int not null,
+      at timestamptz not null default now(),
+      check (applied_version > arrived_version)
+    );
+    create index order_violations_by_sandbox on %1$I.order_violations (sandbox_id, at);
+  $ddl$, s);
+  perform platform.enable_sandbox_rls(format('%I.order_violations', s)::regclass);
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.add_order_watch(s text) TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION platform.add_outbox_indexes(s text)
  RETURNS void
@@ -146,6 +202,16 @@ begin
   perform platform.enable_sandbox_rls(format('%I.refusals', s)::regclass);
 end $function$;
 GRANT EXECUTE ON FUNCTION platform.create_inbox(s text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.create_inbox_with_watch(s text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform platform.create_inbox(s);
+  perform platform.add_order_watch(s);
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.create_inbox_with_watch(s text) TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION platform.create_outbox(s text)
  RETURNS void
@@ -384,11 +450,14 @@ CREATE TABLE crm.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE crm.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE crm.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE crm.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON crm.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE crm.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON crm.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -416,6 +485,29 @@ GRANT SELECT ON TABLE crm.interactions TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE crm.interactions TO crm;
 CREATE SEQUENCE crm.interactions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of crm.interactions.id
 GRANT SELECT, USAGE ON SEQUENCE crm.interactions_id_seq TO crm;
+
+CREATE TABLE crm.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE crm.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE crm.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE crm.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON crm.order_violations USING btree (sandbox_id, at);
+ALTER TABLE crm.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON crm.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE crm.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE crm.order_violations TO crm;
+CREATE SEQUENCE crm.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of crm.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE crm.order_violations_id_seq TO crm;
 
 CREATE TABLE crm.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
@@ -466,17 +558,43 @@ CREATE TABLE customers.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE customers.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE customers.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE customers.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON customers.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE customers.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON customers.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE customers.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE customers.inbox TO customers;
+
+CREATE TABLE customers.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE customers.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE customers.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE customers.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON customers.order_violations USING btree (sandbox_id, at);
+ALTER TABLE customers.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON customers.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE customers.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE customers.order_violations TO customers;
+CREATE SEQUENCE customers.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of customers.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE customers.order_violations_id_seq TO customers;
 
 CREATE TABLE customers.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
@@ -504,17 +622,43 @@ CREATE TABLE dispatch.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON dispatch.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE dispatch.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON dispatch.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE dispatch.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE dispatch.inbox TO dispatch;
+
+CREATE TABLE dispatch.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE dispatch.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE dispatch.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE dispatch.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON dispatch.order_violations USING btree (sandbox_id, at);
+ALTER TABLE dispatch.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON dispatch.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE dispatch.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE dispatch.order_violations TO dispatch;
+CREATE SEQUENCE dispatch.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of dispatch.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE dispatch.order_violations_id_seq TO dispatch;
 
 CREATE TABLE dispatch.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
@@ -580,17 +724,43 @@ CREATE TABLE kitchen.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON kitchen.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE kitchen.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON kitchen.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE kitchen.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE kitchen.inbox TO kitchen;
+
+CREATE TABLE kitchen.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE kitchen.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE kitchen.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE kitchen.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON kitchen.order_violations USING btree (sandbox_id, at);
+ALTER TABLE kitchen.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON kitchen.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE kitchen.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE kitchen.order_violations TO kitchen;
+CREATE SEQUENCE kitchen.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of kitchen.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE kitchen.order_violations_id_seq TO kitchen;
 
 CREATE TABLE kitchen.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
@@ -610,6 +780,197 @@ GRANT SELECT ON TABLE kitchen.refusals TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE kitchen.refusals TO kitchen;
 CREATE SEQUENCE kitchen.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of kitchen.refusals.id
 GRANT SELECT, USAGE ON SEQUENCE kitchen.refusals_id_seq TO kitchen;
+
+CREATE TABLE lab_printer.inbox (
+  message_id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  type text NOT NULL,
+  received_at timestamp with time zone NOT NULL DEFAULT now(),
+  status integer NOT NULL,
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  repeats integer NOT NULL DEFAULT 0
+);
+ALTER TABLE lab_printer.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE lab_printer.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
+ALTER TABLE lab_printer.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+ALTER TABLE lab_printer.inbox ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON lab_printer.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE lab_printer.inbox TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_printer.inbox TO lab_printer;
+
+CREATE TABLE lab_printer.refusals (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  reason text NOT NULL,
+  refused_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE lab_printer.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
+ALTER TABLE lab_printer.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
+ALTER TABLE lab_printer.refusals ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON lab_printer.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE lab_printer.refusals TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_printer.refusals TO lab_printer;
+CREATE SEQUENCE lab_printer.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of lab_printer.refusals.id
+GRANT SELECT, USAGE ON SEQUENCE lab_printer.refusals_id_seq TO lab_printer;
+
+CREATE TABLE lab_printer.runs (
+  sandbox_id uuid NOT NULL,
+  settings jsonb NOT NULL,
+  timeline jsonb NOT NULL,
+  ran_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE lab_printer.runs ADD CONSTRAINT runs_pkey PRIMARY KEY (sandbox_id);
+ALTER TABLE lab_printer.runs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON lab_printer.runs AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE lab_printer.runs TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_printer.runs TO lab_printer;
+
+CREATE TABLE lab_printer.tickets (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  order_no integer NOT NULL,
+  worker integer NOT NULL,
+  attempt integer NOT NULL,
+  printed_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE lab_printer.tickets ADD CONSTRAINT tickets_pkey PRIMARY KEY (id);
+CREATE INDEX tickets_by_sandbox ON lab_printer.tickets USING btree (sandbox_id, id);
+ALTER TABLE lab_printer.tickets ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON lab_printer.tickets AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE lab_printer.tickets TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_printer.tickets TO lab_printer;
+CREATE SEQUENCE lab_printer.tickets_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of lab_printer.tickets.id
+GRANT SELECT, USAGE ON SEQUENCE lab_printer.tickets_id_seq TO lab_printer;
+
+CREATE TABLE lab_receiver.inbox (
+  message_id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  type text NOT NULL,
+  received_at timestamp with time zone NOT NULL DEFAULT now(),
+  status integer NOT NULL,
+  outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  repeats integer NOT NULL DEFAULT 0
+);
+ALTER TABLE lab_receiver.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE lab_receiver.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
+ALTER TABLE lab_receiver.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+ALTER TABLE lab_receiver.inbox ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON lab_receiver.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE lab_receiver.inbox TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_receiver.inbox TO lab_receiver;
+
+CREATE TABLE lab_receiver.jobs (
+  sandbox_id uuid NOT NULL,
+  order_id text NOT NULL,
+  message_id uuid NOT NULL,
+  label text NOT NULL,
+  state text NOT NULL,
+  version integer NOT NULL,
+  applied_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE lab_receiver.jobs ADD CONSTRAINT jobs_pkey PRIMARY KEY (sandbox_id, order_id);
+ALTER TABLE lab_receiver.jobs ADD CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['scheduled'::text, 'cancelled'::text])));
+ALTER TABLE lab_receiver.jobs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON lab_receiver.jobs AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE lab_receiver.jobs TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_receiver.jobs TO lab_receiver;
+
+CREATE TABLE lab_receiver.refusals (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  reason text NOT NULL,
+  refused_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE lab_receiver.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
+ALTER TABLE lab_receiver.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
+ALTER TABLE lab_receiver.refusals ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON lab_receiver.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE lab_receiver.refusals TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_receiver.refusals TO lab_receiver;
+CREATE SEQUENCE lab_receiver.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of lab_receiver.refusals.id
+GRANT SELECT, USAGE ON SEQUENCE lab_receiver.refusals_id_seq TO lab_receiver;
+
+CREATE TABLE lab_sender.orders (
+  sandbox_id uuid NOT NULL,
+  order_id text NOT NULL,
+  state text NOT NULL DEFAULT 'placed'::text,
+  version integer NOT NULL DEFAULT 1,
+  created_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE lab_sender.orders ADD CONSTRAINT orders_order_id_check CHECK ((order_id ~ '^O[0-9]{1,6}$'::text));
+ALTER TABLE lab_sender.orders ADD CONSTRAINT orders_pkey PRIMARY KEY (sandbox_id, order_id);
+ALTER TABLE lab_sender.orders ADD CONSTRAINT orders_state_check CHECK ((state = ANY (ARRAY['placed'::text, 'cancelled'::text])));
+ALTER TABLE lab_sender.orders ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON lab_sender.orders AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE lab_sender.orders TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_sender.orders TO lab_sender;
+
+CREATE TABLE lab_sender.outbox (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  envelope jsonb NOT NULL,
+  state text NOT NULL DEFAULT 'pending'::text,
+  attempts integer NOT NULL DEFAULT 0,
+  last_error text,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  next_attempt_at timestamp with time zone NOT NULL DEFAULT now(),
+  lease_owner text,
+  lease_expires_at timestamp with time zone,
+  published_at timestamp with time zone
+);
+ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_check CHECK (((state = 'published'::text) = (published_at IS NOT NULL)));
+ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_check1 CHECK (((state = 'claimed'::text) = (lease_owner IS NOT NULL)));
+ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_message_id_key UNIQUE (message_id);
+ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
+ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'claimed'::text, 'published'::text])));
+CREATE INDEX outbox_retry ON lab_sender.outbox USING btree (sandbox_id, next_attempt_at) WHERE ((state = 'pending'::text) AND (attempts > 0));
+CREATE INDEX outbox_unpublished ON lab_sender.outbox USING btree (id) WHERE (state <> 'published'::text);
+CREATE TRIGGER outbox_immutable BEFORE UPDATE OF envelope, message_id ON lab_sender.outbox FOR EACH ROW EXECUTE FUNCTION platform.forbid_envelope_change();
+ALTER TABLE lab_sender.outbox ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON lab_sender.outbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE lab_sender.outbox TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_sender.outbox TO lab_sender;
+GRANT SELECT, UPDATE ON TABLE lab_sender.outbox TO relay;
+CREATE SEQUENCE lab_sender.outbox_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of lab_sender.outbox.id
+GRANT SELECT, USAGE ON SEQUENCE lab_sender.outbox_id_seq TO lab_sender;
+
+CREATE TABLE lab_sender.relay_guard (
+  sandbox_id uuid NOT NULL,
+  day date NOT NULL,
+  rearms integer NOT NULL DEFAULT 0
+);
+ALTER TABLE lab_sender.relay_guard ADD CONSTRAINT relay_guard_pkey PRIMARY KEY (sandbox_id, day);
+ALTER TABLE lab_sender.relay_guard ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON lab_sender.relay_guard AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE lab_sender.relay_guard TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_sender.relay_guard TO lab_sender;
 
 CREATE TABLE orders.commands_seen (
   sandbox_id uuid NOT NULL,
@@ -671,11 +1032,14 @@ CREATE TABLE orders.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE orders.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE orders.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE orders.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON orders.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE orders.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON orders.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -701,6 +1065,29 @@ CREATE POLICY sandbox_isolation ON orders.lines AS PERMISSIVE FOR ALL TO PUBLIC
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE orders.lines TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.lines TO orders;
+
+CREATE TABLE orders.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE orders.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE orders.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE orders.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON orders.order_violations USING btree (sandbox_id, at);
+ALTER TABLE orders.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON orders.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE orders.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.order_violations TO orders;
+CREATE SEQUENCE orders.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of orders.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE orders.order_violations_id_seq TO orders;
 
 CREATE TABLE orders.orders (
   id uuid NOT NULL,
@@ -810,6 +1197,7 @@ GRANT SELECT ON TABLE platform.faults TO crm;
 GRANT SELECT ON TABLE platform.faults TO customers;
 GRANT SELECT ON TABLE platform.faults TO dispatch;
 GRANT SELECT ON TABLE platform.faults TO kitchen;
+GRANT SELECT ON TABLE platform.faults TO lab_sender;
 GRANT SELECT ON TABLE platform.faults TO orders;
 GRANT SELECT ON TABLE platform.faults TO queue;
 GRANT SELECT ON TABLE platform.faults TO receipts;
@@ -903,6 +1291,7 @@ ALTER TABLE queue.attempts ADD CONSTRAINT attempts_delivery_id_fkey FOREIGN KEY 
 ALTER TABLE queue.attempts ADD CONSTRAINT attempts_outcome_check CHECK ((outcome = ANY (ARRAY['done'::text, 'retry'::text, 'dead'::text])));
 ALTER TABLE queue.attempts ADD CONSTRAINT attempts_pkey PRIMARY KEY (id);
 CREATE INDEX attempts_by_delivery ON queue.attempts USING btree (delivery_id, id);
+CREATE INDEX attempts_by_time ON queue.attempts USING brin (started_at);
 ALTER TABLE queue.attempts ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON queue.attempts AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -1052,17 +1441,43 @@ CREATE TABLE receipts.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON receipts.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE receipts.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON receipts.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE receipts.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE receipts.inbox TO receipts;
+
+CREATE TABLE receipts.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE receipts.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE receipts.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE receipts.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON receipts.order_violations USING btree (sandbox_id, at);
+ALTER TABLE receipts.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON receipts.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE receipts.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE receipts.order_violations TO receipts;
+CREATE SEQUENCE receipts.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of receipts.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE receipts.order_violations_id_seq TO receipts;
 
 CREATE TABLE receipts.receipts (
   order_id uuid NOT NULL,
@@ -1127,17 +1542,43 @@ CREATE TABLE schedule.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON schedule.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE schedule.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON schedule.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE schedule.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE schedule.inbox TO schedule;
+
+CREATE TABLE schedule.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE schedule.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE schedule.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE schedule.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON schedule.order_violations USING btree (sandbox_id, at);
+ALTER TABLE schedule.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON schedule.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE schedule.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE schedule.order_violations TO schedule;
+CREATE SEQUENCE schedule.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of schedule.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE schedule.order_violations_id_seq TO schedule;
 
 CREATE TABLE schedule.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,

@@ -9,6 +9,7 @@ import { asService } from "../lib/db/service.ts";
 import { LATENCY_BUCKETS, Registry } from "../lib/metrics/mod.ts";
 import { SENDERS } from "./routing.ts";
 import { tallyDeliveries } from "./console/deliveries.ts";
+import { successRates } from "./console/alerts.ts";
 
 export function bakeryMetrics(sql: Sql) {
   const registry = new Registry();
@@ -81,6 +82,19 @@ export function bakeryMetrics(sql: Sql) {
         return rows.map((r) => ({
           labels: { subscriber: r.subscriber },
           value: r.n,
+        }));
+      }),
+  });
+  registry.gauge({
+    name: "bakery_receiver_success_ratio",
+    help:
+      "Share of a subscriber's delivery attempts of the last 15 minutes that succeeded (only subscribers with attempts).",
+    read: () =>
+      read(async ({ sql }) => {
+        const rows = await successRates(sql);
+        return rows.map((r) => ({
+          labels: { subscriber: r.subscriber },
+          value: r.rate,
         }));
       }),
   });

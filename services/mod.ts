@@ -85,6 +85,8 @@ export function bakeryDispatcher(deps: BakeryDeps): Dispatcher {
       label: LABELS[name],
       apply: APPLY[name],
       replayHorizonDays: deps.config.REPLAY_HORIZON_DAYS,
+      // Every receiver's inbox is made with the watch (0006_console_watch).
+      watchOrder: true,
       log: deps.log,
       // A receiver's fault switches wrap its handler; those of the relay
       // and the consumers wrap the queue and the dispatcher, in
@@ -113,9 +115,8 @@ export function bakeryDispatcher(deps: BakeryDeps): Dispatcher {
  * and each connection planned the move and filled its caches for itself, again
  * after every 30 s idle; a move on a connection it had not run on before took
  * half as long again. Two connections that do nothing else stay ready, and a
- * move never waits for a connection behind the receivers. One process
- * draining 100,000 rows: 39,800 msg/s on the shared pool, 45,600 on its own
- * (five alternating runs each way, bench --only relay).
+ * move never waits for a connection behind the receivers. What that was
+ * worth, measured: bench/HISTORY.md, "the relay's own connections".
  */
 const RELAY_CONNECTIONS = 2;
 

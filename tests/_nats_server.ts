@@ -23,7 +23,7 @@ export function natsServerTest(name: string, fn: () => Promise<void>) {
   Deno.test({ name, ignore: natsServerMissing !== null, fn });
 }
 
-function findOnPath(name: string): string | null {
+export function findOnPath(name: string): string | null {
   for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
     if (!dir) continue;
     try {

@@ -1,21 +1,26 @@
 /**
  * The benchmark never rots: `bench/main.ts --quick` runs every scenario on
  * the test run's PostgreSQL (BENCH_DATABASE_URL, its own databases, dropped
- * after) and writes JSON in which every scenario but the soak has numeric
- * figures. Timing goals are not checked here: they belong to the benchmark.
+ * after), the peer (graphile-worker) with a few hundred jobs among them, and
+ * writes JSON in which every scenario but the soak has numeric figures; the
+ * transports scenario may be skipped, with its reason, where no JetStream
+ * answers. Timing goals are not checked here: they belong to the benchmark.
  */
 import assert from "node:assert/strict";
 import { adminUrl } from "./_db.ts";
+import { natsMissing } from "./_nats.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const SCENARIOS = [
   "baseline",
+  "peer",
   "write",
   "relay",
   "deliver",
   "steady",
   "fairness",
   "wakeup",
+  "transports",
   "console",
   "memory",
 ];
@@ -48,6 +53,11 @@ Deno.test("bench --quick runs every scenario and writes numeric figures", async 
     for (const name of SCENARIOS) {
       const s = results.scenarios[name];
       assert.ok(s, `scenario ${name} is missing`);
+      if (name === "transports" && natsMissing) {
+        assert.equal(s.status, "skipped");
+        assert.match(s.params.reason, /JetStream/);
+        continue;
+      }
       assert.equal(s.status, "ok", `${name}: ${s.error}`);
       assert.ok(s.figures.length > 0, `${name} has no figures`);
       for (const f of s.figures) {
@@ -62,6 +72,34 @@ Deno.test("bench --quick runs every scenario and writes numeric figures", async 
       }
     }
     assert.equal(results.scenarios.soak.status, "skipped");
+    // The peer's figures are in the same results, and the targets that are
+    // ratios to them were judged against them.
+    const peer = new Map<string, number>(
+      results.scenarios.peer.figures.map((
+        f: { name: string; value: number },
+      ) => [f.name, f.value]),
+    );
+    for (
+      const [scenario, figure, baseline] of [
+        ["write", "orders_8", "order_add_job_8"],
+        ["deliver", "applied_per_s", "drain_handler"],
+        ["wakeup", "applied_p50", "wakeup_p50"],
+      ]
+    ) {
+      const f = results.scenarios[scenario].figures.find((
+        x: { name: string },
+      ) => x.name === figure);
+      assert.equal(f.baseline.name, `peer.${baseline}`);
+      // The figure is rounded to four significant digits, the baseline is
+      // not.
+      const value = peer.get(baseline)!;
+      assert.ok(
+        Math.abs(f.baseline.value - value) <= 1e-3 * Math.abs(value),
+        `${scenario}.${figure}: ${f.baseline.value} against ${value}`,
+      );
+      assert.equal(f.target.of, "ratio");
+    }
+    assert.match(text(stdout), /target\s+figure\s+measured\s+met/);
   } finally {
     await Deno.remove(out).catch(() => {});
   }

@@ -79,3 +79,32 @@ Deno.test("config: METRICS_TOKEN is unset by default and must be a long bearer t
     /METRICS_TOKEN must be a token/,
   );
 });
+
+Deno.test("config: the alert thresholds have their defaults and refuse what is not one", () => {
+  const defaults = parseConfig({});
+  assert.equal(defaults.ALERT_OUTBOX_AGE_S, 60);
+  assert.equal(defaults.ALERT_DEAD_LETTERS, 1);
+  assert.equal(defaults.ALERT_SUCCESS_RATE, 0.9);
+  const set = parseConfig({
+    ALERT_OUTBOX_AGE_S: "300",
+    ALERT_DEAD_LETTERS: "5",
+    ALERT_SUCCESS_RATE: "0.75",
+  });
+  assert.equal(set.ALERT_OUTBOX_AGE_S, 300);
+  assert.equal(set.ALERT_DEAD_LETTERS, 5);
+  assert.equal(set.ALERT_SUCCESS_RATE, 0.75);
+  assert.throws(
+    () => parseConfig({ ALERT_SUCCESS_RATE: "1.5" }),
+    (e: Error) =>
+      e.message ===
+        'ALERT_SUCCESS_RATE must be a number from 0 to 1, such as 0.9 (got "1.5")',
+  );
+  assert.throws(
+    () => parseConfig({ ALERT_DEAD_LETTERS: "0" }),
+    /ALERT_DEAD_LETTERS must be an integer from 1 to 1000000/,
+  );
+  assert.throws(
+    () => parseConfig({ ALERT_OUTBOX_AGE_S: "a minute" }),
+    /ALERT_OUTBOX_AGE_S must be an integer/,
+  );
+});

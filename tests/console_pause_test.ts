@@ -127,9 +127,20 @@ Deno.test("pause: unknown receivers are a 404, bad bodies a 400 naming the field
     assert.equal((await setPaused(client, "kitchen", true)).changed, false);
     assert.equal(await isPaused(client, "kitchen"), true);
     assert.equal(await isPaused(client, "schedule"), false);
+    const listed = await client.json<
+      { receivers: { name: string; paused: boolean }[] }
+    >("GET", "/api/console/receivers");
+    assert.deepEqual(
+      listed.body.receivers.filter((r) => r.paused).map((r) => r.name),
+      ["kitchen"],
+    );
     const other = t.client();
     await signIn(other, "Other operator");
     assert.equal(await isPaused(other, "kitchen"), false);
+    const otherListed = await other.json<
+      { receivers: { name: string; paused: boolean }[] }
+    >("GET", "/api/console/receivers");
+    assert.ok(otherListed.body.receivers.every((r) => !r.paused));
     assert.equal((await setPaused(client, "kitchen", false)).changed, true);
     assert.equal(await isPaused(client, "kitchen"), false);
     const actions = await t.sql<

@@ -4,7 +4,9 @@
  * inbox write and effect in its own transaction, in process with the
  * consumers of one worker process (bench/worker.ts consume: four consumer
  * loops, batches of ten, as the app runs them). Applied deliveries per
- * second, from `go` to the last delivery marked done.
+ * second, from `go` to the last delivery marked done; the target (issue 19)
+ * is 1.5 x the peer's drain of jobs doing the same two writes
+ * (peer.drain_handler).
  */
 import { baseline, type Ctx } from "../context.ts";
 import { drain } from "../drain.ts";
@@ -68,8 +70,13 @@ export async function deliver(ctx: Ctx): Promise<Figure[]> {
     };
     return [
       figure("applied_per_s", rate, "deliveries/s", {
+        baseline: baseline(ctx, "peer.drain_handler", "jobs/s"),
+        target: ratioAtLeast(1.5, ">= 1.5 x peer.drain_handler"),
+      }),
+      figure("applied_per_s_vs_handler_plain", rate, "deliveries/s", {
         baseline: baseline(ctx, "handler_plain_4", "tx/s"),
         target: ratioAtLeast(0.5, ">= 0.5 x handler_plain_4"),
+        note: "the first round's target, met then and kept",
       }),
       figure("paid_orders_per_s", rate / 6, "orders/s", {
         note: "six deliveries per paid order",

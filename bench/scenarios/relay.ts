@@ -16,7 +16,7 @@ import { PgMove } from "../../lib/relay/mod.ts";
 import { ROUTING } from "../../services/routing.ts";
 import { baseline, type Ctx } from "../context.ts";
 import { drain } from "../drain.ts";
-import { atLeast, type Figure, figure } from "../report.ts";
+import { type Figure, figure, ratioAtLeast } from "../report.ts";
 import type { BenchDb } from "../server.ts";
 import { outboxBacklog } from "../seed.ts";
 
@@ -50,7 +50,8 @@ async function moveLoops(db: BenchDb, routing: Routing): Promise<number> {
   }
 }
 
-const TARGET = atLeast(40_000, ">= 40,000 msg/s");
+/** Issue 19: one process drains 100,000 rows at >= 0.6 x jobs_plain. */
+const TARGET = ratioAtLeast(0.6, ">= 0.6 x jobs_plain");
 
 export async function relay(ctx: Ctx): Promise<Figure[]> {
   const { plan, progress } = ctx;
@@ -122,9 +123,8 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
         100;
       figures.push(
         figure(`messages_per_s_${processes}_process`, r.rate, "msg/s", {
-          // For reading only: the target is the absolute figure.
           baseline: baseline(ctx, "jobs_plain", "jobs/s"),
-          target: TARGET,
+          ...(processes === 1 ? { target: TARGET } : {}),
         }),
       );
     } finally {

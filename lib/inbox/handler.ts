@@ -30,6 +30,8 @@ export interface InboxHandlerOptions {
   label: string;
   apply: Apply;
   replayHorizonDays: number;
+  /** Note order violations (ReceiveOptions.watchOrder). */
+  watchOrder?: boolean;
   log: Logger;
   /** Wraps the receiver (e.g. with its fault switches). */
   wrap?: (receiver: Receiver) => Receiver;
@@ -66,7 +68,10 @@ function inboxReceiver(options: InboxHandlerOptions): Receiver {
         options.service,
         envelope,
         options.apply,
-        { replayHorizonDays: options.replayHorizonDays },
+        {
+          replayHorizonDays: options.replayHorizonDays,
+          watchOrder: options.watchOrder,
+        },
       );
       return json(result.status, {
         ...result.body,

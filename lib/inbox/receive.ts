@@ -92,6 +92,12 @@ async function applied(
 export interface ReceiveOptions {
   /** A message older than this that the inbox has not seen is refused. */
   replayHorizonDays: number;
+  /**
+   * receiveOnce: keep each message's aggregate and version on its inbox row
+   * and note order violations (`orderWatch`). The inbox must have been made
+   * by `platform.create_inbox_with_watch` (migrations/0006_console_watch.sql).
+   */
+  watchOrder?: boolean;
 }
 
 /**
@@ -184,6 +190,9 @@ function horizonReason(options: ReceiveOptions) {
  *   first. A crash between the two records nothing, and the retry refuses
  *   again.
  * - NotYet or an error: rethrown; no inbox row, a later delivery tries again.
+ *
+ * With `watchOrder`, the inbox also notes order violations (see
+ * `orderWatch`).
  */
 export async function receiveOnce(
   sql: Sql,
@@ -201,9 +210,14 @@ export async function receiveOnce(
     await asService(sql, service, scope, async (tx) => {
       const outcome = await apply(tx, envelope);
       const inbox = tx.sql(`${service}.inbox`);
+      const watch = options.watchOrder === true;
       const inboxRow = (answer: Fragment) =>
-        tx.sql`(${envelope.messageId}, ${envelope.sandboxId}, ${envelope.type},
-                200, ${answer})`;
+        watch
+          ? tx.sql`(${envelope.messageId}, ${envelope.sandboxId},
+                    ${envelope.type}, 200, ${answer}, ${envelope.aggregateId},
+                    ${envelope.aggregateVersion})`
+          : tx.sql`(${envelope.messageId}, ${envelope.sandboxId},
+                    ${envelope.type}, 200, ${answer})`;
       // Sent, not awaited: the COMMIT goes out right behind it, in the same
       // round trip (and so do BEGIN and the effect, when `apply` gave it as
       // a statement and sent nothing itself). A message id already there
@@ -211,17 +225,26 @@ export async function receiveOnce(
       // the COMMIT rolls back, repeat effect included; the failure is the
       // insert's own, read from `recorded` once the transaction has ended.
       // The answer is 200 only if the insert and the commit both succeeded.
+      // With `watchOrder` the same statement notes an order violation.
       type Stored = { outcome: Record<string, unknown> }[];
-      recorded = (outcome instanceof EffectStatement
-        ? tx.sql<Stored>`
-            with effect as (${outcome.statement})
-            insert into ${inbox} (message_id, sandbox_id, type, status, outcome)
-            values ${inboxRow(outcome.answer)}
-            returning outcome`
-        : tx.sql<Stored>`
-            insert into ${inbox} (message_id, sandbox_id, type, status, outcome)
-            values ${inboxRow(tx.sql`${tx.sql.json((outcome ?? {}) as never)}`)}
-            returning outcome`).execute();
+      const answer = outcome instanceof EffectStatement
+        ? outcome.answer
+        : tx.sql`${tx.sql.json((outcome ?? {}) as never)}`;
+      recorded = tx.sql<Stored>`
+        with ${
+        outcome instanceof EffectStatement
+          ? tx.sql`effect as (${outcome.statement}),`
+          : tx.sql``
+      }
+        recorded as (
+          insert into ${inbox} (message_id, sandbox_id, type, status, outcome
+                                ${
+        watch ? tx.sql`, aggregate_id, aggregate_version` : tx.sql``
+      })
+          values ${inboxRow(answer)}
+          returning outcome
+        ) ${watch ? tx.sql`, ${orderWatch(tx, envelope)}` : tx.sql``}
+        select outcome from recorded`.execute();
       recorded.catch(() => {}); // awaited below, after the transaction
     });
     const [row] = await recorded!;
@@ -243,6 +266,29 @@ export async function receiveOnce(
     }
     throw error;
   }
+}
+
+/**
+ * An order violation, noted as a row of `<service>.order_violations` when
+ * the inbox has already applied a later version of the envelope's aggregate:
+ * the message arrived out of order. It is a CTE of the inbox's own insert,
+ * so it is noted only when the message is new here (a repeat rolls it back)
+ * and costs no round trip; the statement's snapshot does not see its own
+ * inbox row. Two versions of one aggregate applied at the same moment in
+ * two transactions do not see each other, so such a pair can go unnoted.
+ */
+function orderWatch({ sql, service }: ServiceTx, envelope: Envelope) {
+  return sql`noted as (
+    insert into ${sql(`${service}.order_violations`)}
+      (sandbox_id, message_id, type, aggregate_id, arrived_version,
+       applied_version)
+    select ${envelope.sandboxId}, ${envelope.messageId}, ${envelope.type},
+           ${envelope.aggregateId}, ${envelope.aggregateVersion}, applied
+      from (select max(aggregate_version) as applied
+              from ${sql(`${service}.inbox`)}
+             where aggregate_id = ${envelope.aggregateId}
+               and sandbox_id = ${envelope.sandboxId} and status = 200) later
+     where applied > ${envelope.aggregateVersion})`;
 }
 
 /** The refusal and its inbox row (422), unless the inbox has the message. */

@@ -9,6 +9,11 @@ export { classify, type Outcome, retryDelay } from "./classify.ts";
 export { QUEUE_CHANNEL } from "./channel.ts";
 export type { AttemptResult, ClaimedDelivery } from "./delivery.ts";
 export {
+  claimBatch,
+  type ClaimOptions,
+  finishDeliveries,
+} from "./postgres/deliveries_sql.ts";
+export {
   type DeadLetterFilter,
   MAX_BATCH,
   redrive,
@@ -24,7 +29,12 @@ export {
   setPaused,
 } from "./pauses.ts";
 export type { OutgoingMessage, Queue, Routing } from "./queue.ts";
-export { consumerLeaseMs, type SendOptions, type Subscriber } from "./send.ts";
+export {
+  consumerLeaseMs,
+  sendAll,
+  type SendOptions,
+  type Subscriber,
+} from "./send.ts";
 export { DELIVERY_STATES, type DeliveryState } from "./states.ts";
 export { AnswerLost, Dispatcher, type Handler } from "./transport.ts";
 export { consumeOnce, type ConsumerOptions, PgQueue } from "./postgres/mod.ts";

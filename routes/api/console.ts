@@ -11,11 +11,9 @@ import { parseOr400, readJson, text } from "../../lib/http/validate.ts";
 import { DELIVERY_STATES, redrive, refuse } from "../../lib/queue/mod.ts";
 import { outboxAges } from "../../services/console/outbox.ts";
 import {
-  deadLettersBySubscriber,
   deliveryCounts,
   deliveryDetail,
   listDeliveries,
-  receiverHealth,
 } from "../../services/console/deliveries.ts";
 import {
   closure,
@@ -23,7 +21,6 @@ import {
   closureRows,
 } from "../../services/console/closure.ts";
 import { kitchenBoard } from "../../services/console/board.ts";
-import { refundsDue } from "../../services/console/refunds.ts";
 import { readFaults, writeFaults } from "../../services/console/faults.ts";
 import { FAULT_NAMES } from "../../services/faults.ts";
 import {
@@ -32,6 +29,10 @@ import {
 } from "../../services/console/pauses.ts";
 import { type SubscriberName, SUBSCRIBERS } from "../../services/routing.ts";
 import { payloads } from "../../services/events.ts";
+import { currentAlerts } from "../../services/console/alerts.ts";
+import { receiverStats } from "../../services/console/receivers.ts";
+import { overviewData } from "../../services/console/overview.ts";
+import { orderViolations } from "../../services/console/violations.ts";
 
 /** The signed-in operator (a named session), or 401. */
 export function requireOperator(c: Context) {
@@ -72,6 +73,9 @@ export const reasonSchema = z.object({
 }).strict();
 
 const bulkRefuseSchema = bulkSchema.extend(reasonSchema.shape).strict();
+
+const violationsQuery = z.object({ subscriber: subscriber.optional() })
+  .strict();
 
 const faultsSchema = z.record(z.string(), z.boolean()).superRefine(
   (value, ctx) => {
@@ -116,20 +120,7 @@ export function consoleRoutes(deps: Deps) {
   return {
     overview: async (c: Context) => {
       const { sandboxId } = requireOperator(c);
-      const [outbox, closureTotals, dead, health, refunds] = await Promise.all([
-        outboxAges(sql, sandboxId, 10),
-        closure(sql, sandboxId),
-        deadLettersBySubscriber(sql, sandboxId),
-        receiverHealth(sql, sandboxId),
-        refundsDue(sql, sandboxId),
-      ]);
-      return c.json({
-        outbox,
-        closure: closureTotals,
-        deadLetters: dead,
-        receivers: health,
-        refunds,
-      });
+      return c.json(await overviewData(sql, sandboxId));
     },
     outbox: async (c: Context) => {
       const { sandboxId } = requireOperator(c);
@@ -234,6 +225,21 @@ export function consoleRoutes(deps: Deps) {
       const answer = await pauseReceiver(sql, sandboxId, name, paused, actor);
       changed(sandboxId);
       return c.json(answer);
+    },
+    alerts: async (c: Context) => {
+      const { sandboxId } = requireOperator(c);
+      return c.json({
+        alerts: await currentAlerts(sql, sandboxId, deps.config),
+      });
+    },
+    receivers: async (c: Context) => {
+      const { sandboxId } = requireOperator(c);
+      return c.json({ receivers: await receiverStats(sql, sandboxId) });
+    },
+    orderViolations: async (c: Context) => {
+      const { sandboxId } = requireOperator(c);
+      const q = parseOr400(violationsQuery, query(c), "query");
+      return c.json(await orderViolations(sql, sandboxId, q));
     },
     board: async (c: Context) => {
       const { sandboxId } = requireOperator(c);

@@ -6,6 +6,7 @@
  */
 import type { Context } from "hono";
 import type { Operator } from "../../components/console_page.tsx";
+import type { Alert } from "../../services/console/alerts.ts";
 
 /** A console page: renders for a signed-in operator. */
 export type ConsoleRender = (
@@ -14,7 +15,8 @@ export type ConsoleRender = (
 ) => Response | Promise<Response>;
 
 /**
- * Where to go after signing in: a console path of this site, nothing else.
+ * Where to go after signing in: a console or lab path of this site, nothing
+ * else.
  * Anything else (another host, `//evil`, `javascript:`, a path that `..`
  * takes out of the console) becomes `/console`, so the sign-in page cannot
  * be used to send people elsewhere. A control character (CR, LF, NUL, tab)
@@ -45,20 +47,24 @@ export function safeNext(raw: unknown): string {
   }
   if (url.origin !== base) return fallback;
   const next = url.pathname + url.search + url.hash;
-  return /^\/console(?:[/?#]|$)/.test(next) ? next : fallback;
+  return /^\/(?:console|labs)(?:[/?#]|$)/.test(next) ? next : fallback;
 }
+
+/** The alerts of a sandbox, for the banner every console page opens with. */
+export type AlertSource = (sandboxId: string) => Promise<Alert[]>;
 
 /**
  * Wraps a console page: signed out (or a guest) is a 303 to
  * `/sign-in?next=<this page>`; signed in renders, never cached (the page is
- * one sandbox's data).
+ * one sandbox's data). With `alerts`, the operator carries the sandbox's
+ * alerts for the page's banner.
  *
  * @example
  * ```ts
  * app.get("/console", consolePage((c, operator) => overviewPage(operator)));
  * ```
  */
-export function consolePage(render: ConsoleRender) {
+export function consolePage(render: ConsoleRender, alerts?: AlertSource) {
   return async (c: Context): Promise<Response> => {
     const session = c.get("session");
     if (!session?.name) {
@@ -70,6 +76,7 @@ export function consolePage(render: ConsoleRender) {
       name: session.name,
       sandboxId: session.sandboxId,
       csrfToken: session.csrfToken,
+      alerts: alerts ? await alerts(session.sandboxId) : undefined,
     });
     response.headers.set("cache-control", "no-store");
     return response;

@@ -6,7 +6,8 @@
  */
 import type { Hono } from "hono";
 import type { Deps } from "../../deps.ts";
-import { consolePage } from "./_guard.ts";
+import { consolePage as guard, type ConsoleRender } from "./_guard.ts";
+import { currentAlerts } from "../../services/console/alerts.ts";
 import { signInRoutes } from "./sign_in.tsx";
 import { overviewPage } from "./index.tsx";
 import { outboxPage } from "./outbox.tsx";
@@ -17,6 +18,8 @@ import { closurePage } from "./closure.tsx";
 import { closureRowsPage } from "./closure_rows.tsx";
 import { kitchenPage } from "./kitchen.tsx";
 import { faultsPage } from "./faults.tsx";
+import { receiversPage } from "./receivers.tsx";
+import { orderViolationsPage } from "./order_violations.tsx";
 
 /**
  * Registers `/sign-in`, `/sign-out` and every `/console` page on `app`.
@@ -33,6 +36,12 @@ export function registerConsolePages(app: Hono, deps: Deps): void {
   app.get("/sign-in", session.page);
   app.post("/sign-in", session.submit);
   app.post("/sign-out", session.signOut);
+  // Every page opens with the sandbox's alerts in its banner.
+  const consolePage = (render: ConsoleRender) =>
+    guard(
+      render,
+      (sandboxId) => currentAlerts(deps.sql, sandboxId, deps.config),
+    );
 
   app.get("/console", consolePage(overviewPage(deps)));
   app.get("/console/outbox", consolePage(outboxPage(deps)));
@@ -43,4 +52,9 @@ export function registerConsolePages(app: Hono, deps: Deps): void {
   app.get("/console/closure/rows", consolePage(closureRowsPage(deps)));
   app.get("/console/kitchen", consolePage(kitchenPage(deps)));
   app.get("/console/faults", consolePage(faultsPage(deps)));
+  app.get("/console/receivers", consolePage(receiversPage(deps)));
+  app.get(
+    "/console/order-violations",
+    consolePage(orderViolationsPage(deps)),
+  );
 }

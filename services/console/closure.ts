@@ -12,21 +12,24 @@
  * | refused          | closed by an operator             | either           |
  * | mismatch         | delivery done                     | NO row: an alarm, the acknowledgement has no effect behind it |
  */
+import { z } from "zod";
 import type { Sql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
 import { ROUTING, SENDERS, SUBSCRIBERS } from "../routing.ts";
+import {
+  CLOSURE_STATES,
+  type ClosureCounts,
+  type ClosureData,
+  closureDataSchema,
+  type ClosureRow,
+  closureRowSchema,
+  type ClosureState,
+} from "./contracts.ts";
 
-export const CLOSURE_STATES = [
-  "owed",
-  "inFlight",
-  "acceptedUnacked",
-  "closed",
-  "dead",
-  "refused",
-  "mismatch",
-] as const;
-export type ClosureState = typeof CLOSURE_STATES[number];
-export type ClosureCounts = Record<ClosureState, number>;
+export { CLOSURE_STATES };
+export type { ClosureCounts, ClosureState };
+
+const rowsSchema = z.array(closureRowSchema);
 
 const zero = (): ClosureCounts =>
   Object.fromEntries(CLOSURE_STATES.map((s) => [s, 0])) as ClosureCounts;
@@ -45,7 +48,10 @@ function classify(state: string, accepted: boolean): ClosureState {
  * dead and refused ones through partial indexes that hold only those rows.
  * No query reads the history of done deliveries.
  */
-export async function closure(sql: Sql, sandboxId: string) {
+export async function closure(
+  sql: Sql,
+  sandboxId: string,
+): Promise<ClosureData> {
   return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
     const bySubscriber: Record<string, ClosureCounts> = Object.fromEntries(
       SUBSCRIBERS.map((s) => [s, zero()]),
@@ -105,7 +111,7 @@ export async function closure(sql: Sql, sandboxId: string) {
     for (const counts of Object.values(bySubscriber)) {
       for (const s of CLOSURE_STATES) totals[s] += counts[s];
     }
-    return { totals, bySubscriber };
+    return closureDataSchema.parse({ totals, bySubscriber });
   }, { snapshot: true });
 }
 
@@ -116,7 +122,7 @@ export async function closureRows(
   subscriber: string,
   state: ClosureState,
   limit = 200,
-) {
+): Promise<ClosureRow[]> {
   if (!(SUBSCRIBERS as readonly string[]).includes(subscriber)) return [];
   return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
     if (state === "owed") {
@@ -126,7 +132,15 @@ export async function closureRows(
         .map(([type]) => type);
       const out = [];
       for (const service of SENDERS) {
-        const rows = await sql`
+        const rows = await sql<{
+          message_id: string;
+          type: string;
+          order_id: string;
+          state: string;
+          attempts: number;
+          last_error: string | null;
+          created_at: Date;
+        }[]>`
           select message_id, type, envelope->>'aggregateId' as order_id, state,
                  attempts, last_error, created_at
             from ${sql(`${service}.outbox`)}
@@ -144,9 +158,20 @@ export async function closureRows(
           at: r.created_at.toISOString(),
         })));
       }
-      return out;
+      return rowsSchema.parse(out);
     }
-    const rows = await sql`
+    const rows = await sql<{
+      id: string | number;
+      message_id: string;
+      type: string;
+      aggregate_id: string;
+      state: string;
+      attempts: number;
+      last_error: string | null;
+      created_at: Date;
+      accepted: boolean;
+      inbox_status: number | null;
+    }[]>`
       select d.id, d.message_id, d.type, d.aggregate_id, d.state, d.attempts, d.last_error,
              d.created_at, (i.message_id is not null) as accepted, i.status as inbox_status
         from queue.deliveries d
@@ -175,11 +200,11 @@ export async function closureRows(
       state === "closed" ? sql`m.published_at desc, d.id desc` : sql`d.id desc`
     }
        limit ${limit * 2}`;
-    return rows.filter((r) => classify(r.state, r.accepted) === state).slice(
-      0,
-      limit,
-    )
-      .map((r) => ({
+    return rowsSchema.parse(
+      rows.filter((r) => classify(r.state, r.accepted) === state).slice(
+        0,
+        limit,
+      ).map((r) => ({
         messageId: r.message_id,
         eventType: r.type,
         orderId: r.aggregate_id,
@@ -191,6 +216,7 @@ export async function closureRows(
             : "; not in the inbox") +
           (r.last_error ? `; last error: ${r.last_error}` : ""),
         at: r.created_at.toISOString(),
-      }));
+      })),
+    );
   });
 }

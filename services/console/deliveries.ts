@@ -3,31 +3,49 @@
  * delivery's attempt history and operator actions, and the dead letter list
  * with its filters (receiver, event type, time window), oldest first.
  */
+import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
 import type { DeliveryState } from "../../lib/queue/mod.ts";
+import {
+  type DeadLetterSummary,
+  deadLetterSummarySchema,
+  type DeliveryCounts,
+  deliveryCountsSchema,
+  type DeliveryDetailData,
+  deliveryDetailDataSchema,
+  type DeliveryItem,
+  deliveryItemSchema,
+  type ReceiverHealth,
+  receiverHealthSchema,
+} from "./contracts.ts";
 
-export interface DeliveryItem {
-  id: number;
-  messageId: string;
-  eventType: string;
+export type { DeliveryItem } from "./contracts.ts";
+
+/** The columns of queue.deliveries that the console reads. */
+interface DeliveryRow {
+  id: string | number;
+  message_id: string;
+  type: string;
   subscriber: string;
-  orderId: string;
+  aggregate_id: string;
   state: DeliveryState;
   attempts: number;
-  lastStatus: number | null;
-  lastError: string | null;
-  nextAttemptAt: string | null;
-  createdAt: string;
-  deadAt: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  next_attempt_at: Date;
+  created_at: Date;
+  dead_at: Date | null;
   redrives: number;
-  refusedReason: string | null;
-  refusedBy: string | null;
-  refusedAt: string | null;
+  refused_reason: string | null;
+  refused_by: string | null;
+  refused_at: Date | null;
 }
 
-// deno-lint-ignore no-explicit-any
-function item(d: any): DeliveryItem {
+const itemsSchema = z.array(deliveryItemSchema);
+
+/** A row in the contract's shape; parsed by the caller, once per answer. */
+function item(d: DeliveryRow): DeliveryItem {
   const open = d.state === "pending" || d.state === "in_flight";
   return {
     id: Number(d.id),
@@ -73,45 +91,54 @@ export async function listDeliveries(
 ): Promise<DeliveryItem[]> {
   const limit = Math.min(f.limit ?? 200, 1000);
   const history = f.state === undefined || f.state === "done";
-  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
-    sql`
+  const rows = await asService(
+    sql,
+    "console",
+    { sandboxId },
+    ({ sql }) =>
+      sql<DeliveryRow[]>`
       select d.* from queue.deliveries d
       ${
-      history
-        ? sql`join queue.messages m on m.message_id = d.message_id
+        history
+          ? sql`join queue.messages m on m.message_id = d.message_id
                where m.sandbox_id = ${sandboxId}`
-        : sql`where true`
-    }
+          : sql`where true`
+      }
        ${
-      f.state === "retrying"
-        ? sql`and d.state = 'pending' and d.attempts > 0`
-        : f.state
-        ? sql`and d.state = ${f.state}`
-        : sql``
-    }
+        f.state === "retrying"
+          ? sql`and d.state = 'pending' and d.attempts > 0`
+          : f.state
+          ? sql`and d.state = ${f.state}`
+          : sql``
+      }
        ${f.subscriber ? sql`and d.subscriber = ${f.subscriber}` : sql``}
        ${f.eventType ? sql`and d.type = ${f.eventType}` : sql``}
        ${
-      f.orderId
-        ? sql`and d.message_id in (select message_id from queue.messages
+        f.orderId
+          ? sql`and d.message_id in (select message_id from queue.messages
                                     where aggregate_id = ${f.orderId})`
-        : sql``
-    }
+          : sql``
+      }
        ${
-      f.since ? sql`and coalesce(d.dead_at, d.created_at) >= ${f.since}` : sql``
-    }
+        f.since
+          ? sql`and coalesce(d.dead_at, d.created_at) >= ${f.since}`
+          : sql``
+      }
        ${
-      f.until ? sql`and coalesce(d.dead_at, d.created_at) < ${f.until}` : sql``
-    }
+        f.until
+          ? sql`and coalesce(d.dead_at, d.created_at) < ${f.until}`
+          : sql``
+      }
        ${
-      f.state === "dead"
-        ? sql`order by d.dead_at, d.id`
-        : history
-        ? sql`order by m.published_at desc, d.id desc`
-        : sql`order by d.id desc`
-    }
-       limit ${limit}`);
-  return rows.map(item);
+        f.state === "dead"
+          ? sql`order by d.dead_at, d.id`
+          : history
+          ? sql`order by m.published_at desc, d.id desc`
+          : sql`order by d.id desc`
+      }
+       limit ${limit}`,
+  );
+  return itemsSchema.parse(rows.map(item));
 }
 
 /** A count of deliveries in one state to one subscriber. */
@@ -153,7 +180,10 @@ export async function tallyDeliveries(sql: TxSql): Promise<DeliveryTally[]> {
 }
 
 /** Counts by state, for the tabs of the deliveries page. */
-export async function deliveryCounts(sql: Sql, sandboxId: string) {
+export async function deliveryCounts(
+  sql: Sql,
+  sandboxId: string,
+): Promise<DeliveryCounts> {
   const rows = await asService(
     sql,
     "console",
@@ -172,23 +202,41 @@ export async function deliveryCounts(sql: Sql, sandboxId: string) {
     counts[r.state] += r.n;
     counts.retrying += r.retrying;
   }
-  return counts;
+  return deliveryCountsSchema.parse(counts);
 }
 
 /** One delivery with every attempt and every operator action; null if none. */
-export async function deliveryDetail(sql: Sql, sandboxId: string, id: number) {
+export async function deliveryDetail(
+  sql: Sql,
+  sandboxId: string,
+  id: number,
+): Promise<DeliveryDetailData | null> {
   return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
-    const [d] = await sql`select * from queue.deliveries where id = ${id}`;
+    const [d] = await sql<
+      DeliveryRow[]
+    >`select * from queue.deliveries where id = ${id}`;
     if (!d) return null;
-    const attempts = await sql`
+    const attempts = await sql<{
+      attempt: number;
+      started_at: Date;
+      duration_ms: number;
+      status: number | null;
+      outcome: string;
+      error: string | null;
+    }[]>`
       select attempt, started_at, duration_ms, status, outcome, error
         from queue.attempts where delivery_id = ${id} order by id`;
-    const actions = await sql`
+    const actions = await sql<{
+      action: string;
+      actor: string;
+      reason: string | null;
+      at: Date;
+    }[]>`
       select action, actor, reason, at from queue.actions
        where delivery_id = ${id} order by id`;
-    const [message] =
-      await sql`select envelope from queue.messages where message_id = ${d.message_id}`;
-    return {
+    const [message] = await sql<{ envelope: unknown }[]>`
+      select envelope from queue.messages where message_id = ${d.message_id}`;
+    return deliveryDetailDataSchema.parse({
       delivery: item(d),
       envelope: message?.envelope ?? null,
       attempts: attempts.map((a) => ({
@@ -205,12 +253,18 @@ export async function deliveryDetail(sql: Sql, sandboxId: string, id: number) {
         reason: a.reason,
         at: a.at.toISOString(),
       })),
-    };
+    });
   });
 }
 
+const summariesSchema = z.array(deadLetterSummarySchema);
+const healthSchema = z.array(receiverHealthSchema);
+
 /** Dead letters per receiver, for the overview. */
-export async function deadLettersBySubscriber(sql: Sql, sandboxId: string) {
+export async function deadLettersBySubscriber(
+  sql: Sql,
+  sandboxId: string,
+): Promise<DeadLetterSummary[]> {
   const rows = await asService(
     sql,
     "console",
@@ -220,11 +274,11 @@ export async function deadLettersBySubscriber(sql: Sql, sandboxId: string) {
       select subscriber, count(*)::int as n, min(dead_at) as oldest
         from queue.deliveries where state = 'dead' group by subscriber order by subscriber`,
   );
-  return rows.map((r) => ({
+  return summariesSchema.parse(rows.map((r) => ({
     subscriber: r.subscriber,
     count: r.n,
     oldestDeadAt: r.oldest.toISOString(),
-  }));
+  })));
 }
 
 /** Success rate and last error per receiver over the last `minutes`. */
@@ -232,7 +286,7 @@ export async function receiverHealth(
   sql: Sql,
   sandboxId: string,
   minutes = 15,
-) {
+): Promise<ReceiverHealth[]> {
   const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
     sql<
       {
@@ -250,11 +304,11 @@ export async function receiverHealth(
         from queue.attempts a join queue.deliveries d on d.id = a.delivery_id
        where a.started_at > now() - ${minutes} * interval '1 minute'
        group by d.subscriber order by d.subscriber`);
-  return rows.map((r) => ({
+  return healthSchema.parse(rows.map((r) => ({
     subscriber: r.subscriber,
     attempts: r.total,
     successRate: r.total ? r.ok / r.total : null,
     lastError: r.last_error,
     lastAttemptAt: r.last_at.toISOString(),
-  }));
+  })));
 }

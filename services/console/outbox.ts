@@ -8,6 +8,7 @@
 import type { Sql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
 import { SENDERS } from "../routing.ts";
+import { type OutboxAges, outboxAgesSchema } from "./contracts.ts";
 
 /** Histogram bucket bounds, in seconds (the last is +Inf). */
 export const AGE_BUCKETS = [
@@ -22,37 +23,7 @@ export const AGE_BUCKETS = [
   86400,
 ] as const;
 
-export interface OutboxAges {
-  pending: number;
-  ready: number;
-  backingOff: number;
-  /** Rows parked by the loop guard (waiting for a command or an operator). */
-  parked: number;
-  oldestReadyAgeSeconds: number | null;
-  oldestAgeSeconds: number | null;
-  buckets: { le: number | "+Inf"; count: number }[];
-  byService: {
-    service: string;
-    eventType: string;
-    pending: number;
-    ready: number;
-    backingOff: number;
-    oldestReadyAgeSeconds: number | null;
-    oldestAgeSeconds: number | null;
-  }[];
-  oldest: {
-    messageId: string;
-    service: string;
-    eventType: string;
-    orderId: string;
-    state: string;
-    ageSeconds: number;
-    attempts: number;
-    lastError: string | null;
-    nextAttemptAt: string | null;
-    ready: boolean;
-  }[];
-}
+export type { OutboxAges } from "./contracts.ts";
 
 interface Group {
   service: string;
@@ -160,7 +131,7 @@ export async function outboxAges(
   };
   const pending = sum((g) => g.pending);
   const ready = sum((g) => g.ready);
-  return {
+  return outboxAgesSchema.parse({
     pending,
     ready,
     backingOff: pending - ready,
@@ -194,5 +165,5 @@ export async function outboxAges(
         : null,
       ready: r.ready,
     })),
-  };
+  });
 }

@@ -7,19 +7,9 @@
  */
 import type { Sql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
+import { type RefundsDue, refundsDueSchema } from "./contracts.ts";
 
-export interface RefundDue {
-  paymentId: string;
-  orderId: string;
-  /** What was charged, in cents of `currency`. */
-  amountCents: number;
-  /** Null when only the orders service knows of it (it records no currency). */
-  currency: string | null;
-  reason: string;
-  /** Who kept it for a refund. */
-  keptBy: "billing" | "orders";
-  at: string;
-}
+export type { RefundDue } from "./contracts.ts";
 
 /** Why the orders service kept a payment, by the event it recorded. */
 const ORDERS_REASONS: Record<string, string> = {
@@ -32,7 +22,7 @@ export async function refundsDue(
   sql: Sql,
   sandboxId: string,
   limit = 50,
-): Promise<{ total: number; items: RefundDue[] }> {
+): Promise<RefundsDue> {
   const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
     sql<{
       payment_id: string;
@@ -57,7 +47,7 @@ export async function refundsDue(
       ) r
       order by at desc
       limit ${limit}`);
-  return {
+  return refundsDueSchema.parse({
     total: rows[0]?.total ?? 0,
     items: rows.map((r) => ({
       paymentId: r.payment_id,
@@ -70,5 +60,5 @@ export async function refundsDue(
       keptBy: r.kept_by,
       at: r.at.toISOString(),
     })),
-  };
+  });
 }

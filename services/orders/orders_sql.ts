@@ -5,11 +5,7 @@
 import type postgres from "postgres";
 import type { TxSql } from "../../lib/db/connect.ts";
 import type { ServiceTx } from "../../lib/db/service.ts";
-import {
-  type AppendOptions,
-  outboxWrites,
-  wakeInStatement,
-} from "../../lib/outbox/append.ts";
+import { outboxWrites, wakeInStatement } from "../../lib/outbox/append.ts";
 import type { Envelope } from "../../lib/outbox/envelope.ts";
 import type { Line, OrderSnapshot } from "../events.ts";
 import type { OrderState } from "./states.ts";
@@ -141,9 +137,6 @@ export function isOrderRefusal(
  * for {@link serviceStatement} to send with its COMMIT right behind (one
  * round trip for the whole order). It also wakes the relay for the outbox
  * row (lib/outbox/append.ts `wakeInStatement`).
- * `envelope` null leaves out the outbox row, its flush and the wake-up (for
- * the write benchmark's measure of what the outbox costs, never for an
- * order).
  */
 export function newOrderStatement(
   tx: ServiceTx,
@@ -158,8 +151,7 @@ export function newOrderStatement(
     totalCents: number;
     lines: NewLine[];
   },
-  envelope: Envelope | null,
-  wake: AppendOptions = {},
+  envelope: Envelope,
 ): postgres.PendingQuery<NewOrderOutcome[]> {
   const { sql } = tx;
   const sorted = bySku(order.lines);
@@ -169,10 +161,6 @@ export function newOrderStatement(
   const names = sorted.map((l) => l.name);
   const units = sorted.map((l) => l.unitCents);
   const placed = sql`exists (select from placed)`;
-  const outbox = envelope
-    ? sql`, ${outboxWrites(tx, [envelope], placed)}`
-    : sql``;
-  const woken = envelope ? wakeInStatement(tx, placed, wake) : sql`null`;
   const sandboxId = order.sandboxId;
   return sql<NewOrderOutcome[]>`
     with claim as (
@@ -187,7 +175,7 @@ export function newOrderStatement(
                            ${names}::text[], ${units}::int[])
                with ordinality as l(sku, qty, cap, name, unit_cents, n)
     ), taken as (
-      ${capacityTake(tx, sandboxId, order.day, sorted, "claim")}
+      ${capacityTake(tx, sandboxId, order.day, sorted)}
     ), placed as (
       insert into orders.orders (id, sandbox_id, customer_name, customer_email,
                                  fulfilment, day, total_cents)
@@ -203,11 +191,9 @@ export function newOrderStatement(
         from placed, line
     ), placed_event as (
       insert into orders.events (sandbox_id, order_id, type, version, message_id)
-      select ${sandboxId}, placed.id, 'OrderPlaced', 1, ${
-    envelope?.messageId ?? null
-  }
+      select ${sandboxId}, placed.id, 'OrderPlaced', 1, ${envelope.messageId}
         from placed
-    )${outbox}
+    ), ${outboxWrites(tx, [envelope], placed)}
     select exists (select from claim) as claimed,
            case when exists (select from claim)
                  and (select count(*) from taken) < ${sorted.length}
@@ -216,7 +202,7 @@ export function newOrderStatement(
                          where line.sku <> all (array(select sku from taken))
                          order by line.n limit 1))
            end as refused,
-           ${woken} as woken`;
+           ${wakeInStatement(tx, placed)} as woken`;
 }
 
 /**
@@ -231,8 +217,8 @@ export function bySku<L extends { sku: string }>(lines: L[]): L[] {
  * The body of a new order's `taken` expression: takes each line's `qty`
  * from its day's capacity, in the order of `line.n`, and returns the sku of
  * each line it took. It reads an expression `line` (sku, qty, cap, n) of the
- * same statement, and writes only if the expression named `after` has a row
- * (the step before it: the idempotency key, or the order row). A line that
+ * same statement, and writes only if the expression `claim` (the
+ * idempotency key, the step before it) has a row. A line that
  * would pass its product's capacity is left out; concurrent orders for the
  * same day and product queue on the row lock.
  */
@@ -241,7 +227,6 @@ export function capacityTake(
   sandboxId: string,
   day: string,
   sorted: NewLine[],
-  after: string,
 ): postgres.PendingQuery<postgres.Row[]> {
   const { sql } = tx;
   const skus = sorted.map((l) => l.sku);
@@ -249,7 +234,7 @@ export function capacityTake(
   return sql`
       insert into orders.day_counts as d (sandbox_id, day, sku, qty)
       select ${sandboxId}, ${day}, line.sku, line.qty
-        from ${sql(after)}, line
+        from claim, line
        where line.qty <= line.cap
        order by line.n
       on conflict (sandbox_id, day, sku) do update

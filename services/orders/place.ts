@@ -37,39 +37,14 @@ export interface Placed {
  * before. The same key with a different body is a 409. An order over the
  * day's capacity is a 409 naming the line, and writes nothing.
  */
-export function placeOrder(
+export async function placeOrder(
   sql: Sql,
   sandboxId: string,
   input: PlaceOrderInput,
-  options: { notify?: boolean } = {},
-): Promise<Placed> {
-  return place(sql, sandboxId, input, { ...options, outbox: true });
-}
-
-/**
- * For the write benchmark only: {@link placeOrder} without the outbox row,
- * its flush and the wake-up, to measure what the outbox itself costs. An
- * order placed this way never tells anyone that it exists.
- */
-export function placeOrderWithoutOutboxForBenchmark(
-  sql: Sql,
-  sandboxId: string,
-  input: PlaceOrderInput,
-): Promise<Placed> {
-  return place(sql, sandboxId, input, { outbox: false });
-}
-
-async function place(
-  sql: Sql,
-  sandboxId: string,
-  input: PlaceOrderInput,
-  options: { notify?: boolean; outbox: boolean },
 ): Promise<Placed> {
   const { day, requestHash, orderId, lines, totalCents, snapshot } =
     prepareOrder(input);
-  const envelope = options.outbox
-    ? orderPlacedEnvelope(sandboxId, snapshot)
-    : null;
+  const envelope = orderPlacedEnvelope(sandboxId, snapshot);
   let outcome: NewOrderOutcome;
   try {
     [outcome] = await serviceStatement(
@@ -91,7 +66,6 @@ async function place(
             lines,
           },
           envelope,
-          options,
         ),
     );
   } catch (error) {

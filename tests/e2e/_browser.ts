@@ -87,11 +87,11 @@ export function futureExpiry(): string {
 
 /** The storefront's basket of the walkthrough: two buns and a loaf. */
 export async function fillBasket(page: Page): Promise<void> {
-  await page.getByRole("button", { name: "Add Cardamom bun to basket" })
+  await page.getByRole("button", { name: "Add to basket: Cardamom bun" })
     .click();
   await page.getByRole("button", { name: "One Cardamom bun more" }).first()
     .click();
-  await page.getByRole("button", { name: "Add Country loaf to basket" })
+  await page.getByRole("button", { name: "Add to basket: Country loaf" })
     .click();
 }
 
@@ -209,14 +209,16 @@ export async function setFault(
     throw new Error(`fault ${name} is already ${on ? "on" : "off"}`);
   }
   await toggle.click();
-  // The switch is disabled while the PUT is out; enabled and in position
-  // means the server said so.
+  // The switch is aria-disabled while the PUT is out; enabled and in
+  // position means the server said so.
   await page.waitForFunction(
     ([id, want]) => {
       const input = document.querySelector<HTMLInputElement>(
         `[data-testid="${id}"]`,
       );
-      return !!input && !input.disabled && input.checked === want;
+      return !!input && !input.disabled &&
+        input.getAttribute("aria-disabled") !== "true" &&
+        input.checked === want;
     },
     [`fault-${name}`, on] as const,
     { timeout: SETTLE_MS },

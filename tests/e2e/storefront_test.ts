@@ -51,11 +51,15 @@ Deno.test("storefront: order, pay and watch it settle in the browser", async (t)
           page.on("pageerror", (error) => errors.push(error.message));
 
           await page.goto(bakery.url);
-          await page.getByRole("button", { name: "Add Cardamom bun to basket" })
+          await page.getByRole("button", {
+            name: "Add to basket: Cardamom bun",
+          })
             .click();
           await page.getByRole("button", { name: "One Cardamom bun more" })
             .first().click();
-          await page.getByRole("button", { name: "Add Country loaf to basket" })
+          await page.getByRole("button", {
+            name: "Add to basket: Country loaf",
+          })
             .click();
           await page.getByRole("link", { name: /checkout/i }).first().click();
           await page.waitForURL(/\/checkout$/);

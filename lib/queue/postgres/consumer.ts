@@ -73,9 +73,13 @@ export async function consumeOnce(
   // Read once a tick (a cached read): a pause that lands during a tick is
   // obeyed from the next one; what was claimed already is sent.
   const paused = await options.pauses?.();
+  // Deliveries to the subscribers this consumer serves, only: consumers of
+  // different subscribers can share the queue.
+  const subscribers = Object.keys(options.subscribers);
   const claim = (): ClaimOptions => ({
     limit: batchSize,
     leaseMs,
+    subscribers,
     round: {
       after: share.after,
       perSandbox: share.perSandbox,

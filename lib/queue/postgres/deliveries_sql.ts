@@ -23,6 +23,12 @@ export interface ClaimOptions {
   limit: number;
   leaseMs: number;
   round: Round;
+  /**
+   * Only deliveries to these subscribers: a consumer claims what it can
+   * send, and leaves deliveries to subscribers it does not serve to the
+   * consumers that do. Without it, every subscriber's.
+   */
+  subscribers?: readonly string[];
   /** Called just before the claim goes to the server. */
   onSent?: () => void;
 }
@@ -94,10 +100,13 @@ interface ClaimRow {
 function claimStatement(
   sql: TxSql,
   owner: string,
-  { limit, leaseMs, round }: ClaimOptions,
+  { limit, leaseMs, round, subscribers }: ClaimOptions,
 ) {
   const open = sql`state in ('pending', 'in_flight')`;
   const paused = round.paused ?? NO_PAUSES;
+  const served = subscribers
+    ? sql`and d.subscriber in ${sql(subscribers as string[])}`
+    : sql``;
   const next = (after: ReturnType<typeof sql>) =>
     sql`coalesce(
       (select sandbox_id from queue.deliveries
@@ -135,7 +144,7 @@ function claimStatement(
           select q.id, row_number() over (order by q.id) as rank from (
             select d.id from queue.deliveries d
              where d.sandbox_id = r.sandbox_id and d.state in ('pending', 'in_flight')
-               and d.next_attempt_at <= now()
+               and d.next_attempt_at <= now() ${served}
                and not exists (
                  select from full_lanes f
                   where f.sandbox_id = d.sandbox_id
@@ -169,7 +178,7 @@ function claimStatement(
     union all
     select null, null, null, null, null, null, null, null, null,
            (select min(next_attempt_at) from queue.deliveries d
-             where d.state in ('pending', 'in_flight')
+             where d.state in ('pending', 'in_flight') ${served}
                and not exists (
                  select from totals t where t.sandbox_id = d.sandbox_id
                     and t.n >= ${round.perSandbox})

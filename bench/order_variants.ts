@@ -1,0 +1,150 @@
+/**
+ * The bakery's order transaction as the benchmark varies it, built from the
+ * orders service's public pieces (prepareOrder, orderPlacedEnvelope,
+ * capacityTake, serviceStatement) and SQL of its own: the same statement as
+ * services/orders/orders_sql.ts newOrderStatement (the idempotency key, the
+ * capacity, the order, its line, its event; one round trip with its COMMIT,
+ * the orders role, the sandbox and its row-level security), where the
+ * outbox row, its flush and its wake-up are replaced by `tail`:
+ *
+ * - nothing: what the order costs without its outbox (the write scenario's
+ *   `orders_8_without_outbox`);
+ * - `graphile_worker.add_job` with the OrderPlaced envelope as payload: the
+ *   order as a graphile-worker user would write it (the peer scenario).
+ *
+ * If newOrderStatement changes, this copy must follow it; the write
+ * scenario's `orders_8` and `orders_8_without_outbox` are read side by side.
+ */
+import type { Sql } from "../lib/db/connect.ts";
+import { serviceStatement, type ServiceTx } from "../lib/db/service.ts";
+import type { Fragment } from "../lib/outbox/append.ts";
+import type { Envelope } from "../lib/outbox/envelope.ts";
+import {
+  bySku,
+  capacityTake,
+  isOrderRefusal,
+} from "../services/orders/orders_sql.ts";
+import { orderPlacedEnvelope, prepareOrder } from "../services/orders/place.ts";
+import type { OrderSource } from "./orders.ts";
+
+/** What takes the outbox's place: a CTE list to follow a comma, and a value. */
+type Tail = (
+  tx: ServiceTx,
+  envelope: Envelope,
+  placed: Fragment,
+) => { ctes: Fragment | null; value: Fragment };
+
+/** No outbox row, no flush, no wake-up. */
+const NOTHING: Tail = (tx) => ({ ctes: null, value: tx.sql`null::int` });
+
+/**
+ * graphile-worker's `add_job` for a placed order, its payload the envelope
+ * the outbox row would carry (its own NOTIFY is its wake-up).
+ */
+const ADD_JOB: Tail = (tx, envelope, placed) => ({
+  ctes: tx.sql`job as (
+      select graphile_worker.add_job('order_placed', ${
+    tx.sql.json(envelope as never)
+  }::json) where ${placed})`,
+  value: tx.sql`(select count(*)::int from job)`,
+});
+
+async function placeWith(sql: Sql, source: OrderSource, tail: Tail) {
+  const { sandboxId, input } = await source.next();
+  const { day, requestHash, orderId, lines, totalCents, snapshot } =
+    prepareOrder(input);
+  const envelope = orderPlacedEnvelope(sandboxId, snapshot);
+  const sorted = bySku(lines);
+  let answer: { claimed: boolean }[];
+  try {
+    answer = await serviceStatement(sql, "orders", { sandboxId }, (tx) => {
+      const { sql } = tx;
+      const placed = sql`exists (select from placed)`;
+      const t = tail(tx, envelope, placed);
+      const ctes = t.ctes ? sql`, ${t.ctes}` : sql``;
+      return sql<{ claimed: boolean }[]>`
+        with claim as (
+          insert into orders.commands_seen
+                 (sandbox_id, idempotency_key, request_hash, order_id)
+          values (${sandboxId}, ${input.idempotencyKey}, ${requestHash},
+                  ${orderId})
+          on conflict do nothing
+          returning order_id
+        ), line as (
+          select * from unnest(${sorted.map((l) => l.sku)}::text[],
+                               ${sorted.map((l) => l.qty)}::int[],
+                               ${sorted.map((l) => l.capacity)}::int[],
+                               ${sorted.map((l) => l.name)}::text[],
+                               ${sorted.map((l) => l.unitCents)}::int[])
+                   with ordinality as l(sku, qty, cap, name, unit_cents, n)
+        ), taken as (
+          ${capacityTake(tx, sandboxId, day, sorted)}
+        ), placed as (
+          insert into orders.orders (id, sandbox_id, customer_name,
+                                     customer_email, fulfilment, day,
+                                     total_cents)
+          select ${orderId}, ${sandboxId}, ${input.customer.name},
+                 ${input.customer.email}, ${input.fulfilment}, ${day},
+                 ${totalCents}
+           where (select count(*) from taken) = ${sorted.length}
+          returning id
+        ), placed_lines as (
+          insert into orders.lines (order_id, sku, sandbox_id, name, qty,
+                                    unit_cents)
+          select placed.id, line.sku, ${sandboxId}, line.name, line.qty,
+                 line.unit_cents
+            from placed, line
+        ), placed_event as (
+          insert into orders.events (sandbox_id, order_id, type, version,
+                                     message_id)
+          select ${sandboxId}, placed.id, 'OrderPlaced', 1,
+                 ${envelope.messageId}
+            from placed
+        )${ctes}
+        select exists (select from claim) as claimed,
+               ${t.value} as tail`;
+    });
+  } catch (error) {
+    // The source never asks for more than a day holds.
+    if (isOrderRefusal(error)) throw new Error("bench order refused");
+    throw error;
+  }
+  // Every key is new: an order that wrote nothing would flatter the figure.
+  if (!answer[0]?.claimed) throw new Error("bench order not placed");
+}
+
+/** The order without its outbox row, the flush and the wake-up. */
+export function placeWithoutOutbox(sql: Sql, source: OrderSource) {
+  return placeWith(sql, source, NOTHING);
+}
+
+/** The order with graphile-worker's add_job in place of its outbox row. */
+export function placeWithAddJob(sql: Sql, source: OrderSource) {
+  return placeWith(sql, source, ADD_JOB);
+}
+
+/**
+ * Lets the orders service's role add graphile-worker jobs (its schema
+ * installed in the database of `sql`, the owner's connection).
+ * graphile-worker turns row-level security on for its private tables with
+ * no policy, so that only their owner reaches them: a policy lets the
+ * orders role through, and add_job runs as graphile-worker wrote it.
+ */
+export async function grantAddJob(sql: Sql): Promise<void> {
+  const tables = await sql<{ name: string }[]>`
+    select c.relname as name from pg_class c
+      join pg_namespace n on n.oid = c.relnamespace
+     where n.nspname = 'graphile_worker' and c.relkind = 'r'
+       and c.relrowsecurity`;
+  for (const { name } of tables) {
+    await sql`create policy bench_orders on ${sql(`graphile_worker.${name}`)}
+                to orders using (true) with check (true)`;
+  }
+  await sql`grant usage on schema graphile_worker to orders`;
+  await sql`grant select, insert, update, delete
+              on all tables in schema graphile_worker to orders`;
+  await sql`grant usage, select on all sequences in schema graphile_worker
+              to orders`;
+  await sql`grant execute on all functions in schema graphile_worker
+              to orders`;
+}

@@ -1,0 +1,167 @@
+/**
+ * `GET /labs/queue`: the Queue Lab. The form (a POST to `/labs/queue`, then
+ * back here) runs workers that print oven tickets from the queue; the page
+ * shows the last run's figures and draws its timeline. Twin of `GET` and
+ * `POST /api/labs/queue`.
+ */
+import type { Context } from "hono";
+import type { Deps } from "../../deps.ts";
+import { html } from "../../lib/http/render.ts";
+import { parseOr400, readForm } from "../../lib/http/validate.ts";
+import { ConsolePage, type Operator } from "../../components/console_page.tsx";
+import { QueueTimeline } from "../../components/queue_timeline.tsx";
+import {
+  lastQueueRun,
+  queueLabSchema,
+  type QueueLabSettings,
+  runQueueLab,
+} from "../../services/labs/queue_lab.ts";
+import type { ConsoleRender } from "../console/_guard.ts";
+
+/** `POST /labs/queue` (a form): runs the lab, then 303 to the page. */
+export function runQueueForm(deps: Deps): ConsoleRender {
+  return async (c: Context, operator: Operator) => {
+    const form = await readForm(c);
+    const number = (name: string) =>
+      typeof form[name] === "string" && form[name] !== ""
+        ? Number(form[name])
+        : undefined;
+    const settings = parseOr400(queueLabSchema, {
+      orders: number("orders"),
+      workers: number("workers"),
+      crash: form.crash === "after-print-before-ack" ? form.crash : null,
+      poisonOrders: number("poisonOrders"),
+      receiverRemembers: form.receiverRemembers === "on",
+    }, "form");
+    await runQueueLab(deps.sql, deps.log, operator.sandboxId, settings);
+    return c.redirect("/labs/queue#result", 303);
+  };
+}
+
+const DEFAULTS: QueueLabSettings = {
+  orders: 6,
+  workers: 3,
+  crash: "after-print-before-ack",
+  poisonOrders: 1,
+  receiverRemembers: false,
+};
+
+export function queuePage({ sql }: Deps): ConsoleRender {
+  return async (_c, operator) => {
+    const last = await lastQueueRun(sql, operator.sandboxId);
+    const s = last?.settings ?? DEFAULTS;
+    return html(
+      <ConsolePage
+        title="The Queue Lab"
+        current="queue"
+        operator={operator}
+        lead="Workers take orders from the queue and print oven tickets. Crash one after it printed and before it acknowledged, add an order that jams the printer, and choose whether the printer remembers the ids it has printed."
+      >
+        <section class="panel">
+          <p>
+            The lab starts after the hard part: each message is in the queue
+            already. Getting it there together with the write that caused it
+            (the order saved, and the message owed, in one transaction) is what
+            the outbox does, and what{" "}
+            <a href="/labs/ledger">the failure ledger</a> runs.
+          </p>
+          <form method="post" action="/labs/queue" data-testid="queue-form">
+            <input type="hidden" name="_csrf" value={operator.csrfToken} />
+            <label>
+              Orders{" "}
+              <input
+                type="number"
+                name="orders"
+                min={1}
+                max={50}
+                value={s.orders}
+              />
+            </label>{" "}
+            <label>
+              Workers{" "}
+              <input
+                type="number"
+                name="workers"
+                min={1}
+                max={5}
+                value={s.workers}
+              />
+            </label>{" "}
+            <label>
+              Poison orders{" "}
+              <input
+                type="number"
+                name="poisonOrders"
+                min={0}
+                max={5}
+                value={s.poisonOrders}
+              />
+            </label>{" "}
+            <label>
+              <input
+                type="checkbox"
+                name="crash"
+                value="after-print-before-ack"
+                checked={s.crash !== null}
+                data-testid="queue-crash"
+              />{" "}
+              A worker crashes after printing, before acknowledging
+            </label>{" "}
+            <label>
+              <input
+                type="checkbox"
+                name="receiverRemembers"
+                checked={s.receiverRemembers}
+                data-testid="queue-remembers"
+              />{" "}
+              The printer remembers the ids it has printed
+            </label>{" "}
+            <button type="submit" class="button" data-testid="queue-run">
+              Run
+            </button>
+          </form>
+        </section>
+        {last && (
+          <section class="panel" id="result" data-testid="queue-result">
+            <h2>The last run</h2>
+            <p data-testid="queue-figures">
+              <strong data-testid="queue-tickets">{last.result.tickets}</strong>
+              {" "}
+              ticket(s),{" "}
+              <strong data-testid="queue-duplicates">
+                {last.result.duplicates}
+              </strong>{" "}
+              duplicate(s), <strong>{last.result.deadLetters}</strong>{" "}
+              dead letter(s), <strong>{last.result.deliveries}</strong>{" "}
+              deliveries to the printer.
+            </p>
+            <p>{sentence(last.settings, last.result.duplicates)}</p>
+            <QueueTimeline
+              timeline={last.result.timeline}
+              workers={last.settings.workers}
+            />
+            <p class="console-lead">
+              Green: printed and acknowledged. Red with a thick outline: a
+              second ticket for an order. Dashed: the printer answered from its
+              record, no ticket. ✕: the worker crashed before acknowledging.
+              Amber: the printer jammed, retried. Black: a dead letter.
+            </p>
+          </section>
+        )}
+      </ConsolePage>,
+    );
+  };
+}
+
+/** What the run shows, in a sentence. */
+function sentence(s: QueueLabSettings, duplicates: number): string {
+  const crash = s.crash === null
+    ? "No worker crashed, so every delivery was acknowledged once."
+    : s.receiverRemembers
+    ? "A worker crashed after printing; its delivery was delivered again once its lease ran out, and the printer, which records the ids it has printed in the same transaction as the ticket, answered without printing."
+    : "A worker crashed after printing; its delivery was delivered again once its lease ran out, and the printer, which keeps no record, printed it again.";
+  const poison = s.poisonOrders > 0
+    ? ` The poison order(s) jammed the printer on every try and became dead letters after four, with the printer's answer kept.`
+    : "";
+  return `${crash}${poison} ${duplicates} duplicate ticket(s).`;
+}

@@ -1,0 +1,154 @@
+/**
+ * The console's alerts: what is wrong now, by the thresholds in the
+ * settings (ALERT_OUTBOX_AGE_S, ALERT_DEAD_LETTERS, ALERT_SUCCESS_RATE).
+ * The readings are the ones `/metrics` exports (services/metrics.ts), so
+ * ops/prometheus/alerts.yml states the same rules over the same numbers:
+ *
+ * | kind           | subject    | fires when                                      |
+ * | -------------- | ---------- | ----------------------------------------------- |
+ * | `outbox_age`   | service    | its oldest ready outbox row is older than N s   |
+ * | `dead_letters` | subscriber | it has N or more dead letters                   |
+ * | `success_rate` | subscriber | under N of its attempts in 15 minutes succeeded |
+ */
+import type { Sql, TxSql } from "../../lib/db/connect.ts";
+import { asService } from "../../lib/db/service.ts";
+import { SENDERS } from "../routing.ts";
+
+/** The window of the success rate, as /metrics and the overview use it. */
+export const SUCCESS_WINDOW_MINUTES = 15;
+
+export type AlertKind = "outbox_age" | "dead_letters" | "success_rate";
+
+/** One alert that fires now. */
+export interface Alert {
+  kind: AlertKind;
+  /** The service (outbox_age) or subscriber the alert is about. */
+  subject: string;
+  /** Seconds, a count, or a rate from 0 to 1, by kind. */
+  value: number;
+  threshold: number;
+  /** When the reading crossed the threshold (as far as the rows tell). */
+  since: string;
+}
+
+/** The thresholds, as the settings name them. */
+export interface AlertThresholds {
+  ALERT_OUTBOX_AGE_S: number;
+  ALERT_DEAD_LETTERS: number;
+  ALERT_SUCCESS_RATE: number;
+}
+
+/** Age of the oldest outbox row that is due now, per sender. */
+export async function oldestReadyAges(
+  sql: TxSql,
+): Promise<{ service: string; ageSeconds: number; createdAt: Date }[]> {
+  const out = [];
+  for (const service of SENDERS) {
+    const [r] = await sql<{ oldest: Date | null; age: number | null }[]>`
+      select min(created_at) as oldest,
+             extract(epoch from now() - min(created_at))::float8 as age
+        from ${sql(`${service}.outbox`)}
+       where state <> 'published' and next_attempt_at <= now()`;
+    if (r.oldest && r.age !== null) {
+      out.push({ service, ageSeconds: r.age, createdAt: r.oldest });
+    }
+  }
+  return out;
+}
+
+/** Success of each subscriber's attempts in the last 15 minutes. */
+export async function successRates(sql: TxSql): Promise<
+  {
+    subscriber: string;
+    attempts: number;
+    rate: number;
+    firstFailureAt: Date | null;
+  }[]
+> {
+  const rows = await sql<
+    {
+      subscriber: string;
+      attempts: number;
+      done: number;
+      first_failure: Date | null;
+    }[]
+  >`
+    select d.subscriber, count(*)::int as attempts,
+           count(*) filter (where a.outcome = 'done')::int as done,
+           min(a.started_at) filter (where a.outcome <> 'done')
+             as first_failure
+      from queue.attempts a join queue.deliveries d on d.id = a.delivery_id
+     where a.started_at > now() - ${SUCCESS_WINDOW_MINUTES} * interval '1 minute'
+     group by d.subscriber order by d.subscriber`;
+  return rows.map((r) => ({
+    subscriber: r.subscriber,
+    attempts: r.attempts,
+    rate: r.done / r.attempts,
+    firstFailureAt: r.first_failure,
+  }));
+}
+
+/**
+ * Dead letters per subscriber, and when the `nth` oldest of them died: the
+ * moment the count reached `nth` (null while there are fewer).
+ */
+async function deadLetterCounts(sql: TxSql, nth: number) {
+  return await sql<
+    { subscriber: string; n: number; reached: Date | null }[]
+  >`
+    select subscriber, count(*)::int as n,
+           (array_agg(dead_at order by dead_at, id))[${nth}::int] as reached
+      from queue.deliveries where state = 'dead'
+     group by subscriber order by subscriber`;
+}
+
+/** The alerts that fire now in one sandbox, by kind and subject. */
+export async function currentAlerts(
+  sql: Sql,
+  sandboxId: string,
+  thresholds: AlertThresholds,
+): Promise<Alert[]> {
+  return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
+    const [ages, dead, rates] = await Promise.all([
+      oldestReadyAges(sql),
+      deadLetterCounts(sql, thresholds.ALERT_DEAD_LETTERS),
+      successRates(sql),
+    ]);
+    const alerts: Alert[] = [];
+    const ageLimit = thresholds.ALERT_OUTBOX_AGE_S;
+    for (const a of ages) {
+      if (a.ageSeconds <= ageLimit) continue;
+      alerts.push({
+        kind: "outbox_age",
+        subject: a.service,
+        value: Math.round(a.ageSeconds * 1000) / 1000,
+        threshold: ageLimit,
+        since: new Date(a.createdAt.getTime() + ageLimit * 1000)
+          .toISOString(),
+      });
+    }
+    for (const d of dead) {
+      if (d.n < thresholds.ALERT_DEAD_LETTERS || !d.reached) continue;
+      alerts.push({
+        kind: "dead_letters",
+        subject: d.subscriber,
+        value: d.n,
+        threshold: thresholds.ALERT_DEAD_LETTERS,
+        since: d.reached.toISOString(),
+      });
+    }
+    for (const r of rates) {
+      if (r.rate >= thresholds.ALERT_SUCCESS_RATE || !r.firstFailureAt) {
+        continue;
+      }
+      alerts.push({
+        kind: "success_rate",
+        subject: r.subscriber,
+        value: Math.round(r.rate * 1000) / 1000,
+        threshold: thresholds.ALERT_SUCCESS_RATE,
+        since: r.firstFailureAt.toISOString(),
+      });
+    }
+    return alerts;
+  });
+}

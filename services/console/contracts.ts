@@ -1,0 +1,366 @@
+/**
+ * The console's wire contracts: one zod schema per JSON twin (and per answer
+ * of an operator action), and the types inferred from them. The read models
+ * in services/console/ type their SQL rows, map them to these shapes and
+ * parse the result here before it leaves for a page or its twin, so a
+ * column renamed or a type changed in SQL fails at the boundary, with the
+ * field named, instead of reaching a browser. The islands read the types
+ * through islands/_console_types.ts (`import type` only: neither zod nor
+ * the database code goes into the browser bundle).
+ *
+ * Every object is strict: a field that is not in the contract is an error,
+ * as a missing one is.
+ */
+import { z } from "zod";
+import { DELIVERY_STATES, type DeliveryState } from "../../lib/queue/states.ts";
+import { OUTBOX_STATES, type OutboxState } from "../../lib/outbox/states.ts";
+import { envelopeSchema } from "../../lib/outbox/envelope.ts";
+
+/** A time as `Date.toISOString()` writes it. */
+const time = z.iso.datetime();
+const count = z.number().int().nonnegative();
+const id = z.number().int().positive();
+
+// --- Outbox ------------------------------------------------------------
+
+/** `GET /api/console/outbox`, and the overview's `outbox`. */
+export const outboxAgesSchema = z.strictObject({
+  pending: count,
+  ready: count,
+  backingOff: count,
+  /** Rows parked by the loop guard (waiting for a command or an operator). */
+  parked: count,
+  oldestReadyAgeSeconds: z.number().nonnegative().nullable(),
+  oldestAgeSeconds: z.number().nonnegative().nullable(),
+  buckets: z.array(z.strictObject({
+    le: z.union([z.number().positive(), z.literal("+Inf")]),
+    count,
+  })),
+  byService: z.array(z.strictObject({
+    service: z.string(),
+    eventType: z.string(),
+    pending: count,
+    ready: count,
+    backingOff: count,
+    oldestReadyAgeSeconds: z.number().nonnegative().nullable(),
+    oldestAgeSeconds: z.number().nonnegative().nullable(),
+  })),
+  oldest: z.array(z.strictObject({
+    messageId: z.string(),
+    service: z.string(),
+    eventType: z.string(),
+    orderId: z.string(),
+    state: z.enum(OUTBOX_STATES as [OutboxState, ...OutboxState[]]),
+    ageSeconds: z.number().nonnegative(),
+    attempts: count,
+    lastError: z.string().nullable(),
+    /** Null for a row parked by the loop guard (no next attempt). */
+    nextAttemptAt: time.nullable(),
+    ready: z.boolean(),
+  })),
+});
+export type OutboxAges = z.infer<typeof outboxAgesSchema>;
+
+// --- Closure -----------------------------------------------------------
+
+/** The states of an obligation; services/console/closure.ts says each. */
+export const CLOSURE_STATES = [
+  "owed",
+  "inFlight",
+  "acceptedUnacked",
+  "closed",
+  "dead",
+  "refused",
+  "mismatch",
+] as const;
+export type ClosureState = typeof CLOSURE_STATES[number];
+
+export const closureCountsSchema = z.strictObject(
+  Object.fromEntries(CLOSURE_STATES.map((s) => [s, count])) as Record<
+    ClosureState,
+    typeof count
+  >,
+);
+export type ClosureCounts = z.infer<typeof closureCountsSchema>;
+
+/** `GET /api/console/closure`, and the overview's `closure`. */
+export const closureDataSchema = z.strictObject({
+  totals: closureCountsSchema,
+  bySubscriber: z.record(z.string(), closureCountsSchema),
+});
+export type ClosureData = z.infer<typeof closureDataSchema>;
+
+/** One obligation behind a cell of the closure matrix. */
+export const closureRowSchema = z.strictObject({
+  messageId: z.string(),
+  eventType: z.string(),
+  orderId: z.string(),
+  /** The outbox it waits in, for an owed one; else null. */
+  sender: z.string().nullable(),
+  /** Its delivery, once the queue has it; else null. */
+  deliveryId: id.nullable(),
+  detail: z.string(),
+  at: time,
+});
+export type ClosureRow = z.infer<typeof closureRowSchema>;
+
+/** `GET /api/console/closure/rows?subscriber=&state=`. */
+export const closureRowsDataSchema = z.strictObject({
+  items: z.array(closureRowSchema),
+});
+export type ClosureRowsData = z.infer<typeof closureRowsDataSchema>;
+
+// --- Deliveries and dead letters ---------------------------------------
+
+/** One delivery (message × receiver) as the lists show it. */
+export const deliveryItemSchema = z.strictObject({
+  id,
+  messageId: z.string(),
+  eventType: z.string(),
+  subscriber: z.string(),
+  orderId: z.string(),
+  state: z.enum(DELIVERY_STATES as [DeliveryState, ...DeliveryState[]]),
+  attempts: count,
+  lastStatus: z.number().int().nullable(),
+  lastError: z.string().nullable(),
+  /** Set while the delivery is open (pending or in flight). */
+  nextAttemptAt: time.nullable(),
+  createdAt: time,
+  deadAt: time.nullable(),
+  redrives: count,
+  refusedReason: z.string().nullable(),
+  refusedBy: z.string().nullable(),
+  refusedAt: time.nullable(),
+});
+export type DeliveryItem = z.infer<typeof deliveryItemSchema>;
+
+/** Counts per tab of the deliveries page (the states, and "retrying"). */
+export const deliveryCountsSchema = z.strictObject(
+  Object.fromEntries(
+    [...DELIVERY_STATES, "retrying"].map((s) => [s, count]),
+  ) as Record<DeliveryState | "retrying", typeof count>,
+);
+export type DeliveryCounts = z.infer<typeof deliveryCountsSchema>;
+
+/** `GET /api/console/deliveries?state=`. */
+export const deliveriesDataSchema = z.strictObject({
+  counts: deliveryCountsSchema,
+  items: z.array(deliveryItemSchema),
+});
+export type DeliveriesData = z.infer<typeof deliveriesDataSchema>;
+
+/** `GET /api/console/deliveries/:id`. */
+export const deliveryDetailDataSchema = z.strictObject({
+  delivery: deliveryItemSchema,
+  /** Null only if its message is gone (a wiped sandbox's leftovers). */
+  envelope: envelopeSchema.nullable(),
+  attempts: z.array(z.strictObject({
+    attempt: id,
+    startedAt: time,
+    durationMs: z.number().int().nonnegative(),
+    /** The receiver's HTTP status; null when none came (a timeout). */
+    status: z.number().int().nullable(),
+    outcome: z.enum(["done", "retry", "dead"]),
+    error: z.string().nullable(),
+  })),
+  actions: z.array(z.strictObject({
+    action: z.enum(["redrive", "refuse"]),
+    actor: z.string(),
+    reason: z.string().nullable(),
+    at: time,
+  })),
+});
+export type DeliveryDetailData = z.infer<typeof deliveryDetailDataSchema>;
+
+/** `GET /api/console/dead-letters`. */
+export const deadLettersDataSchema = z.strictObject({
+  items: z.array(deliveryItemSchema),
+});
+export type DeadLettersData = z.infer<typeof deadLettersDataSchema>;
+
+/** Dead letters of one receiver, for the overview. */
+export const deadLetterSummarySchema = z.strictObject({
+  subscriber: z.string(),
+  count: id,
+  oldestDeadAt: time,
+});
+export type DeadLetterSummary = z.infer<typeof deadLetterSummarySchema>;
+
+/** How one receiver answered lately, for the overview. */
+export const receiverHealthSchema = z.strictObject({
+  subscriber: z.string(),
+  attempts: id,
+  /** Of the attempts, the share that was done; null with none. */
+  successRate: z.number().min(0).max(1).nullable(),
+  lastError: z.string().nullable(),
+  lastAttemptAt: time,
+});
+export type ReceiverHealth = z.infer<typeof receiverHealthSchema>;
+
+// --- Refunds -----------------------------------------------------------
+
+export const refundDueSchema = z.strictObject({
+  paymentId: z.string(),
+  orderId: z.string(),
+  /** What was charged, in cents of `currency`. */
+  amountCents: z.number().int(),
+  /** Null when only the orders service knows of it (it records no currency). */
+  currency: z.string().nullable(),
+  reason: z.string(),
+  /** Who kept it for a refund. */
+  keptBy: z.enum(["billing", "orders"]),
+  at: time,
+});
+export type RefundDue = z.infer<typeof refundDueSchema>;
+
+/** Payments needing a refund: newest first, and how many in all. */
+export const refundsDueSchema = z.strictObject({
+  total: count,
+  items: z.array(refundDueSchema),
+});
+export type RefundsDue = z.infer<typeof refundsDueSchema>;
+
+// --- Receivers, alerts, order violations ------------------------------
+
+/** One minute of one receiver's attempts. */
+export const receiverMinuteSchema = z.strictObject({
+  at: time,
+  attempts: count,
+  done: count,
+  p95LatencyMs: z.number().nonnegative().nullable(),
+});
+export type ReceiverMinute = z.infer<typeof receiverMinuteSchema>;
+
+/** A receiver over the last hour. */
+export const receiverStatsSchema = z.strictObject({
+  name: z.string(),
+  paused: z.boolean(),
+  attempts: count,
+  done: count,
+  successRate: z.number().min(0).max(1).nullable(),
+  lastError: z.string().nullable(),
+  lastErrorAt: time.nullable(),
+  throughputPerMinute: z.number().nonnegative(),
+  p95LatencyMs: z.number().nonnegative().nullable(),
+  minutes: z.array(receiverMinuteSchema),
+});
+export type ReceiverStats = z.infer<typeof receiverStatsSchema>;
+
+/** `GET /api/console/receivers`. */
+export const receiversDataSchema = z.strictObject({
+  receivers: z.array(receiverStatsSchema),
+});
+export type ReceiversData = z.infer<typeof receiversDataSchema>;
+
+/** One alert that fires now. */
+export const alertSchema = z.strictObject({
+  kind: z.enum(["outbox_age", "dead_letters", "success_rate"]),
+  subject: z.string(),
+  value: z.number(),
+  threshold: z.number(),
+  since: time,
+});
+export type Alert = z.infer<typeof alertSchema>;
+
+/** `GET /api/console/alerts`. */
+export const alertsDataSchema = z.strictObject({
+  alerts: z.array(alertSchema),
+});
+export type AlertsData = z.infer<typeof alertsDataSchema>;
+
+/** `GET /api/console/order-violations`. */
+export const orderViolationsSchema = z.strictObject({
+  total: count,
+  items: z.array(z.strictObject({
+    subscriber: z.string(),
+    aggregateId: z.string(),
+    messageId: z.string(),
+    eventType: z.string(),
+    arrivedVersion: id,
+    appliedVersion: id,
+    at: time,
+  })),
+});
+export type OrderViolations = z.infer<typeof orderViolationsSchema>;
+
+// --- Overview, faults, kitchen ----------------------------------------
+
+/** `GET /api/console/overview`. */
+export const overviewDataSchema = z.strictObject({
+  outbox: outboxAgesSchema,
+  closure: closureDataSchema,
+  deadLetters: z.array(deadLetterSummarySchema),
+  receivers: z.array(receiverHealthSchema),
+  refunds: refundsDueSchema,
+  /** Every receiver over the last hour, for the charts. */
+  lastHour: z.array(receiverStatsSchema),
+  orderViolations: z.strictObject({ total: count }),
+});
+export type OverviewData = z.infer<typeof overviewDataSchema>;
+
+/** `GET /api/console/faults` (and the answer of its PUT): name → on. */
+export const faultsDataSchema = z.record(z.string(), z.boolean());
+export type FaultsData = z.infer<typeof faultsDataSchema>;
+
+/** One kitchen card. */
+export const kitchenCardSchema = z.strictObject({
+  orderId: z.string(),
+  state: z.enum(["new", "confirmed", "cancelled"]),
+  version: id,
+  /** The order's lines, as OrderPlaced carried them. */
+  items: z.array(z.strictObject({
+    sku: z.string(),
+    name: z.string(),
+    qty: id,
+    unitCents: z.number().int().nonnegative(),
+  })),
+  /** The day it is baked for, once the schedule reserved one. */
+  day: z.iso.date().nullable(),
+  updatedAt: time,
+});
+export type KitchenCard = z.infer<typeof kitchenCardSchema>;
+
+/** `GET /api/kitchen/board`. */
+export const boardDataSchema = z.strictObject({
+  cards: z.array(kitchenCardSchema),
+});
+export type BoardData = z.infer<typeof boardDataSchema>;
+
+// --- Answers of the operator's actions ---------------------------------
+
+/** `POST /api/console/dead-letters[/:id]/redrive`: 202, what was sent again. */
+export const redriveAnswerSchema = z.strictObject({
+  count,
+  ids: z.array(id),
+});
+export type RedriveAnswer = z.infer<typeof redriveAnswerSchema>;
+
+/** `POST /api/console/dead-letters[/:id]/refuse`: what was closed, why, by whom. */
+export const refuseAnswerSchema = z.strictObject({
+  count,
+  ids: z.array(id),
+  reason: z.string(),
+  actor: z.string(),
+});
+export type RefuseAnswer = z.infer<typeof refuseAnswerSchema>;
+
+/**
+ * The schema of every console JSON twin, by its route as the app registers
+ * it. tests/console_contracts_test.ts checks that each GET route of the
+ * console's API is here and that its answers parse: a new twin is one more
+ * line.
+ */
+export const CONSOLE_TWINS = {
+  "/api/console/overview": overviewDataSchema,
+  "/api/console/outbox": outboxAgesSchema,
+  "/api/console/deliveries": deliveriesDataSchema,
+  "/api/console/deliveries/:id": deliveryDetailDataSchema,
+  "/api/console/dead-letters": deadLettersDataSchema,
+  "/api/console/closure": closureDataSchema,
+  "/api/console/closure/rows": closureRowsDataSchema,
+  "/api/console/faults": faultsDataSchema,
+  "/api/console/receivers": receiversDataSchema,
+  "/api/console/alerts": alertsDataSchema,
+  "/api/console/order-violations": orderViolationsSchema,
+  "/api/kitchen/board": boardDataSchema,
+} as const;

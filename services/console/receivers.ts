@@ -1,0 +1,133 @@
+/**
+ * The receivers as the console lists them: for each subscriber, its success
+ * rate, last error, and its throughput and p95 latency minute by minute over
+ * the last hour, read from the attempts (both transports record every
+ * attempt in queue.attempts). Attempts are found by time through their
+ * block range index (migrations/0006_console_watch.sql).
+ */
+import type { Sql, TxSql } from "../../lib/db/connect.ts";
+import { asService } from "../../lib/db/service.ts";
+import { SUBSCRIBERS } from "../routing.ts";
+
+/** The window the receivers page and its charts cover. */
+export const WINDOW_MINUTES = 60;
+
+/** One minute of one receiver's attempts. */
+export interface ReceiverMinute {
+  /** The minute's start. */
+  at: string;
+  attempts: number;
+  /** Attempts answered 2xx: the throughput. */
+  done: number;
+  /** p95 of the attempts' durations in the minute; null without attempts. */
+  p95LatencyMs: number | null;
+}
+
+/** A receiver over the last hour. */
+export interface ReceiverStats {
+  name: string;
+  /** Always false until pausing exists; the field is part of the contract. */
+  paused: boolean;
+  attempts: number;
+  done: number;
+  /** done / attempts; null without attempts. */
+  successRate: number | null;
+  lastError: string | null;
+  lastErrorAt: string | null;
+  /** Done attempts per minute, averaged over the hour. */
+  throughputPerMinute: number;
+  /** p95 of every attempt's duration in the hour; null without attempts. */
+  p95LatencyMs: number | null;
+  /** WINDOW_MINUTES minutes, oldest first, the current one last. */
+  minutes: ReceiverMinute[];
+}
+
+interface Row {
+  subscriber: string;
+  minute: Date | null;
+  attempts: number;
+  done: number;
+  p95: number | null;
+  last_error: string | null;
+  last_error_at: Date | null;
+}
+
+/**
+ * Every subscriber over the last hour, within the transaction's scope; one
+ * that had no attempts is listed with zeros. The current minute is the last
+ * of the series and still counting.
+ */
+export async function receiverStatsIn(sql: TxSql): Promise<ReceiverStats[]> {
+  const [{ now }] = await sql<{ now: Date }[]>`
+    select date_trunc('minute', now()) as now`;
+  const from = new Date(now.getTime() - (WINDOW_MINUTES - 1) * 60_000);
+  // One pass: per receiver and minute, and per receiver for the hour.
+  const rows = await sql<Row[]>`
+    select d.subscriber, date_trunc('minute', a.started_at) as minute,
+           count(*)::int as attempts,
+           count(*) filter (where a.outcome = 'done')::int as done,
+           percentile_cont(0.95) within group (order by a.duration_ms)
+             as p95,
+           (array_agg(a.error order by a.id desc)
+              filter (where a.error is not null))[1] as last_error,
+           max(a.started_at) filter (where a.error is not null)
+             as last_error_at
+      from queue.attempts a join queue.deliveries d on d.id = a.delivery_id
+     where a.started_at >= ${from}
+     group by grouping sets
+       ((d.subscriber, date_trunc('minute', a.started_at)), (d.subscriber))`;
+  // Paused receivers (lib/queue/pauses.ts), of the transaction's scope.
+  const paused = new Set(
+    (await sql<{ subscriber: string }[]>`
+      select subscriber from queue.pauses where paused`).map((r) =>
+      r.subscriber
+    ),
+  );
+  const hour = new Map<string, Row>();
+  const minutes = new Map<string, Row>();
+  for (const r of rows) {
+    if (r.minute === null) hour.set(r.subscriber, r);
+    else minutes.set(`${r.subscriber}/${r.minute.getTime()}`, r);
+  }
+  return SUBSCRIBERS.map((name) => {
+    const h = hour.get(name);
+    const series: ReceiverMinute[] = [];
+    for (let i = 0; i < WINDOW_MINUTES; i++) {
+      const at = from.getTime() + i * 60_000;
+      const m = minutes.get(`${name}/${at}`);
+      series.push({
+        at: new Date(at).toISOString(),
+        attempts: m?.attempts ?? 0,
+        done: m?.done ?? 0,
+        p95LatencyMs: m?.p95 == null ? null : Math.round(m.p95),
+      });
+    }
+    const attempts = h?.attempts ?? 0;
+    const done = h?.done ?? 0;
+    return {
+      name,
+      paused: paused.has(name),
+      attempts,
+      done,
+      successRate: attempts ? done / attempts : null,
+      lastError: h?.last_error ?? null,
+      lastErrorAt: h?.last_error_at?.toISOString() ?? null,
+      throughputPerMinute: done / WINDOW_MINUTES,
+      p95LatencyMs: h?.p95 == null ? null : Math.round(h.p95),
+      minutes: series,
+    };
+  });
+}
+
+/** {@link receiverStatsIn} for one sandbox. */
+export async function receiverStats(
+  sql: Sql,
+  sandboxId: string,
+): Promise<ReceiverStats[]> {
+  return await asService(
+    sql,
+    "console",
+    { sandboxId },
+    ({ sql }) => receiverStatsIn(sql),
+  );
+}

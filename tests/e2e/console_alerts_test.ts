@@ -1,0 +1,123 @@
+/**
+ * The alerts banner in the browser: on a console page that has nothing to do
+ * with dead letters, a dead letter's alert appears without a reload, is on
+ * every other console page as it is rendered (the overview and the
+ * receivers page are kept as screenshots, with their charts), and clears, again without a
+ * reload, once the dead letter is redriven and applied.
+ */
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import { startTestBakery, walkthroughOrder } from "../_app.ts";
+import {
+  byTestId,
+  launch,
+  liveIsOpen,
+  markPage,
+  screenshot,
+  scriptErrors,
+  SETTLE_MS,
+  signIn,
+  stillMarked,
+} from "./_browser.ts";
+
+/** A same-origin JSON request from the page (the browser sends Origin). */
+async function call(
+  page: Page,
+  method: string,
+  path: string,
+  body: unknown,
+): Promise<number> {
+  return await page.evaluate(
+    async ([method, path, body]) =>
+      (await fetch(path as string, {
+        method: method as string,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      })).status,
+    [method, path, body] as const,
+  );
+}
+
+const ALERT = '[data-testid="alert-dead_letters-kitchen"]';
+
+Deno.test("console in the browser: the alert banner appears and clears, live", async () => {
+  const bakery = await startTestBakery();
+  const browser = await launch();
+  try {
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 900 },
+    });
+    const page = await context.newPage();
+    const errors = scriptErrors(page);
+    const base = bakery.url;
+
+    await signIn(page, base, "Night shift", "console/closure");
+    const banner = byTestId(page, "alert-banner");
+    assert.equal(await banner.getAttribute("data-count"), "0");
+    assert.equal(await page.locator(ALERT).count(), 0);
+    await markPage(page);
+
+    // The kitchen refuses; an order's OrderPlaced dies there.
+    assert.equal(
+      await call(page, "PUT", "/api/console/faults", { kitchenRefuses: true }),
+      200,
+    );
+    assert.equal(
+      await call(page, "POST", "/api/orders", walkthroughOrder()),
+      201,
+    );
+    await page.locator(ALERT).waitFor({ timeout: SETTLE_MS });
+    assert.ok(await stillMarked(page), "the page was reloaded");
+    assert.match(
+      await page.locator(ALERT).textContent() ?? "",
+      /^kitchen: 1 dead letter \(alert from 1\), since \d\d:\d\d:\d\d UTC\. See the dead letters$/,
+    );
+    assert.equal(
+      await page.locator(`${ALERT} a`).getAttribute("href"),
+      "/console/dead-letters?subscriber=kitchen",
+    );
+
+    // Every console page opens with it: the overview and the receivers
+    // page with their charts (kept as screenshots), the kitchen board.
+    for (
+      const [path, shot] of [["console", "console-overview-alert"], [
+        "console/receivers",
+        "console-receivers-alert",
+      ], ["console/kitchen", ""]]
+    ) {
+      await page.goto(`${base}${path}`);
+      await liveIsOpen(page);
+      assert.equal(await page.locator(ALERT).count(), 1, path);
+      if (shot) {
+        assert.ok(await page.locator("svg.minute-chart").count() > 0, path);
+        await screenshot(page, shot);
+      }
+    }
+    await markPage(page);
+
+    // Redriven with the kitchen back: applied, and the alert clears.
+    assert.equal(
+      await call(page, "PUT", "/api/console/faults", {
+        kitchenRefuses: false,
+      }),
+      200,
+    );
+    assert.equal(
+      await call(page, "POST", "/api/console/dead-letters/redrive", {
+        subscriber: "kitchen",
+      }),
+      202,
+    );
+    await page.locator(ALERT).waitFor({
+      state: "detached",
+      timeout: SETTLE_MS,
+    });
+    assert.ok(await stillMarked(page), "the page was reloaded");
+
+    assert.deepEqual(errors, []);
+    await context.close();
+  } finally {
+    await browser.close();
+    await bakery.stop();
+  }
+});
