@@ -215,7 +215,8 @@ export class LabRelay {
         this.owner,
         limit,
         LEASE_MS,
-        [LAB_RELAY],
+        // The relay's claim is limited to this sandbox's rows.
+        [this.sandboxId],
       );
     } finally {
       await setFault(this.sql, this.sandboxId, LAB_RELAY, false);
