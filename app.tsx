@@ -175,10 +175,16 @@ export function createApp(deps: Deps): Hono {
   app.get("/api/console/deliveries", api.deliveries);
   app.get("/api/console/deliveries/:id", api.delivery);
   app.get("/api/console/dead-letters", api.deadLetters);
+  app.get("/api/console/failure-groups", api.failureGroups);
   app.post("/api/console/dead-letters/redrive", api.redriveMany);
   app.post("/api/console/dead-letters/refuse", api.refuseMany);
   app.post("/api/console/dead-letters/:id/redrive", api.redriveOne);
   app.post("/api/console/dead-letters/:id/refuse", api.refuseOne);
+  app.post("/api/console/dead-letters/:id/supersede", api.supersede);
+  app.get("/api/console/jobs/:jobId", api.job);
+  app.post("/api/console/jobs/:jobId/cancel", api.cancelJob);
+  app.get("/api/console/actions", api.actions);
+  app.get("/api/console/search", api.search);
   app.get("/api/console/closure", api.closure);
   app.get("/api/console/closure/rows", api.closureRows);
   app.get("/api/console/faults", api.faults);

@@ -21,6 +21,7 @@ import { ChangeFeed, notifyChanged } from "./lib/wake/feed.ts";
 import { coalescingWaker, setOutboxWaker } from "./lib/outbox/mod.ts";
 import { bakeryMetrics } from "./services/metrics.ts";
 import { scheduleWipes } from "./services/wipe.ts";
+import { startJobLoop } from "./services/console/jobs.ts";
 
 export interface Bakery {
   /** The app's public URL: PUBLIC_URL, or where it listens. */
@@ -96,6 +97,8 @@ export async function startBakery(options: {
       },
     )
     : undefined;
+  const jobs = messaging && startBakeryJobs(sql, log, config, messaging.owner);
+  deps.jobs = jobs;
   // Commits wake the relay after commit, not with a NOTIFY inside every
   // order transaction (lib/outbox/wake.ts says why).
   deps.brokerUp = messaging?.brokerUp;
@@ -122,6 +125,7 @@ export async function startBakery(options: {
       closing.abort();
       await stopWipes();
       await server.shutdown();
+      await jobs?.stop();
       await messaging?.stop();
       await gateway.drain();
       await waker.flush();
@@ -129,4 +133,27 @@ export async function startBakery(options: {
       if (!options.sql) await sql.end({ timeout: 5 });
     },
   };
+}
+
+/**
+ * The bulk job loop of a process that runs the workers (services/console/
+ * jobs.ts): it tells open pages of the sandboxes it changed.
+ */
+export function startBakeryJobs(
+  sql: Sql,
+  log: Logger,
+  config: Config,
+  owner: string,
+) {
+  return startJobLoop({
+    sql,
+    log,
+    owner,
+    pollMs: config.POLL_INTERVAL_MS,
+    horizonDays: config.REPLAY_HORIZON_DAYS,
+    onTouched: (ids) =>
+      notifyChanged(sql, ids).catch((error) =>
+        log.warn("notify_failed", { error })
+      ),
+  });
 }

@@ -29,4 +29,9 @@ export interface Deps {
    * broker answers (for /health).
    */
   brokerUp?: () => boolean;
+  /**
+   * With the workers in this process: the bulk job loop, woken when a job
+   * is created (services/console/jobs.ts).
+   */
+  jobs?: { wake(): void };
 }

@@ -43,6 +43,20 @@ async function seedOrders(tx: TxSql, n: number, sandboxCount: number) {
   await tx`create index on seed (g)`;
 }
 
+/**
+ * An order row for each `seed` row, for the console's search: 50,000
+ * customers' addresses, spread over the sandboxes.
+ */
+async function seedOrderRows(tx: TxSql) {
+  await tx`
+    insert into orders.orders (id, sandbox_id, customer_name, customer_email,
+                               fulfilment, day, total_cents)
+    select order_id, sandbox_id, 'Bench Customer',
+           'customer' || (g % 50000) || '@example.com', 'delivery',
+           current_date, 350
+      from seed order by g`;
+}
+
 /** The SQL of an order envelope of `type`, built from the `seed` row. */
 function envelopeSql(tx: TxSql, type: string, version: number, paid: boolean) {
   return tx`jsonb_build_object(
@@ -135,6 +149,8 @@ export async function consoleWorld(sql: Sql, o: {
   const sandboxId = await sql.begin(async (tx) => {
     const ids = await sandboxes(tx, o.sandboxCount);
     await seedOrders(tx, o.history, o.sandboxCount);
+    step("history: orders");
+    await seedOrderRows(tx);
     step("history: outbox");
     // History envelopes are compact (no order snapshot): nothing reads them.
     const small = tx`jsonb_build_object('messageId', seed.message_id,
@@ -193,6 +209,7 @@ export async function consoleWorld(sql: Sql, o: {
     await tx`create temp table seed_sandboxes on commit drop as
       select ${sandboxId}::uuid as id, 0 as n`;
     await seedOrders(tx, o.pending + o.dead, 1);
+    await seedOrderRows(tx);
     await tx`
       insert into orders.outbox (sandbox_id, message_id, type, envelope)
       select seed.sandbox_id, seed.message_id, 'OrderPlaced',
@@ -215,6 +232,7 @@ export async function consoleWorld(sql: Sql, o: {
   });
   step("vacuum analyze");
   await settle(sql, [
+    "orders.orders",
     "orders.outbox",
     "queue.messages",
     "queue.deliveries",

@@ -1,6 +1,6 @@
 /**
- * The console's header: one link per page, the live indicator, who is signed
- * in, and the sign-out button. Signing out is a form POST (it changes state),
+ * The console's header: one link per page, the search box, the live
+ * indicator, who is signed in, and the sign-out button. Signing out is a form POST (it changes state),
  * carrying the session's CSRF token in `_csrf` as the session middleware
  * requires of form posts.
  */
@@ -26,18 +26,22 @@ export const CONSOLE_PAGES = [
   { key: "how", href: "/how-it-works", label: "How it's built" },
 ] as const;
 
-/** Which page is open: a key of `CONSOLE_PAGES`. */
-export type ConsolePageKey = typeof CONSOLE_PAGES[number]["key"];
+/** Which page is open: a key of `CONSOLE_PAGES`, or the search results. */
+export type ConsolePageKey = typeof CONSOLE_PAGES[number]["key"] | "search";
 
 /** Props: the open page, the operator's name and the session's token. */
 export interface ConsoleNavProps {
   current: ConsolePageKey;
   name: string;
   csrfToken: string;
+  /** What the search box holds (on the search page, the query). */
+  query?: string;
 }
 
 /** Links to every console page, the live indicator and sign-out. */
-export function ConsoleNav({ current, name, csrfToken }: ConsoleNavProps) {
+export function ConsoleNav(
+  { current, name, csrfToken, query }: ConsoleNavProps,
+) {
   return (
     <div class="console-nav">
       <ul class="console-links" data-testid="console-nav">
@@ -54,6 +58,26 @@ export function ConsoleNav({ current, name, csrfToken }: ConsoleNavProps) {
         ))}
       </ul>
       <div class="console-who">
+        {/* A GET form: a search is a link that can be shared. */}
+        <form
+          method="get"
+          action="/console/search"
+          class="console-search"
+          role="search"
+        >
+          <input
+            type="search"
+            name="q"
+            value={query ?? ""}
+            maxLength={200}
+            placeholder="Order, message, receipt, email, error"
+            aria-label="Search the console"
+            data-testid="search-box"
+          />
+          <button type="submit" class="button small" data-testid="search-go">
+            Search
+          </button>
+        </form>
         <Island name="live_status" props={{}} />
         <span
           class="console-name"

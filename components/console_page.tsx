@@ -21,6 +21,8 @@ export interface ConsolePageProps {
   operator: Operator;
   /** One line under the heading: what this page answers. */
   lead?: ComponentChildren;
+  /** What the header's search box holds. */
+  query?: string;
   children: ComponentChildren;
 }
 
@@ -39,6 +41,7 @@ export function ConsolePage(props: ConsolePageProps) {
           current={props.current}
           name={operator.name}
           csrfToken={operator.csrfToken}
+          query={props.query}
         />
       }
     >

@@ -28,3 +28,6 @@ export type {
   RedriveAnswer,
   RefuseAnswer,
 } from "../services/console/contracts.ts";
+
+export type { JobView } from "../services/console/jobs.ts";
+export type { FailureGroup } from "../lib/queue/mod.ts";

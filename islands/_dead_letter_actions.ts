@@ -12,24 +12,45 @@ export interface DeadLetterTarget {
   ids?: number[];
   subscriber?: string;
   eventType?: string;
+  group?: string;
   since?: string;
   until?: string;
 }
 
-/** The ids an action changed, or why it failed. */
-export type ActionResult = { ids: number[] } | { error: string };
+/**
+ * The ids an action changed (or, over 100 rows, the job that will change
+ * them, and how many), or why it failed.
+ */
+export type ActionResult =
+  | { ids: number[]; jobId?: string; count?: number }
+  | { error: string };
 
 function result(answer: Answer): ActionResult {
   if (!answer.ok) return { error: failure(answer) };
-  const body = answer.body as Partial<RedriveAnswer | RefuseAnswer>;
-  return { ids: Array.isArray(body.ids) ? body.ids : [] };
+  const body = answer.body as Partial<RedriveAnswer | RefuseAnswer> & {
+    jobId?: string;
+    count?: number;
+  };
+  return {
+    ids: Array.isArray(body.ids) ? body.ids : [],
+    jobId: body.jobId,
+    count: body.count,
+  };
 }
 
 const BASE = "/api/console/dead-letters";
 
-/** `POST /api/console/dead-letters/:id/redrive`. */
-export async function redriveOne(id: number): Promise<ActionResult> {
-  return result(await sendJson("POST", `${BASE}/${id}/redrive`));
+/**
+ * `POST /api/console/dead-letters/:id/redrive`; `force` redrives one beyond
+ * the replay horizon too.
+ */
+export async function redriveOne(
+  id: number,
+  force = false,
+): Promise<ActionResult> {
+  return result(
+    await sendJson("POST", `${BASE}/${id}/redrive`, force ? { force } : {}),
+  );
 }
 
 /** `POST /api/console/dead-letters/:id/refuse` with `{ reason }`. */

@@ -80,6 +80,15 @@ export function DeadLetterRow(props: DeadLetterRowProps) {
         </td>
         <td class="error-text" data-testid="last-error">
           {d.lastError ?? "–"}
+          {d.beyondReplayHorizon && (
+            <span
+              class="badge badge-warn horizon"
+              title="Older than the receivers' replay horizon: a receiver refuses a message that old unless it remembers it"
+              data-testid={`horizon-${d.id}`}
+            >
+              Beyond the replay horizon
+            </span>
+          )}
         </td>
         <td class="nowrap">{formatClock(d.deadAt)}</td>
         <td class="row-actions">
@@ -105,7 +114,7 @@ export function DeadLetterRow(props: DeadLetterRowProps) {
                   onClick={props.onRedrive}
                   data-testid={`redrive-${d.id}`}
                 >
-                  Redrive
+                  {d.beyondReplayHorizon ? "Redrive anyway" : "Redrive"}
                 </button>
                 <button
                   type="button"

@@ -17,6 +17,7 @@ import ConsoleOverview from "./console_overview.tsx";
 import DeadLetters from "./dead_letters.tsx";
 import DeliveriesList from "./deliveries_list.tsx";
 import DeliveryDetail from "./delivery_detail.tsx";
+import FailureGroups from "./failure_groups.tsx";
 import FaultSwitches from "./fault_switches.tsx";
 import KitchenBoard from "./kitchen_board.tsx";
 import LiveStatus from "./live_status.tsx";
@@ -44,6 +45,7 @@ export const islands = {
   dead_letters: DeadLetters,
   deliveries_list: DeliveriesList,
   delivery_detail: DeliveryDetail,
+  failure_groups: FailureGroups,
   fault_switches: FaultSwitches,
   kitchen_board: KitchenBoard,
   live_status: LiveStatus,

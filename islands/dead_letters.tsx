@@ -25,6 +25,8 @@ import {
   refuseButtonId,
 } from "./_dead_letter_row.tsx";
 import { RefuseForm } from "./_refuse_form.tsx";
+import { JobProgress } from "./_job_progress.tsx";
+import type { JobView } from "./_console_types.ts";
 
 /** Props: the page's filter (also the "all matching" target) and its data. */
 export interface DeadLettersProps {
@@ -59,6 +61,7 @@ export default function DeadLetters(props: DeadLettersProps) {
   const busy = useSignal(false);
   const notice = useSignal("");
   const error = useSignal("");
+  const jobs = useSignal<JobView[]>([]);
   // Where the keyboard's focus goes once the page shows what a click did:
   // the button that was pressed is gone (a row's) or disabled (the
   // toolbar's), and a focus left on nothing starts again at the top.
@@ -129,8 +132,17 @@ export default function DeadLetters(props: DeadLettersProps) {
       if (refusing.value === null) focusNext.value = ERROR_ID;
       return result.error;
     }
-    mark(result.ids, action, reason);
     refusing.value = null;
+    if (result.jobId) {
+      const job = await fetch(`/api/console/jobs/${result.jobId}`)
+        .then((r) => r.json());
+      jobs.value = [job, ...jobs.value];
+      notice.value = `Started a job for ${
+        plural(result.count ?? 0, "dead letter", "dead letters")
+      }, oldest first.`;
+      return null;
+    }
+    mark(result.ids, action, reason);
     notice.value = `${action === "redriven" ? "Redrove" : "Refused"} ${
       plural(result.ids.length, "dead letter", "dead letters")
     }${
@@ -229,6 +241,11 @@ export default function DeadLetters(props: DeadLettersProps) {
       </div>
       {(refusing.value === "selected" || refusing.value === "all") &&
         <div class="toolbar-form">{form(refusing.value)}</div>}
+      {jobs.value.length > 0 && (
+        <div class="jobs">
+          {jobs.value.map((job) => <JobProgress key={job.jobId} job={job} />)}
+        </div>
+      )}
       {notice.value && (
         <p
           class="notice"
@@ -301,7 +318,11 @@ export default function DeadLetters(props: DeadLettersProps) {
                       selected.value = next;
                     }}
                     onRedrive={() =>
-                      act(item.id, () => redriveOne(item.id), "redriven")}
+                      act(
+                        item.id,
+                        () => redriveOne(item.id, item.beyondReplayHorizon),
+                        "redriven",
+                      )}
                     onRefuse={() => refusing.value = item.id}
                     refuseForm={refusing.value === item.id
                       ? form(item.id)

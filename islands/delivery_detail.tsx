@@ -49,7 +49,8 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
     document.getElementById(focusNext.value)?.focus();
     focusNext.value = null;
   }, [focusNext.value]);
-  const { delivery: d, envelope, attempts, actions } = live.data.value;
+  const { delivery: d, envelope, attempts, actions, supersededBy, supersedes } =
+    live.data.value;
 
   async function act(run: () => Promise<ActionResult>, done: string) {
     busy.value = true;
@@ -125,6 +126,31 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
               <dd data-testid="refused-reason">
                 by {d.refusedBy} at {formatClock(d.refusedAt)}:{" "}
                 {d.refusedReason}
+              </dd>
+            </>
+          )}
+          {supersededBy && (
+            <>
+              <dt>Superseded</dt>
+              <dd data-testid="superseded-by">
+                by a corrected copy {supersededBy.deliveryId
+                  ? (
+                    <a href={`/console/deliveries/${supersededBy.deliveryId}`}>
+                      {supersededBy.messageId}
+                    </a>
+                  )
+                  : supersededBy.messageId} ({supersededBy.actor}:{" "}
+                {supersededBy.reason})
+              </dd>
+            </>
+          )}
+          {supersedes !== null && (
+            <>
+              <dt>Supersedes</dt>
+              <dd data-testid="supersedes">
+                <a href={`/console/deliveries/${supersedes}`}>
+                  dead letter {supersedes}
+                </a>
               </dd>
             </>
           )}

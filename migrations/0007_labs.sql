@@ -98,6 +98,10 @@ create table lab_printer.runs (
   sandbox_id uuid primary key,
   settings jsonb not null,
   timeline jsonb not null,
+  -- What the queue's rows said at the end of the run (deadLetters,
+  -- deliveries): the run's queue rows are then deleted, so the lab's dead
+  -- letters do not stand in the operator console as the bakery's.
+  queue_figures jsonb not null,
   ran_at timestamptz not null default now()
 );
 select platform.enable_sandbox_rls('lab_printer.runs');

@@ -21,6 +21,9 @@ CREATE ROLE receipts NOLOGIN;
 CREATE ROLE relay NOLOGIN;
 CREATE ROLE schedule NOLOGIN;
 
+-- Extensions
+CREATE EXTENSION pg_trgm SCHEMA platform VERSION '1.6';
+
 -- The database
 GRANT CONNECT, TEMPORARY ON DATABASE current_database() TO PUBLIC;
 
@@ -348,6 +351,32 @@ begin
   raise exception using errcode = code, message = message;
 end $function$;
 GRANT EXECUTE ON FUNCTION platform.refuse(code text, message text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION queue.error_pattern(error text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    select regexp_replace(regexp_replace(regexp_replace(coalesce(error, ''),
+      '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}',
+      '{id}', 'g'),
+      '\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}(:?\d{2})?)?',
+      '{time}', 'g'),
+      '(?<!answered )(?<![\w.{])\d+(\.\d+)?', '{n}', 'g')
+  $function$;
+GRANT EXECUTE ON FUNCTION queue.error_pattern(error text) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION queue.error_pattern(error text) TO console;
+
+CREATE OR REPLACE FUNCTION queue.failure_group(subscriber text, type text, error text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    select left(md5(subscriber || E'\n' || type || E'\n'
+                    || queue.error_pattern(error)), 16)
+  $function$;
+GRANT EXECUTE ON FUNCTION queue.failure_group(subscriber text, type text, error text) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION queue.failure_group(subscriber text, type text, error text) TO console;
 
 CREATE TABLE billing.outbox (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
@@ -823,6 +852,7 @@ CREATE TABLE lab_printer.runs (
   sandbox_id uuid NOT NULL,
   settings jsonb NOT NULL,
   timeline jsonb NOT NULL,
+  queue_figures jsonb NOT NULL,
   ran_at timestamp with time zone NOT NULL DEFAULT now()
 );
 ALTER TABLE lab_printer.runs ADD CONSTRAINT runs_pkey PRIMARY KEY (sandbox_id);
@@ -1101,12 +1131,16 @@ CREATE TABLE orders.orders (
   total_cents integer NOT NULL,
   payment_ref text,
   created_at timestamp with time zone NOT NULL DEFAULT now(),
-  updated_at timestamp with time zone NOT NULL DEFAULT now()
+  updated_at timestamp with time zone NOT NULL DEFAULT now(),
+  number text GENERATED ALWAYS AS (upper("right"((id)::text, 6))) STORED,
+  email_key text GENERATED ALWAYS AS (lower(customer_email)) STORED
 );
 ALTER TABLE orders.orders ADD CONSTRAINT orders_fulfilment_check CHECK ((fulfilment = ANY (ARRAY['pickup'::text, 'delivery'::text])));
 ALTER TABLE orders.orders ADD CONSTRAINT orders_pkey PRIMARY KEY (id);
 ALTER TABLE orders.orders ADD CONSTRAINT orders_state_check CHECK ((state = ANY (ARRAY['placed'::text, 'payment_failed'::text, 'paid'::text, 'cancelled'::text])));
 ALTER TABLE orders.orders ADD CONSTRAINT orders_total_cents_check CHECK ((total_cents >= 0));
+CREATE INDEX orders_by_email ON orders.orders USING btree (sandbox_id, email_key text_pattern_ops);
+CREATE INDEX orders_by_number ON orders.orders USING btree (number);
 ALTER TABLE orders.orders ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON orders.orders AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -1301,6 +1335,42 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.attempts TO queue;
 CREATE SEQUENCE queue.attempts_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.attempts.id
 GRANT SELECT, USAGE ON SEQUENCE queue.attempts_id_seq TO queue;
 
+CREATE TABLE queue.bulk_jobs (
+  id uuid NOT NULL,
+  sandbox_id uuid NOT NULL,
+  action text NOT NULL,
+  ids bigint[] NOT NULL,
+  total integer NOT NULL,
+  done integer NOT NULL DEFAULT 0,
+  changed integer NOT NULL DEFAULT 0,
+  rate_per_second integer NOT NULL,
+  reason text,
+  force boolean NOT NULL DEFAULT false,
+  republish boolean NOT NULL DEFAULT false,
+  actor text NOT NULL,
+  state text NOT NULL DEFAULT 'running'::text,
+  lease_owner text,
+  lease_expires_at timestamp with time zone,
+  next_run_at timestamp with time zone NOT NULL DEFAULT now(),
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  finished_at timestamp with time zone
+);
+ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_action_check CHECK ((action = ANY (ARRAY['redrive'::text, 'refuse'::text])));
+ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_check CHECK ((total = cardinality(ids)));
+ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_check1 CHECK (((done >= 0) AND (done <= total)));
+ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_check2 CHECK (((state = 'running'::text) = (finished_at IS NULL)));
+ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_check3 CHECK (((action <> 'refuse'::text) OR (reason IS NOT NULL)));
+ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_pkey PRIMARY KEY (id);
+ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_rate_per_second_check CHECK (((rate_per_second >= 1) AND (rate_per_second <= 1000)));
+ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_state_check CHECK ((state = ANY (ARRAY['running'::text, 'done'::text, 'cancelled'::text])));
+CREATE INDEX bulk_jobs_running ON queue.bulk_jobs USING btree (next_run_at) WHERE (state = 'running'::text);
+ALTER TABLE queue.bulk_jobs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON queue.bulk_jobs AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE queue.bulk_jobs TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.bulk_jobs TO queue;
+
 CREATE TABLE queue.closure_counts (
   sandbox_id uuid NOT NULL,
   subscriber text NOT NULL,
@@ -1347,6 +1417,7 @@ ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_message_id_subscriber_key
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_pkey PRIMARY KEY (id);
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'in_flight'::text, 'done'::text, 'dead'::text, 'refused'::text])));
 CREATE INDEX deliveries_dead ON queue.deliveries USING btree (sandbox_id, dead_at, id) WHERE (state = 'dead'::text);
+CREATE INDEX deliveries_error_words ON queue.deliveries USING gin (last_error platform.gin_trgm_ops) WHERE (last_error IS NOT NULL);
 CREATE INDEX deliveries_open ON queue.deliveries USING btree (sandbox_id, id) WHERE (state = ANY (ARRAY['pending'::text, 'in_flight'::text]));
 CREATE INDEX deliveries_refused ON queue.deliveries USING btree (sandbox_id, refused_at, id) WHERE (state = 'refused'::text);
 CREATE INDEX deliveries_republish ON queue.deliveries USING btree (republish_at) WHERE (republish_at IS NOT NULL);
@@ -1398,6 +1469,29 @@ CREATE POLICY sandbox_isolation ON queue.mismatches AS PERMISSIVE FOR ALL TO PUB
 GRANT SELECT ON TABLE queue.mismatches TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.mismatches TO queue;
 
+CREATE TABLE queue.operator_actions (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  actor text NOT NULL,
+  action text NOT NULL,
+  target jsonb NOT NULL,
+  count integer NOT NULL,
+  job_id uuid,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_action_check CHECK ((action = ANY (ARRAY['redrive'::text, 'refuse'::text, 'supersede'::text, 'cancel'::text])));
+ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_count_check CHECK ((count >= 0));
+ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_pkey PRIMARY KEY (id);
+CREATE INDEX operator_actions_by_sandbox ON queue.operator_actions USING btree (sandbox_id, at);
+ALTER TABLE queue.operator_actions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON queue.operator_actions AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE queue.operator_actions TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.operator_actions TO queue;
+CREATE SEQUENCE queue.operator_actions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.operator_actions.id
+GRANT SELECT, USAGE ON SEQUENCE queue.operator_actions_id_seq TO queue;
+
 CREATE TABLE queue.pause_actions (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
   sandbox_id uuid NOT NULL,
@@ -1433,6 +1527,24 @@ CREATE POLICY sandbox_isolation ON queue.pauses AS PERMISSIVE FOR ALL TO PUBLIC
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE queue.pauses TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.pauses TO queue;
+
+CREATE TABLE queue.supersessions (
+  delivery_id bigint NOT NULL,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  actor text NOT NULL,
+  reason text NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE queue.supersessions ADD CONSTRAINT supersessions_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES queue.deliveries(id);
+ALTER TABLE queue.supersessions ADD CONSTRAINT supersessions_pkey PRIMARY KEY (delivery_id);
+CREATE INDEX supersessions_by_message ON queue.supersessions USING btree (message_id);
+ALTER TABLE queue.supersessions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON queue.supersessions AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE queue.supersessions TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.supersessions TO queue;
 
 CREATE TABLE receipts.inbox (
   message_id uuid NOT NULL,
@@ -1490,6 +1602,7 @@ CREATE TABLE receipts.receipts (
   issued_at timestamp with time zone NOT NULL DEFAULT now()
 );
 ALTER TABLE receipts.receipts ADD CONSTRAINT receipts_pkey PRIMARY KEY (order_id);
+CREATE INDEX receipts_by_number ON receipts.receipts USING btree (number);
 ALTER TABLE receipts.receipts ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON receipts.receipts AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -1598,3 +1711,6 @@ GRANT SELECT ON TABLE schedule.refusals TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE schedule.refusals TO schedule;
 CREATE SEQUENCE schedule.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of schedule.refusals.id
 GRANT SELECT, USAGE ON SEQUENCE schedule.refusals_id_seq TO schedule;
+
+-- Comments
+COMMENT ON EXTENSION pg_trgm IS 'text similarity measurement and index searching based on trigrams';

@@ -125,7 +125,8 @@ const RELAY_LEASE_MS = 30_000;
 
 /**
  * Opens the JetStream transport of QUEUE=jetstream: the stream named
- * NATS_STREAM and one durable consumer per subscriber. The duplicate window
+ * NATS_STREAM, whose lanes (a durable consumer per subscriber and sandbox)
+ * are made as messages come. The duplicate window
  * covers the relay's retry horizon twice over (a lost PubAck is published
  * again after RELAY_RETRY_MS; a dead relay's rows are taken over after its
  * lease), and at least JetStream's default of two minutes.
@@ -173,6 +174,7 @@ export async function startBakeryMessaging(
     ? new JetStreamQueue({
       js: jetstream.js,
       names: jetstream.names,
+      lanes: jetstream.lanes,
       routing: ROUTING,
       ledger,
     })

@@ -22,6 +22,7 @@ const FIRST = [
   "queue.attempts",
   "queue.actions",
   "queue.mismatches",
+  "queue.supersessions",
   "queue.deliveries",
   "queue.messages",
   "orders.lines",

@@ -44,9 +44,11 @@ export interface StoredMessage {
   msgId: string;
   /** The envelope's message id. */
   messageId: string;
+  /** The envelope's sandbox. */
+  sandboxId: string;
 }
 
-/** What a subscriber's durable consumer says of itself. */
+/** What a subscriber's lanes' consumers say of themselves, added up. */
 export interface ConsumerState {
   /** Deliveries made, redeliveries included (its consumer sequence). */
   delivered: number;
@@ -76,27 +78,28 @@ export class StreamView {
     for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
       const m = await this.stream.jsm.streams.getMessage(this.name, { seq });
       if (!m) continue;
+      const envelope = m.json<{ messageId: string; sandboxId: string }>();
       out.push({
         seq: m.seq,
         subject: m.subject,
         msgId: m.header.get("Nats-Msg-Id"),
-        messageId: m.json<{ messageId: string }>().messageId,
+        messageId: envelope.messageId,
+        sandboxId: envelope.sandboxId,
       });
     }
     return out;
   }
 
-  /** A subscriber's durable consumer. */
+  /** A subscriber's consumers, one per sandbox (lane), added up. */
   async consumer(subscriber: string): Promise<ConsumerState> {
-    const info = await this.stream.jsm.consumers.info(
-      this.name,
-      this.stream.names.consumer(subscriber),
-    );
-    return {
-      delivered: info.delivered.consumer_seq,
-      ackPending: info.num_ack_pending,
-      pending: info.num_pending,
-    };
+    const state = { delivered: 0, ackPending: 0, pending: 0 };
+    for (const lane of await this.stream.lanes.list()) {
+      if (lane.subscriber !== subscriber) continue;
+      state.delivered += lane.delivered;
+      state.ackPending += lane.ackPending;
+      state.pending += lane.pending;
+    }
+    return state;
   }
 }
 
@@ -163,6 +166,7 @@ export async function openTestTransport(
     queue: new JetStreamQueue({
       js: stream.js,
       names: stream.names,
+      lanes: stream.lanes,
       routing,
       ledger,
     }),
@@ -177,8 +181,8 @@ export async function openTestTransport(
 }
 
 /**
- * Opens (creating it if need be) a test stream with one durable consumer
- * per subscriber, as the bakery opens its own (services/mod.ts).
+ * Opens (creating it if need be) a test stream, as the bakery opens its own
+ * (services/mod.ts); its lanes' consumers are made as messages come.
  */
 export async function openTestStream(
   name: string,

@@ -21,6 +21,8 @@ interface Call {
   ok: number;
 }
 
+const NO_JOB = "01900000-0000-7000-8000-000000000000";
+
 /**
  * Every console call, with ids from the caller's sandbox: `done` is a
  * delivery that went through, `redrive` and `refuse` are dead letters.
@@ -74,6 +76,24 @@ function consoleCalls(ids: { done: number; redrive: number; refuse: number }) {
       path: "/api/console/dead-letters/refuse",
       json: { subscriber: "receipts", reason: "none to refuse" },
       ok: 200,
+    },
+    { method: "GET", path: "/api/console/failure-groups", ok: 200 },
+    {
+      method: "POST",
+      path: "/api/console/dead-letters/redrive",
+      json: { subscriber: "receipts", dryRun: true },
+      ok: 200,
+    },
+    { method: "GET", path: "/api/console/actions", ok: 200 },
+    { method: "GET", path: "/api/console/search?q=kitchen", ok: 200 },
+    // Ids that are not there once signed in: 404, never before 401.
+    { method: "GET", path: `/api/console/jobs/${NO_JOB}`, ok: 404 },
+    { method: "POST", path: `/api/console/jobs/${NO_JOB}/cancel`, ok: 404 },
+    {
+      method: "POST",
+      path: `/api/console/dead-letters/${ids.done}/supersede`,
+      json: { payload: {}, reason: "not a dead letter" },
+      ok: 404,
     },
   ] satisfies Call[];
 }

@@ -234,6 +234,58 @@ Deno.test("contracts: every console twin's answer parses against its schema, wit
     }
     assert.ok(rows > 0);
     await twin(client, seen, "/api/console/faults");
+    const receivers = await twin<{ receivers: { attempts: number }[] }>(
+      client,
+      seen,
+      "/api/console/receivers",
+    );
+    assert.ok(receivers.receivers.some((r) => r.attempts > 0));
+    const alerts = await twin<{ alerts: unknown[] }>(
+      client,
+      seen,
+      "/api/console/alerts",
+    );
+    assert.ok(alerts.alerts.length > 0, "the dead letters raise an alert");
+    await twin(client, seen, "/api/console/order-violations");
+    await twin(
+      client,
+      seen,
+      "/api/console/order-violations",
+      "/api/console/order-violations?subscriber=kitchen",
+    );
+    const groups = await twin<{ groups: unknown[] }>(
+      client,
+      seen,
+      "/api/console/failure-groups",
+    );
+    assert.ok(groups.groups.length > 0);
+    const log = await twin<{ items: unknown[] }>(
+      client,
+      seen,
+      "/api/console/actions",
+    );
+    assert.ok(log.items.length > 0, "the redrive and refusal are logged");
+    const found = await twin<{ results: unknown[] }>(
+      client,
+      seen,
+      "/api/console/search",
+      "/api/console/search?q=answered",
+    );
+    assert.ok(found.results.length > 0);
+    // A job of this sandbox, as the job loop leaves a finished one.
+    const jobId = crypto.randomUUID();
+    await t.sql`
+      insert into queue.bulk_jobs (id, sandbox_id, action, ids, total, done,
+                                   changed, rate_per_second, actor, state,
+                                   finished_at)
+      values (${jobId}, ${sandboxId}, 'redrive', '{1,2}', 2, 2, 1, 50,
+              'Contracts', 'done', now())`;
+    await twin(
+      client,
+      seen,
+      "/api/console/jobs/:jobId",
+      `/api/console/jobs/${jobId}`,
+    );
     const board = await twin<{ cards: unknown[] }>(
       client,
       seen,

@@ -86,6 +86,19 @@ Deno.test("console CSRF: foreign or missing Origin without the token is a 403; t
         { json: { reason: "cross-site" }, headers },
       );
       assert.equal(refuse.status, 403, `POST refuse, ${what}`);
+      for (
+        const [path, json] of [
+          ["/api/console/dead-letters/redrive", { subscriber: "kitchen" }],
+          [`/api/console/dead-letters/${dead.id}/supersede`, {
+            payload: {},
+            reason: "cross-site",
+          }],
+          [`/api/console/jobs/01900000-0000-7000-8000-000000000000/cancel`, {}],
+        ] as const
+      ) {
+        const answer = await send(who, "POST", path, { json, headers });
+        assert.equal(answer.status, 403, `POST ${path}, ${what}`);
+      }
       assert.deepEqual(await snapshot(), before, what);
     }
 

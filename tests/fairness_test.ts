@@ -6,6 +6,11 @@
  * backlog is still there, and within 2 s of B's payment: consumers claim
  * round-robin across sandboxes, hold at most a few of one sandbox's
  * deliveries at once, and a slow delivery does not hold a consumer.
+ *
+ * Over either transport: under TEST_QUEUE=jetstream the bakery runs over
+ * JetStream, whose consumers take each sandbox's messages from a lane of
+ * its own, round-robin and within the same share
+ * (lib/queue/jetstream/consumer.ts).
  */
 import assert from "node:assert/strict";
 import type { Sql } from "../lib/db/connect.ts";
@@ -22,18 +27,8 @@ import {
   withTestBakery,
 } from "./_app.ts";
 
-/**
- * The claims' fairness is the PostgreSQL queue's. Over JetStream a consumer
- * takes its subscriber's messages in stream order and holds a sandbox back
- * only once its receiver shows itself slow (README, Scale): under
- * TEST_QUEUE=jetstream these tests are skipped.
- */
-const overBroker = Deno.env.get("TEST_QUEUE") === "jetstream";
-if (overBroker) {
-  console.log("skipped: the fair claims are the PostgreSQL queue's");
-}
 const fairTest = (name: string, fn: () => Promise<void>) =>
-  Deno.test({ name, ignore: overBroker, fn });
+  Deno.test({ name, fn });
 
 /** The target of the hardening issue, from B's payment to six applied. */
 const TARGET_MS = 2_000;

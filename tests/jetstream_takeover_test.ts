@@ -26,6 +26,7 @@ import { openTestTransport } from "./_transport.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { Dispatcher } from "../lib/queue/mod.ts";
 import { JetStreamConsumer } from "../lib/queue/jetstream/consumer.ts";
+import { FairShare } from "../lib/queue/fair_share.ts";
 import { assertDelivered, assertStreamHolds } from "./_conformance/broker.ts";
 
 /** The broker's AckWait: a consumer silent for longer loses the message. */
@@ -65,16 +66,19 @@ natsTest(
             return await receivers.send(request);
           },
         );
-        const durable = await stream.js.consumers.get(
-          stream.names.stream,
-          stream.names.consumer("t_recv_a"),
-        );
         const consumer = (owner: string, ackWaitMs: number) => {
           const c = new JetStreamConsumer({
             sql,
             owner,
             subscriber: "t_recv_a",
-            consumer: durable,
+            stream,
+            // Each its own, as two processes have.
+            share: new FairShare({
+              perSandbox: 10,
+              perLane: 10,
+              maxDetached: 10,
+              stragglerMs: 250,
+            }),
             ackWaitMs,
             dispatcher,
             subscribers: SUBSCRIBERS,
@@ -91,13 +95,19 @@ natsTest(
         // broker nothing for 10 s: to the broker, it stalled.
         const old = consumer("old", 30_000);
         const fresh = consumer("new", ACK_WAIT_MS);
+        // One look at the sandbox's lane: a fetch, its sends left running.
+        const look = async (c: JetStreamConsumer) => {
+          c.notify(sandboxId, 1);
+          await c.tick();
+          await c.fetched();
+        };
         const delivery = async () => {
           const [d] = await sql`
           select state, lease_owner, attempts from queue.deliveries`;
           return d;
         };
 
-        await old.tick();
+        await look(old);
         await waitFor("the old consumer's attempt", async () => {
           const d = await delivery();
           return d.lease_owner === "old" && d.attempts === 1;
@@ -105,7 +115,7 @@ natsTest(
         // Past the AckWait the broker gives the message to the new consumer,
         // whose attempt is answered 503: a retry, and a nak with its delay.
         await waitFor("the new consumer's retry", async () => {
-          await fresh.tick();
+          await look(fresh);
           return await count(sql, "queue.attempts") === 1;
         });
         const retry =
@@ -130,7 +140,7 @@ natsTest(
 
         // The retry comes: the broker still has the message for it.
         await waitFor("the retry to close the delivery", async () => {
-          await fresh.tick();
+          await look(fresh);
           return (await delivery()).state === "done";
         });
         const attempts = await sql`

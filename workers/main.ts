@@ -16,6 +16,7 @@ import { coalescingWaker, setOutboxWaker } from "../lib/outbox/mod.ts";
 import { onShutdown, runUntilSignal } from "../lib/process.ts";
 import { startBakeryMessaging } from "../services/mod.ts";
 import { scheduleWipes } from "../services/wipe.ts";
+import { startBakeryJobs } from "../bakery.ts";
 
 const config = loadConfig();
 const log = createLogger(config.LOG_LEVEL).child({ process: "worker" });
@@ -43,6 +44,8 @@ await runUntilSignal(log, async () => {
       ),
   });
   onShutdown(() => messaging.stop());
+  const jobs = startBakeryJobs(sql, log, config, messaging.owner);
+  onShutdown(() => jobs.stop());
   // Orders appends OrderPaid inside a delivery: wake the relay after commit.
   const waker = coalescingWaker(sql, {
     local: messaging,

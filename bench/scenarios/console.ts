@@ -4,8 +4,11 @@
  * row published, queue message, done delivery with its attempt, inbox row),
  * and in the sandbox the console reads, 10,000 pending outbox rows and
  * 1,000 dead letters. Each API is called 200 times in a row (one warm-up
- * call first): outbox ages, the dead-letter list, closure, and the
- * deliveries page (counts per state, the newest deliveries).
+ * call first): outbox ages, the dead-letter list, closure, the
+ * deliveries page (counts per state, the newest deliveries), and the
+ * search box (an order by its short number, a message by its id, a
+ * customer's email, words of an error), with an order row behind every
+ * message.
  */
 import type { Sql } from "../../lib/db/connect.ts";
 import type { Ctx } from "../context.ts";
@@ -19,6 +22,7 @@ import {
   listDeliveries,
 } from "../../services/console/deliveries.ts";
 import { closure } from "../../services/console/closure.ts";
+import { search } from "../../services/console/search.ts";
 
 const TARGET = atMost(50, "p95 <= 50 ms");
 
@@ -40,6 +44,13 @@ export async function consoleApis(ctx: Ctx): Promise<Figure[]> {
     progress.note(
       `seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
     );
+    // What an operator of the read sandbox would type: the short number of
+    // one of its orders, the id of one of its dead letters' messages, a
+    // customer's address, and words of the dead letters' error.
+    const [probe] = await db.sql<{ order_id: string; message_id: string }[]>`
+      select aggregate_id as order_id, message_id from queue.deliveries
+       where sandbox_id = ${sandboxId} and state = 'dead' limit 1`;
+    const shortNumber = probe.order_id.slice(-6).toUpperCase();
     const apis: [string, (sql: Sql) => Promise<unknown>][] = [
       ["outbox_ages", (sql) => outboxAges(sql, sandboxId)],
       [
@@ -51,6 +62,10 @@ export async function consoleApis(ctx: Ctx): Promise<Figure[]> {
       // newest first), which reads history.
       ["delivery_counts", (sql) => deliveryCounts(sql, sandboxId)],
       ["deliveries", (sql) => listDeliveries(sql, sandboxId)],
+      ["search_order", (sql) => search(sql, sandboxId, shortNumber)],
+      ["search_message", (sql) => search(sql, sandboxId, probe.message_id)],
+      ["search_email", (sql) => search(sql, sandboxId, "customer4200@")],
+      ["search_error", (sql) => search(sql, sandboxId, "kitchen refuses")],
     ];
     const calls: Record<string, number> = {};
     for (const [name, call] of apis) {
@@ -89,7 +104,7 @@ export async function consoleApis(ctx: Ctx): Promise<Figure[]> {
       deadInReadSandbox: c.dead,
       calls,
       apis:
-        "outboxAges(sql, sandbox); listDeliveries(sql, sandbox, { state: 'dead' }); closure(sql, sandbox); deliveryCounts(sql, sandbox); listDeliveries(sql, sandbox)",
+        "outboxAges(sql, sandbox); listDeliveries(sql, sandbox, { state: 'dead' }); closure(sql, sandbox); deliveryCounts(sql, sandbox); listDeliveries(sql, sandbox); search(sql, sandbox, q) for a short number, a message id, an email prefix and error words",
       seeding:
         "INSERT ... SELECT generate_series, then VACUUM ANALYZE and CHECKPOINT",
     };

@@ -14,10 +14,20 @@ export {
   finishDeliveries,
 } from "./postgres/deliveries_sql.ts";
 export {
+  beyond,
   type DeadLetterFilter,
+  type FailureGroup,
+  failureGroups,
+  matchDeadLetters,
+  type MatchedDeadLetters,
   MAX_BATCH,
   redrive,
+  redriveIn,
+  type RedriveOptions,
   refuse,
+  refuseIn,
+  type Superseded,
+  supersedeIn,
 } from "./dead_letters.ts";
 export {
   type PauseChange,

@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { Deps } from "../../deps.ts";
 import { HttpError } from "../../lib/http/errors.ts";
 import { parseOr400, readJson, text } from "../../lib/http/validate.ts";
-import { DELIVERY_STATES, redrive, refuse } from "../../lib/queue/mod.ts";
+import { DELIVERY_STATES, failureGroups } from "../../lib/queue/mod.ts";
 import { outboxAges } from "../../services/console/outbox.ts";
 import {
   deliveryCounts,
@@ -29,6 +29,19 @@ import {
 } from "../../services/console/pauses.ts";
 import { type SubscriberName, SUBSCRIBERS } from "../../services/routing.ts";
 import { payloads } from "../../services/events.ts";
+import {
+  BeyondReplayHorizon,
+  bulkAction,
+  type BulkRequest,
+  type BulkResult,
+} from "../../services/console/bulk.ts";
+import { cancelJob, readJob } from "../../services/console/jobs.ts";
+import { listActions } from "../../services/console/actions.ts";
+import { search } from "../../services/console/search.ts";
+import {
+  InvalidPayload,
+  supersedeDeadLetter,
+} from "../../services/console/supersede.ts";
 import { currentAlerts } from "../../services/console/alerts.ts";
 import { receiverStats } from "../../services/console/receivers.ts";
 import { overviewData } from "../../services/console/overview.ts";
@@ -45,8 +58,11 @@ const subscriber = z.enum(SUBSCRIBERS);
 const eventType = z.enum(Object.keys(payloads) as [string, ...string[]]);
 const isoTime = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
 
+const groupKey = z.string().regex(/^[0-9a-f]{16}$/, "a failure group's key");
+
 export const deadLetterQuery = z.object({
   subscriber: subscriber.optional(),
+  group: groupKey.optional(),
   eventType: eventType.optional(),
   since: isoTime.optional(),
   until: isoTime.optional(),
@@ -63,6 +79,32 @@ export const bulkSchema = z.object({
   eventType: eventType.optional(),
   since: isoTime.optional(),
   until: isoTime.optional(),
+  /** A failure group's key (GET /api/console/failure-groups). */
+  group: groupKey.optional(),
+  /** Count only: 200 { count }, nothing changes. */
+  dryRun: z.boolean().optional(),
+  /** A job's pace, rows per second (over 100 rows the action is a job). */
+  ratePerSecond: z.number().int().min(1).max(1000).optional(),
+  /** Redrive dead letters beyond the replay horizon too. */
+  force: z.boolean().optional(),
+}).strict();
+
+const forceSchema = z.object({ force: z.boolean().optional() }).strict();
+
+const supersedeSchema = z.object({
+  // jsonb cannot store U+0000 either (see text()).
+  payload: z.record(z.string(), z.unknown()).refine(
+    (p) => !JSON.stringify(p).includes("\\u0000"),
+    "must not contain a NUL character",
+  ),
+  reason: text().trim().min(1, "a reason is required").max(
+    500,
+    "at most 500 characters",
+  ),
+}).strict();
+
+export const searchQuery = z.object({
+  q: text().trim().max(200, "at most 200 characters"),
 }).strict();
 
 export const reasonSchema = z.object({
@@ -72,7 +114,10 @@ export const reasonSchema = z.object({
   ),
 }).strict();
 
-const bulkRefuseSchema = bulkSchema.extend(reasonSchema.shape).strict();
+// A dry run of a refusal needs no reason; the refusal itself does.
+const bulkRefuseSchema = bulkSchema.extend({
+  reason: reasonSchema.shape.reason.optional(),
+}).strict();
 
 const violationsQuery = z.object({ subscriber: subscriber.optional() })
   .strict();
@@ -111,10 +156,53 @@ function idParam(c: Context): number {
 const query = (c: Context) =>
   Object.fromEntries(new URL(c.req.url).searchParams);
 
+/** A JSON body, or `{}` when the request has none (a bare POST). */
+async function optionalJson(c: Context): Promise<unknown> {
+  const length = c.req.header("content-length");
+  if (!c.req.header("content-type") && (!length || length === "0")) return {};
+  return await readJson(c.req.raw);
+}
+
+/** A bulk action's answer: a count, the ids changed, or the job. */
+function bulkAnswer(c: Context, result: BulkResult, extra = {}) {
+  if (result.kind === "dryRun") {
+    return c.json({
+      count: result.count,
+      beyondReplayHorizon: result.beyondReplayHorizon,
+    });
+  }
+  if (result.kind === "job") {
+    return c.json({ jobId: result.jobId, count: result.count }, 202);
+  }
+  return c.json({ count: result.ids.length, ids: result.ids, ...extra });
+}
+
+/** Runs a bulk action; a redrive beyond the replay horizon is a 409. */
+async function runBulk(
+  deps: Deps,
+  ctx: { sandboxId: string; actor: string },
+  req: BulkRequest,
+): Promise<BulkResult> {
+  try {
+    const result = await bulkAction(deps.sql, {
+      ...ctx,
+      republish: deps.config.QUEUE === "jetstream",
+      horizonDays: deps.config.REPLAY_HORIZON_DAYS,
+    }, req);
+    if (result.kind === "job") deps.jobs?.wake();
+    if (result.kind !== "dryRun") deps.feed.emitLocal(ctx.sandboxId);
+    return result;
+  } catch (error) {
+    if (error instanceof BeyondReplayHorizon) {
+      throw new HttpError(409, error.message);
+    }
+    throw error;
+  }
+}
+
 export function consoleRoutes(deps: Deps) {
   const { sql } = deps;
-  // Over JetStream a redrive also gives the broker the message again.
-  const redriveOptions = { republish: deps.config.QUEUE === "jetstream" };
+  const horizonDays = deps.config.REPLAY_HORIZON_DAYS;
   /** Tells open pages of this sandbox to refresh. */
   const changed = (sandboxId: string) => deps.feed.emitLocal(sandboxId);
   return {
@@ -144,47 +232,150 @@ export function consoleRoutes(deps: Deps) {
       const { sandboxId } = requireOperator(c);
       const q = parseOr400(deadLetterQuery, query(c), "query");
       return c.json({
-        items: await listDeliveries(sql, sandboxId, { ...q, state: "dead" }),
+        items: await listDeliveries(sql, sandboxId, {
+          ...q,
+          state: "dead",
+          horizonDays,
+        }),
       });
     },
+    failureGroups: async (c: Context) => {
+      const { sandboxId } = requireOperator(c);
+      return c.json({ groups: await failureGroups(sql, sandboxId) });
+    },
     redriveOne: async (c: Context) => {
-      const { sandboxId, actor } = requireOperator(c);
-      const ids = await redrive(
-        sql,
-        sandboxId,
-        { ids: [idParam(c)] },
-        actor,
-        redriveOptions,
-      );
-      if (ids.length === 0) throw new HttpError(404, "no such dead letter");
-      changed(sandboxId);
-      return c.json({ count: 1, ids }, 202);
+      const operator = requireOperator(c);
+      const id = idParam(c);
+      const { force } = parseOr400(forceSchema, await optionalJson(c));
+      const result = await runBulk(deps, operator, {
+        action: "redrive",
+        filter: { ids: [id] },
+        force,
+      });
+      if (result.kind !== "now" || result.ids.length === 0) {
+        throw new HttpError(404, "no such dead letter");
+      }
+      return c.json({ count: 1, ids: result.ids }, 202);
     },
     refuseOne: async (c: Context) => {
-      const { sandboxId, actor } = requireOperator(c);
+      const operator = requireOperator(c);
       const id = idParam(c);
       const { reason } = parseOr400(reasonSchema, await readJson(c.req.raw));
-      const ids = await refuse(sql, sandboxId, { ids: [id] }, reason, actor);
-      if (ids.length === 0) throw new HttpError(404, "no such dead letter");
-      changed(sandboxId);
-      return c.json({ count: 1, ids, reason, actor });
+      const result = await runBulk(deps, operator, {
+        action: "refuse",
+        filter: { ids: [id] },
+        reason,
+      });
+      if (result.kind !== "now" || result.ids.length === 0) {
+        throw new HttpError(404, "no such dead letter");
+      }
+      return c.json({
+        count: 1,
+        ids: result.ids,
+        reason,
+        actor: operator.actor,
+      });
     },
     redriveMany: async (c: Context) => {
-      const { sandboxId, actor } = requireOperator(c);
-      const filter = parseOr400(bulkSchema, await readJson(c.req.raw));
-      const ids = await redrive(sql, sandboxId, filter, actor, redriveOptions);
-      changed(sandboxId);
-      return c.json({ count: ids.length, ids }, 202);
+      const operator = requireOperator(c);
+      const { dryRun, ratePerSecond, force, ...filter } = parseOr400(
+        bulkSchema,
+        await readJson(c.req.raw),
+      );
+      const result = await runBulk(deps, operator, {
+        action: "redrive",
+        filter,
+        dryRun,
+        ratePerSecond,
+        force,
+      });
+      if (result.kind === "now") {
+        return c.json({ count: result.ids.length, ids: result.ids }, 202);
+      }
+      return bulkAnswer(c, result);
     },
     refuseMany: async (c: Context) => {
-      const { sandboxId, actor } = requireOperator(c);
-      const { reason, ...filter } = parseOr400(
+      const operator = requireOperator(c);
+      const { reason, dryRun, ratePerSecond, force: _, ...filter } = parseOr400(
         bulkRefuseSchema,
         await readJson(c.req.raw),
       );
-      const ids = await refuse(sql, sandboxId, filter, reason, actor);
+      if (!dryRun && !reason) {
+        parseOr400(reasonSchema, {});
+      }
+      const result = await runBulk(deps, operator, {
+        action: "refuse",
+        filter,
+        reason,
+        dryRun,
+        ratePerSecond,
+      });
+      return bulkAnswer(c, result, { reason, actor: operator.actor });
+    },
+    supersede: async (c: Context) => {
+      const { sandboxId, actor } = requireOperator(c);
+      const id = idParam(c);
+      const { payload, reason } = parseOr400(
+        supersedeSchema,
+        await readJson(c.req.raw),
+      );
+      let done;
+      try {
+        done = await supersedeDeadLetter(
+          sql,
+          {
+            sandboxId,
+            actor,
+            republish: deps.config.QUEUE === "jetstream",
+          },
+          id,
+          payload,
+          reason,
+        );
+      } catch (error) {
+        if (error instanceof InvalidPayload) {
+          throw new HttpError(
+            400,
+            `invalid request body: ${error.message}`,
+            error.issues,
+          );
+        }
+        throw error;
+      }
+      if (!done) throw new HttpError(404, "no such dead letter");
       changed(sandboxId);
-      return c.json({ count: ids.length, ids, reason, actor });
+      return c.json({
+        messageId: done.messageId,
+        deliveryId: done.deliveryId,
+        supersedes: id,
+      }, 201);
+    },
+    job: async (c: Context) => {
+      const { sandboxId } = requireOperator(c);
+      const job = await readJob(sql, sandboxId, c.req.param("jobId") ?? "");
+      if (!job) throw new HttpError(404, "no such job");
+      return c.json(job);
+    },
+    cancelJob: async (c: Context) => {
+      const { sandboxId, actor } = requireOperator(c);
+      const job = await cancelJob(
+        sql,
+        sandboxId,
+        c.req.param("jobId") ?? "",
+        actor,
+      );
+      if (!job) throw new HttpError(404, "no such job");
+      changed(sandboxId);
+      return c.json(job);
+    },
+    actions: async (c: Context) => {
+      const { sandboxId } = requireOperator(c);
+      return c.json({ items: await listActions(sql, sandboxId) });
+    },
+    search: async (c: Context) => {
+      const { sandboxId } = requireOperator(c);
+      const { q } = parseOr400(searchQuery, query(c), "query");
+      return c.json({ results: await search(sql, sandboxId, q) });
     },
     closure: async (c: Context) => {
       const { sandboxId } = requireOperator(c);

@@ -1,8 +1,10 @@
 /**
  * `GET /console/dead-letters?subscriber=&eventType=&window=`: dead letters,
  * oldest first, filtered by receiver, event type and time window (a GET form,
- * so a filter is a link that can be shared). Twin of
- * `GET /api/console/dead-letters`; the actions are the island's.
+ * so a filter is a link that can be shared). It opens on the failure
+ * groups (twin: `GET /api/console/failure-groups`) and the sandbox's bulk
+ * jobs. Twin of `GET /api/console/dead-letters`; the actions are the
+ * islands'.
  */
 import { z } from "zod";
 import type { Deps } from "../../deps.ts";
@@ -12,6 +14,8 @@ import { ConsolePage } from "../../components/console_page.tsx";
 import { formatDateTime } from "../../components/console_format.ts";
 import { Island } from "../../islands/_registry.ts";
 import { listDeliveries } from "../../services/console/deliveries.ts";
+import { listJobs } from "../../services/console/jobs.ts";
+import { failureGroups } from "../../lib/queue/mod.ts";
 import { SUBSCRIBERS } from "../../services/routing.ts";
 import { payloads } from "../../services/events.ts";
 import { deadLetterQuery } from "../api/console.ts";
@@ -37,7 +41,7 @@ const filled = (q: Record<string, string>) =>
   Object.fromEntries(Object.entries(q).filter(([, v]) => v !== ""));
 
 /** Renders the filter form and the dead letter table. */
-export function deadLettersPage({ sql }: Deps): ConsoleRender {
+export function deadLettersPage({ sql, config }: Deps): ConsoleRender {
   return async (c, operator) => {
     const q = parseOr400(query, filled(c.req.query()), "query");
     const since = q.since ??
@@ -45,14 +49,20 @@ export function deadLettersPage({ sql }: Deps): ConsoleRender {
     const filter = {
       subscriber: q.subscriber,
       eventType: q.eventType,
+      group: q.group,
       since: since?.toISOString(),
       until: q.until?.toISOString(),
     };
-    const items = await listDeliveries(sql, operator.sandboxId, {
-      ...q,
-      since,
-      state: "dead",
-    });
+    const [items, groups, jobs] = await Promise.all([
+      listDeliveries(sql, operator.sandboxId, {
+        ...q,
+        since,
+        state: "dead",
+        horizonDays: config.REPLAY_HORIZON_DAYS,
+      }),
+      failureGroups(sql, operator.sandboxId),
+      listJobs(sql, operator.sandboxId),
+    ]);
     return html(
       <ConsolePage
         title="Dead letters"
@@ -60,6 +70,8 @@ export function deadLettersPage({ sql }: Deps): ConsoleRender {
         operator={operator}
         lead="Deliveries that ran out of retries or were refused by their receiver. Redrive sends the same message id again; refuse closes it with a reason."
       >
+        <Island name="failure_groups" props={{ initial: { groups }, jobs }} />
+        <h2>Dead letters</h2>
         <form
           method="get"
           action="/console/dead-letters"
@@ -99,6 +111,7 @@ export function deadLettersPage({ sql }: Deps): ConsoleRender {
               ))}
             </select>
           </label>
+          {q.group && <input type="hidden" name="group" value={q.group} />}
           {q.since && (
             <input type="hidden" name="since" value={q.since.toISOString()} />
           )}

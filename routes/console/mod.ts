@@ -18,6 +18,7 @@ import { closurePage } from "./closure.tsx";
 import { closureRowsPage } from "./closure_rows.tsx";
 import { kitchenPage } from "./kitchen.tsx";
 import { faultsPage } from "./faults.tsx";
+import { searchPage } from "./search.tsx";
 import { receiversPage } from "./receivers.tsx";
 import { orderViolationsPage } from "./order_violations.tsx";
 
@@ -52,6 +53,7 @@ export function registerConsolePages(app: Hono, deps: Deps): void {
   app.get("/console/closure/rows", consolePage(closureRowsPage(deps)));
   app.get("/console/kitchen", consolePage(kitchenPage(deps)));
   app.get("/console/faults", consolePage(faultsPage(deps)));
+  app.get("/console/search", consolePage(searchPage(deps)));
   app.get("/console/receivers", consolePage(receiversPage(deps)));
   app.get(
     "/console/order-violations",

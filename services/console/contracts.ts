@@ -131,6 +131,11 @@ export const deliveryItemSchema = z.strictObject({
   refusedReason: z.string().nullable(),
   refusedBy: z.string().nullable(),
   refusedAt: time.nullable(),
+  /**
+   * A dead letter whose message is older than the receivers' replay
+   * horizon: its redrive answers 409 unless forced. False for the rest.
+   */
+  beyondReplayHorizon: z.boolean(),
 });
 export type DeliveryItem = z.infer<typeof deliveryItemSchema>;
 
@@ -169,6 +174,16 @@ export const deliveryDetailDataSchema = z.strictObject({
     reason: z.string().nullable(),
     at: time,
   })),
+  /** This dead letter's corrected copy (a supersede), if any. */
+  supersededBy: z.strictObject({
+    messageId: z.string(),
+    deliveryId: id.nullable(),
+    actor: z.string(),
+    reason: z.string(),
+    at: time,
+  }).nullable(),
+  /** The dead letter this delivery's message corrects, if any. */
+  supersedes: id.nullable(),
 });
 export type DeliveryDetailData = z.infer<typeof deliveryDetailDataSchema>;
 
@@ -350,6 +365,55 @@ export type RefuseAnswer = z.infer<typeof refuseAnswerSchema>;
  * console's API is here and that its answers parse: a new twin is one more
  * line.
  */
+/** `GET /api/console/failure-groups`. */
+export const failureGroupsDataSchema = z.strictObject({
+  groups: z.array(z.strictObject({
+    key: z.string().regex(/^[0-9a-f]{16}$/),
+    subscriber: z.string(),
+    eventType: z.string(),
+    pattern: z.string(),
+    count: id,
+    firstDeadAt: time,
+    lastDeadAt: time,
+  })),
+});
+
+/** `GET /api/console/jobs/:jobId` (and the answer of its cancel). */
+export const jobViewSchema = z.strictObject({
+  jobId: z.string(),
+  action: z.enum(["redrive", "refuse"]),
+  state: z.enum(["running", "done", "cancelled"]),
+  done: z.number().int().nonnegative(),
+  total: z.number().int().nonnegative(),
+  changed: z.number().int().nonnegative(),
+  ratePerSecond: id,
+  actor: z.string(),
+  createdAt: time,
+  finishedAt: time.nullable(),
+});
+
+/** `GET /api/console/actions`: the operator log, newest first. */
+export const actionsDataSchema = z.strictObject({
+  items: z.array(z.strictObject({
+    at: time,
+    actor: z.string(),
+    action: z.enum(["redrive", "refuse", "supersede", "cancel"]),
+    target: z.record(z.string(), z.unknown()),
+    count: z.number().int().nonnegative(),
+    jobId: z.string().nullable(),
+  })),
+});
+
+/** `GET /api/console/search?q=`. */
+export const searchDataSchema = z.strictObject({
+  results: z.array(z.strictObject({
+    kind: z.enum(["order", "message", "delivery"]),
+    id: z.string(),
+    summary: z.string(),
+    href: z.string(),
+  })),
+});
+
 export const CONSOLE_TWINS = {
   "/api/console/overview": overviewDataSchema,
   "/api/console/outbox": outboxAgesSchema,
@@ -362,5 +426,9 @@ export const CONSOLE_TWINS = {
   "/api/console/receivers": receiversDataSchema,
   "/api/console/alerts": alertsDataSchema,
   "/api/console/order-violations": orderViolationsSchema,
+  "/api/console/failure-groups": failureGroupsDataSchema,
+  "/api/console/jobs/:jobId": jobViewSchema,
+  "/api/console/actions": actionsDataSchema,
+  "/api/console/search": searchDataSchema,
   "/api/kitchen/board": boardDataSchema,
 } as const;

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
-import type { DeliveryState } from "../../lib/queue/mod.ts";
+import { beyond, type DeliveryState } from "../../lib/queue/mod.ts";
 import {
   type DeadLetterSummary,
   deadLetterSummarySchema,
@@ -40,6 +40,8 @@ interface DeliveryRow {
   refused_reason: string | null;
   refused_by: string | null;
   refused_at: Date | null;
+  /** Selected when the list asks for the replay horizon. */
+  beyond_horizon?: boolean;
 }
 
 const itemsSchema = z.array(deliveryItemSchema);
@@ -64,6 +66,7 @@ function item(d: DeliveryRow): DeliveryItem {
     refusedReason: d.refused_reason,
     refusedBy: d.refused_by,
     refusedAt: d.refused_at?.toISOString() ?? null,
+    beyondReplayHorizon: d.state === "dead" && d.beyond_horizon === true,
   };
 }
 
@@ -76,6 +79,10 @@ export interface DeliveryFilter {
   since?: Date;
   until?: Date;
   limit?: number;
+  /** A failure group's key (lib/queue/dead_letters.ts). */
+  group?: string;
+  /** The replay horizon in days: dead letters beyond it are marked. */
+  horizonDays?: number;
 }
 
 /**
@@ -97,7 +104,11 @@ export async function listDeliveries(
     { sandboxId },
     ({ sql }) =>
       sql<DeliveryRow[]>`
-      select d.* from queue.deliveries d
+      select d.*${
+        f.horizonDays === undefined
+          ? sql``
+          : sql`, ${beyond(sql, f.horizonDays, "d")} as beyond_horizon`
+      } from queue.deliveries d
       ${
         history
           ? sql`join queue.messages m on m.message_id = d.message_id
@@ -113,6 +124,11 @@ export async function listDeliveries(
       }
        ${f.subscriber ? sql`and d.subscriber = ${f.subscriber}` : sql``}
        ${f.eventType ? sql`and d.type = ${f.eventType}` : sql``}
+       ${
+        f.group
+          ? sql`and queue.failure_group(d.subscriber, d.type, d.last_error) = ${f.group}`
+          : sql``
+      }
        ${
         f.orderId
           ? sql`and d.message_id in (select message_id from queue.messages
@@ -236,9 +252,35 @@ export async function deliveryDetail(
        where delivery_id = ${id} order by id`;
     const [message] = await sql<{ envelope: unknown }[]>`
       select envelope from queue.messages where message_id = ${d.message_id}`;
+    // The supersede link, either way: this dead letter's corrected copy, or
+    // the dead letter this delivery's message corrects.
+    const [by] = await sql<{
+      message_id: string;
+      actor: string;
+      reason: string;
+      at: Date;
+      delivery_id: string | null;
+    }[]>`
+      select s.message_id, s.actor, s.reason, s.at,
+             (select min(c.id) from queue.deliveries c
+               where c.message_id = s.message_id) as delivery_id
+        from queue.supersessions s where s.delivery_id = ${id}`;
+    const [of] = await sql<{ delivery_id: string }[]>`
+      select delivery_id from queue.supersessions
+       where message_id = ${d.message_id}`;
     return deliveryDetailDataSchema.parse({
       delivery: item(d),
       envelope: message?.envelope ?? null,
+      supersededBy: by
+        ? {
+          messageId: by.message_id,
+          deliveryId: by.delivery_id === null ? null : Number(by.delivery_id),
+          actor: by.actor,
+          reason: by.reason,
+          at: by.at.toISOString(),
+        }
+        : null,
+      supersedes: of ? Number(of.delivery_id) : null,
       attempts: attempts.map((a) => ({
         attempt: a.attempt,
         startedAt: a.started_at.toISOString(),

@@ -104,16 +104,26 @@ export async function runQueueLab(
   return await oneAtATime(async () => {
     await cleanSlate(sql, sandboxId);
     const timeline = await play(sql, log, sandboxId, settings);
+    const figures = await queueFigures(sql, sandboxId);
+    const queued = {
+      deadLetters: figures.deadLetters,
+      deliveries: figures.deliveries,
+    };
     await asService(
       sql,
       PRINTER,
       { sandboxId },
       ({ sql }) =>
-        sql`insert into lab_printer.runs (sandbox_id, settings, timeline)
+        sql`insert into lab_printer.runs
+                   (sandbox_id, settings, timeline, queue_figures)
           values (${sandboxId}, ${sql.json(settings as never)},
-                  ${sql.json(timeline as never)})`,
+                  ${sql.json(timeline as never)}, ${sql.json(queued)})`,
     );
-    return { ...await queueFigures(sql, sandboxId), timeline };
+    // The run's figures and timeline are kept in its row; its queue rows go,
+    // so that the console, its alerts and failure groups show only the
+    // bakery's own dead letters.
+    await clearQueueRows(sql, sandboxId);
+    return { ...figures, timeline };
   });
 }
 
@@ -302,8 +312,8 @@ async function openDeliveries(sql: Sql, sandboxId: string): Promise<number> {
   return row.n;
 }
 
-/** Deletes this sandbox's lab rows: the printer's, and its queue rows. */
-async function cleanSlate(sql: Sql, sandboxId: string) {
+/** Deletes the lab's queue rows of this sandbox. */
+async function clearQueueRows(sql: Sql, sandboxId: string) {
   await asService(sql, "queue", { sandboxId }, async ({ sql }) => {
     const ids = sql`(select id from queue.deliveries
                       where subscriber = ${PRINTER})`;
@@ -313,6 +323,11 @@ async function cleanSlate(sql: Sql, sandboxId: string) {
     await sql`delete from queue.deliveries where subscriber = ${PRINTER}`;
     await sql`delete from queue.messages where source = ${SOURCE}`;
   });
+}
+
+/** Deletes this sandbox's lab rows: the printer's, and its queue rows. */
+async function cleanSlate(sql: Sql, sandboxId: string) {
+  await clearQueueRows(sql, sandboxId);
   await asService(sql, PRINTER, { sandboxId }, async ({ sql }) => {
     await sql`delete from lab_printer.tickets`;
     await sql`delete from lab_printer.refusals`;
@@ -361,12 +376,19 @@ export async function lastQueueRun(
 > {
   const [run] = await asService(sql, PRINTER, { sandboxId }, ({ sql }) =>
     sql<
-      { settings: QueueLabSettings; timeline: TimelineEntry[]; ran_at: Date }[]
-    >`select settings, timeline, ran_at from lab_printer.runs`);
+      {
+        settings: QueueLabSettings;
+        timeline: TimelineEntry[];
+        queue_figures: { deadLetters: number; deliveries: number };
+        ran_at: Date;
+      }[]
+    >`select settings, timeline, queue_figures, ran_at
+        from lab_printer.runs`);
   if (!run) return null;
+  const figures = await queueFigures(sql, sandboxId);
   return {
     settings: run.settings,
-    result: { ...await queueFigures(sql, sandboxId), timeline: run.timeline },
+    result: { ...figures, ...run.queue_figures, timeline: run.timeline },
     ranAt: run.ran_at,
   };
 }

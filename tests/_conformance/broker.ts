@@ -26,8 +26,9 @@ export function toEach(
 
 /**
  * Asserts that the stream holds exactly `expected` (in any order): one
- * message per delivery, on its subscriber's subject, under its broker id
- * (`<message id>.<subscriber>`, `.redrive.<n>` added for a redrive).
+ * message per delivery, on its lane's subject (its subscriber and its
+ * envelope's sandbox), under its broker id (`<message id>.<subscriber>`,
+ * `.redrive.<n>` added for a redrive).
  */
 export async function assertStreamHolds(
   view: StreamView,
@@ -35,13 +36,14 @@ export async function assertStreamHolds(
   type = "OrderPlaced",
 ) {
   const stored = await view.stored();
+  const sandboxOf = new Map(stored.map((m) => [m.messageId, m.sandboxId]));
   const line = (subject: string, msgId: string, messageId: string) =>
     `${subject} ${msgId} ${messageId}`;
   assert.deepEqual(
     stored.map((m) => line(m.subject, m.msgId, m.messageId)).sort(),
     expected.map((p) =>
       line(
-        `${view.name}.to.${p.subscriber}.${type}`,
+        `${view.name}.to.${p.subscriber}.${sandboxOf.get(p.messageId)}.${type}`,
         p.redrive
           ? `${p.messageId}.${p.subscriber}.redrive.${p.redrive}`
           : `${p.messageId}.${p.subscriber}`,

@@ -69,7 +69,7 @@ async function take(
   const { stream } = transport.broker;
   const consumer = await stream.js.consumers.get(
     stream.names.stream,
-    stream.names.consumer("t_recv_a"),
+    stream.names.consumer("t_recv_a", t.sandboxId),
   );
   // One at a time: a fetch for more would wait out its expiry for them.
   const fetched: JsMsg[] = [];

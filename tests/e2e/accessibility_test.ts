@@ -114,6 +114,8 @@ const PAGES: Stop[] = [
   { name: "not found", path: () => "/no-such-page", visitor: true },
   consoleStop("console overview", () => "/console"),
   consoleStop("console outbox", () => "/console/outbox"),
+  consoleStop("console receivers", () => "/console/receivers"),
+  consoleStop("console order violations", () => "/console/order-violations"),
   consoleStop("console deliveries", () => "/console/deliveries"),
   consoleStop(
     "console deliveries, dead",
@@ -130,6 +132,16 @@ const PAGES: Stop[] = [
       await byTestId(page, `refuse-form-${s.deadLetter}-error`).waitFor();
     },
   ),
+  consoleStop(
+    "console dead letters, a group's dry-run count to confirm",
+    () => "/console/dead-letters",
+    async (page) => {
+      await page.locator('[data-testid^="group-redrive-"]').first().click();
+      await byTestId(page, "group-confirm").waitFor();
+    },
+  ),
+  consoleStop("console search", () => "/console/search?q=kitchen"),
+  consoleStop("console search, nothing found", () => "/console/search?q=zzzz"),
   consoleStop(
     "console dead letters, filtered",
     () => "/console/dead-letters?subscriber=kitchen&window=1h",

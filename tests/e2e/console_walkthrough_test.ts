@@ -98,19 +98,26 @@ natsTest(
       });
       // The stream has one message per delivery, and one more per redrive,
       // on the kitchen's subjects only: OrderPlaced redriven once, OrderPaid
-      // twice.
+      // twice; all of them on the lanes of the walkthrough's one sandbox.
       const nc = await connect({ servers: TEST_NATS_URL });
       try {
         const info = await (await jetstreamManager(nc)).streams.info(stream, {
           subjects_filter: ">",
         });
         const names = new StreamNames(stream);
+        const sandboxes = new Set(
+          Object.keys(info.state.subjects ?? {}).map((s) => s.split(".")[3]),
+        );
+        assert.equal(sandboxes.size, 1, [...sandboxes].join(", "));
+        const [sandbox] = sandboxes;
         const want: Record<string, number> = {};
         for (const type of ["OrderPlaced", "PaymentSucceeded", "OrderPaid"]) {
-          for (const s of ROUTING[type]) want[names.subject(s, type)] = 1;
+          for (const s of ROUTING[type]) {
+            want[names.subject(s, sandbox, type)] = 1;
+          }
         }
-        want[names.subject("kitchen", "OrderPlaced")] += 1;
-        want[names.subject("kitchen", "OrderPaid")] += 2;
+        want[names.subject("kitchen", sandbox, "OrderPlaced")] += 1;
+        want[names.subject("kitchen", sandbox, "OrderPaid")] += 2;
         assert.deepEqual(info.state.subjects, want);
       } finally {
         await nc.close();

@@ -1,7 +1,8 @@
 /**
- * A JetStream consumer of one subscriber: pull a few messages at a time
- * from its durable consumer, record each attempt in PostgreSQL, send, and
- * answer the broker by the result:
+ * The JetStream consumer of one subscriber in one process: it takes the
+ * subscriber's messages lane by lane (a durable consumer per sandbox,
+ * lanes.ts), records each attempt in PostgreSQL, sends, and answers the
+ * broker by the result:
  *
  * | result (lib/queue/classify.ts classify) | PostgreSQL        | JetStream          |
  * | --------------------------------------- | ----------------- | ------------------ |
@@ -17,37 +18,63 @@
  * dead delivery is only acknowledged; an open one is sent again, and the
  * receiver's inbox answers a repeat as the first time).
  *
- * Messages are taken with small fetches (up to `batch` at once, never a
- * buffered stream: AckWait runs while a message waits in a client buffer),
- * and sent as they come, in bursts: what arrived together is recorded
- * together, and a slow delivery holds up no other.
+ * Fairness between sandboxes, as the PostgreSQL queue's claims have it
+ * (lib/queue/fair_share.ts): each tick goes round the lanes that have work,
+ * starting after the lane it started last, and fetches from each no more
+ * than the process's share leaves it (`perLane` of one sandbox for one
+ * subscriber, `perSandbox` of one sandbox in all) and the subscriber's
+ * window leaves. Fetches and sends run on their own, so a lane whose
+ * receiver is slow holds its own share and nothing else: another sandbox's
+ * message is fetched as soon as its bell rings.
+ *
+ * Which lanes have work: the bells (a count per sandbox), what a fetch
+ * tells of the lane (each message says how many are left undelivered), the
+ * retries this consumer asked for (a nak with a delay is due again then),
+ * and the workers' look at every lane each poll (`observe`). A fetch asks
+ * for what the lane is thought to have, so that it ends at once instead of
+ * holding a part of the window until it expires.
+ *
+ * Messages are taken with small fetches (never a buffered stream: AckWait
+ * runs while a message waits in a client buffer), and sent as they come, in
+ * bursts: what arrived together is recorded together, and a slow delivery
+ * holds up no other.
  */
 import type { Consumer, JsMsg } from "@nats-io/jetstream";
 import type { Sql } from "../../db/connect.ts";
 import { envelopeSchema } from "../../outbox/envelope.ts";
 import type { TickResult } from "../../wake/loop.ts";
 import type { AttemptResult, ClaimedDelivery } from "../delivery.ts";
+import type { FairShare, Lane as ShareLane } from "../fair_share.ts";
 import type { PauseReader } from "../pauses.ts";
 import { finishDeliveryIds } from "../postgres/deliveries_sql.ts";
 import { recorded, sendAll, type SendOptions } from "../send.ts";
 import { startDeliveries, type Taken } from "./deliveries_sql.ts";
+import type { JetStream } from "./stream.ts";
 
 export interface JetStreamConsumerOptions extends SendOptions {
   sql: Sql;
   subscriber: string;
-  consumer: Consumer;
+  stream: JetStream;
+  /** The process's share between sandboxes. */
+  share: FairShare;
   /** The consumer's AckWait: the lease of an attempt. */
   ackWaitMs: number;
-  /** Messages in flight at most (default 20). */
+  /** Messages in flight (or asked for) at most (default 20). */
   window?: number;
   /** Messages taken by one fetch at most (default 10). */
   batch?: number;
-  /** How long a fetch waits for a first message (JetStream's minimum: 1 s). */
+  /** How long a fetch waits for what it asked (JetStream's minimum: 1 s). */
   expiresMs?: number;
   /** Called after deliveries of these sandboxes were recorded. */
   onTouched?: (sandboxIds: string[]) => void;
   /** Paused subscribers: their messages go back unattempted (../pauses.ts). */
   pauses?: PauseReader;
+  /**
+   * Asks for a tick: a fetch ended, or deliveries were recorded and the
+   * share has room again (brokerLoops wakes every subscriber's loop, since
+   * a sandbox's share is one for all its subscribers).
+   */
+  wake?: () => void;
 }
 
 /**
@@ -59,13 +86,49 @@ export const PAUSED_REDELIVER_MS = 1000;
 /** How long a burst waits for more messages that arrive with its first. */
 const BURST_MS = 2;
 
+/** How long a lane whose fetch failed waits before the next. */
+const FETCH_RETRY_MS = 1000;
+
+/** One sandbox's lane, as this consumer knows it. */
+interface LaneState {
+  sandboxId: string;
+  consumer?: Consumer;
+  /** Messages the lane is thought to have for a fetch now. */
+  available: number;
+  /** A fetch is open. */
+  fetching: boolean;
+  /** A bell rang while the fetch was open. */
+  rung: boolean;
+  /** When the retries this consumer asked for are due again. */
+  due: number[];
+  /** No fetch before this (after a failed one). */
+  notBefore: number;
+  /** The highest stream sequence fetched from the lane. */
+  seen: number;
+  /** When the lane last had work here (a lane idle for long is forgotten). */
+  busyAt: number;
+}
+
+/**
+ * How long an idle lane is kept (with its consumer's handle, which costs
+ * the broker a look-up to make again).
+ */
+const LANE_KEPT_MS = 60_000;
+
 /** One subscriber's consumer; `tick` for a Loop, `stop` to finish. */
 export class JetStreamConsumer {
   readonly #options: JetStreamConsumerOptions;
   readonly #batch: number;
   readonly #window: number;
+  /** Messages taken and not yet answered. */
   #inFlight = 0;
+  /** Messages asked for by open fetches and not yet come. */
+  #asked = 0;
+  #lanes = new Map<string, LaneState>();
+  /** The sandbox whose lane the last fetch was from. */
+  #after: string | undefined;
   #running = new Set<Promise<void>>();
+  #fetches = new Set<Promise<void>>();
 
   constructor(options: JetStreamConsumerOptions) {
     this.#options = options;
@@ -73,22 +136,218 @@ export class JetStreamConsumer {
     this.#window = options.window ?? 20;
   }
 
+  /** The lanes with work, for tests and logs. */
+  get lanes(): number {
+    return this.#lanes.size;
+  }
+
   /**
-   * Takes what the broker has (waiting up to `expiresMs` for a first
-   * message) and starts sending it; returns once the fetch is over, with
-   * the sends still running. Always `more`: the next fetch is the wait.
+   * New messages on a sandbox's lane (a bell): `count` of them, the last at
+   * stream sequence `seq`, if known. Nothing to do when a fetch of this
+   * consumer had that sequence already (the messages came before the bell).
    */
-  async tick(): Promise<TickResult> {
-    while (this.#inFlight >= this.#window) {
-      await Promise.race(this.#running);
+  notify(sandboxId: string, count: number, seq?: number) {
+    const lane = this.#lane(sandboxId);
+    if (seq !== undefined && seq <= lane.seen) return;
+    lane.available += count;
+    if (lane.fetching) lane.rung = true;
+    this.#wake();
+  }
+
+  /** What the lane's consumer says it has (the workers' look each poll). */
+  observe(sandboxId: string, pending: number, ackPending: number) {
+    let lane = this.#lanes.get(sandboxId);
+    if (!lane && pending === 0 && ackPending === 0) return;
+    lane ??= this.#lane(sandboxId);
+    if (lane.fetching) return;
+    lane.available = Math.max(lane.available, pending);
+    // Unacknowledged beyond what this consumer holds and waits on: another
+    // holder's, or redeliveries due (a process that died, an AckWait over).
+    const ours = this.#held(sandboxId).lane + lane.due.length;
+    if (ackPending > ours) lane.available = Math.max(lane.available, 1);
+    if (lane.available > 0) this.#wake();
+  }
+
+  /**
+   * Starts a fetch on each lane with work, round-robin from the one after
+   * the lane it started last, as far as the share and the window let it.
+   * Returns at once, the fetches running; wakes the loop as they end.
+   */
+  tick(): Promise<TickResult> {
+    const now = Date.now();
+    let next = Infinity;
+    const lanes = [...this.#lanes.values()];
+    const first = lanes.findIndex((l) => l.sandboxId === this.#after) + 1;
+    for (let i = 0; i < lanes.length; i++) {
+      const lane = lanes[(first + i) % lanes.length];
+      if (lane.due.length > 0) {
+        const later = lane.due.filter((t) => t > now);
+        lane.available += lane.due.length - later.length;
+        lane.due = later;
+        if (later.length > 0) next = Math.min(next, ...later);
+      }
+      if (lane.fetching) continue;
+      if (lane.available <= 0) {
+        if (
+          now - lane.busyAt > LANE_KEPT_MS && lane.due.length === 0 &&
+          this.#held(lane.sandboxId).lane === 0
+        ) {
+          this.#lanes.delete(lane.sandboxId);
+        }
+        continue;
+      }
+      lane.busyAt = now;
+      if (lane.notBefore > now) {
+        next = Math.min(next, lane.notBefore);
+        continue;
+      }
+      const held = this.#held(lane.sandboxId);
+      const { perLane, perSandbox } = this.#options.share;
+      const n = Math.min(
+        this.#batch,
+        lane.available,
+        this.#window - this.#inFlight - this.#asked,
+        perLane - held.lane,
+        perSandbox - held.sandbox,
+      );
+      // At its share, or the window is full: the end of a send wakes it.
+      if (n <= 0) continue;
+      this.#fetch(lane, n);
+      this.#after = lane.sandboxId;
     }
-    const messages = await this.#options.consumer.fetch({
-      max_messages: Math.min(this.#batch, this.#window - this.#inFlight),
-      expires: this.#options.expiresMs ?? 1000,
+    return Promise.resolve({
+      more: false,
+      nextDueAt: next < Infinity ? new Date(next) : undefined,
     });
-    for await (const burst of bursts(messages, BURST_MS)) {
-      this.#inFlight += burst.length;
-      const work: Promise<void> = this.#handle(burst)
+  }
+
+  /** Waits for the fetches open now to end (their sends may go on). */
+  async fetched(): Promise<void> {
+    await Promise.all([...this.#fetches]);
+  }
+
+  /** Waits for every fetch and send in flight to be recorded and answered. */
+  async stop(): Promise<void> {
+    while (this.#running.size > 0) await Promise.all([...this.#running]);
+  }
+
+  #wake() {
+    this.#options.wake?.();
+  }
+
+  #lane(sandboxId: string): LaneState {
+    let lane = this.#lanes.get(sandboxId);
+    if (!lane) {
+      lane = {
+        sandboxId,
+        available: 0,
+        fetching: false,
+        rung: false,
+        due: [],
+        notBefore: 0,
+        seen: 0,
+        busyAt: Date.now(),
+      };
+      this.#lanes.set(sandboxId, lane);
+    }
+    return lane;
+  }
+
+  /** What the process holds of a sandbox: for this subscriber, and in all. */
+  #held(sandboxId: string): { lane: number; sandbox: number } {
+    const held = this.#options.share.held();
+    let lane = 0;
+    let sandbox = 0;
+    for (let i = 0; i < held.sandboxIds.length; i++) {
+      if (held.sandboxIds[i] !== sandboxId) continue;
+      sandbox += held.counts[i];
+      if (held.subscribers[i] === this.#options.subscriber) {
+        lane += held.counts[i];
+      }
+    }
+    return { lane, sandbox };
+  }
+
+  #track(work: Promise<void>) {
+    const tracked: Promise<void> = work.finally(() =>
+      this.#running.delete(tracked)
+    );
+    this.#running.add(tracked);
+  }
+
+  /** Fetches up to `n` messages of a lane and starts sending them. */
+  #fetch(lane: LaneState, n: number) {
+    const { stream, subscriber, log } = this.#options;
+    lane.fetching = true;
+    lane.rung = false;
+    this.#asked += n;
+    let got = 0;
+    const fetch = (async () => {
+      try {
+        lane.consumer ??= await stream.js.consumers.get(
+          stream.names.stream,
+          stream.names.consumer(subscriber, lane.sandboxId),
+        );
+        const messages = await lane.consumer.fetch({
+          max_messages: n,
+          expires: this.#options.expiresMs ?? 1000,
+        });
+        let left = 0;
+        for await (const burst of bursts(messages, BURST_MS)) {
+          got += burst.length;
+          this.#asked -= burst.length;
+          left = burst[burst.length - 1].info.pending;
+          for (const msg of burst) lane.seen = Math.max(lane.seen, msg.seq);
+          this.#start(lane, burst);
+        }
+        // All it asked for: the last message said how many are left. Fewer:
+        // the fetch waited them out, and the lane has none left, unless a
+        // bell rang meanwhile.
+        lane.available = got === n ? left : 0;
+        if (lane.rung) lane.available = Math.max(lane.available, 1);
+      } catch (error) {
+        // The fetch stopped early: its heartbeats came late (a loaded
+        // process), the broker is away, or the lane's consumer is gone (the
+        // server dropped it idle while a publish raced it), which looks the
+        // same from here. Make sure of the consumer (made again from the
+        // stream's first message of the lane if it was gone) and fetch
+        // again; if even that fails, wait a little first.
+        log.warn("broker_fetch_failed", {
+          subscriber,
+          sandbox: lane.sandboxId,
+          error,
+        });
+        lane.available = Math.max(lane.available, 1);
+        try {
+          await stream.lanes.ensure(
+            [{ subscriber, sandboxId: lane.sandboxId }],
+            true,
+          );
+        } catch {
+          lane.consumer = undefined;
+          lane.notBefore = Date.now() + FETCH_RETRY_MS;
+        }
+      } finally {
+        this.#asked -= n - got;
+        lane.fetching = false;
+        this.#wake();
+      }
+    })();
+    this.#track(fetch);
+    this.#fetches.add(fetch);
+    fetch.finally(() => this.#fetches.delete(fetch));
+  }
+
+  /** Sends a burst of a lane's messages, holding the lane's share. */
+  #start(lane: LaneState, burst: JsMsg[]) {
+    const held: ShareLane[] = burst.map(() => ({
+      sandboxId: lane.sandboxId,
+      subscriber: this.#options.subscriber,
+    }));
+    this.#inFlight += burst.length;
+    this.#options.share.hold(held);
+    this.#track(
+      this.#handle(lane, burst)
         .catch((error) =>
           // Unrecorded and unanswered: JetStream delivers them again after
           // AckWait, and their rows say what was done.
@@ -99,19 +358,13 @@ export class JetStreamConsumer {
         )
         .finally(() => {
           this.#inFlight -= burst.length;
-          this.#running.delete(work);
-        });
-      this.#running.add(work);
-    }
-    return { more: true };
+          this.#options.share.release(held);
+          this.#wake();
+        }),
+    );
   }
 
-  /** Waits for every send in flight to be recorded and answered. */
-  async stop(): Promise<void> {
-    while (this.#running.size > 0) await Promise.all([...this.#running]);
-  }
-
-  async #handle(burst: JsMsg[]) {
+  async #handle(lane: LaneState, burst: JsMsg[]) {
     const options = this.#options;
     const taken = new Map<string, { msg: JsMsg; t: Taken }>();
     for (const msg of burst) {
@@ -140,10 +393,13 @@ export class JetStreamConsumer {
       }
     }
     if (taken.size === 0) return;
-    await this.#send(taken);
+    await this.#send(lane, taken);
   }
 
-  async #send(taken: Map<string, { msg: JsMsg; t: Taken }>) {
+  async #send(
+    lane: LaneState,
+    taken: Map<string, { msg: JsMsg; t: Taken }>,
+  ) {
     const options = this.#options;
     // A paused pair's message goes back to the broker for later, before
     // anything is recorded: no attempt, and never dead (max_deliver is -1).
@@ -190,8 +446,10 @@ export class JetStreamConsumer {
       // ack from here would drop the retry that one may have asked for.
       if (!finished.has(r.id)) continue;
       const msg = msgOf(byId.get(r.id)!);
-      if (r.state === "pending") msg.nak(r.delayMs);
-      else msg.ack();
+      if (r.state === "pending") {
+        msg.nak(r.delayMs);
+        lane.due.push(Date.now() + r.delayMs);
+      } else msg.ack();
     }
     recorded(options, started, results, finished.size);
     options.onTouched?.([...new Set(started.map((d) => d.sandboxId))]);

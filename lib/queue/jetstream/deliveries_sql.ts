@@ -95,3 +95,30 @@ export async function startDeliveries(
     };
   });
 }
+
+/**
+ * The lanes (subscriber and sandbox) with open deliveries, pending or in
+ * flight, stored before `before`: each must have its consumer, or its
+ * messages wait for no one (a lane whose consumer the server dropped while
+ * no worker ran).
+ */
+export async function openLanes(
+  sql: Sql,
+  subscribers: readonly string[],
+  before: Date,
+): Promise<{ subscriber: string; sandboxId: string }[]> {
+  const rows = await bookkeepingStatement(
+    sql,
+    "queue",
+    ({ sql }) =>
+      sql<{ subscriber: string; sandbox_id: string }[]>`
+      select distinct subscriber, sandbox_id from queue.deliveries
+       where state in ('pending', 'in_flight')
+         and subscriber = any(${subscribers as string[]}::text[])
+         and created_at < ${before}`,
+  );
+  return rows.map((r) => ({
+    subscriber: r.subscriber,
+    sandboxId: r.sandbox_id,
+  }));
+}

@@ -3,9 +3,11 @@
  * hand-off. The relay claims outbox rows with a lease, calls `publish`, and
  * marks the rows published only when it returns (lib/relay/relay.ts).
  *
- * `publish` sends one JetStream message per delivery, `Nats-Msg-Id` set to
- * the message id and the subscriber, all of a batch at once, and waits for
- * every PubAck. A PubAck that says duplicate counts as sent: the stream has
+ * `publish` makes sure of the lanes of the batch (a consumer per subscriber
+ * and sandbox, lanes.ts), sends one JetStream message per delivery on its
+ * lane's subject, `Nats-Msg-Id` set to the message id and the subscriber,
+ * all of a batch at once, waits for every PubAck, and rings each
+ * subscriber's bell with the sandboxes it has new messages of. A PubAck that says duplicate counts as sent: the stream has
  * it. A publish that fails or times out fails the batch; the relay keeps the
  * rows and tries again with the same ids, which the duplicate window stores
  * once. Once the broker has them all, it stores the messages and one pending
@@ -22,6 +24,7 @@ import { headers } from "@nats-io/transport-node";
 import type { PgQueue } from "../postgres/queue.ts";
 import type { OutgoingMessage, Queue, Routing } from "../queue.ts";
 import type { StreamNames } from "./stream.ts";
+import { type Lanes, ringAll } from "./lanes.ts";
 
 /** The header that names the service whose outbox a message came from. */
 export const SOURCE_HEADER = "Bakery-Source";
@@ -29,6 +32,7 @@ export const SOURCE_HEADER = "Bakery-Source";
 export interface JetStreamQueueOptions {
   js: JetStreamClient;
   names: StreamNames;
+  lanes: Lanes;
   routing: Routing;
   /** Stores the deliveries' rows (PgQueue's `store`, without a NOTIFY). */
   ledger: PgQueue;
@@ -47,26 +51,48 @@ export class JetStreamQueue implements Queue {
   }
 
   async publish(messages: OutgoingMessage[]): Promise<number> {
-    const { js, names, routing, ledger } = this.#options;
+    const { js, names, lanes, routing, ledger } = this.#options;
     if (messages.length === 0) return 0;
     const timeout = this.#options.timeoutMs ?? 10_000;
+    const lanesOf = messages.flatMap(({ envelope }) =>
+      (routing[envelope.type] ?? []).map((subscriber) => ({
+        subscriber,
+        sandboxId: envelope.sandboxId,
+      }))
+    );
+    await lanes.ensure(lanesOf);
+    // What each subscriber's bell says: the lanes' messages and their last
+    // stream sequence.
+    const published: { subscriber: string; sandboxId: string; seq: number }[] =
+      [];
     const sent = await Promise.all(
       messages.map(async ({ source, envelope }) => {
         const data = JSON.stringify(envelope);
         const h = headers();
         h.set(SOURCE_HEADER, source);
         const acks = await Promise.all(
-          (routing[envelope.type] ?? []).map((subscriber) =>
-            js.publish(names.subject(subscriber, envelope.type), data, {
-              msgID: names.messageId(envelope.messageId, subscriber),
-              headers: h,
-              timeout,
-            })
-          ),
+          (routing[envelope.type] ?? []).map(async (subscriber) => {
+            const ack = await js.publish(
+              names.subject(subscriber, envelope.sandboxId, envelope.type),
+              data,
+              {
+                msgID: names.messageId(envelope.messageId, subscriber),
+                headers: h,
+                timeout,
+              },
+            );
+            published.push({
+              subscriber,
+              sandboxId: envelope.sandboxId,
+              seq: ack.seq,
+            });
+            return ack;
+          }),
         );
         return acks.some((ack) => !ack.duplicate);
       }),
     );
+    ringAll(lanes, published);
     // In message id order, as the consumers store theirs (deliveries_sql.ts):
     // a consumer quicker than this store inserts some of the same rows, and
     // two inserts that take the same keys in different orders deadlocked

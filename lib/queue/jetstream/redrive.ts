@@ -2,8 +2,8 @@
  * Redrives over JetStream. A redrive makes the dead delivery pending in
  * PostgreSQL and marks it for republishing (lib/queue/dead_letters.ts), in
  * one transaction; this loop then gives the broker the stored envelope again,
- * on the subject of that delivery's subscriber only (the other receivers do
- * not see it again), under a fresh broker id (`<message>.<subscriber>.
+ * on the lane of that delivery's subscriber and sandbox only (the other
+ * receivers do not see it again; lanes.ts), under a fresh broker id (`<message>.<subscriber>.
  * redrive.<n>`, which the duplicate window never swallows) with the
  * envelope's message id unchanged (the receiver's inbox knows it). The mark
  * works as an outbox: claimed with a lease, cleared once the PubAck came; a
@@ -17,11 +17,13 @@ import type { Envelope } from "../../outbox/envelope.ts";
 import type { TickResult } from "../../wake/loop.ts";
 import { SOURCE_HEADER } from "./queue.ts";
 import type { StreamNames } from "./stream.ts";
+import { type Lanes, ringAll } from "./lanes.ts";
 
 export interface RepublishOptions {
   sql: Sql;
   js: JetStreamClient;
   names: StreamNames;
+  lanes: Lanes;
   /** How long a claim holds a mark (default 30 s). */
   leaseMs?: number;
   /** Marks per round (default 100). */
@@ -42,7 +44,7 @@ interface MarkRow {
 export async function republishOnce(
   options: RepublishOptions,
 ): Promise<TickResult> {
-  const { sql, js, names } = options;
+  const { sql, js, names, lanes } = options;
   const batch = options.batch ?? 100;
   const leaseMs = options.leaseMs ?? 30_000;
   const marks = await bookkeepingStatement(
@@ -75,11 +77,14 @@ export async function republishOnce(
     );
     return { more: false, nextDueAt: next?.at ?? undefined };
   }
-  await Promise.all(marks.map((m) => {
+  await lanes.ensure(
+    marks.map((m) => ({ subscriber: m.subscriber, sandboxId: m.sandbox_id })),
+  );
+  const acks = await Promise.all(marks.map((m) => {
     const h = headers();
     h.set(SOURCE_HEADER, m.source);
     return js.publish(
-      names.subject(m.subscriber, m.envelope.type),
+      names.subject(m.subscriber, m.sandbox_id, m.envelope.type),
       JSON.stringify(m.envelope),
       {
         msgID: names.messageId(m.message_id, m.subscriber, m.redrives),
@@ -87,6 +92,14 @@ export async function republishOnce(
       },
     );
   }));
+  ringAll(
+    lanes,
+    marks.map((m, i) => ({
+      subscriber: m.subscriber,
+      sandboxId: m.sandbox_id,
+      seq: acks[i].seq,
+    })),
+  );
   await bookkeepingStatement(sql, "queue", ({ sql }) =>
     sql`
       update queue.deliveries set republish_at = null

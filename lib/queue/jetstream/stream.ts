@@ -1,15 +1,14 @@
 /**
  * The JetStream side of the transport: one stream, named by the caller
  * (NATS_STREAM), holding one message per delivery on the subject
- * `<stream>.to.<subscriber>.<type>`, and one durable pull consumer per
- * subscriber filtered to its own subjects. Every name is made from the
- * stream's, so that several bakeries (or test runs) share one NATS server
- * without seeing each other's messages.
+ * `<stream>.to.<subscriber>.<sandbox>.<type>`, and one durable pull consumer
+ * per lane (a subscriber and a sandbox), filtered to that lane's subjects
+ * and made when the lane first has a message (lanes.ts). Every name is made
+ * from the stream's, so that several bakeries (or test runs) share one NATS
+ * server without seeing each other's messages.
  */
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import {
-  AckPolicy,
-  DeliverPolicy,
   jetstream,
   JetStreamApiCodes,
   JetStreamApiError,
@@ -20,6 +19,7 @@ import {
   StorageType,
 } from "@nats-io/jetstream";
 import type { Logger } from "../../log/mod.ts";
+import { Lanes } from "./lanes.ts";
 
 /** Nanoseconds in a millisecond: JetStream's durations are nanoseconds. */
 const NS = 1_000_000;
@@ -36,19 +36,42 @@ export class StreamNames {
     }
   }
 
-  /** Where a delivery of `type` to `subscriber` is published. */
-  subject(subscriber: string, type: string): string {
-    return `${this.stream}.to.${subscriber}.${type}`;
+  /** Where a delivery of `type` to `subscriber` in a sandbox is published. */
+  subject(subscriber: string, sandboxId: string, type: string): string {
+    return `${this.stream}.to.${subscriber}.${sandboxId}.${type}`;
   }
 
-  /** What a subscriber's consumer takes: everything addressed to it. */
+  /** Everything addressed to a subscriber, in every sandbox. */
   filter(subscriber: string): string {
     return `${this.stream}.to.${subscriber}.>`;
   }
 
-  /** The durable consumer of a subscriber. */
-  consumer(subscriber: string): string {
-    return subscriber;
+  /** What a lane's consumer takes: a subscriber's messages of one sandbox. */
+  laneFilter(subscriber: string, sandboxId: string): string {
+    return `${this.stream}.to.${subscriber}.${sandboxId}.*`;
+  }
+
+  /** The lane a consumer's filter is of, or null for another consumer. */
+  laneOf(filter: string): { subscriber: string; sandboxId: string } | null {
+    const prefix = `${this.stream}.to.`;
+    if (!filter.startsWith(prefix) || !filter.endsWith(".*")) return null;
+    const tokens = filter.slice(prefix.length, -2).split(".");
+    if (tokens.length !== 2) return null;
+    return { subscriber: tokens[0], sandboxId: tokens[1] };
+  }
+
+  /** The durable consumer of a lane. */
+  consumer(subscriber: string, sandboxId: string): string {
+    return `${subscriber}-${sandboxId}`;
+  }
+
+  /**
+   * Where the relay and the republisher say that a subscriber's lanes have
+   * new messages (core NATS, outside the stream): a hint for the consumers,
+   * which look at the lanes themselves too (lanes.ts).
+   */
+  bell(subscriber: string): string {
+    return `${this.stream}.bell.${subscriber}`;
   }
 
   /**
@@ -78,7 +101,19 @@ export interface StreamSettings {
   ackWaitMs: number;
   /** How long delivered messages stay in the stream, for people to look at. */
   maxAgeMs?: number;
+  /**
+   * How long a lane's consumer stays without a fetch before the server
+   * deletes it (default LANE_IDLE_MS).
+   */
+  laneIdleMs?: number;
 }
+
+/**
+ * How long a lane's consumer may go unfetched: far past any retry delay and
+ * past a restart of the workers, so that a lane with work is fetched again
+ * long before; a lane idle for longer is made again on its next message.
+ */
+export const LANE_IDLE_MS = 3_600_000;
 
 /** An open connection to JetStream. */
 export interface JetStream {
@@ -86,15 +121,17 @@ export interface JetStream {
   js: JetStreamClient;
   jsm: JetStreamManager;
   names: StreamNames;
+  /** The lanes' consumers, made on demand. */
+  lanes: Lanes;
   /** True while the connection is up. */
   up(): boolean;
   close(): Promise<void>;
 }
 
 /**
- * Connects to NATS and makes sure the stream and one durable consumer per
- * subscriber exist with these settings (created, or updated in place). The
- * client reconnects by itself for as long as the process runs.
+ * Connects to NATS and makes sure the stream exists with these settings
+ * (created, or updated in place); the lanes' consumers are made as messages
+ * come. The client reconnects by itself for as long as the process runs.
  */
 export async function openJetStream(
   url: string,
@@ -121,12 +158,16 @@ export async function openJetStream(
   })();
   try {
     const jsm = await jetstreamManager(nc);
-    await ensureStream(jsm, settings);
+    await ensureStream(jsm, settings, log);
     return {
       nc,
       js: jetstream(nc),
       jsm,
       names: settings.names,
+      lanes: new Lanes(nc, jsm, settings.names, {
+        ackWaitMs: settings.ackWaitMs,
+        idleMs: settings.laneIdleMs ?? LANE_IDLE_MS,
+      }),
       up: () => up && !nc.isClosed(),
       close: async () => {
         if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
@@ -138,7 +179,11 @@ export async function openJetStream(
   }
 }
 
-async function ensureStream(jsm: JetStreamManager, settings: StreamSettings) {
+async function ensureStream(
+  jsm: JetStreamManager,
+  settings: StreamSettings,
+  log: Logger,
+) {
   const { names } = settings;
   const stream = {
     name: names.stream,
@@ -155,31 +200,33 @@ async function ensureStream(jsm: JetStreamManager, settings: StreamSettings) {
     if (!isNotFound(error)) throw error;
     await jsm.streams.add(stream);
   }
+  // One durable per subscriber for all sandboxes, as before the lanes: it
+  // would take every new message too. Deleted when it has nothing open; one
+  // with messages open is left to be drained (README, Scale).
   for (const subscriber of settings.subscribers) {
-    const consumer = {
-      durable_name: names.consumer(subscriber),
-      filter_subject: names.filter(subscriber),
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-      ack_wait: settings.ackWaitMs * NS,
-      // Retries are the consumers' to count (attempts in PostgreSQL, a nak
-      // with the retry's delay); JetStream redelivers without a limit.
-      max_deliver: -1,
-    };
+    let info;
     try {
-      await jsm.consumers.info(names.stream, consumer.durable_name);
-      await jsm.consumers.update(names.stream, consumer.durable_name, {
-        ack_wait: consumer.ack_wait,
-        max_deliver: consumer.max_deliver,
-      });
+      info = await jsm.consumers.info(names.stream, subscriber);
     } catch (error) {
       if (!isNotFound(error)) throw error;
-      await jsm.consumers.add(names.stream, consumer);
+      continue;
+    }
+    if (info.config.filter_subject !== names.filter(subscriber)) continue;
+    if (info.num_pending === 0 && info.num_ack_pending === 0) {
+      await jsm.consumers.delete(names.stream, subscriber);
+      log.info("broker_old_consumer_deleted", { subscriber });
+    } else {
+      log.warn("broker_old_consumer_left", {
+        subscriber,
+        pending: info.num_pending,
+        ackPending: info.num_ack_pending,
+      });
     }
   }
 }
 
-function isNotFound(error: unknown): boolean {
+/** True for the broker's "no such stream" or "no such consumer". */
+export function isNotFound(error: unknown): boolean {
   return error instanceof JetStreamApiError &&
     (error.code === JetStreamApiCodes.StreamNotFound ||
       error.code === JetStreamApiCodes.ConsumerNotFound);

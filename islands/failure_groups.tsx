@@ -1,0 +1,263 @@
+/**
+ * Failure groups, live: dead letters by receiver, event type and error
+ * pattern, each with Redrive and Refuse for the whole group. A click first
+ * asks the server for a dry run (`"dryRun": true`) and shows its count;
+ * the action goes only after the operator confirms it. A group of more
+ * than 100 runs as a job, shown with its progress bar until it is done.
+ * A dry run that finds dead letters beyond the replay horizon says so, and
+ * redriving them too needs its own tick.
+ */
+import { useSignal } from "@preact/signals";
+import { useLive } from "./_live.ts";
+import { failure, sendJson } from "./_console_api.ts";
+import type { FailureGroup, JobView } from "./_console_types.ts";
+import { JobProgress } from "./_job_progress.tsx";
+import { formatClock } from "../components/console_format.ts";
+
+/** Props: the groups and the sandbox's recent jobs, as the server saw them. */
+export interface FailureGroupsProps {
+  initial: { groups: FailureGroup[] };
+  jobs: JobView[];
+}
+
+interface Pending {
+  key: string;
+  action: "redrive" | "refuse";
+  count: number;
+  beyond: number;
+}
+
+/** More than this many rows go as a job (services/console/bulk.ts). */
+const JOB_THRESHOLD = 100;
+
+const plural = (n: number) => `${n} dead letter${n === 1 ? "" : "s"}`;
+
+/** The groups table, the confirmation of an action, and the jobs. */
+export default function FailureGroups(props: FailureGroupsProps) {
+  const live = useLive("/api/console/failure-groups", props.initial);
+  const jobs = useSignal<JobView[]>(props.jobs);
+  const pending = useSignal<Pending | null>(null);
+  const reason = useSignal("");
+  const force = useSignal(false);
+  const rate = useSignal(50);
+  const busy = useSignal(false);
+  const notice = useSignal("");
+  const error = useSignal("");
+
+  async function ask(key: string, action: Pending["action"]) {
+    busy.value = true;
+    error.value = "";
+    notice.value = "";
+    const answer = await sendJson(
+      "POST",
+      `/api/console/dead-letters/${action}`,
+      { group: key, dryRun: true },
+    );
+    busy.value = false;
+    if (!answer.ok) {
+      error.value = failure(answer);
+      return;
+    }
+    pending.value = {
+      key,
+      action,
+      count: answer.body.count,
+      beyond: answer.body.beyondReplayHorizon ?? 0,
+    };
+    reason.value = "";
+    force.value = false;
+  }
+
+  async function confirm() {
+    const p = pending.value;
+    if (!p) return;
+    if (p.action === "refuse" && !reason.value.trim()) {
+      error.value = "A reason is required.";
+      return;
+    }
+    busy.value = true;
+    error.value = "";
+    const answer = await sendJson(
+      "POST",
+      `/api/console/dead-letters/${p.action}`,
+      {
+        group: p.key,
+        ...(p.count > JOB_THRESHOLD ? { ratePerSecond: rate.value } : {}),
+        ...(p.action === "refuse" ? { reason: reason.value.trim() } : {}),
+        ...(p.action === "redrive" && force.value ? { force: true } : {}),
+      },
+    );
+    busy.value = false;
+    if (!answer.ok) {
+      error.value = failure(answer);
+      return;
+    }
+    pending.value = null;
+    if (answer.body.jobId) {
+      const job = await fetch(`/api/console/jobs/${answer.body.jobId}`)
+        .then((r) => r.json());
+      jobs.value = [job, ...jobs.value];
+      notice.value = `Started a job for ${plural(answer.body.count)}.`;
+    } else {
+      notice.value = `${p.action === "redrive" ? "Redrove" : "Refused"} ${
+        plural(answer.body.count)
+      }${p.action === "redrive" ? ", oldest first" : ""}.`;
+    }
+    void live.reload();
+  }
+
+  const groups = live.data.value.groups;
+  const p = pending.value;
+  return (
+    <section class="panel failure-groups" data-testid="failure-groups">
+      <h2>Failure groups</h2>
+      {jobs.value.length > 0 && (
+        <div class="jobs" data-testid="jobs">
+          {jobs.value.map((job) => <JobProgress key={job.jobId} job={job} />)}
+        </div>
+      )}
+      {notice.value && (
+        <p class="notice" role="status" data-testid="group-notice">
+          {notice.value}
+        </p>
+      )}
+      {error.value && (
+        <p class="form-error" role="alert" data-testid="group-error">
+          {error.value}
+        </p>
+      )}
+      {p && (
+        <div class="confirm" role="group" data-testid="group-confirm">
+          <p data-testid="group-confirm-count">
+            {p.action === "redrive" ? "Redrive" : "Refuse"} {plural(p.count)}
+            {" "}
+            of this group, oldest first?
+            {p.count > JOB_THRESHOLD &&
+              " That is more than 100: they go as a job."}
+          </p>
+          {p.action === "redrive" && p.beyond > 0 && (
+            <p class="warning" data-testid="group-horizon-warning">
+              {plural(p.beyond)} {p.beyond === 1 ? "is" : "are"}{" "}
+              older than the receivers' replay horizon: a receiver refuses a
+              message that old unless it remembers it.{" "}
+              <label>
+                <input
+                  type="checkbox"
+                  checked={force.value}
+                  onChange={(e) =>
+                    force.value = e.currentTarget.checked}
+                  data-testid="group-force"
+                />{" "}
+                Redrive those too
+              </label>
+            </p>
+          )}
+          {p.action === "refuse" && (
+            <label>
+              Reason{" "}
+              <input
+                value={reason.value}
+                maxLength={500}
+                onInput={(e) => reason.value = e.currentTarget.value}
+                data-testid="group-reason"
+              />
+            </label>
+          )}
+          {p.count > JOB_THRESHOLD && (
+            <label>
+              Rows per second{" "}
+              <input
+                type="number"
+                min={1}
+                max={1000}
+                value={rate.value}
+                onInput={(e) => rate.value = Number(e.currentTarget.value)}
+                data-testid="group-rate"
+              />
+            </label>
+          )}
+          <button
+            type="button"
+            class={p.action === "refuse"
+              ? "button small refuse"
+              : "button small"}
+            disabled={busy.value || p.count === 0}
+            onClick={confirm}
+            data-testid="group-confirm-go"
+          >
+            {p.action === "redrive" ? "Redrive" : "Refuse"} {plural(p.count)}
+          </button>
+          <button
+            type="button"
+            class="button small quiet"
+            onClick={() => pending.value = null}
+            data-testid="group-confirm-cancel"
+          >
+            Cancel
+          </button>
+        </div>
+      )}
+      {groups.length === 0
+        ? (
+          <p class="muted" data-testid="groups-empty">
+            No failure groups: there are no dead letters.
+          </p>
+        )
+        : (
+          <div class="table-wrap">
+            <table class="table" data-testid="groups-table">
+              <thead>
+                <tr>
+                  <th>Receiver</th>
+                  <th>Event type</th>
+                  <th>Error</th>
+                  <th class="num">Count</th>
+                  <th>First</th>
+                  <th>Last</th>
+                  <th>Actions</th>
+                </tr>
+              </thead>
+              <tbody>
+                {groups.map((g) => (
+                  <tr key={g.key} data-testid={`group-${g.key}`}>
+                    <td>{g.subscriber}</td>
+                    <td>{g.eventType}</td>
+                    <td class="error-text">
+                      <a href={`/console/dead-letters?group=${g.key}`}>
+                        {g.pattern || "(no error text)"}
+                      </a>
+                    </td>
+                    <td class="num" data-testid="group-count">{g.count}</td>
+                    <td class="nowrap">{formatClock(g.firstDeadAt)}</td>
+                    <td class="nowrap">{formatClock(g.lastDeadAt)}</td>
+                    <td class="row-actions">
+                      <button
+                        type="button"
+                        class="button small"
+                        disabled={busy.value}
+                        onClick={() =>
+                          ask(g.key, "redrive")}
+                        data-testid={`group-redrive-${g.key}`}
+                      >
+                        Redrive group
+                      </button>
+                      <button
+                        type="button"
+                        class="button small refuse"
+                        disabled={busy.value}
+                        onClick={() =>
+                          ask(g.key, "refuse")}
+                        data-testid={`group-refuse-${g.key}`}
+                      >
+                        Refuse group…
+                      </button>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+    </section>
+  );
+}

@@ -1,0 +1,167 @@
+/**
+ * Lanes: one durable pull consumer per subscriber and sandbox, so that the
+ * consumers can take each sandbox's messages apart, round-robin and up to
+ * the fair share (consumer.ts). NATS 2.9 gives a consumer one filter
+ * subject and no priority groups, so a lane is a consumer of its own,
+ * filtered to `<stream>.to.<subscriber>.<sandbox>.*`.
+ *
+ * A lane's consumer is made on demand: by the relay and the republisher
+ * before they publish to it (`ensure`), by a consumer whose fetch found it
+ * gone, and by the workers' look at the open deliveries in PostgreSQL. It
+ * starts at the stream's first message of its subjects (a lane made again
+ * gives its old messages once more: the settled ones are only
+ * acknowledged, deliveries_sql.ts), and the server deletes it after
+ * `idleMs` without a fetch (`inactive_threshold`), so that the consumers of
+ * sandboxes long done go away.
+ *
+ * After a publish the relay rings the subscriber's bell (a core NATS
+ * message, `<stream>.bell.<subscriber>`, with a count per sandbox and the
+ * last stream sequence among them): the consumers fetch from those lanes at
+ * once, unless they have had that sequence already. A bell may be lost; the workers
+ * also list the lanes every poll, with what each has pending.
+ */
+import type { NatsConnection } from "@nats-io/transport-node";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
+import { z } from "zod";
+import type { StreamNames } from "./stream.ts";
+
+/** Nanoseconds in a millisecond: JetStream's durations are nanoseconds. */
+const NS = 1_000_000;
+
+/** A subscriber in one sandbox. */
+export interface LaneKey {
+  subscriber: string;
+  sandboxId: string;
+}
+
+/** A lane as its consumer says. */
+export interface LaneInfo extends LaneKey {
+  /** In the stream and not yet delivered. */
+  pending: number;
+  /** Delivered and not yet acknowledged (naks waiting for their delay too). */
+  ackPending: number;
+  /** Deliveries made, redeliveries included. */
+  delivered: number;
+}
+
+/**
+ * What a bell says: per sandbox, how many new messages, and the stream
+ * sequence of the last of them.
+ */
+export const bellSchema = z.record(
+  z.uuid(),
+  z.tuple([z.number().int().positive(), z.number().int().positive()]),
+);
+
+export type Bell = z.infer<typeof bellSchema>;
+
+export interface LaneSettings {
+  /** The lanes' AckWait. */
+  ackWaitMs: number;
+  /** How long a lane's consumer may go unfetched before the server drops it. */
+  idleMs: number;
+}
+
+export class Lanes {
+  readonly #nc: NatsConnection;
+  readonly #jsm: JetStreamManager;
+  readonly #names: StreamNames;
+  readonly #settings: LaneSettings;
+  /** When this process last made sure of a lane, by lane key. */
+  #ensured = new Map<string, number>();
+
+  constructor(
+    nc: NatsConnection,
+    jsm: JetStreamManager,
+    names: StreamNames,
+    settings: LaneSettings,
+  ) {
+    this.#nc = nc;
+    this.#jsm = jsm;
+    this.#names = names;
+    this.#settings = settings;
+  }
+
+  /**
+   * Makes sure these lanes' consumers exist (a create on NATS 2.9 leaves an
+   * existing consumer as it is, its settings updated). A lane this process
+   * made sure of within a tenth of `idleMs` is taken as there, unless
+   * `force`: a consumer that found its lane gone asks again.
+   */
+  async ensure(lanes: readonly LaneKey[], force = false): Promise<void> {
+    const now = Date.now();
+    const fresh = this.#settings.idleMs / 10;
+    const todo = new Map<string, LaneKey>();
+    for (const lane of lanes) {
+      const key = laneKey(lane);
+      const at = this.#ensured.get(key);
+      if (!force && at !== undefined && now - at < fresh) continue;
+      todo.set(key, lane);
+    }
+    await Promise.all([...todo].map(async ([key, lane]) => {
+      await this.#jsm.consumers.add(this.#names.stream, {
+        durable_name: this.#names.consumer(lane.subscriber, lane.sandboxId),
+        filter_subject: this.#names.laneFilter(lane.subscriber, lane.sandboxId),
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        ack_wait: this.#settings.ackWaitMs * NS,
+        // Retries are the consumers' to count (attempts in PostgreSQL, a nak
+        // with the retry's delay); JetStream redelivers without a limit.
+        max_deliver: -1,
+        inactive_threshold: this.#settings.idleMs * NS,
+      });
+      this.#ensured.set(key, Date.now());
+    }));
+    if (this.#ensured.size > 10_000) {
+      for (const [key, at] of this.#ensured) {
+        if (now - at >= fresh) this.#ensured.delete(key);
+      }
+    }
+  }
+
+  /** Tells the subscriber's consumers of new messages in these sandboxes. */
+  ring(subscriber: string, bell: Bell) {
+    if (Object.keys(bell).length === 0) return;
+    this.#nc.publish(this.#names.bell(subscriber), JSON.stringify(bell));
+  }
+
+  /** Every lane of the stream, with what its consumer has pending. */
+  async list(): Promise<LaneInfo[]> {
+    const out: LaneInfo[] = [];
+    for await (const ci of this.#jsm.consumers.list(this.#names.stream)) {
+      const lane = this.#names.laneOf(ci.config.filter_subject ?? "");
+      if (!lane) continue;
+      out.push({
+        ...lane,
+        pending: ci.num_pending,
+        ackPending: ci.num_ack_pending,
+        delivered: ci.delivered.consumer_seq,
+      });
+    }
+    return out;
+  }
+}
+
+/** One string per lane, for maps. */
+export function laneKey(lane: LaneKey): string {
+  return `${lane.subscriber}\u0000${lane.sandboxId}`;
+}
+
+/** Rings each subscriber's bell for messages published on its lanes. */
+export function ringAll(
+  lanes: Lanes,
+  published: readonly (LaneKey & { seq: number })[],
+) {
+  const bells = new Map<string, Bell>();
+  for (const { subscriber, sandboxId, seq } of published) {
+    let bell = bells.get(subscriber);
+    if (!bell) bells.set(subscriber, bell = {});
+    const [n, last] = bell[sandboxId] ?? [0, 0];
+    bell[sandboxId] = [n + 1, Math.max(last, seq)];
+  }
+  for (const [subscriber, bell] of bells) lanes.ring(subscriber, bell);
+}

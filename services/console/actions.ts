@@ -1,0 +1,63 @@
+/**
+ * The operator log: one row for every operator action on dead letters (a
+ * redrive or refusal of one or many, a bulk job started or cancelled, a
+ * supersede), saying who, when, what and how many. Written in the same
+ * transaction as the action, so an action without its row cannot commit.
+ */
+import type { Sql, TxSql } from "../../lib/db/connect.ts";
+import { asService } from "../../lib/db/service.ts";
+
+export type OperatorActionKind = "redrive" | "refuse" | "supersede" | "cancel";
+
+/** One logged action. */
+export interface OperatorAction {
+  at: string;
+  actor: string;
+  action: OperatorActionKind;
+  /** What it was aimed at: ids, a filter, a group, a job or a delivery. */
+  target: Record<string, unknown>;
+  /** How many dead letters it changed (or, for a job, will). */
+  count: number;
+  jobId: string | null;
+}
+
+/** Logs an action inside the caller's queue transaction. */
+export async function logAction(
+  sql: TxSql,
+  sandboxId: string,
+  row: {
+    actor: string;
+    action: OperatorActionKind;
+    target: Record<string, unknown>;
+    count: number;
+    jobId?: string;
+  },
+): Promise<void> {
+  await sql`
+    insert into queue.operator_actions (sandbox_id, actor, action, target,
+                                        count, job_id)
+    values (${sandboxId}, ${row.actor}, ${row.action},
+            ${sql.json(row.target as never)}, ${row.count},
+            ${row.jobId ?? null})`;
+}
+
+/** The sandbox's newest actions first. */
+export async function listActions(
+  sql: Sql,
+  sandboxId: string,
+  limit = 50,
+): Promise<OperatorAction[]> {
+  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
+    sql`
+      select at, actor, action, target, count, job_id
+        from queue.operator_actions order by at desc, id desc
+       limit ${limit}`);
+  return rows.map((r) => ({
+    at: r.at.toISOString(),
+    actor: r.actor,
+    action: r.action,
+    target: r.target,
+    count: r.count,
+    jobId: r.job_id,
+  }));
+}

@@ -1,0 +1,133 @@
+/**
+ * An operator's action on dead letters, one or many, with its safety
+ * rails: a dry run counts and changes nothing; a redrive of a dead letter
+ * beyond the receivers' replay horizon is refused unless forced; more than
+ * {@link JOB_THRESHOLD} rows become a job (services/console/jobs.ts) at the
+ * operator's rate; and every action leaves its row in the operator log.
+ */
+import type { Sql } from "../../lib/db/connect.ts";
+import { asService } from "../../lib/db/service.ts";
+import {
+  type DeadLetterFilter,
+  matchDeadLetters,
+  redriveIn,
+  refuseIn,
+} from "../../lib/queue/mod.ts";
+import { logAction } from "./actions.ts";
+import { createJob } from "./jobs.ts";
+
+/**
+ * More rows than this run as a job: a hundred rows are one statement of a
+ * few milliseconds, and a thousand at once would make every receiver take
+ * them in one burst.
+ */
+export const JOB_THRESHOLD = 100;
+
+/** A job's rate when the operator names none, in rows per second. */
+export const DEFAULT_RATE = 50;
+
+export interface BulkRequest {
+  action: "redrive" | "refuse";
+  filter: DeadLetterFilter;
+  /** Required to refuse. */
+  reason?: string;
+  dryRun?: boolean;
+  /** Redrive dead letters beyond the replay horizon too. */
+  force?: boolean;
+  ratePerSecond?: number;
+}
+
+export interface BulkContext {
+  sandboxId: string;
+  actor: string;
+  /** Over JetStream a redrive also gives the broker the message again. */
+  republish: boolean;
+  /** The receivers' replay horizon (REPLAY_HORIZON_DAYS). */
+  horizonDays: number;
+}
+
+export type BulkResult =
+  | { kind: "dryRun"; count: number; beyondReplayHorizon: number }
+  | { kind: "now"; ids: number[] }
+  | { kind: "job"; jobId: string; count: number };
+
+/** A redrive that reaches messages the receivers may no longer remember. */
+export class BeyondReplayHorizon extends Error {
+  override name = "BeyondReplayHorizon";
+  constructor(
+    readonly beyond: number,
+    readonly total: number,
+    readonly days: number,
+  ) {
+    super(
+      `${beyond} of the ${total} dead letters ${
+        beyond === 1 ? "is a message" : "are messages"
+      } older than the receivers' replay horizon of ${days} days: a receiver ` +
+        `refuses a message that old unless it remembers it, and may no ` +
+        `longer remember one it applied. Send "force": true to redrive anyway.`,
+    );
+  }
+}
+
+/** Runs (or counts) one operator action on the matching dead letters. */
+export async function bulkAction(
+  sql: Sql,
+  ctx: BulkContext,
+  req: BulkRequest,
+): Promise<BulkResult> {
+  if (req.action === "refuse" && !req.reason?.trim()) {
+    throw new TypeError("a refusal needs a reason");
+  }
+  const { sandboxId, actor } = ctx;
+  return await asService(sql, "queue", { sandboxId }, async ({ sql }) => {
+    const matched = await matchDeadLetters(sql, req.filter, ctx.horizonDays);
+    const count = matched.ids.length;
+    if (req.dryRun) {
+      return {
+        kind: "dryRun",
+        count,
+        beyondReplayHorizon: matched.beyondHorizon.length,
+      };
+    }
+    const force = req.force ?? false;
+    if (req.action === "redrive" && !force && matched.beyondHorizon.length) {
+      throw new BeyondReplayHorizon(
+        matched.beyondHorizon.length,
+        count,
+        ctx.horizonDays,
+      );
+    }
+    const target = { ...req.filter, ...(force ? { force } : {}) };
+    if (count > JOB_THRESHOLD) {
+      const jobId = await createJob(sql, sandboxId, {
+        action: req.action,
+        ids: matched.ids,
+        ratePerSecond: req.ratePerSecond ?? DEFAULT_RATE,
+        reason: req.reason,
+        force,
+        republish: ctx.republish,
+        actor,
+      });
+      await logAction(sql, sandboxId, {
+        actor,
+        action: req.action,
+        target,
+        count,
+        jobId,
+      });
+      return { kind: "job", jobId, count };
+    }
+    const ids = req.action === "redrive"
+      ? await redriveIn(sql, { ids: matched.ids }, actor, {
+        republish: ctx.republish,
+      })
+      : await refuseIn(sql, { ids: matched.ids }, req.reason!, actor);
+    await logAction(sql, sandboxId, {
+      actor,
+      action: req.action,
+      target,
+      count: ids.length,
+    });
+    return { kind: "now", ids };
+  });
+}

@@ -1,0 +1,302 @@
+/**
+ * Bulk jobs: a redrive or refusal of more dead letters than one click
+ * should change at once, worked through oldest first at the operator's
+ * rate (rows per second) by a job loop in the app or worker process. A
+ * job's ids are chosen when it is asked for; the loop takes them a second's
+ * worth at a time. A loop holds a lease on the job it works on, so two
+ * processes never both run one; a stopped loop hands its lease back and a
+ * crashed one's lease runs out, and the job goes on where it was (its
+ * `done` counter is written in the transaction that acts on its rows).
+ */
+import type { Sql, TxSql } from "../../lib/db/connect.ts";
+import { asService } from "../../lib/db/service.ts";
+import type { Logger } from "../../lib/log/mod.ts";
+import { uuidv7 } from "../../lib/outbox/envelope.ts";
+import { redriveIn, refuseIn } from "../../lib/queue/mod.ts";
+import { Loop, type TickResult } from "../../lib/wake/loop.ts";
+import { logAction } from "./actions.ts";
+
+/**
+ * Job states, as the CHECK of queue.bulk_jobs (migrations/0005_console_ops.sql):
+ * running (moved out by the loop holding its lease, to done, or by an
+ * operator's cancel), done and cancelled (final).
+ */
+export const JOB_STATES = ["running", "done", "cancelled"] as const;
+export type JobState = typeof JOB_STATES[number];
+
+/** A job as the console shows it (`GET /api/console/jobs/:jobId`). */
+export interface JobView {
+  jobId: string;
+  action: "redrive" | "refuse";
+  state: JobState;
+  /** Ids taken so far. */
+  done: number;
+  total: number;
+  /** Of those, how many were still dead letters and were acted on. */
+  changed: number;
+  ratePerSecond: number;
+  actor: string;
+  createdAt: string;
+  finishedAt: string | null;
+}
+
+// deno-lint-ignore no-explicit-any
+function view(r: any): JobView {
+  return {
+    jobId: r.id,
+    action: r.action,
+    state: r.state,
+    done: r.done,
+    total: r.total,
+    changed: r.changed,
+    ratePerSecond: r.rate_per_second,
+    actor: r.actor,
+    createdAt: r.created_at.toISOString(),
+    finishedAt: r.finished_at?.toISOString() ?? null,
+  };
+}
+
+const COLUMNS = (sql: TxSql) =>
+  sql`id, action, state, done, total, changed, rate_per_second, actor,
+      created_at, finished_at`;
+
+/** What a new job does. */
+export interface NewJob {
+  action: "redrive" | "refuse";
+  ids: number[];
+  ratePerSecond: number;
+  reason?: string;
+  force: boolean;
+  republish: boolean;
+  actor: string;
+}
+
+/** Stores a running job in the caller's queue transaction; returns its id. */
+export async function createJob(
+  sql: TxSql,
+  sandboxId: string,
+  job: NewJob,
+): Promise<string> {
+  const id = uuidv7();
+  await sql`
+    insert into queue.bulk_jobs (id, sandbox_id, action, ids, total,
+                                 rate_per_second, reason, force, republish, actor)
+    values (${id}, ${sandboxId}, ${job.action}, ${job.ids}::bigint[],
+            ${job.ids.length}, ${job.ratePerSecond}, ${job.reason ?? null},
+            ${job.force}, ${job.republish}, ${job.actor})`;
+  return id;
+}
+
+const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** One job of the sandbox, or null (also for a malformed id). */
+export async function readJob(
+  sql: Sql,
+  sandboxId: string,
+  jobId: string,
+): Promise<JobView | null> {
+  if (!JOB_ID.test(jobId)) return null;
+  const [row] = await asService(
+    sql,
+    "console",
+    { sandboxId },
+    ({ sql }) =>
+      sql`select ${COLUMNS(sql)} from queue.bulk_jobs where id = ${jobId}`,
+  );
+  return row ? view(row) : null;
+}
+
+/** The sandbox's running jobs and the last few finished, newest first. */
+export async function listJobs(
+  sql: Sql,
+  sandboxId: string,
+): Promise<JobView[]> {
+  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
+    sql`
+      (select ${COLUMNS(sql)} from queue.bulk_jobs where state = 'running')
+      union all
+      (select ${COLUMNS(sql)} from queue.bulk_jobs where state <> 'running'
+        order by finished_at desc limit 5)
+      order by created_at desc`);
+  return rows.map(view);
+}
+
+/**
+ * Cancels a running job: what it did stays done, the rest is left as it is.
+ * A job that finished already is returned unchanged; null when there is no
+ * such job in the sandbox.
+ */
+export async function cancelJob(
+  sql: Sql,
+  sandboxId: string,
+  jobId: string,
+  actor: string,
+): Promise<JobView | null> {
+  if (!JOB_ID.test(jobId)) return null;
+  return await asService(sql, "queue", { sandboxId }, async ({ sql }) => {
+    const [cancelled] = await sql`
+      update queue.bulk_jobs
+         set state = 'cancelled', finished_at = now(), lease_owner = null,
+             lease_expires_at = null
+       where id = ${jobId} and state = 'running'
+      returning ${COLUMNS(sql)}`;
+    if (cancelled) {
+      await logAction(sql, sandboxId, {
+        actor,
+        action: "cancel",
+        target: { jobId },
+        count: cancelled.total - cancelled.done,
+        jobId,
+      });
+      return view(cancelled);
+    }
+    const [row] = await sql`select ${
+      COLUMNS(sql)
+    } from queue.bulk_jobs where id = ${jobId}`;
+    return row ? view(row) : null;
+  });
+}
+
+export interface JobRunnerOptions {
+  sql: Sql;
+  /** Who holds the lease: the process's worker name. */
+  owner: string;
+  /** How long a claim holds a job (default 15 s); renewed every round. */
+  leaseMs?: number;
+  /** Redrives that are not forced leave out dead letters beyond it. */
+  horizonDays: number;
+}
+
+interface Claimed {
+  id: string;
+  sandbox_id: string;
+  action: "redrive" | "refuse";
+  slice: string[];
+  reason: string | null;
+  force: boolean;
+  republish: boolean;
+  actor: string;
+}
+
+/**
+ * One round: claims the due running job that waited longest, acts on its
+ * next second's worth of ids in one transaction with its progress, and sets
+ * its next round a second later (or finishes it).
+ */
+export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
+  const leaseMs = o.leaseMs ?? 15_000;
+  const [job] = await asService(
+    o.sql,
+    "queue",
+    "workers",
+    ({ sql }) =>
+      sql<Claimed[]>`
+      update queue.bulk_jobs j
+         set lease_owner = ${o.owner},
+             lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
+        from (select id from queue.bulk_jobs
+               where state = 'running' and next_run_at <= now()
+                 and (lease_owner is null or lease_owner = ${o.owner}
+                      or lease_expires_at < now())
+               order by next_run_at limit 1
+               for update skip locked) due
+       where j.id = due.id
+      returning j.id, j.sandbox_id, j.action,
+                j.ids[j.done + 1 : j.done + j.rate_per_second] as slice,
+                j.reason, j.force, j.republish, j.actor`,
+  );
+  if (!job) {
+    const [next] = await asService(
+      o.sql,
+      "queue",
+      "workers",
+      ({ sql }) =>
+        sql<{ at: Date | null }[]>`
+        select min(next_run_at) as at from queue.bulk_jobs
+         where state = 'running'`,
+    );
+    return { more: false, nextDueAt: next?.at ?? undefined };
+  }
+  const ids = job.slice.map(Number);
+  await asService(
+    o.sql,
+    "queue",
+    { sandboxId: job.sandbox_id },
+    async ({ sql }) => {
+      // Fenced by the lease: a job cancelled or taken over meanwhile is
+      // left alone.
+      const [held] = await sql`
+        select 1 from queue.bulk_jobs
+         where id = ${job.id} and lease_owner = ${o.owner}
+           and state = 'running'
+         for update`;
+      if (!held) return;
+      const changed = job.action === "redrive"
+        ? await redriveIn(sql, { ids }, job.actor, {
+          republish: job.republish,
+          horizonDays: job.force ? undefined : o.horizonDays,
+        })
+        : await refuseIn(sql, { ids }, job.reason!, job.actor);
+      await sql`
+        update queue.bulk_jobs
+           set done = done + ${ids.length},
+               changed = changed + ${changed.length},
+               state = case when done + ${ids.length} >= total
+                 then 'done' else 'running' end,
+               finished_at = case when done + ${ids.length} >= total
+                 then now() end,
+               lease_owner = case when done + ${ids.length} >= total
+                 then null else lease_owner end,
+               lease_expires_at = case when done + ${ids.length} >= total
+                 then null else lease_expires_at end,
+               next_run_at = now() + interval '1 second'
+         where id = ${job.id}`;
+    },
+  );
+  // Another job may be due now; the loop asks again at once.
+  return { more: true, touched: [job.sandbox_id] };
+}
+
+/** Hands back the leases of `owner` (a loop that stops). */
+export async function releaseJobs(sql: Sql, owner: string): Promise<void> {
+  await asService(sql, "queue", "workers", ({ sql }) =>
+    sql`
+      update queue.bulk_jobs set lease_owner = null, lease_expires_at = null
+       where lease_owner = ${owner} and state = 'running'`);
+}
+
+/** The job loop of a process: wake() after creating a job. */
+export interface JobLoop {
+  wake(): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the job loop. It polls every `pollMs` (a job created by another
+ * process is found then), and wake() starts a round at once.
+ */
+export function startJobLoop(
+  o: JobRunnerOptions & {
+    log: Logger;
+    pollMs: number;
+    onTouched?: (sandboxIds: string[]) => void;
+  },
+): JobLoop {
+  const loop = new Loop({
+    name: "bulk-jobs",
+    tick: () => runJobsOnce(o),
+    pollMs: o.pollMs,
+    log: o.log,
+    onTouched: o.onTouched,
+  });
+  loop.start();
+  return {
+    wake: () => loop.wake(),
+    stop: async () => {
+      await loop.stop();
+      await releaseJobs(o.sql, o.owner).catch((error) =>
+        o.log.warn("bulk_jobs_release_failed", { error })
+      );
+    },
+  };
+}
