@@ -27,6 +27,7 @@ import {
   pausedReceivers,
   pauseReceiver,
 } from "../../services/console/pauses.ts";
+import { receiverPauseSchema } from "../../services/console/contracts.ts";
 import { type SubscriberName, SUBSCRIBERS } from "../../services/routing.ts";
 import { payloads } from "../../services/events.ts";
 import {
@@ -407,7 +408,7 @@ export function consoleRoutes(deps: Deps) {
       const { sandboxId } = requireOperator(c);
       const name = receiverParam(c);
       const paused = await pausedReceivers(sql, sandboxId);
-      return c.json({ name, paused: paused[name] });
+      return c.json(receiverPauseSchema.parse({ name, paused: paused[name] }));
     },
     setReceiverPause: async (c: Context) => {
       const { sandboxId, actor } = requireOperator(c);
