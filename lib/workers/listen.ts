@@ -7,7 +7,7 @@
  *   hint), and the broker's republisher of redrives; not when the payload
  *   names this process, whose move woke its own consumers already.
  * - `NOTIFY queue, 'resume'` (a subscriber resumed, lib/queue/pauses.ts):
- *   the paused pairs are read again and every consumer looks.
+ *   the paused pairs are read again, then every consumer looks.
  * - a reconnect: every loop looks, since notifications sent meanwhile are
  *   lost.
  */
@@ -43,8 +43,10 @@ export function wakeListener(options: WakeListenerOptions): Listener {
     onNotify: (channel, payload) => {
       if (channel === OUTBOX_CHANNEL) relays.get(payload)?.wake();
       else if (payload === RESUME_HINT) {
+        // The consumers claim by the pairs last read: read them, then wake.
         options.pauses?.forget();
-        local.wakeAll();
+        const read = options.pauses?.() ?? Promise.resolve();
+        read.then(() => local.wakeAll(), () => local.wakeAll());
       } else if (payload !== options.owner) {
         // A move's hint that names this process was answered here already.
         local.hint();

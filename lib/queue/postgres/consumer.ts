@@ -70,9 +70,10 @@ export async function consumeOnce(
   const batchSize = options.batchSize ?? CONSUMER_BATCH_SIZE;
   const leaseMs = consumerLeaseMs(options);
   const rounds = options.batchesPerTick ?? 5;
-  // Read once a tick (a cached read): a pause that lands during a tick is
-  // obeyed from the next one; what was claimed already is sent.
-  const paused = await options.pauses?.();
+  // As last read (a write of this pool shows at once, a resume elsewhere
+  // once its NOTIFY was read): a tick never waits on a pool connection for
+  // them. A pause that lands during a tick is obeyed from the next one.
+  const paused = options.pauses?.known();
   // Deliveries to the subscribers this consumer serves, only: consumers of
   // different subscribers can share the queue.
   const subscribers = Object.keys(options.subscribers);
