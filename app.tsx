@@ -189,6 +189,8 @@ export function createApp(deps: Deps): Hono {
   app.get("/api/console/closure/rows", api.closureRows);
   app.get("/api/console/faults", api.faults);
   app.put("/api/console/faults", api.setFaults);
+  app.get("/api/console/receivers/:name", api.receiverPause);
+  app.put("/api/console/receivers/:name", api.setReceiverPause);
   app.get("/api/console/alerts", api.alerts);
   app.get("/api/console/receivers", api.receivers);
   app.get("/api/console/order-violations", api.orderViolations);

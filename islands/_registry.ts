@@ -23,6 +23,7 @@ import KitchenBoard from "./kitchen_board.tsx";
 import LiveStatus from "./live_status.tsx";
 import OrderViolationsList from "./order_violations_list.tsx";
 import OutboxRows from "./outbox_rows.tsx";
+import ReceiverPauses from "./receiver_pauses.tsx";
 import ReceiversList from "./receivers_list.tsx";
 import SignInForm from "./sign_in_form.tsx";
 import TryIt from "./try_it.tsx";
@@ -50,6 +51,7 @@ export const islands = {
   live_status: LiveStatus,
   order_violations_list: OrderViolationsList,
   outbox_rows: OutboxRows,
+  receiver_pauses: ReceiverPauses,
   receivers_list: ReceiversList,
   sign_in_form: SignInForm,
   // The How it's built page.

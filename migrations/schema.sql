@@ -1492,6 +1492,42 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.operator_actions TO queue;
 CREATE SEQUENCE queue.operator_actions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.operator_actions.id
 GRANT SELECT, USAGE ON SEQUENCE queue.operator_actions_id_seq TO queue;
 
+CREATE TABLE queue.pause_actions (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  subscriber text NOT NULL,
+  action text NOT NULL,
+  actor text NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE queue.pause_actions ADD CONSTRAINT pause_actions_action_check CHECK ((action = ANY (ARRAY['pause'::text, 'resume'::text])));
+ALTER TABLE queue.pause_actions ADD CONSTRAINT pause_actions_pkey PRIMARY KEY (id);
+CREATE INDEX pause_actions_by_sandbox ON queue.pause_actions USING btree (sandbox_id, id);
+ALTER TABLE queue.pause_actions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON queue.pause_actions AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE queue.pause_actions TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.pause_actions TO queue;
+CREATE SEQUENCE queue.pause_actions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.pause_actions.id
+GRANT SELECT, USAGE ON SEQUENCE queue.pause_actions_id_seq TO queue;
+
+CREATE TABLE queue.pauses (
+  sandbox_id uuid NOT NULL,
+  subscriber text NOT NULL,
+  paused boolean NOT NULL,
+  actor text NOT NULL,
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE queue.pauses ADD CONSTRAINT pauses_pkey PRIMARY KEY (sandbox_id, subscriber);
+ALTER TABLE queue.pauses ADD CONSTRAINT pauses_subscriber_check CHECK (((length(subscriber) >= 1) AND (length(subscriber) <= 80)));
+ALTER TABLE queue.pauses ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON queue.pauses AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE queue.pauses TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.pauses TO queue;
+
 CREATE TABLE queue.supersessions (
   delivery_id bigint NOT NULL,
   sandbox_id uuid NOT NULL,

@@ -15,6 +15,7 @@ import { type Apply, inboxHandler } from "../lib/inbox/mod.ts";
 import {
   consumerLeaseMs,
   Dispatcher,
+  pgPauses,
   PgQueue,
   type Queue,
   type Subscriber,
@@ -185,6 +186,7 @@ export async function startBakeryMessaging(
       sql: deps.sql,
       log: deps.log,
       faults,
+      pauses: pgPauses(deps.sql),
       senders: SENDERS,
       queue,
       // The PostgreSQL queue shares the outboxes' database: the relay moves

@@ -286,6 +286,17 @@ Deno.test("contracts: every console twin's answer parses against its schema, wit
       "/api/console/jobs/:jobId",
       `/api/console/jobs/${jobId}`,
     );
+    const pause = await client.json("PUT", "/api/console/receivers/crm", {
+      paused: true,
+    });
+    assert.equal(pause.status, 200);
+    const paused = await twin<{ paused: boolean }>(
+      client,
+      seen,
+      "/api/console/receivers/:name",
+      "/api/console/receivers/crm",
+    );
+    assert.equal(paused.paused, true);
     const board = await twin<{ cards: unknown[] }>(
       client,
       seen,

@@ -25,6 +25,15 @@ export {
   supersedeIn,
 } from "./dead_letters.ts";
 export {
+  type PauseChange,
+  type PausedLanes,
+  pausedSubscribers,
+  type PauseReader,
+  pgPauses,
+  RESUME_HINT,
+  setPaused,
+} from "./pauses.ts";
+export {
   type OutgoingMessage,
   PartialPublish,
   type Queue,

@@ -8,6 +8,7 @@ import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
 import { auditOnce, type AuditOptions } from "../queue/audit.ts";
 import { FairShare, type FairShareOptions } from "../queue/fair_share.ts";
+import type { PauseReader } from "../queue/pauses.ts";
 import {
   type BrokerLoops,
   brokerLoops,
@@ -38,6 +39,8 @@ export interface ConsumerLoopsOptions
   auditDelayMs?: number;
   /** The PostgreSQL queue's consumers, woken and handed work here. */
   local: LocalQueue;
+  /** Paused subscribers, whose deliveries wait (lib/queue/pauses.ts). */
+  pauses?: PauseReader;
   onTouched?: (sandboxIds: string[]) => void;
   observeDelivered?: (seconds: number, subscriber: string) => void;
 }
@@ -93,6 +96,7 @@ export async function consumerLoops(
     // A full batch: there is probably more, let an idle one help.
     onFullBatch: () => local.hint(),
     share,
+    pauses: options.pauses,
     // Stragglers recorded: their sandbox may have rows it was held back
     // from, and live views show the change.
     onLateFinished: (ids) => {

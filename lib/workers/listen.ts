@@ -6,12 +6,15 @@
  * - `NOTIFY queue`: one consumer looks (local_queue.ts: one wake-up per
  *   hint), and the broker's republisher of redrives; not when the payload
  *   names this process, whose move woke its own consumers already.
+ * - `NOTIFY queue, 'resume'` (a subscriber resumed, lib/queue/pauses.ts):
+ *   the paused pairs are read again, then every consumer looks.
  * - a reconnect: every loop looks, since notifications sent meanwhile are
  *   lost.
  */
 import type { Logger } from "../log/mod.ts";
 import { OUTBOX_CHANNEL } from "../outbox/channel.ts";
 import { QUEUE_CHANNEL } from "../queue/channel.ts";
+import { type PauseReader, RESUME_HINT } from "../queue/pauses.ts";
 import { Listener } from "../wake/listener.ts";
 import type { Loop } from "../wake/loop.ts";
 import type { LocalQueue } from "./local_queue.ts";
@@ -26,6 +29,8 @@ export interface WakeListenerOptions {
   local: LocalQueue;
   /** Wakes the republisher of redrives (JetStream), if there is one. */
   wakeRepublisher?: () => void;
+  /** The paused subscribers' cache, dropped when one is resumed. */
+  pauses?: PauseReader;
 }
 
 /** The listener (not started) that wakes this process's loops. */
@@ -37,8 +42,13 @@ export function wakeListener(options: WakeListenerOptions): Listener {
     log: options.log,
     onNotify: (channel, payload) => {
       if (channel === OUTBOX_CHANNEL) relays.get(payload)?.wake();
-      // A move's hint that names this process was answered here already.
-      else if (payload !== options.owner) {
+      else if (payload === RESUME_HINT) {
+        // The consumers claim by the pairs last read: read them, then wake.
+        options.pauses?.forget();
+        const read = options.pauses?.() ?? Promise.resolve();
+        read.then(() => local.wakeAll(), () => local.wakeAll());
+      } else if (payload !== options.owner) {
+        // A move's hint that names this process was answered here already.
         local.hint();
         options.wakeRepublisher?.();
       }

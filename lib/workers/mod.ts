@@ -19,6 +19,7 @@ import {
 import type { AuditOptions } from "../queue/audit.ts";
 import type { FairShareOptions } from "../queue/fair_share.ts";
 import type { JetStream } from "../queue/jetstream/mod.ts";
+import type { PauseReader } from "../queue/pauses.ts";
 import { CONSUMER_BATCH_SIZE } from "../queue/postgres/mod.ts";
 import type { Queue } from "../queue/queue.ts";
 import { consumerLeaseMs, type Subscriber } from "../queue/send.ts";
@@ -37,6 +38,11 @@ export interface MessagingOptions {
   log: Logger;
   /** The fault switches, which wrap the queue and the dispatcher here. */
   faults: FaultReader;
+  /**
+   * Paused subscribers (lib/queue/pauses.ts): the consumers' claims and
+   * the relays' hand-offs leave their deliveries waiting.
+   */
+  pauses?: PauseReader;
   /** Services that have an outbox. */
   senders: readonly string[];
   queue: Queue;
@@ -98,6 +104,8 @@ export async function startMessaging(
   options: MessagingOptions,
 ): Promise<Messaging> {
   const owner = `worker-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`;
+  // Read once before any move, which hands off by the pairs last read.
+  await options.pauses?.();
   const log = options.log.child({ owner });
   // How this process's consumers are woken, and what its relays hand them.
   const local = new LocalQueue(CONSUMER_BATCH_SIZE);
@@ -135,6 +143,7 @@ export async function startMessaging(
     relays,
     local,
     wakeRepublisher: consumers?.wakeRepublisher,
+    pauses: options.pauses,
   });
   await listener.start();
   const loops = [...relays.values(), ...(consumers?.loops ?? [])];

@@ -7,6 +7,7 @@
  */
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
+import type { PauseReader } from "../queue/pauses.ts";
 import type { Queue } from "../queue/queue.ts";
 import { CONSUMER_BATCH_SIZE } from "../queue/postgres/mod.ts";
 import type { Shortcut } from "../relay/move.ts";
@@ -32,6 +33,8 @@ export interface RelayLoopsOptions {
   handoffLeaseMs: number;
   /** True once the process stops: nothing more is handed over. */
   stopping: () => boolean;
+  /** Paused subscribers: their deliveries are never handed over. */
+  pauses?: PauseReader;
   onTouched?: (sandboxIds: string[]) => void;
   observeLag?: (seconds: number, service: string) => void;
 }
@@ -53,7 +56,13 @@ export function relayLoops(options: RelayLoopsOptions): Map<string, Loop> {
     move: async (service, limit, moveOptions) => {
       const here = local.consumers.length > 0;
       const handoff = here && !options.stopping() && local.anyIdle
-        ? { owner, leaseMs: options.handoffLeaseMs, max: CONSUMER_BATCH_SIZE }
+        ? {
+          owner,
+          leaseMs: options.handoffLeaseMs,
+          max: CONSUMER_BATCH_SIZE,
+          // As last read: a move must not wait on the consumers' pool.
+          paused: options.pauses?.known(),
+        }
         : undefined;
       // The move's NOTIFY (for other processes' consumers) names this
       // process when its consumers are woken here, so that its own listener

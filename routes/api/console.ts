@@ -23,7 +23,12 @@ import {
 import { kitchenBoard } from "../../services/console/board.ts";
 import { readFaults, writeFaults } from "../../services/console/faults.ts";
 import { FAULT_NAMES } from "../../services/faults.ts";
-import { SUBSCRIBERS } from "../../services/routing.ts";
+import {
+  pausedReceivers,
+  pauseReceiver,
+} from "../../services/console/pauses.ts";
+import { receiverPauseSchema } from "../../services/console/contracts.ts";
+import { type SubscriberName, SUBSCRIBERS } from "../../services/routing.ts";
 import { payloads } from "../../services/events.ts";
 import {
   BeyondReplayHorizon,
@@ -131,6 +136,15 @@ const faultsSchema = z.record(z.string(), z.boolean()).superRefine(
     }
   },
 );
+
+export const pauseSchema = z.object({ paused: z.boolean() }).strict();
+
+/** The receiver a path names, or 404. */
+function receiverParam(c: Context): SubscriberName {
+  const name = subscriber.safeParse(c.req.param("name"));
+  if (!name.success) throw new HttpError(404, "no such receiver");
+  return name.data;
+}
 
 function idParam(c: Context): number {
   const id = Number(c.req.param("id"));
@@ -389,6 +403,20 @@ export function consoleRoutes(deps: Deps) {
       const faults = await writeFaults(sql, sandboxId, changes);
       changed(sandboxId);
       return c.json(faults);
+    },
+    receiverPause: async (c: Context) => {
+      const { sandboxId } = requireOperator(c);
+      const name = receiverParam(c);
+      const paused = await pausedReceivers(sql, sandboxId);
+      return c.json(receiverPauseSchema.parse({ name, paused: paused[name] }));
+    },
+    setReceiverPause: async (c: Context) => {
+      const { sandboxId, actor } = requireOperator(c);
+      const name = receiverParam(c);
+      const { paused } = parseOr400(pauseSchema, await readJson(c.req.raw));
+      const answer = await pauseReceiver(sql, sandboxId, name, paused, actor);
+      changed(sandboxId);
+      return c.json(answer);
     },
     alerts: async (c: Context) => {
       const { sandboxId } = requireOperator(c);

@@ -1,16 +1,25 @@
-/** `GET /console/faults`: the fault switches. Twin of `GET /api/console/faults`. */
+/**
+ * `GET /console/faults`: the fault switches, and a pause button per
+ * receiver. Twins: `GET /api/console/faults`, and for each receiver
+ * `GET /api/console/receivers/:name`.
+ */
 import type { Deps } from "../../deps.ts";
 import { html } from "../../lib/http/render.ts";
 import { ConsolePage } from "../../components/console_page.tsx";
 import { Island } from "../../islands/_registry.ts";
 import { readFaults } from "../../services/console/faults.ts";
 import { FAULTS } from "../../services/faults.ts";
+import { pausedReceivers } from "../../services/console/pauses.ts";
+import { LABELS, SUBSCRIBERS } from "../../services/routing.ts";
 import type { ConsoleRender } from "./_guard.ts";
 
-/** Renders a switch per fault of services/faults.ts. */
+/** Renders a switch per fault of services/faults.ts, and the pauses. */
 export function faultsPage({ sql }: Deps): ConsoleRender {
   return async (_c, operator) => {
-    const initial = await readFaults(sql, operator.sandboxId);
+    const [initial, paused] = await Promise.all([
+      readFaults(sql, operator.sandboxId),
+      pausedReceivers(sql, operator.sandboxId),
+    ]);
     return html(
       <ConsolePage
         title="Faults"
@@ -21,6 +30,17 @@ export function faultsPage({ sql }: Deps): ConsoleRender {
         <Island
           name="fault_switches"
           props={{ faults: [...FAULTS], initial }}
+        />
+        <h2>Pause a receiver</h2>
+        <Island
+          name="receiver_pauses"
+          props={{
+            receivers: SUBSCRIBERS.map((name) => ({
+              name,
+              label: LABELS[name],
+            })),
+            initial: paused,
+          }}
         />
       </ConsolePage>,
     );

@@ -267,6 +267,13 @@ export const receiversDataSchema = z.strictObject({
 });
 export type ReceiversData = z.infer<typeof receiversDataSchema>;
 
+/** `GET /api/console/receivers/:name`: whether it is paused in the sandbox. */
+export const receiverPauseSchema = z.strictObject({
+  name: z.string(),
+  paused: z.boolean(),
+});
+export type ReceiverPause = z.infer<typeof receiverPauseSchema>;
+
 /** One alert that fires now. */
 export const alertSchema = z.strictObject({
   kind: z.enum(["outbox_age", "dead_letters", "success_rate"]),
@@ -424,6 +431,7 @@ export const CONSOLE_TWINS = {
   "/api/console/closure/rows": closureRowsDataSchema,
   "/api/console/faults": faultsDataSchema,
   "/api/console/receivers": receiversDataSchema,
+  "/api/console/receivers/:name": receiverPauseSchema,
   "/api/console/alerts": alertsDataSchema,
   "/api/console/order-violations": orderViolationsSchema,
   "/api/console/failure-groups": failureGroupsDataSchema,

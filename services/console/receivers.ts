@@ -76,6 +76,13 @@ export async function receiverStatsIn(sql: TxSql): Promise<ReceiverStats[]> {
      where a.started_at >= ${from}
      group by grouping sets
        ((d.subscriber, date_trunc('minute', a.started_at)), (d.subscriber))`;
+  // Paused receivers (lib/queue/pauses.ts), of the transaction's scope.
+  const paused = new Set(
+    (await sql<{ subscriber: string }[]>`
+      select subscriber from queue.pauses where paused`).map((r) =>
+      r.subscriber
+    ),
+  );
   const hour = new Map<string, Row>();
   const minutes = new Map<string, Row>();
   for (const r of rows) {
@@ -99,7 +106,7 @@ export async function receiverStatsIn(sql: TxSql): Promise<ReceiverStats[]> {
     const done = h?.done ?? 0;
     return {
       name,
-      paused: false,
+      paused: paused.has(name),
       attempts,
       done,
       successRate: attempts ? done / attempts : null,

@@ -44,9 +44,10 @@ import type { Sql } from "../../db/connect.ts";
 import { envelopeSchema } from "../../outbox/envelope.ts";
 import type { TickResult } from "../../wake/loop.ts";
 import type { AttemptResult, ClaimedDelivery } from "../delivery.ts";
+import type { FairShare, Lane as ShareLane } from "../fair_share.ts";
+import type { PauseReader } from "../pauses.ts";
 import { finishDeliveryIds } from "../postgres/deliveries_sql.ts";
 import { recorded, sendAll, type SendOptions } from "../send.ts";
-import type { FairShare, Lane as ShareLane } from "../fair_share.ts";
 import { startDeliveries, type Taken } from "./deliveries_sql.ts";
 import type { JetStream } from "./stream.ts";
 
@@ -66,6 +67,8 @@ export interface JetStreamConsumerOptions extends SendOptions {
   expiresMs?: number;
   /** Called after deliveries of these sandboxes were recorded. */
   onTouched?: (sandboxIds: string[]) => void;
+  /** Paused subscribers: their messages go back unattempted (../pauses.ts). */
+  pauses?: PauseReader;
   /**
    * Asks for a tick: a fetch ended, or deliveries were recorded and the
    * share has room again (brokerLoops wakes every subscriber's loop, since
@@ -73,6 +76,12 @@ export interface JetStreamConsumerOptions extends SendOptions {
    */
   wake?: () => void;
 }
+
+/**
+ * How long the broker keeps a paused pair's message before offering it
+ * again: also the longest a resume waits for it.
+ */
+export const PAUSED_REDELIVER_MS = 1000;
 
 /** How long a burst waits for more messages that arrive with its first. */
 const BURST_MS = 2;
@@ -392,6 +401,15 @@ export class JetStreamConsumer {
     taken: Map<string, { msg: JsMsg; t: Taken }>,
   ) {
     const options = this.#options;
+    // A paused pair's message goes back to the broker for later, before
+    // anything is recorded: no attempt, and never dead (max_deliver is -1).
+    for (const [key, { msg, t }] of taken) {
+      if (await options.pauses?.isPaused(t.envelope.sandboxId, t.subscriber)) {
+        msg.nak(PAUSED_REDELIVER_MS);
+        taken.delete(key);
+      }
+    }
+    if (taken.size === 0) return;
     const started = await startDeliveries(
       options.sql,
       options.owner,

@@ -10,8 +10,9 @@ import type { Subscription } from "@nats-io/transport-node";
 import type { Sql } from "../../db/connect.ts";
 import type { Logger } from "../../log/mod.ts";
 import { Loop } from "../../wake/loop.ts";
-import type { SendOptions } from "../send.ts";
 import type { FairShare } from "../fair_share.ts";
+import type { PauseReader } from "../pauses.ts";
+import type { SendOptions } from "../send.ts";
 import { JetStreamConsumer } from "./consumer.ts";
 import { openLanes } from "./deliveries_sql.ts";
 import { bellSchema, laneKey } from "./lanes.ts";
@@ -40,6 +41,8 @@ export interface BrokerLoopsOptions extends Omit<SendOptions, "owner"> {
   pollMs: number;
   log: Logger;
   onTouched?: (sandboxIds: string[]) => void;
+  /** Paused subscribers, whose messages wait unattempted (../pauses.ts). */
+  pauses?: PauseReader;
 }
 
 /** The loops of one process: consumers, and the redrives' republisher. */

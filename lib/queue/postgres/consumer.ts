@@ -8,6 +8,7 @@ import type { Sql } from "../../db/connect.ts";
 import type { TickResult } from "../../wake/loop.ts";
 import type { AttemptResult, ClaimedDelivery } from "../delivery.ts";
 import type { FairShare } from "../fair_share.ts";
+import type { PauseReader } from "../pauses.ts";
 import { consumerLeaseMs, recorded, send, type SendOptions } from "../send.ts";
 import {
   claimBatch,
@@ -36,6 +37,8 @@ export interface ConsumerOptions extends SendOptions {
   batchesPerTick?: number;
   /** The process's share between sandboxes (lib/queue/fair_share.ts). */
   share: FairShare;
+  /** The paused subscribers, whose deliveries no claim takes (../pauses.ts). */
+  pauses?: PauseReader;
   /**
    * Called once deliveries left running on their own (stragglers) were
    * recorded: their sandboxes' rows may be claimed again, and live views
@@ -67,7 +70,11 @@ export async function consumeOnce(
   const batchSize = options.batchSize ?? CONSUMER_BATCH_SIZE;
   const leaseMs = consumerLeaseMs(options);
   const rounds = options.batchesPerTick ?? 5;
-  // It claims deliveries to its own subscribers only, so that consumers of
+  // As last read (a write of this pool shows at once, a resume elsewhere
+  // once its NOTIFY was read): a tick never waits on a pool connection for
+  // them. A pause that lands during a tick is obeyed from the next one.
+  const paused = options.pauses?.known();
+  // Deliveries to the subscribers this consumer serves, only: consumers of
   // different subscribers can share the queue.
   const subscribers = Object.keys(options.subscribers);
   const claim = (): ClaimOptions => ({
@@ -79,6 +86,7 @@ export async function consumeOnce(
       perSandbox: share.perSandbox,
       perLane: share.perLane,
       held: share.held(),
+      paused,
     },
     onSent: options.onClaimSent,
   });

@@ -7,6 +7,7 @@ import { asBookkeeper, bookkeepingStatement } from "../../db/service.ts";
 import type { Envelope } from "../../outbox/envelope.ts";
 import type { AttemptResult, ClaimedDelivery } from "../delivery.ts";
 import type { HeldLanes } from "../fair_share.ts";
+import { NO_PAUSES, type PausedLanes } from "../pauses.ts";
 
 /**
  * The claim and the finish are planned once per connection: their plans
@@ -55,6 +56,8 @@ export interface Round {
   perLane: number;
   /** What the process holds, per sandbox and subscriber. */
   held: HeldLanes;
+  /** Paused (sandbox, subscriber) pairs: their deliveries wait (../pauses.ts). */
+  paused?: PausedLanes;
 }
 
 /** Sandboxes one claim visits at the most (before the next round). */
@@ -86,7 +89,8 @@ interface ClaimRow {
  * each found by one lookup in the open deliveries' index (up to
  * ROUND_SANDBOXES of them); `picks` takes each one's oldest due deliveries,
  * no more than the process may still hold of that sandbox, and none for a
- * subscriber whose lane the process holds in full; `due` takes the
+ * subscriber whose lane the process holds in full or that is paused in
+ * that sandbox (`round.paused`, a lane that is always full); `due` takes the
  * first of each sandbox, then the second of each, and so on. Rows a pick
  * locked but `due` left stay as they were. When nothing was claimed, the
  * next due time leaves out the sandboxes the process holds its share of:
@@ -99,6 +103,7 @@ function claimStatement(
   { limit, leaseMs, round, subscribers }: ClaimOptions,
 ) {
   const open = sql`state in ('pending', 'in_flight')`;
+  const paused = round.paused ?? NO_PAUSES;
   const served = subscribers
     ? sql`and d.subscriber in ${sql(subscribers as string[])}`
     : sql``;
@@ -125,6 +130,9 @@ function claimStatement(
         as h(sandbox_id, subscriber, n)
     ), full_lanes as (
       select sandbox_id, subscriber from held where n >= ${round.perLane}
+      union all
+      select * from unnest(${paused.sandboxIds}::uuid[],
+                           ${paused.subscribers}::text[])
     ), totals as (
       select sandbox_id, sum(n)::int as n from held group by sandbox_id
     ), picks as (

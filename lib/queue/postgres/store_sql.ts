@@ -6,6 +6,7 @@
  */
 import type { TxSql } from "../../db/connect.ts";
 import type { Fragment } from "../../outbox/append.ts";
+import { NO_PAUSES, type PausedLanes } from "../pauses.ts";
 import type { Routing } from "../queue.ts";
 
 /** The routing as two parallel arrays (type, subscriber), for unnest. */
@@ -35,6 +36,8 @@ export interface Handoff {
   leaseMs: number;
   /** Hand off only when the move makes at most this many deliveries. */
   max: number;
+  /** Paused pairs (../pauses.ts): their deliveries are stored pending. */
+  paused?: PausedLanes;
 }
 
 /**
@@ -89,19 +92,27 @@ function deliveriesOf(
     ${skipRepeats}`;
   }
   // All of them leased to the handoff's owner (as a claim would: first
-  // attempt, the lease's end also the next attempt), or none.
+  // attempt, the lease's end also the next attempt), or none; those of a
+  // paused pair are stored pending, to wait for the resume.
   const lease = sql`now() + ${handoff.leaseMs} * interval '1 millisecond'`;
+  const paused = handoff.paused ?? NO_PAUSES;
+  const hand = sql`(s.n <= ${handoff.max} and not s.paused)`;
   return sql`
     insert into queue.deliveries
       (sandbox_id, message_id, subscriber, type, aggregate_id, state,
        lease_owner, lease_expires_at, next_attempt_at, attempts)
     select s.sandbox_id, s.message_id, s.subscriber, s.type, s.aggregate_id,
-           case when s.n <= ${handoff.max} then 'in_flight' else 'pending' end,
-           case when s.n <= ${handoff.max} then ${handoff.owner} end,
-           case when s.n <= ${handoff.max} then ${lease} end,
-           case when s.n <= ${handoff.max} then ${lease} else now() end,
-           case when s.n <= ${handoff.max} then 1 else 0 end
-      from (select s.*, r.subscriber, count(*) over () as n
+           case when ${hand} then 'in_flight' else 'pending' end,
+           case when ${hand} then ${handoff.owner} end,
+           case when ${hand} then ${lease} end,
+           case when ${hand} then ${lease} else now() end,
+           case when ${hand} then 1 else 0 end
+      from (select s.*, r.subscriber, count(*) over () as n,
+                   exists (select from unnest(${paused.sandboxIds}::uuid[],
+                                              ${paused.subscribers}::text[])
+                             as p(sandbox_id, subscriber)
+                            where p.sandbox_id = s.sandbox_id
+                              and p.subscriber = r.subscriber) as paused
               from (${rows}) s
               join unnest(${routeTypes}::text[], ${routeSubs}::text[])
                 as r(type, subscriber) on r.type = s.type) s
