@@ -23,6 +23,7 @@ import {
 } from "./_messaging.ts";
 import { connect } from "../lib/db/connect.ts";
 import { PgQueue } from "../lib/queue/mod.ts";
+import { FairShare } from "../lib/queue/fair_share.ts";
 import { QUEUE_CHANNEL } from "../lib/queue/mod.ts";
 import { PgMove } from "../lib/relay/mod.ts";
 import { setOutboxWaker } from "../lib/outbox/wake.ts";
@@ -141,5 +142,65 @@ Deno.test("deliveries handed to a process that died are due again when the lease
         RECEIVERS.map(() => ["done", 2]),
       );
     });
+  });
+});
+
+Deno.test("a move hands nothing over to a lane or a sandbox the share holds in full: those deliveries wait pending", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    const [full, other] = [await createSandbox(sql), await createSandbox(sql)];
+    const shortcut = new PgMove(new PgQueue(sql, ROUTING));
+    const [slow] = RECEIVERS;
+    const share = new FairShare({
+      perSandbox: 3,
+      perLane: 2,
+      maxDetached: 10,
+      stragglerMs: 250,
+    });
+    // The process holds two deliveries of `full` to `slow`: that lane is
+    // full, the sandbox is not.
+    share.hold([
+      { sandboxId: full, subscriber: slow },
+      { sandboxId: full, subscriber: slow },
+    ]);
+    const move = async () =>
+      await shortcut.move(SENDER, 10, {
+        handoff: {
+          owner: "consumer-here",
+          leaseMs: 60_000,
+          max: 10,
+          closed: share.closed(),
+        },
+      });
+    const states = async (messageId: string) =>
+      Object.fromEntries(
+        (await sql<{ subscriber: string; state: string }[]>`
+          select subscriber, state from queue.deliveries
+           where message_id = ${messageId}`).map((
+          r,
+        ) => [r.subscriber, r.state]),
+      );
+    const inFlight = (but: readonly string[]) =>
+      Object.fromEntries(
+        RECEIVERS.map((r) => [r, but.includes(r) ? "pending" : "in_flight"]),
+      );
+
+    const [one] = await placeOrders(sql, full, ["F1"]);
+    const first = await move();
+    assert.deepEqual(
+      first.handed.map((d) => d.subscriber).sort(),
+      RECEIVERS.filter((r) => r !== slow),
+    );
+    assert.deepEqual(await states(one.messageId), inFlight([slow]));
+
+    // One more of `full` held: the sandbox's whole share. Nothing of it is
+    // handed over; another sandbox's move still is, whole.
+    share.hold([{ sandboxId: full, subscriber: RECEIVERS[1] }]);
+    const [two] = await placeOrders(sql, full, ["F2"]);
+    assert.deepEqual((await move()).handed, []);
+    assert.deepEqual(await states(two.messageId), inFlight(RECEIVERS));
+    const [three] = await placeOrders(sql, other, ["O1"]);
+    assert.equal((await move()).handed.length, RECEIVERS.length);
+    assert.deepEqual(await states(three.messageId), inFlight([]));
   });
 });

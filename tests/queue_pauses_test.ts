@@ -46,9 +46,8 @@ Deno.test("the claim leaves a paused pair's deliveries, in its sandbox only, and
         round: {
           after: null,
           perSandbox: 100,
-          perLane: 100,
           held: { sandboxIds: [], subscribers: [], counts: [] },
-          paused: await pauses(),
+          closed: { lanes: await pauses(), sandboxIds: [] },
         },
       });
     // Round-robin still: a claim of two takes one of each sandbox, and in
@@ -102,7 +101,7 @@ Deno.test("a move hands off every delivery but a paused pair's, which it stores 
         owner: "consumer-here",
         leaseMs: 60_000,
         max: 10,
-        paused: await pauses(),
+        closed: { lanes: await pauses(), sandboxIds: [] },
       },
     });
     assert.deepEqual(

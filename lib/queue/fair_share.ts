@@ -17,8 +17,13 @@
  *
  * The share is per process: several processes may each hold `perSandbox` of
  * one sandbox, which is what keeps every process's consumers free for the
- * other sandboxes. Claims that run at the same time in one process see the
- * same held counts, so the caps are soft by up to a batch per consumer.
+ * other sandboxes. What the process may take no more of ({@link
+ * FairShare.closed}) is left by its consumers' claims and by its relay's
+ * handoffs alike: a handoff is held from the moment it is handed over, so a
+ * sandbox whose receiver is slow cannot fill its whole share through the
+ * relay, with its other receivers' deliveries left waiting behind it.
+ * Claims that run at the same time in one process see the same held
+ * counts, so the caps are soft by up to a batch per consumer.
  */
 
 /** Settings of a {@link FairShare}. */
@@ -38,6 +43,20 @@ export interface HeldLanes {
   sandboxIds: string[];
   subscribers: string[];
   counts: number[];
+}
+
+/** (sandbox, subscriber) pairs, as two parallel lists (for unnest in SQL). */
+export interface LaneList {
+  sandboxIds: string[];
+  subscribers: string[];
+}
+
+/** What a process may take no more deliveries of, for now. */
+export interface Closed {
+  /** Lanes held in full, and lanes paused (always full). */
+  lanes: LaneList;
+  /** Sandboxes held in full: their whole share. */
+  sandboxIds: string[];
 }
 
 /** A delivery as far as the share is concerned. */
@@ -113,6 +132,30 @@ export class FairShare {
       out.counts.push(n);
     }
     return out;
+  }
+
+  /**
+   * What this process may take no more of now: the lanes it holds in full,
+   * the `paused` lanes beside them (lib/queue/pauses.ts), and the sandboxes
+   * it holds its whole share of. Both the claim and a move's handoff leave
+   * these.
+   */
+  closed(paused?: LaneList): Closed {
+    const lanes: LaneList = {
+      sandboxIds: [...paused?.sandboxIds ?? []],
+      subscribers: [...paused?.subscribers ?? []],
+    };
+    const totals = new Map<string, number>();
+    for (const { lane, n } of this.#held.values()) {
+      totals.set(lane.sandboxId, (totals.get(lane.sandboxId) ?? 0) + n);
+      if (n < this.perLane) continue;
+      lanes.sandboxIds.push(lane.sandboxId);
+      lanes.subscribers.push(lane.subscriber);
+    }
+    const sandboxIds = [...totals]
+      .filter(([, n]) => n >= this.perSandbox)
+      .map(([id]) => id);
+    return { lanes, sandboxIds };
   }
 
   /** True when `n` more deliveries may be left running on their own. */

@@ -13,12 +13,10 @@
 import type { Sql } from "../db/connect.ts";
 import { asService } from "../db/service.ts";
 import { QUEUE_CHANNEL } from "./channel.ts";
+import type { LaneList } from "./fair_share.ts";
 
 /** The paused pairs, as two parallel lists (for unnest in a claim). */
-export interface PausedLanes {
-  sandboxIds: string[];
-  subscribers: string[];
-}
+export type PausedLanes = LaneList;
 
 /** Reads the paused pairs. */
 export interface PauseReader {

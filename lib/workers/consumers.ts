@@ -50,6 +50,8 @@ export interface ConsumerLoops {
   loops: Loop[];
   /** Over JetStream: how many broker loops run. */
   brokerLoops?: number;
+  /** The process's share between sandboxes, which its relays' handoffs keep. */
+  share: FairShare;
   /** Wakes the broker's republisher of redrives (over JetStream). */
   wakeRepublisher?: () => void;
   /**
@@ -136,6 +138,7 @@ export async function consumerLoops(
       ...(auditor ? [auditor.loop] : []),
     ],
     brokerLoops: broker?.loops.length,
+    share,
     wakeRepublisher: broker?.wakeRepublisher,
     settle: async () => {
       auditor?.cancel();

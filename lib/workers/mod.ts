@@ -129,6 +129,7 @@ export async function startMessaging(
       retryMs: options.relayRetryMs,
       leaseMs: options.relayLeaseMs,
       local,
+      share: consumers?.share,
       handoffLeaseMs: consumerLeaseMs({
         leaseMs: options.consumerLeaseMs,
         timeoutMs: options.timeoutMs,

@@ -7,6 +7,7 @@
  */
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
+import type { FairShare } from "../queue/fair_share.ts";
 import type { PauseReader } from "../queue/pauses.ts";
 import type { Queue } from "../queue/queue.ts";
 import { CONSUMER_BATCH_SIZE } from "../queue/postgres/mod.ts";
@@ -35,6 +36,12 @@ export interface RelayLoopsOptions {
   stopping: () => boolean;
   /** Paused subscribers: their deliveries are never handed over. */
   pauses?: PauseReader;
+  /**
+   * The consumers' share (lib/queue/fair_share.ts): nothing is handed over
+   * to a lane or sandbox it holds in full, and what is handed over is held.
+   * Without it (no consumers here), nothing is handed over.
+   */
+  share?: FairShare;
   onTouched?: (sandboxIds: string[]) => void;
   observeLag?: (seconds: number, service: string) => void;
 }
@@ -55,13 +62,15 @@ export function relayLoops(options: RelayLoopsOptions): Map<string, Loop> {
   const shortcut: Shortcut | undefined = direct && {
     move: async (service, limit, moveOptions) => {
       const here = local.consumers.length > 0;
-      const handoff = here && !options.stopping() && local.anyIdle
+      const { share } = options;
+      const handoff = share && here && !options.stopping() && local.anyIdle
         ? {
           owner,
           leaseMs: options.handoffLeaseMs,
           max: CONSUMER_BATCH_SIZE,
-          // As last read: a move must not wait on the consumers' pool.
-          paused: options.pauses?.known(),
+          // The pairs as last read (a move must not wait on the consumers'
+          // pool), and what the share holds in full.
+          closed: share.closed(options.pauses?.known()),
         }
         : undefined;
       // The move's NOTIFY (for other processes' consumers) names this
@@ -72,8 +81,11 @@ export function relayLoops(options: RelayLoopsOptions): Map<string, Loop> {
         wokenBy: here ? owner : undefined,
         handoff,
       });
-      if (moved.handed.length > 0) local.hand(moved.handed);
-      else if (moved.published > 0) local.hint();
+      if (moved.handed.length > 0) {
+        // Held from now, so that the next move sees it.
+        share?.hold(moved.handed);
+        local.hand(moved.handed);
+      } else if (moved.published > 0) local.hint();
       return moved;
     },
   };

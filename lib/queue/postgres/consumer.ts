@@ -47,8 +47,8 @@ export interface ConsumerOptions extends SendOptions {
   onLateFinished?: (sandboxIds: string[]) => void;
   /**
    * Deliveries a move of this process stored already leased to `owner`
-   * (lib/relay/move.ts `Handoff`): when there are some, the tick sends
-   * them instead of claiming.
+   * (lib/relay/move.ts `Handoff`), held in `share` since they were handed
+   * over: when there are some, the tick sends them instead of claiming.
    */
   handed?: () => ClaimedDelivery[] | undefined;
 }
@@ -84,12 +84,12 @@ export async function consumeOnce(
     round: {
       after: share.after,
       perSandbox: share.perSandbox,
-      perLane: share.perLane,
       held: share.held(),
-      paused,
+      closed: share.closed(paused),
     },
     onSent: options.onClaimSent,
   });
+  // A handoff is held already, since it was handed over (relays.ts).
   const handed = options.handed?.();
   let batch = handed
     ? { claimed: handed, nextDueAt: null }
@@ -101,7 +101,7 @@ export async function consumeOnce(
   for (let round = 1; batch.claimed.length > 0; round++) {
     if (batch.after !== undefined) share.after = batch.after;
     const claimed = batch.claimed;
-    share.hold(claimed);
+    if (round > 1 || !handed) share.hold(claimed);
     // A batch cut short by the share is as good as full: there is more to
     // claim once it is done, and waiting for a wake-up or the poll left a
     // slow sandbox's other receivers seconds behind.

@@ -6,8 +6,7 @@ import type { Sql, TxSql } from "../../db/connect.ts";
 import { asBookkeeper, bookkeepingStatement } from "../../db/service.ts";
 import type { Envelope } from "../../outbox/envelope.ts";
 import type { AttemptResult, ClaimedDelivery } from "../delivery.ts";
-import type { HeldLanes } from "../fair_share.ts";
-import { NO_PAUSES, type PausedLanes } from "../pauses.ts";
+import type { Closed, HeldLanes } from "../fair_share.ts";
 
 /**
  * The claim and the finish are planned once per connection: their plans
@@ -44,20 +43,21 @@ export interface ClaimBatch {
 
 /**
  * What a claim must know to share the deliveries fairly between sandboxes:
- * where its round starts, and how many deliveries of each sandbox the
- * claiming process holds already.
+ * where its round starts, how many deliveries of each sandbox the claiming
+ * process holds already, and what it may take no more of.
  */
 export interface Round {
   /** The round starts with the first sandbox after this one (wrapping). */
   after: string | null;
   /** Deliveries of one sandbox that the process may hold at once. */
   perSandbox: number;
-  /** Of those, deliveries to one subscriber. */
-  perLane: number;
   /** What the process holds, per sandbox and subscriber. */
   held: HeldLanes;
-  /** Paused (sandbox, subscriber) pairs: their deliveries wait (../pauses.ts). */
-  paused?: PausedLanes;
+  /**
+   * Lanes whose deliveries wait: held in full, or paused (FairShare.closed,
+   * ../pauses.ts). None when absent.
+   */
+  closed?: Closed;
 }
 
 /** Sandboxes one claim visits at the most (before the next round). */
@@ -89,9 +89,9 @@ interface ClaimRow {
  * each found by one lookup in the open deliveries' index (up to
  * ROUND_SANDBOXES of them); `picks` takes each one's oldest due deliveries,
  * no more than the process may still hold of that sandbox, and none for a
- * subscriber whose lane the process holds in full or that is paused in
- * that sandbox (`round.paused`, a lane that is always full); `due` takes the
- * first of each sandbox, then the second of each, and so on. Rows a pick
+ * lane of `round.closed` (held in full, or paused: a lane that is always
+ * full); `due` takes the first of each sandbox, then the second of each,
+ * and so on. Rows a pick
  * locked but `due` left stay as they were. When nothing was claimed, the
  * next due time leaves out the sandboxes the process holds its share of:
  * their rows wait until it finishes some (and wakes its consumers), not in
@@ -103,7 +103,7 @@ function claimStatement(
   { limit, leaseMs, round, subscribers }: ClaimOptions,
 ) {
   const open = sql`state in ('pending', 'in_flight')`;
-  const paused = round.paused ?? NO_PAUSES;
+  const closed = round.closed?.lanes ?? { sandboxIds: [], subscribers: [] };
   const served = subscribers
     ? sql`and d.subscriber in ${sql(subscribers as string[])}`
     : sql``;
@@ -129,10 +129,9 @@ function claimStatement(
                            ${round.held.counts}::int[])
         as h(sandbox_id, subscriber, n)
     ), full_lanes as (
-      select sandbox_id, subscriber from held where n >= ${round.perLane}
-      union all
-      select * from unnest(${paused.sandboxIds}::uuid[],
-                           ${paused.subscribers}::text[])
+      select * from unnest(${closed.sandboxIds}::uuid[],
+                           ${closed.subscribers}::text[])
+        as f(sandbox_id, subscriber)
     ), totals as (
       select sandbox_id, sum(n)::int as n from held group by sandbox_id
     ), picks as (

@@ -6,7 +6,7 @@
  */
 import type { TxSql } from "../../db/connect.ts";
 import type { Fragment } from "../../outbox/append.ts";
-import { NO_PAUSES, type PausedLanes } from "../pauses.ts";
+import type { Closed } from "../fair_share.ts";
 import type { Routing } from "../queue.ts";
 
 /** The routing as two parallel arrays (type, subscriber), for unnest. */
@@ -36,8 +36,12 @@ export interface Handoff {
   leaseMs: number;
   /** Hand off only when the move makes at most this many deliveries. */
   max: number;
-  /** Paused pairs (../pauses.ts): their deliveries are stored pending. */
-  paused?: PausedLanes;
+  /**
+   * What the process may take no more of (FairShare.closed: lanes held in
+   * full or paused, sandboxes held in full): their deliveries are stored
+   * pending, for a claim to take once there is room, or the pair resumed.
+   */
+  closed?: Closed;
 }
 
 /**
@@ -93,10 +97,14 @@ function deliveriesOf(
   }
   // All of them leased to the handoff's owner (as a claim would: first
   // attempt, the lease's end also the next attempt), or none; those of a
-  // paused pair are stored pending, to wait for the resume.
+  // closed lane or sandbox are stored pending, to wait for room or for the
+  // resume.
   const lease = sql`now() + ${handoff.leaseMs} * interval '1 millisecond'`;
-  const paused = handoff.paused ?? NO_PAUSES;
-  const hand = sql`(s.n <= ${handoff.max} and not s.paused)`;
+  const closed = handoff.closed ?? {
+    lanes: { sandboxIds: [], subscribers: [] },
+    sandboxIds: [],
+  };
+  const hand = sql`(s.n <= ${handoff.max} and not s.closed)`;
   return sql`
     insert into queue.deliveries
       (sandbox_id, message_id, subscriber, type, aggregate_id, state,
@@ -108,11 +116,13 @@ function deliveriesOf(
            case when ${hand} then ${lease} else now() end,
            case when ${hand} then 1 else 0 end
       from (select s.*, r.subscriber, count(*) over () as n,
-                   exists (select from unnest(${paused.sandboxIds}::uuid[],
-                                              ${paused.subscribers}::text[])
-                             as p(sandbox_id, subscriber)
-                            where p.sandbox_id = s.sandbox_id
-                              and p.subscriber = r.subscriber) as paused
+                   (s.sandbox_id = any(${closed.sandboxIds}::uuid[])
+                    or exists (
+                      select from unnest(${closed.lanes.sandboxIds}::uuid[],
+                                         ${closed.lanes.subscribers}::text[])
+                        as c(sandbox_id, subscriber)
+                       where c.sandbox_id = s.sandbox_id
+                         and c.subscriber = r.subscriber)) as closed
               from (${rows}) s
               join unnest(${routeTypes}::text[], ${routeSubs}::text[])
                 as r(type, subscriber) on r.type = s.type) s
