@@ -84,7 +84,7 @@ export interface ReceiveOptions {
   /**
    * receiveOnce: keep each message's aggregate and version on its inbox row
    * and note order violations (`orderWatch`). The inbox must have been made
-   * by `platform.create_inbox_with_watch` (migrations/0006_console_watch.sql).
+   * by `platform.create_inbox` (migrations/0002_outbox_inbox.sql).
    */
   watchOrder?: boolean;
 }
