@@ -85,8 +85,6 @@ export function bakeryDispatcher(deps: BakeryDeps): Dispatcher {
       label: LABELS[name],
       apply: APPLY[name],
       replayHorizonDays: deps.config.REPLAY_HORIZON_DAYS,
-      // Every receiver's inbox has the watch (platform.create_inbox).
-      watchOrder: true,
       log: deps.log,
       // A receiver's fault switches wrap its handler; those of the relay
       // and the consumers wrap the queue and the dispatcher, in
