@@ -239,9 +239,12 @@ export type RefundsDue = z.infer<typeof refundsDueSchema>;
 
 /** One minute of one receiver's attempts. */
 export const receiverMinuteSchema = z.strictObject({
+  /** The minute's start. */
   at: time,
   attempts: count,
+  /** Attempts answered 2xx: the throughput. */
   done: count,
+  /** p95 of the attempts' durations in the minute; null without attempts. */
   p95LatencyMs: z.number().nonnegative().nullable(),
 });
 export type ReceiverMinute = z.infer<typeof receiverMinuteSchema>;
@@ -249,14 +252,19 @@ export type ReceiverMinute = z.infer<typeof receiverMinuteSchema>;
 /** A receiver over the last hour. */
 export const receiverStatsSchema = z.strictObject({
   name: z.string(),
+  /** Paused in the sandbox (services/console/pauses.ts). */
   paused: z.boolean(),
   attempts: count,
   done: count,
+  /** done / attempts; null without attempts. */
   successRate: z.number().min(0).max(1).nullable(),
   lastError: z.string().nullable(),
   lastErrorAt: time.nullable(),
+  /** Done attempts per minute, averaged over the hour. */
   throughputPerMinute: z.number().nonnegative(),
+  /** p95 of every attempt's duration in the hour; null without attempts. */
   p95LatencyMs: z.number().nonnegative().nullable(),
+  /** Each minute of the window, oldest first, the current one last. */
   minutes: z.array(receiverMinuteSchema),
 });
 export type ReceiverStats = z.infer<typeof receiverStatsSchema>;
@@ -277,9 +285,12 @@ export type ReceiverPause = z.infer<typeof receiverPauseSchema>;
 /** One alert that fires now. */
 export const alertSchema = z.strictObject({
   kind: z.enum(["outbox_age", "dead_letters", "success_rate"]),
+  /** The service (outbox_age) or subscriber the alert is about. */
   subject: z.string(),
+  /** Seconds, a count, or a rate from 0 to 1, by kind. */
   value: z.number(),
   threshold: z.number(),
+  /** When the reading crossed the threshold (as far as the rows tell). */
   since: time,
 });
 export type Alert = z.infer<typeof alertSchema>;
@@ -290,18 +301,23 @@ export const alertsDataSchema = z.strictObject({
 });
 export type AlertsData = z.infer<typeof alertsDataSchema>;
 
+/** A message that reached a receiver after a later version of its aggregate. */
+export const orderViolationSchema = z.strictObject({
+  subscriber: z.string(),
+  aggregateId: z.string(),
+  messageId: z.string(),
+  eventType: z.string(),
+  arrivedVersion: id,
+  appliedVersion: id,
+  at: time,
+});
+export type OrderViolation = z.infer<typeof orderViolationSchema>;
+
 /** `GET /api/console/order-violations`. */
 export const orderViolationsSchema = z.strictObject({
+  /** How many there are in all (the items are the newest 100). */
   total: count,
-  items: z.array(z.strictObject({
-    subscriber: z.string(),
-    aggregateId: z.string(),
-    messageId: z.string(),
-    eventType: z.string(),
-    arrivedVersion: id,
-    appliedVersion: id,
-    at: time,
-  })),
+  items: z.array(orderViolationSchema),
 });
 export type OrderViolations = z.infer<typeof orderViolationsSchema>;
 
