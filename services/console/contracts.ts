@@ -382,61 +382,84 @@ export const refuseAnswerSchema = z.strictObject({
 });
 export type RefuseAnswer = z.infer<typeof refuseAnswerSchema>;
 
-/**
- * The schema of every console JSON twin, by its route as the app registers
- * it. tests/console_contracts_test.ts checks that each GET route of the
- * console's API is here and that its answers parse: a new twin is one more
- * line.
- */
-/** `GET /api/console/failure-groups`. */
-export const failureGroupsDataSchema = z.strictObject({
-  groups: z.array(z.strictObject({
-    key: z.string().regex(/^[0-9a-f]{16}$/),
-    subscriber: z.string(),
-    eventType: z.string(),
-    pattern: z.string(),
-    count: id,
-    firstDeadAt: time,
-    lastDeadAt: time,
-  })),
+// --- Failure groups, jobs, operator log, search -------------------------
+
+/** Dead letters of one subscriber, event type and error pattern. */
+export const failureGroupSchema = z.strictObject({
+  key: z.string().regex(/^[0-9a-f]{16}$/),
+  subscriber: z.string(),
+  eventType: z.string(),
+  pattern: z.string(),
+  count: id,
+  firstDeadAt: time,
+  lastDeadAt: time,
 });
+export type FailureGroup = z.infer<typeof failureGroupSchema>;
+
+/** `GET /api/console/failure-groups`: largest first. */
+export const failureGroupsDataSchema = z.strictObject({
+  groups: z.array(failureGroupSchema),
+});
+export type FailureGroupsData = z.infer<typeof failureGroupsDataSchema>;
 
 /** `GET /api/console/jobs/:jobId` (and the answer of its cancel). */
 export const jobViewSchema = z.strictObject({
   jobId: z.string(),
   action: z.enum(["redrive", "refuse"]),
+  /** services/console/jobs.ts says who moves a job out of each state. */
   state: z.enum(["running", "done", "cancelled"]),
+  /** Ids taken so far. */
   done: z.number().int().nonnegative(),
   total: z.number().int().nonnegative(),
+  /** Of those, how many were still dead letters and were acted on. */
   changed: z.number().int().nonnegative(),
   ratePerSecond: id,
   actor: z.string(),
   createdAt: time,
   finishedAt: time.nullable(),
 });
+export type JobView = z.infer<typeof jobViewSchema>;
+
+/** One logged operator action. */
+export const operatorActionSchema = z.strictObject({
+  at: time,
+  actor: z.string(),
+  action: z.enum(["redrive", "refuse", "supersede", "cancel"]),
+  /** What it was aimed at: ids, a filter, a group, a job or a delivery. */
+  target: z.record(z.string(), z.unknown()),
+  /** How many dead letters it changed (or, for a job, will). */
+  count: z.number().int().nonnegative(),
+  jobId: z.string().nullable(),
+});
+export type OperatorAction = z.infer<typeof operatorActionSchema>;
 
 /** `GET /api/console/actions`: the operator log, newest first. */
 export const actionsDataSchema = z.strictObject({
-  items: z.array(z.strictObject({
-    at: time,
-    actor: z.string(),
-    action: z.enum(["redrive", "refuse", "supersede", "cancel"]),
-    target: z.record(z.string(), z.unknown()),
-    count: z.number().int().nonnegative(),
-    jobId: z.string().nullable(),
-  })),
+  items: z.array(operatorActionSchema),
 });
+export type ActionsData = z.infer<typeof actionsDataSchema>;
+
+/** One thing the search box found. */
+export const searchResultSchema = z.strictObject({
+  kind: z.enum(["order", "message", "delivery"]),
+  id: z.string(),
+  summary: z.string(),
+  href: z.string(),
+});
+export type SearchResult = z.infer<typeof searchResultSchema>;
 
 /** `GET /api/console/search?q=`. */
 export const searchDataSchema = z.strictObject({
-  results: z.array(z.strictObject({
-    kind: z.enum(["order", "message", "delivery"]),
-    id: z.string(),
-    summary: z.string(),
-    href: z.string(),
-  })),
+  results: z.array(searchResultSchema),
 });
+export type SearchData = z.infer<typeof searchDataSchema>;
 
+/**
+ * The schema of every console JSON twin, by its route as the app registers
+ * it. tests/console_contracts_test.ts checks that each GET route of the
+ * console's API is here and that its answers parse: a new twin is one more
+ * line.
+ */
 export const CONSOLE_TWINS = {
   "/api/console/overview": overviewDataSchema,
   "/api/console/outbox": outboxAgesSchema,
