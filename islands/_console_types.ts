@@ -17,7 +17,9 @@ export type {
   DeliveriesData,
   DeliveryDetailData,
   DeliveryItem,
+  FailureGroup,
   FaultsData,
+  JobView,
   KitchenCard,
   OrderViolations,
   OutboxAges,
@@ -28,6 +30,3 @@ export type {
   RedriveAnswer,
   RefuseAnswer,
 } from "../services/console/contracts.ts";
-
-export type { JobView } from "../services/console/jobs.ts";
-export type { FailureGroup } from "../lib/queue/mod.ts";

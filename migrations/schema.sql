@@ -124,37 +124,6 @@ ALTER DEFAULT PRIVILEGES IN SCHEMA schedule GRANT SELECT, USAGE ON SEQUENCES TO 
 ALTER DEFAULT PRIVILEGES IN SCHEMA schedule GRANT SELECT ON TABLES TO console;
 ALTER DEFAULT PRIVILEGES IN SCHEMA schedule GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO schedule;
 
-CREATE OR REPLACE FUNCTION platform.add_order_watch(s text)
- RETURNS void
- LANGUAGE plpgsql
-AS $function$
-begin
-  execute format($ddl$
-    alter table %1$I.inbox add column aggregate_id text,
-      add column aggregate_version int;
-    -- The highest version applied for an aggregate: one index probe per
-    -- message received. Rows from before this migration have no aggregate.
-    create index inbox_by_aggregate on %1$I.inbox (aggregate_id, aggregate_version)
-      where aggregate_id is not null;
-    -- One row per message that arrived behind a later version (a message is
-    -- new to an inbox once, so it is noted once).
-    create table %1$I.order_violations (
-      id bigint generated always as identity primary key,
-      sandbox_id uuid not null,
-      message_id uuid not null unique,
-      type text not null,
-      aggregate_id text not null,
-      arrived_version int not null,
-      applied_version int not null,
-      at timestamptz not null default now(),
-      check (applied_version > arrived_version)
-    );
-    create index order_violations_by_sandbox on %1$I.order_violations (sandbox_id, at);
-  $ddl$, s);
-  perform platform.enable_sandbox_rls(format('%I.order_violations', s)::regclass);
-end $function$;
-GRANT EXECUTE ON FUNCTION platform.add_order_watch(s text) TO PUBLIC;
-
 CREATE OR REPLACE FUNCTION platform.add_outbox_indexes(s text)
  RETURNS void
  LANGUAGE plpgsql
@@ -180,8 +149,17 @@ AS $function$
 begin
   execute format($ddl$
     -- One row per message id this receiver has seen, with the answer it gave
-    -- (200 applied, 422 refused) so that a repeat gets the same answer, and
-    -- how many repeats got it.
+    -- (200 applied, 422 refused) so that a repeat gets the same answer.
+    --
+    -- aggregate_id, aggregate_version: the aggregate and version of what was
+    -- applied, for the order watch (order_violations, below). A refusal's
+    -- row (422) keeps none: it applied no version.
+    --
+    -- repeats: how many times the inbox answered a repeat from the stored
+    -- answer (a message id it already had came again: a redelivery after a
+    -- lost acknowledgement, a redrive, a delivery sent twice). Counted on the
+    -- row where the repeat is recognised, so "applied once" can be shown
+    -- with its count of repeats (the How it's built page reads it).
     create table %1$I.inbox (
       message_id uuid primary key,
       sandbox_id uuid not null,
@@ -189,8 +167,15 @@ begin
       received_at timestamptz not null default now(),
       status int not null check (status in (200, 422)),
       outcome jsonb not null default '{}',
+      aggregate_id text,
+      aggregate_version int,
       repeats int not null default 0 check (repeats >= 0)
     );
+    -- The highest version applied for an aggregate: one index probe per
+    -- message received.
+    create index inbox_by_aggregate on %1$I.inbox (aggregate_id, aggregate_version)
+      where aggregate_id is not null;
+
     -- Every instruction the receiver refused, and why.
     create table %1$I.refusals (
       id bigint generated always as identity primary key,
@@ -200,21 +185,30 @@ begin
       reason text not null,
       refused_at timestamptz not null default now()
     );
+
+    -- The order watch: one row per message of an aggregate that arrived
+    -- after a later version of the same aggregate was already applied here
+    -- (a message is new to an inbox once, so it is noted once). The note is
+    -- made by the inbox's own insert, so a repeat that rolls back notes
+    -- nothing; the console's order violations read it.
+    create table %1$I.order_violations (
+      id bigint generated always as identity primary key,
+      sandbox_id uuid not null,
+      message_id uuid not null unique,
+      type text not null,
+      aggregate_id text not null,
+      arrived_version int not null,
+      applied_version int not null,
+      at timestamptz not null default now(),
+      check (applied_version > arrived_version)
+    );
+    create index order_violations_by_sandbox on %1$I.order_violations (sandbox_id, at);
   $ddl$, s);
   perform platform.enable_sandbox_rls(format('%I.inbox', s)::regclass);
   perform platform.enable_sandbox_rls(format('%I.refusals', s)::regclass);
+  perform platform.enable_sandbox_rls(format('%I.order_violations', s)::regclass);
 end $function$;
 GRANT EXECUTE ON FUNCTION platform.create_inbox(s text) TO PUBLIC;
-
-CREATE OR REPLACE FUNCTION platform.create_inbox_with_watch(s text)
- RETURNS void
- LANGUAGE plpgsql
-AS $function$
-begin
-  perform platform.create_inbox(s);
-  perform platform.add_order_watch(s);
-end $function$;
-GRANT EXECUTE ON FUNCTION platform.create_inbox_with_watch(s text) TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION platform.create_outbox(s text)
  RETURNS void
@@ -817,17 +811,43 @@ CREATE TABLE lab_printer.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE lab_printer.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE lab_printer.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE lab_printer.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON lab_printer.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE lab_printer.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON lab_printer.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE lab_printer.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_printer.inbox TO lab_printer;
+
+CREATE TABLE lab_printer.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE lab_printer.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE lab_printer.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE lab_printer.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON lab_printer.order_violations USING btree (sandbox_id, at);
+ALTER TABLE lab_printer.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON lab_printer.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE lab_printer.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_printer.order_violations TO lab_printer;
+CREATE SEQUENCE lab_printer.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of lab_printer.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE lab_printer.order_violations_id_seq TO lab_printer;
 
 CREATE TABLE lab_printer.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
@@ -890,11 +910,14 @@ CREATE TABLE lab_receiver.inbox (
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
   outcome jsonb NOT NULL DEFAULT '{}'::jsonb,
+  aggregate_id text,
+  aggregate_version integer,
   repeats integer NOT NULL DEFAULT 0
 );
 ALTER TABLE lab_receiver.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE lab_receiver.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE lab_receiver.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
+CREATE INDEX inbox_by_aggregate ON lab_receiver.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 ALTER TABLE lab_receiver.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON lab_receiver.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -919,6 +942,29 @@ CREATE POLICY sandbox_isolation ON lab_receiver.jobs AS PERMISSIVE FOR ALL TO PU
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE lab_receiver.jobs TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_receiver.jobs TO lab_receiver;
+
+CREATE TABLE lab_receiver.order_violations (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  message_id uuid NOT NULL,
+  type text NOT NULL,
+  aggregate_id text NOT NULL,
+  arrived_version integer NOT NULL,
+  applied_version integer NOT NULL,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE lab_receiver.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
+ALTER TABLE lab_receiver.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
+ALTER TABLE lab_receiver.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
+CREATE INDEX order_violations_by_sandbox ON lab_receiver.order_violations USING btree (sandbox_id, at);
+ALTER TABLE lab_receiver.order_violations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON lab_receiver.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT ON TABLE lab_receiver.order_violations TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_receiver.order_violations TO lab_receiver;
+CREATE SEQUENCE lab_receiver.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of lab_receiver.order_violations.id
+GRANT SELECT, USAGE ON SEQUENCE lab_receiver.order_violations_id_seq TO lab_receiver;
 
 CREATE TABLE lab_receiver.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,

@@ -85,8 +85,6 @@ export function bakeryDispatcher(deps: BakeryDeps): Dispatcher {
       label: LABELS[name],
       apply: APPLY[name],
       replayHorizonDays: deps.config.REPLAY_HORIZON_DAYS,
-      // Every receiver's inbox is made with the watch (0006_console_watch).
-      watchOrder: true,
       log: deps.log,
       // A receiver's fault switches wrap its handler; those of the relay
       // and the consumers wrap the queue and the dispatcher, in

@@ -1,7 +1,7 @@
 /**
  * A small test sender and three test receivers, not the bakery, for testing
  * lib/outbox, lib/relay, lib/queue and lib/inbox. They are made with the same
- * platform.create_outbox / create_inbox(_with_watch) functions as the real
+ * platform.create_outbox_with_indexes / create_inbox functions as the real
  * services.
  *
  * - t_sender.orders: the sender's own state; placing an order appends
@@ -64,7 +64,7 @@ export async function createTestServices(sql: Sql) {
     id text primary key, sandbox_id uuid not null, note text)`;
   await sql`select platform.enable_sandbox_rls('t_sender.orders')`;
   for (const r of RECEIVERS) {
-    await sql`select platform.create_inbox_with_watch(${r})`;
+    await sql`select platform.create_inbox(${r})`;
     await sql`create table ${sql(r + ".jobs")} (
       order_id text primary key, sandbox_id uuid not null,
       message_id uuid not null, applied_at timestamptz not null default now())`;

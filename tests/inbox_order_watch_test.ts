@@ -2,7 +2,8 @@
  * The inbox's order watch (receiveOnce): a message of an aggregate that
  * arrives after a later version of it was applied is noted, in the
  * receiver's transaction, once; in order, a repeat, another aggregate or
- * another sandbox note nothing.
+ * another sandbox note nothing. Every inbox has the watch: receiveOnce
+ * always writes it.
  */
 import assert from "node:assert/strict";
 import { withTestDatabase } from "./_db.ts";
@@ -12,11 +13,16 @@ import {
   createTestServices,
   orderPlacedEnvelope,
 } from "./_messaging.ts";
-import { type Apply, inStatement, receiveOnce } from "../lib/inbox/mod.ts";
+import {
+  type Apply,
+  inStatement,
+  receiveOnce,
+  Refused,
+} from "../lib/inbox/mod.ts";
 import type { Envelope } from "../lib/outbox/envelope.ts";
 import type { Sql } from "../lib/db/connect.ts";
 
-const OPTIONS = { replayHorizonDays: 30, watchOrder: true };
+const OPTIONS = { replayHorizonDays: 30 };
 const R = "t_recv_a";
 
 /** An effect that changes nothing and answers `{}`. */
@@ -118,18 +124,40 @@ Deno.test("order watch: other aggregates, other sandboxes and other receivers ar
   });
 });
 
-Deno.test("order watch: off unless asked for, so an inbox made without it still receives", async () => {
+Deno.test("order watch: every applied row keeps its aggregate and version; a refused one keeps none", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
     const sandboxId = await createSandbox(sql);
-    const v1 = orderPlacedEnvelope(sandboxId, "O1");
-    const plain = { replayHorizonDays: 30 };
-    await receiveOnce(sql, R, version(v1, 2), nothing, plain);
-    const late = await receiveOnce(sql, R, v1, nothing, plain);
-    assert.equal(late.status, 200);
+    const applied = version(orderPlacedEnvelope(sandboxId, "O1"), 2);
+    await receiveOnce(sql, R, applied, nothing, OPTIONS);
+    const refused = orderPlacedEnvelope(sandboxId, "O2");
+    const result = await receiveOnce(sql, R, refused, () => {
+      throw new Refused("no such order");
+    }, OPTIONS);
+    assert.equal(result.status, 422);
+    const rows = await sql<
+      {
+        message_id: string;
+        status: number;
+        aggregate_id: string | null;
+        aggregate_version: number | null;
+      }[]
+    >`select message_id, status, aggregate_id, aggregate_version
+        from t_recv_a.inbox order by status`;
+    assert.deepEqual([...rows], [
+      {
+        message_id: applied.messageId,
+        status: 200,
+        aggregate_id: "O1",
+        aggregate_version: 2,
+      },
+      {
+        message_id: refused.messageId,
+        status: 422,
+        aggregate_id: null,
+        aggregate_version: null,
+      },
+    ]);
     assert.deepEqual(await violations(sql), []);
-    const rows = await sql`
-      select count(*)::int as n from t_recv_a.inbox where aggregate_id is null`;
-    assert.equal(rows[0].n, 2);
   });
 });

@@ -30,8 +30,6 @@ export interface InboxHandlerOptions {
   label: string;
   apply: Apply;
   replayHorizonDays: number;
-  /** Note order violations (ReceiveOptions.watchOrder). */
-  watchOrder?: boolean;
   log: Logger;
   /** Wraps the receiver (e.g. with its fault switches). */
   wrap?: (receiver: Receiver) => Receiver;
@@ -68,10 +66,7 @@ function inboxReceiver(options: InboxHandlerOptions): Receiver {
         options.service,
         envelope,
         options.apply,
-        {
-          replayHorizonDays: options.replayHorizonDays,
-          watchOrder: options.watchOrder,
-        },
+        { replayHorizonDays: options.replayHorizonDays },
       );
       return json(result.status, {
         ...result.body,

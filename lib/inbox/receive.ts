@@ -81,12 +81,6 @@ export function inStatement(
 export interface ReceiveOptions {
   /** A message older than this that the inbox has not seen is refused. */
   replayHorizonDays: number;
-  /**
-   * receiveOnce: keep each message's aggregate and version on its inbox row
-   * and note order violations (`orderWatch`). The inbox must have been made
-   * by `platform.create_inbox_with_watch` (migrations/0006_console_watch.sql).
-   */
-  watchOrder?: boolean;
 }
 
 function beyondHorizon(envelope: Envelope, options: ReceiveOptions) {
@@ -125,8 +119,10 @@ function horizonReason(options: ReceiveOptions) {
  * - NotYet or an error: rethrown; no inbox row, a later delivery tries
  *   again.
  *
- * With `watchOrder`, the inbox also notes order violations (see
- * `orderWatch`).
+ * The inbox row keeps the message's aggregate and version, and the same
+ * statement notes an order violation (see `orderWatch`): the inbox, as
+ * `platform.create_inbox` makes it (migrations/0002_outbox_inbox.sql), has
+ * the columns and the table for both.
  */
 export async function receiveOnce(
   sql: Sql,
@@ -144,14 +140,6 @@ export async function receiveOnce(
     await asService(sql, service, scope, async (tx) => {
       const outcome = await apply(tx, envelope);
       const inbox = tx.sql(`${service}.inbox`);
-      const watch = options.watchOrder === true;
-      const inboxRow = (answer: Fragment) =>
-        watch
-          ? tx.sql`(${envelope.messageId}, ${envelope.sandboxId},
-                    ${envelope.type}, 200, ${answer}, ${envelope.aggregateId},
-                    ${envelope.aggregateVersion})`
-          : tx.sql`(${envelope.messageId}, ${envelope.sandboxId},
-                    ${envelope.type}, 200, ${answer})`;
       // Sent, not awaited: the COMMIT goes out right behind it, in the same
       // round trip (and so do BEGIN and the effect, when `apply` gave it as
       // a statement and sent nothing itself). A message id already there
@@ -159,7 +147,7 @@ export async function receiveOnce(
       // the COMMIT rolls back, repeat effect included; the failure is the
       // insert's own, read from `recorded` once the transaction has ended.
       // The answer is 200 only if the insert and the commit both succeeded.
-      // With `watchOrder` the same statement notes an order violation.
+      // The same statement notes an order violation.
       type Stored = { outcome: Record<string, unknown> }[];
       const answer = outcome instanceof EffectStatement
         ? outcome.answer
@@ -171,13 +159,13 @@ export async function receiveOnce(
           : tx.sql``
       }
         recorded as (
-          insert into ${inbox} (message_id, sandbox_id, type, status, outcome
-                                ${
-        watch ? tx.sql`, aggregate_id, aggregate_version` : tx.sql``
-      })
-          values ${inboxRow(answer)}
+          insert into ${inbox} (message_id, sandbox_id, type, status, outcome,
+                                aggregate_id, aggregate_version)
+          values (${envelope.messageId}, ${envelope.sandboxId},
+                  ${envelope.type}, 200, ${answer}, ${envelope.aggregateId},
+                  ${envelope.aggregateVersion})
           returning outcome
-        ) ${watch ? tx.sql`, ${orderWatch(tx, envelope)}` : tx.sql``}
+        ), ${orderWatch(tx, envelope)}
         select outcome from recorded`.execute();
       recorded.catch(() => {}); // awaited below, after the transaction
     });

@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { Deps } from "../../deps.ts";
 import { HttpError } from "../../lib/http/errors.ts";
 import { parseOr400, readJson, text } from "../../lib/http/validate.ts";
-import { DELIVERY_STATES, failureGroups } from "../../lib/queue/mod.ts";
+import { DELIVERY_STATES } from "../../lib/queue/mod.ts";
 import { outboxAges } from "../../services/console/outbox.ts";
 import {
   deliveryCounts,
@@ -37,6 +37,7 @@ import {
   type BulkResult,
 } from "../../services/console/bulk.ts";
 import { cancelJob, readJob } from "../../services/console/jobs.ts";
+import { failureGroupsData } from "../../services/console/failure_groups.ts";
 import { listActions } from "../../services/console/actions.ts";
 import { search } from "../../services/console/search.ts";
 import {
@@ -242,7 +243,7 @@ export function consoleRoutes(deps: Deps) {
     },
     failureGroups: async (c: Context) => {
       const { sandboxId } = requireOperator(c);
-      return c.json({ groups: await failureGroups(sql, sandboxId) });
+      return c.json(await failureGroupsData(sql, sandboxId));
     },
     redriveOne: async (c: Context) => {
       const operator = requireOperator(c);

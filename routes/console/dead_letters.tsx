@@ -15,7 +15,7 @@ import { formatDateTime } from "../../components/console_format.ts";
 import { Island } from "../../islands/_registry.ts";
 import { listDeliveries } from "../../services/console/deliveries.ts";
 import { listJobs } from "../../services/console/jobs.ts";
-import { failureGroups } from "../../lib/queue/mod.ts";
+import { failureGroupsData } from "../../services/console/failure_groups.ts";
 import { SUBSCRIBERS } from "../../services/routing.ts";
 import { payloads } from "../../services/events.ts";
 import { deadLetterQuery } from "../api/console.ts";
@@ -60,7 +60,7 @@ export function deadLettersPage({ sql, config }: Deps): ConsoleRender {
         state: "dead",
         horizonDays: config.REPLAY_HORIZON_DAYS,
       }),
-      failureGroups(sql, operator.sandboxId),
+      failureGroupsData(sql, operator.sandboxId),
       listJobs(sql, operator.sandboxId),
     ]);
     return html(
@@ -70,7 +70,7 @@ export function deadLettersPage({ sql, config }: Deps): ConsoleRender {
         operator={operator}
         lead="Deliveries that ran out of retries or were refused by their receiver. Redrive sends the same message id again; refuse closes it with a reason."
       >
-        <Island name="failure_groups" props={{ initial: { groups }, jobs }} />
+        <Island name="failure_groups" props={{ initial: groups, jobs }} />
         <h2>Dead letters</h2>
         <form
           method="get"

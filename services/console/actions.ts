@@ -4,22 +4,15 @@
  * supersede), saying who, when, what and how many. Written in the same
  * transaction as the action, so an action without its row cannot commit.
  */
+import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
+import { type OperatorAction, operatorActionSchema } from "./contracts.ts";
 
-export type OperatorActionKind = "redrive" | "refuse" | "supersede" | "cancel";
+export type { OperatorAction } from "./contracts.ts";
+export type OperatorActionKind = OperatorAction["action"];
 
-/** One logged action. */
-export interface OperatorAction {
-  at: string;
-  actor: string;
-  action: OperatorActionKind;
-  /** What it was aimed at: ids, a filter, a group, a job or a delivery. */
-  target: Record<string, unknown>;
-  /** How many dead letters it changed (or, for a job, will). */
-  count: number;
-  jobId: string | null;
-}
+const actionsSchema = z.array(operatorActionSchema);
 
 /** Logs an action inside the caller's queue transaction. */
 export async function logAction(
@@ -52,12 +45,12 @@ export async function listActions(
       select at, actor, action, target, count, job_id
         from queue.operator_actions order by at desc, id desc
        limit ${limit}`);
-  return rows.map((r) => ({
+  return actionsSchema.parse(rows.map((r) => ({
     at: r.at.toISOString(),
     actor: r.actor,
     action: r.action,
     target: r.target,
     count: r.count,
     jobId: r.job_id,
-  }));
+  })));
 }

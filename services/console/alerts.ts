@@ -10,26 +10,18 @@
  * | `dead_letters` | subscriber | it has N or more dead letters                   |
  * | `success_rate` | subscriber | under N of its attempts in 15 minutes succeeded |
  */
+import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
 import { SENDERS } from "../routing.ts";
+import { type Alert, alertSchema } from "./contracts.ts";
+
+export type { Alert } from "./contracts.ts";
 
 /** The window of the success rate, as /metrics and the overview use it. */
 export const SUCCESS_WINDOW_MINUTES = 15;
 
-export type AlertKind = "outbox_age" | "dead_letters" | "success_rate";
-
-/** One alert that fires now. */
-export interface Alert {
-  kind: AlertKind;
-  /** The service (outbox_age) or subscriber the alert is about. */
-  subject: string;
-  /** Seconds, a count, or a rate from 0 to 1, by kind. */
-  value: number;
-  threshold: number;
-  /** When the reading crossed the threshold (as far as the rows tell). */
-  since: string;
-}
+const alertsSchema = z.array(alertSchema);
 
 /** The thresholds, as the settings name them. */
 export interface AlertThresholds {
@@ -149,6 +141,6 @@ export async function currentAlerts(
         since: r.firstFailureAt.toISOString(),
       });
     }
-    return alerts;
+    return alertsSchema.parse(alerts);
   });
 }

@@ -239,9 +239,12 @@ export type RefundsDue = z.infer<typeof refundsDueSchema>;
 
 /** One minute of one receiver's attempts. */
 export const receiverMinuteSchema = z.strictObject({
+  /** The minute's start. */
   at: time,
   attempts: count,
+  /** Attempts answered 2xx: the throughput. */
   done: count,
+  /** p95 of the attempts' durations in the minute; null without attempts. */
   p95LatencyMs: z.number().nonnegative().nullable(),
 });
 export type ReceiverMinute = z.infer<typeof receiverMinuteSchema>;
@@ -249,14 +252,19 @@ export type ReceiverMinute = z.infer<typeof receiverMinuteSchema>;
 /** A receiver over the last hour. */
 export const receiverStatsSchema = z.strictObject({
   name: z.string(),
+  /** Paused in the sandbox (services/console/pauses.ts). */
   paused: z.boolean(),
   attempts: count,
   done: count,
+  /** done / attempts; null without attempts. */
   successRate: z.number().min(0).max(1).nullable(),
   lastError: z.string().nullable(),
   lastErrorAt: time.nullable(),
+  /** Done attempts per minute, averaged over the hour. */
   throughputPerMinute: z.number().nonnegative(),
+  /** p95 of every attempt's duration in the hour; null without attempts. */
   p95LatencyMs: z.number().nonnegative().nullable(),
+  /** Each minute of the window, oldest first, the current one last. */
   minutes: z.array(receiverMinuteSchema),
 });
 export type ReceiverStats = z.infer<typeof receiverStatsSchema>;
@@ -277,9 +285,12 @@ export type ReceiverPause = z.infer<typeof receiverPauseSchema>;
 /** One alert that fires now. */
 export const alertSchema = z.strictObject({
   kind: z.enum(["outbox_age", "dead_letters", "success_rate"]),
+  /** The service (outbox_age) or subscriber the alert is about. */
   subject: z.string(),
+  /** Seconds, a count, or a rate from 0 to 1, by kind. */
   value: z.number(),
   threshold: z.number(),
+  /** When the reading crossed the threshold (as far as the rows tell). */
   since: time,
 });
 export type Alert = z.infer<typeof alertSchema>;
@@ -290,18 +301,23 @@ export const alertsDataSchema = z.strictObject({
 });
 export type AlertsData = z.infer<typeof alertsDataSchema>;
 
+/** A message that reached a receiver after a later version of its aggregate. */
+export const orderViolationSchema = z.strictObject({
+  subscriber: z.string(),
+  aggregateId: z.string(),
+  messageId: z.string(),
+  eventType: z.string(),
+  arrivedVersion: id,
+  appliedVersion: id,
+  at: time,
+});
+export type OrderViolation = z.infer<typeof orderViolationSchema>;
+
 /** `GET /api/console/order-violations`. */
 export const orderViolationsSchema = z.strictObject({
+  /** How many there are in all (the items are the newest 100). */
   total: count,
-  items: z.array(z.strictObject({
-    subscriber: z.string(),
-    aggregateId: z.string(),
-    messageId: z.string(),
-    eventType: z.string(),
-    arrivedVersion: id,
-    appliedVersion: id,
-    at: time,
-  })),
+  items: z.array(orderViolationSchema),
 });
 export type OrderViolations = z.infer<typeof orderViolationsSchema>;
 
@@ -366,61 +382,84 @@ export const refuseAnswerSchema = z.strictObject({
 });
 export type RefuseAnswer = z.infer<typeof refuseAnswerSchema>;
 
-/**
- * The schema of every console JSON twin, by its route as the app registers
- * it. tests/console_contracts_test.ts checks that each GET route of the
- * console's API is here and that its answers parse: a new twin is one more
- * line.
- */
-/** `GET /api/console/failure-groups`. */
-export const failureGroupsDataSchema = z.strictObject({
-  groups: z.array(z.strictObject({
-    key: z.string().regex(/^[0-9a-f]{16}$/),
-    subscriber: z.string(),
-    eventType: z.string(),
-    pattern: z.string(),
-    count: id,
-    firstDeadAt: time,
-    lastDeadAt: time,
-  })),
+// --- Failure groups, jobs, operator log, search -------------------------
+
+/** Dead letters of one subscriber, event type and error pattern. */
+export const failureGroupSchema = z.strictObject({
+  key: z.string().regex(/^[0-9a-f]{16}$/),
+  subscriber: z.string(),
+  eventType: z.string(),
+  pattern: z.string(),
+  count: id,
+  firstDeadAt: time,
+  lastDeadAt: time,
 });
+export type FailureGroup = z.infer<typeof failureGroupSchema>;
+
+/** `GET /api/console/failure-groups`: largest first. */
+export const failureGroupsDataSchema = z.strictObject({
+  groups: z.array(failureGroupSchema),
+});
+export type FailureGroupsData = z.infer<typeof failureGroupsDataSchema>;
 
 /** `GET /api/console/jobs/:jobId` (and the answer of its cancel). */
 export const jobViewSchema = z.strictObject({
   jobId: z.string(),
   action: z.enum(["redrive", "refuse"]),
+  /** services/console/jobs.ts says who moves a job out of each state. */
   state: z.enum(["running", "done", "cancelled"]),
+  /** Ids taken so far. */
   done: z.number().int().nonnegative(),
   total: z.number().int().nonnegative(),
+  /** Of those, how many were still dead letters and were acted on. */
   changed: z.number().int().nonnegative(),
   ratePerSecond: id,
   actor: z.string(),
   createdAt: time,
   finishedAt: time.nullable(),
 });
+export type JobView = z.infer<typeof jobViewSchema>;
+
+/** One logged operator action. */
+export const operatorActionSchema = z.strictObject({
+  at: time,
+  actor: z.string(),
+  action: z.enum(["redrive", "refuse", "supersede", "cancel"]),
+  /** What it was aimed at: ids, a filter, a group, a job or a delivery. */
+  target: z.record(z.string(), z.unknown()),
+  /** How many dead letters it changed (or, for a job, will). */
+  count: z.number().int().nonnegative(),
+  jobId: z.string().nullable(),
+});
+export type OperatorAction = z.infer<typeof operatorActionSchema>;
 
 /** `GET /api/console/actions`: the operator log, newest first. */
 export const actionsDataSchema = z.strictObject({
-  items: z.array(z.strictObject({
-    at: time,
-    actor: z.string(),
-    action: z.enum(["redrive", "refuse", "supersede", "cancel"]),
-    target: z.record(z.string(), z.unknown()),
-    count: z.number().int().nonnegative(),
-    jobId: z.string().nullable(),
-  })),
+  items: z.array(operatorActionSchema),
 });
+export type ActionsData = z.infer<typeof actionsDataSchema>;
+
+/** One thing the search box found. */
+export const searchResultSchema = z.strictObject({
+  kind: z.enum(["order", "message", "delivery"]),
+  id: z.string(),
+  summary: z.string(),
+  href: z.string(),
+});
+export type SearchResult = z.infer<typeof searchResultSchema>;
 
 /** `GET /api/console/search?q=`. */
 export const searchDataSchema = z.strictObject({
-  results: z.array(z.strictObject({
-    kind: z.enum(["order", "message", "delivery"]),
-    id: z.string(),
-    summary: z.string(),
-    href: z.string(),
-  })),
+  results: z.array(searchResultSchema),
 });
+export type SearchData = z.infer<typeof searchDataSchema>;
 
+/**
+ * The schema of every console JSON twin, by its route as the app registers
+ * it. tests/console_contracts_test.ts checks that each GET route of the
+ * console's API is here and that its answers parse: a new twin is one more
+ * line.
+ */
 export const CONSOLE_TWINS = {
   "/api/console/overview": overviewDataSchema,
   "/api/console/outbox": outboxAgesSchema,

@@ -15,6 +15,9 @@ import { uuidv7 } from "../../lib/outbox/envelope.ts";
 import { redriveIn, refuseIn } from "../../lib/queue/mod.ts";
 import { Loop, type TickResult } from "../../lib/wake/loop.ts";
 import { logAction } from "./actions.ts";
+import { type JobView, jobViewSchema } from "./contracts.ts";
+
+export type { JobView } from "./contracts.ts";
 
 /**
  * Job states, as the CHECK of queue.bulk_jobs (migrations/0005_console_ops.sql):
@@ -24,25 +27,10 @@ import { logAction } from "./actions.ts";
 export const JOB_STATES = ["running", "done", "cancelled"] as const;
 export type JobState = typeof JOB_STATES[number];
 
-/** A job as the console shows it (`GET /api/console/jobs/:jobId`). */
-export interface JobView {
-  jobId: string;
-  action: "redrive" | "refuse";
-  state: JobState;
-  /** Ids taken so far. */
-  done: number;
-  total: number;
-  /** Of those, how many were still dead letters and were acted on. */
-  changed: number;
-  ratePerSecond: number;
-  actor: string;
-  createdAt: string;
-  finishedAt: string | null;
-}
-
+/** A job's row as the console shows it (`GET /api/console/jobs/:jobId`). */
 // deno-lint-ignore no-explicit-any
 function view(r: any): JobView {
-  return {
+  return jobViewSchema.parse({
     jobId: r.id,
     action: r.action,
     state: r.state,
@@ -53,7 +41,7 @@ function view(r: any): JobView {
     actor: r.actor,
     createdAt: r.created_at.toISOString(),
     finishedAt: r.finished_at?.toISOString() ?? null,
-  };
+  });
 }
 
 const COLUMNS = (sql: TxSql) =>

@@ -5,42 +5,22 @@
  * attempt in queue.attempts). Attempts are found by time through their
  * block range index (migrations/0006_console_watch.sql).
  */
+import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
 import { SUBSCRIBERS } from "../routing.ts";
+import {
+  type ReceiverMinute,
+  type ReceiverStats,
+  receiverStatsSchema,
+} from "./contracts.ts";
+
+export type { ReceiverMinute, ReceiverStats } from "./contracts.ts";
 
 /** The window the receivers page and its charts cover. */
 export const WINDOW_MINUTES = 60;
 
-/** One minute of one receiver's attempts. */
-export interface ReceiverMinute {
-  /** The minute's start. */
-  at: string;
-  attempts: number;
-  /** Attempts answered 2xx: the throughput. */
-  done: number;
-  /** p95 of the attempts' durations in the minute; null without attempts. */
-  p95LatencyMs: number | null;
-}
-
-/** A receiver over the last hour. */
-export interface ReceiverStats {
-  name: string;
-  /** Always false until pausing exists; the field is part of the contract. */
-  paused: boolean;
-  attempts: number;
-  done: number;
-  /** done / attempts; null without attempts. */
-  successRate: number | null;
-  lastError: string | null;
-  lastErrorAt: string | null;
-  /** Done attempts per minute, averaged over the hour. */
-  throughputPerMinute: number;
-  /** p95 of every attempt's duration in the hour; null without attempts. */
-  p95LatencyMs: number | null;
-  /** WINDOW_MINUTES minutes, oldest first, the current one last. */
-  minutes: ReceiverMinute[];
-}
+const statsSchema = z.array(receiverStatsSchema);
 
 interface Row {
   subscriber: string;
@@ -89,7 +69,7 @@ export async function receiverStatsIn(sql: TxSql): Promise<ReceiverStats[]> {
     if (r.minute === null) hour.set(r.subscriber, r);
     else minutes.set(`${r.subscriber}/${r.minute.getTime()}`, r);
   }
-  return SUBSCRIBERS.map((name) => {
+  return statsSchema.parse(SUBSCRIBERS.map((name) => {
     const h = hour.get(name);
     const series: ReceiverMinute[] = [];
     for (let i = 0; i < WINDOW_MINUTES; i++) {
@@ -116,7 +96,7 @@ export async function receiverStatsIn(sql: TxSql): Promise<ReceiverStats[]> {
       p95LatencyMs: h?.p95 == null ? null : Math.round(h.p95),
       minutes: series,
     };
-  });
+  }));
 }
 
 /** {@link receiverStatsIn} for one sandbox. */

@@ -9,16 +9,15 @@
  * visitor's sandbox, so a search costs the same with a million rows of
  * history as with ten.
  */
+import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
 import { formatEuros } from "../../islands/_money.ts";
+import { type SearchResult, searchResultSchema } from "./contracts.ts";
 
-export interface SearchResult {
-  kind: "order" | "message" | "delivery";
-  id: string;
-  summary: string;
-  href: string;
-}
+export type { SearchResult } from "./contracts.ts";
+
+const resultsSchema = z.array(searchResultSchema);
 
 /** At most this many results of each kind. */
 const PER_KIND = 10;
@@ -143,6 +142,6 @@ export async function search(
       messages(sql, q),
       deliveries(sql, q),
     ]);
-    return [...o.map(orderResult), ...m, ...d];
+    return resultsSchema.parse([...o.map(orderResult), ...m, ...d]);
   });
 }

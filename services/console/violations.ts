@@ -8,22 +8,9 @@
 import type { Sql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
 import { SUBSCRIBERS } from "../routing.ts";
+import { type OrderViolations, orderViolationsSchema } from "./contracts.ts";
 
-export interface OrderViolation {
-  subscriber: string;
-  aggregateId: string;
-  messageId: string;
-  eventType: string;
-  arrivedVersion: number;
-  appliedVersion: number;
-  at: string;
-}
-
-export interface OrderViolations {
-  /** How many there are in all (the items are the newest 100). */
-  total: number;
-  items: OrderViolation[];
-}
+export type { OrderViolation, OrderViolations } from "./contracts.ts";
 
 interface Row {
   subscriber: string;
@@ -60,7 +47,7 @@ export async function orderViolations(
        order by at desc, message_id limit ${limit}`;
   });
   const total = rows[0]?.total ?? 0;
-  return {
+  return orderViolationsSchema.parse({
     total,
     items: rows.map((r) => ({
       subscriber: r.subscriber,
@@ -71,5 +58,5 @@ export async function orderViolations(
       appliedVersion: r.applied_version,
       at: r.at.toISOString(),
     })),
-  };
+  });
 }

@@ -248,6 +248,7 @@ async function cleanSlate(sql: Sql, sandboxId: string) {
   await asService(sql, RECEIVER, { sandboxId }, async ({ sql }) => {
     await sql`delete from lab_receiver.jobs`;
     await sql`delete from lab_receiver.refusals`;
+    await sql`delete from lab_receiver.order_violations`;
     await sql`delete from lab_receiver.inbox`;
   });
 }

@@ -330,6 +330,7 @@ async function cleanSlate(sql: Sql, sandboxId: string) {
   await asService(sql, PRINTER, { sandboxId }, async ({ sql }) => {
     await sql`delete from lab_printer.tickets`;
     await sql`delete from lab_printer.refusals`;
+    await sql`delete from lab_printer.order_violations`;
     await sql`delete from lab_printer.inbox`;
     await sql`delete from lab_printer.runs`;
   });
