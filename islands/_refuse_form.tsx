@@ -4,7 +4,7 @@
  * operator's name, and the receiver's owner reads it later.
  */
 import { useSignal } from "@preact/signals";
-import { useEffect, useRef } from "preact/hooks";
+import { useLayoutEffect, useRef } from "preact/hooks";
 import type { JSX } from "preact";
 
 /** Props: what to call with the reason, and how to back out. */
@@ -24,7 +24,9 @@ export function RefuseForm(props: RefuseFormProps) {
   const error = useSignal("");
   const busy = useSignal(false);
   const input = useRef<HTMLInputElement>(null);
-  useEffect(() => input.current?.focus(), []);
+  // At once, not at the next frame: a key pressed meanwhile would go to the
+  // button that opened the form (islands/_focus.ts).
+  useLayoutEffect(() => input.current?.focus(), []);
 
   async function submit(event: JSX.TargetedSubmitEvent<HTMLFormElement>) {
     event.preventDefault();

@@ -7,7 +7,7 @@
  * redriven row that dies again comes back as dead.
  */
 import { useSignal } from "@preact/signals";
-import { useEffect } from "preact/hooks";
+import { useFocusNext } from "./_focus.ts";
 import { useLive } from "./_live.ts";
 import type { DeadLettersData, DeliveryItem } from "./_console_types.ts";
 import {
@@ -62,15 +62,7 @@ export default function DeadLetters(props: DeadLettersProps) {
   const notice = useSignal("");
   const error = useSignal("");
   const jobs = useSignal<JobView[]>([]);
-  // Where the keyboard's focus goes once the page shows what a click did:
-  // the button that was pressed is gone (a row's) or disabled (the
-  // toolbar's), and a focus left on nothing starts again at the top.
-  const focusNext = useSignal<string | null>(null);
-  useEffect(() => {
-    if (!focusNext.value) return;
-    document.getElementById(focusNext.value)?.focus();
-    focusNext.value = null;
-  }, [focusNext.value]);
+  const focusNext = useFocusNext();
 
   // What the server says is dead, with what this page did laid over it.
   const items = live.data.value.items;

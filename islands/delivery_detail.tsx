@@ -5,7 +5,6 @@
  * The envelope is printed as JSON text, which Preact escapes.
  */
 import { useSignal } from "@preact/signals";
-import { useEffect } from "preact/hooks";
 import {
   badgeClass,
   deliveryLabel,
@@ -13,6 +12,7 @@ import {
   formatClock,
   formatDateTime,
 } from "../components/console_format.ts";
+import { useFocusNext } from "./_focus.ts";
 import { useLive } from "./_live.ts";
 import type { DeliveryDetailData } from "./_console_types.ts";
 import {
@@ -41,14 +41,7 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
   const busy = useSignal(false);
   const notice = useSignal("");
   const error = useSignal("");
-  // Where the keyboard's focus goes once the page shows what a click did:
-  // the buttons are gone once the delivery is no longer dead.
-  const focusNext = useSignal<string | null>(null);
-  useEffect(() => {
-    if (!focusNext.value) return;
-    document.getElementById(focusNext.value)?.focus();
-    focusNext.value = null;
-  }, [focusNext.value]);
+  const focusNext = useFocusNext();
   const { delivery: d, envelope, attempts, actions, supersededBy, supersedes } =
     live.data.value;
 
