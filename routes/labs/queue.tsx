@@ -38,6 +38,54 @@ export function runQueueForm(deps: Deps): ConsoleRender {
   };
 }
 
+/** A whole number of the lab's settings, with its bounds (zod checks them too). */
+function NumberField(
+  props: {
+    label: string;
+    name: string;
+    min?: number;
+    max: number;
+    value: number;
+  },
+) {
+  return (
+    <label>
+      {props.label}{" "}
+      <input
+        type="number"
+        name={props.name}
+        min={props.min ?? 1}
+        max={props.max}
+        value={props.value}
+      />
+    </label>
+  );
+}
+
+/** A yes-or-no setting of the lab, its label after the box. */
+function CheckField(
+  props: {
+    label: string;
+    name: string;
+    value?: string;
+    checked: boolean;
+    testid: string;
+  },
+) {
+  return (
+    <label>
+      <input
+        type="checkbox"
+        name={props.name}
+        value={props.value}
+        checked={props.checked}
+        data-testid={props.testid}
+      />{" "}
+      {props.label}
+    </label>
+  );
+}
+
 const DEFAULTS: QueueLabSettings = {
   orders: 6,
   workers: 3,
@@ -67,55 +115,38 @@ export function queuePage({ sql }: Deps): ConsoleRender {
           </p>
           <form method="post" action="/labs/queue" data-testid="queue-form">
             <input type="hidden" name="_csrf" value={operator.csrfToken} />
-            <label>
-              Orders{" "}
-              <input
-                type="number"
-                name="orders"
-                min={1}
-                max={50}
-                value={s.orders}
-              />
-            </label>{" "}
-            <label>
-              Workers{" "}
-              <input
-                type="number"
-                name="workers"
-                min={1}
-                max={5}
-                value={s.workers}
-              />
-            </label>{" "}
-            <label>
-              Poison orders{" "}
-              <input
-                type="number"
-                name="poisonOrders"
-                min={0}
-                max={5}
-                value={s.poisonOrders}
-              />
-            </label>{" "}
-            <label>
-              <input
-                type="checkbox"
-                name="crash"
-                value="after-print-before-ack"
-                checked={s.crash !== null}
-                data-testid="queue-crash"
-              />{" "}
-              A worker crashes after printing, before acknowledging
-            </label>{" "}
-            <label>
-              <input
-                type="checkbox"
-                name="receiverRemembers"
-                checked={s.receiverRemembers}
-                data-testid="queue-remembers"
-              />{" "}
-              The printer remembers the ids it has printed
-            </label>{" "}
+            <NumberField
+              label="Orders"
+              name="orders"
+              max={50}
+              value={s.orders}
+            />{" "}
+            <NumberField
+              label="Workers"
+              name="workers"
+              max={5}
+              value={s.workers}
+            />{" "}
+            <NumberField
+              label="Poison orders"
+              name="poisonOrders"
+              min={0}
+              max={5}
+              value={s.poisonOrders}
+            />{" "}
+            <CheckField
+              name="crash"
+              value="after-print-before-ack"
+              checked={s.crash !== null}
+              testid="queue-crash"
+              label="A worker crashes after printing, before acknowledging"
+            />{" "}
+            <CheckField
+              name="receiverRemembers"
+              checked={s.receiverRemembers}
+              testid="queue-remembers"
+              label="The printer remembers the ids it has printed"
+            />{" "}
             <button type="submit" class="button" data-testid="queue-run">
               Run
             </button>
