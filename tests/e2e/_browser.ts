@@ -7,7 +7,9 @@
  * Every wait here waits on something on the page (a URL, an element, an
  * attribute), never on the clock.
  */
+import assert from "node:assert/strict";
 import { type Browser, chromium, type Page } from "playwright-core";
+import { type TestBakery, withTestBakery } from "../_app.ts";
 
 /** The system Chromium; .ci/run installs it where it is missing. */
 export const CHROMIUM = "/usr/bin/chromium";
@@ -44,6 +46,99 @@ export async function launch(): Promise<Browser> {
       "--disable-sync",
       "--no-first-run",
     ],
+  });
+}
+
+/** What `withBrowser` hands its test. */
+export interface BrowserTest {
+  bakery: TestBakery;
+  browser: Browser;
+  /** The bakery's `url`, ending in a slash: `${base}console`. */
+  base: string;
+}
+
+/**
+ * Runs `run` with Chromium against the whole bakery on a fresh database,
+ * started with `env`; closes the browser, then stops the bakery, whatever
+ * `run` did.
+ *
+ * @example
+ * await withBrowser(async ({ browser, base }) => {
+ *   const { page } = await signedInPage(browser, base, "Night shift");
+ * });
+ */
+export function withBrowser(
+  run: (test: BrowserTest) => Promise<void>,
+  env: Record<string, string> = {},
+): Promise<void> {
+  return withTestBakery(async (bakery) => {
+    const browser = await launch();
+    try {
+      await run({ bakery, browser, base: bakery.url });
+    } finally {
+      await browser.close();
+    }
+  }, env);
+}
+
+/**
+ * A 1280×900 page in a browser context of its own (its own cookies, so its
+ * own sandbox), signed in as `operator` from `path` as `signIn` does; with
+ * the script errors it collects from before the first navigation.
+ */
+export async function signedInPage(
+  browser: Browser,
+  base: string,
+  operator: string,
+  path?: string,
+): Promise<{ page: Page; errors: string[] }> {
+  const context = await browser.newContext({
+    viewport: { width: 1280, height: 900 },
+  });
+  const page = await context.newPage();
+  const errors = scriptErrors(page);
+  await signIn(page, base, operator, path);
+  return { page, errors };
+}
+
+/** Who `withConsolePage` signs in, and on which page. */
+export interface ConsolePageOptions {
+  operator: string;
+  /** The page signed in from, and open when `run` starts: `console`. */
+  path?: string;
+}
+
+/** What `withConsolePage` hands its test. */
+export interface ConsolePageTest {
+  bakery: TestBakery;
+  page: Page;
+  base: string;
+}
+
+/**
+ * The usual console test: on a fresh bakery, runs `run` on a page signed in
+ * as `options.operator` (see `signedInPage`); once `run` has passed, checks
+ * that the page threw no script error and closes its context.
+ *
+ * @example
+ * await withConsolePage({ operator: "Night shift" }, async ({ page }) => {
+ *   await openConsolePage(page, "faults");
+ * });
+ */
+export function withConsolePage(
+  options: ConsolePageOptions,
+  run: (test: ConsolePageTest) => Promise<void>,
+): Promise<void> {
+  return withBrowser(async ({ bakery, browser, base }) => {
+    const { page, errors } = await signedInPage(
+      browser,
+      base,
+      options.operator,
+      options.path,
+    );
+    await run({ bakery, page, base });
+    assert.deepEqual(errors, []);
+    await page.context().close();
   });
 }
 

@@ -8,13 +8,11 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { startTestBakery } from "../_app.ts";
 import { axeViolations, describeViolations } from "./_axe.ts";
 import {
   byTestId,
   deadLettersShown,
   fillBasket,
-  launch,
   liveIsOpen,
   openConsolePage,
   orderStateIs,
@@ -25,6 +23,7 @@ import {
   SETTLE_MS,
   signIn,
   toConsole,
+  withBrowser,
 } from "./_browser.ts";
 
 /** What the setup left behind, for the pages' paths. */
@@ -201,10 +200,7 @@ const PAGES: Stop[] = [
 ];
 
 Deno.test("accessibility: every page passes axe-core (WCAG 2.1 A and AA) with data on it", async () => {
-  const bakery = await startTestBakery();
-  const browser = await launch();
-  try {
-    const base = bakery.url;
+  await withBrowser(async ({ browser, base }) => {
     const operator = await browser.newContext({
       viewport: { width: 1280, height: 900 },
     });
@@ -276,8 +272,5 @@ Deno.test("accessibility: every page passes axe-core (WCAG 2.1 A and AA) with da
     assert.deepEqual(errors, []);
     await operator.close();
     await visitor.close();
-  } finally {
-    await browser.close();
-    await bakery.stop();
-  }
+  });
 });

@@ -7,17 +7,15 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { startTestBakery, walkthroughOrder } from "../_app.ts";
+import { walkthroughOrder } from "../_app.ts";
 import {
   byTestId,
-  launch,
   liveIsOpen,
   markPage,
   screenshot,
-  scriptErrors,
   SETTLE_MS,
-  signIn,
   stillMarked,
+  withConsolePage,
 } from "./_browser.ts";
 
 /** A same-origin JSON request from the page (the browser sends Origin). */
@@ -41,17 +39,10 @@ async function call(
 const ALERT = '[data-testid="alert-dead_letters-kitchen"]';
 
 Deno.test("console in the browser: the alert banner appears and clears, live", async () => {
-  const bakery = await startTestBakery();
-  const browser = await launch();
-  try {
-    const context = await browser.newContext({
-      viewport: { width: 1280, height: 900 },
-    });
-    const page = await context.newPage();
-    const errors = scriptErrors(page);
-    const base = bakery.url;
-
-    await signIn(page, base, "Night shift", "console/closure");
+  await withConsolePage({
+    operator: "Night shift",
+    path: "console/closure",
+  }, async ({ page, base }) => {
     const banner = byTestId(page, "alert-banner");
     assert.equal(await banner.getAttribute("data-count"), "0");
     assert.equal(await page.locator(ALERT).count(), 0);
@@ -113,11 +104,5 @@ Deno.test("console in the browser: the alert banner appears and clears, live", a
       timeout: SETTLE_MS,
     });
     assert.ok(await stillMarked(page), "the page was reloaded");
-
-    assert.deepEqual(errors, []);
-    await context.close();
-  } finally {
-    await browser.close();
-    await bakery.stop();
-  }
+  });
 });

@@ -13,19 +13,18 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { startTestBakery } from "../_app.ts";
 import {
   byTestId,
   deadLetterRows,
   deadLettersShown,
-  launch,
   liveIsOpen,
   openConsolePage,
   placeOrder,
   setFault,
   SETTLE_MS,
-  signIn,
+  signedInPage,
   toConsole,
+  withBrowser,
 } from "./_browser.ts";
 
 const OPERATOR = "Late shift";
@@ -61,111 +60,108 @@ async function submitFrom(page: Page, attackUrl: string, target: string) {
 }
 
 Deno.test("console in the browser: cross-site form posts are refused and change nothing", async () => {
-  const bakery = await startTestBakery();
-  const browser = await launch();
-  const pages = new Map<string, string>();
-  const attacker = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    (request) => {
-      const body = pages.get(new URL(request.url).pathname);
-      return body === undefined
-        ? new Response("not found", { status: 404 })
-        : new Response(body, {
-          headers: { "content-type": "text/html; charset=utf-8" },
-        });
-    },
-  );
-  try {
-    const base = bakery.url;
-    const context = await browser.newContext({
-      viewport: { width: 1280, height: 900 },
-    });
-    const page = await context.newPage();
+  await withBrowser(async ({ bakery, browser, base }) => {
+    const pages = new Map<string, string>();
+    const attacker = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      (request) => {
+        const body = pages.get(new URL(request.url).pathname);
+        return body === undefined
+          ? new Response("not found", { status: 404 })
+          : new Response(body, {
+            headers: { "content-type": "text/html; charset=utf-8" },
+          });
+      },
+    );
+    try {
+      const { page } = await signedInPage(browser, base, OPERATOR);
+      await setFault(page, "kitchenRefuses", true);
+      await placeOrder(page, base);
+      await toConsole(page);
+      await openConsolePage(page, "dead-letters");
+      const [dead] = await deadLettersShown(page, 1, 4);
+      // What the queue holds of it, to compare after the attacks.
+      const record = async () => {
+        const [row] = await bakery.sql`
+          select d.state, d.attempts, d.redrives,
+                 (select count(*)::int from queue.actions a
+                   where a.delivery_id = d.id) as actions
+            from queue.deliveries d where d.id = ${dead.id}`;
+        return { ...row };
+      };
+      const before = await record();
+      assert.deepEqual(before, {
+        state: "dead",
+        attempts: 4,
+        redrives: 0,
+        actions: 0,
+      });
 
-    await signIn(page, base, OPERATOR);
-    await setFault(page, "kitchenRefuses", true);
-    await placeOrder(page, base);
-    await toConsole(page);
-    await openConsolePage(page, "dead-letters");
-    const [dead] = await deadLettersShown(page, 1, 4);
-    // What the queue holds of it, to compare after the attacks.
-    const record = async () => {
-      const [row] = await bakery.sql`
-        select d.state, d.attempts, d.redrives,
-               (select count(*)::int from queue.actions a
-                 where a.delivery_id = d.id) as actions
-          from queue.deliveries d where d.id = ${dead.id}`;
-      return { ...row };
-    };
-    const before = await record();
-    assert.deepEqual(before, {
-      state: "dead",
-      attempts: 4,
-      redrives: 0,
-      actions: 0,
-    });
+      const redrive = new URL(
+        `api/console/dead-letters/${dead.id}/redrive`,
+        base,
+      ).href;
+      const signOut = new URL("sign-out", base).href;
+      // A guessed token, and none at all: neither may pass.
+      pages.set("/redrive", attackPage(redrive, { _csrf: "guess" }));
+      pages.set("/redrive-bare", attackPage(redrive, {}));
+      pages.set("/sign-out", attackPage(signOut, { _csrf: "guess" }));
 
-    const redrive = new URL(`api/console/dead-letters/${dead.id}/redrive`, base)
-      .href;
-    const signOut = new URL("sign-out", base).href;
-    // A guessed token, and none at all: neither may pass.
-    pages.set("/redrive", attackPage(redrive, { _csrf: "guess" }));
-    pages.set("/redrive-bare", attackPage(redrive, {}));
-    pages.set("/sign-out", attackPage(signOut, { _csrf: "guess" }));
+      const port = attacker.addr.port;
+      const sameSite = `http://127.0.0.1:${port}`;
+      const otherSite = `http://localhost:${port}`;
+      const tries = [
+        [`${sameSite}/redrive`, redrive, sameSite, true],
+        [`${sameSite}/redrive-bare`, redrive, sameSite, true],
+        [`${sameSite}/sign-out`, signOut, sameSite, true],
+        [`${otherSite}/redrive`, redrive, otherSite, false],
+        [`${otherSite}/sign-out`, signOut, otherSite, false],
+      ] as const;
+      for (const [url, target, origin, withCookie] of tries) {
+        const got = await submitFrom(page, url, target);
+        assert.deepEqual(
+          got,
+          { status: 403, origin, withCookie },
+          `${url} -> ${target}`,
+        );
+      }
 
-    const port = attacker.addr.port;
-    const sameSite = `http://127.0.0.1:${port}`;
-    const otherSite = `http://localhost:${port}`;
-    const tries = [
-      [`${sameSite}/redrive`, redrive, sameSite, true],
-      [`${sameSite}/redrive-bare`, redrive, sameSite, true],
-      [`${sameSite}/sign-out`, signOut, sameSite, true],
-      [`${otherSite}/redrive`, redrive, otherSite, false],
-      [`${otherSite}/sign-out`, signOut, otherSite, false],
-    ] as const;
-    for (const [url, target, origin, withCookie] of tries) {
-      const got = await submitFrom(page, url, target);
-      assert.deepEqual(
-        got,
-        { status: 403, origin, withCookie },
-        `${url} -> ${target}`,
+      // Nothing changed: the dead letter is dead, as it was ...
+      assert.deepEqual(await record(), before);
+      // ... and the operator still signed in, on the same session.
+      await page.goto(`${base}console/dead-letters`);
+      assert.equal(new URL(page.url()).pathname, "/console/dead-letters");
+      await liveIsOpen(page);
+      assert.equal(
+        await byTestId(page, "operator-name").textContent(),
+        OPERATOR,
       );
+      const rows = await deadLetterRows(page);
+      assert.deepEqual(
+        rows.map((r) => [r.id, r.state, r.attempts]),
+        [[dead.id, "dead", 4]],
+      );
+
+      // The same action from the console itself works: the refusals above
+      // were about where the posts came from. The kitchen still refuses, so
+      // the one attempt a redrive grants fails, and the row is dead again
+      // (it may show "redriven" only for a moment in between).
+      await byTestId(page, `redrive-${dead.id}`).click();
+      const [redriven] = await deadLettersShown(page, 1, 5);
+      assert.equal(redriven.id, dead.id);
+      assert.match(
+        await byTestId(page, `dead-letter-row-${dead.id}`).textContent() ?? "",
+        /1× redriven/,
+      );
+      assert.deepEqual(await record(), {
+        state: "dead",
+        attempts: 5,
+        redrives: 1,
+        actions: 1,
+      });
+      await page.context().close();
+    } finally {
+      await attacker.shutdown();
     }
-
-    // Nothing changed: the dead letter is dead, as it was ...
-    assert.deepEqual(await record(), before);
-    // ... and the operator still signed in, on the same session.
-    await page.goto(`${base}console/dead-letters`);
-    assert.equal(new URL(page.url()).pathname, "/console/dead-letters");
-    await liveIsOpen(page);
-    assert.equal(await byTestId(page, "operator-name").textContent(), OPERATOR);
-    const rows = await deadLetterRows(page);
-    assert.deepEqual(
-      rows.map((r) => [r.id, r.state, r.attempts]),
-      [[dead.id, "dead", 4]],
-    );
-
-    // The same action from the console itself works: the refusals above
-    // were about where the posts came from. The kitchen still refuses, so
-    // the one attempt a redrive grants fails, and the row is dead again
-    // (it may show "redriven" only for a moment in between).
-    await byTestId(page, `redrive-${dead.id}`).click();
-    const [redriven] = await deadLettersShown(page, 1, 5);
-    assert.equal(redriven.id, dead.id);
-    assert.match(
-      await byTestId(page, `dead-letter-row-${dead.id}`).textContent() ?? "",
-      /1× redriven/,
-    );
-    assert.deepEqual(await record(), {
-      state: "dead",
-      attempts: 5,
-      redrives: 1,
-      actions: 1,
-    });
-    await context.close();
-  } finally {
-    await attacker.shutdown();
-    await browser.close();
-    await bakery.stop();
-  }
+  });
 });

@@ -5,17 +5,15 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { startTestBakery, walkthroughOrder } from "../_app.ts";
+import { walkthroughOrder } from "../_app.ts";
 import { copyDeadLetter } from "../_console_ops.ts";
 import {
   ARTIFACTS,
   byTestId,
-  launch,
   liveIsOpen,
   openConsolePage,
-  scriptErrors,
   SETTLE_MS,
-  signIn,
+  withConsolePage,
 } from "./_browser.ts";
 
 /** A JSON call from the page, with its session and CSRF token. */
@@ -73,33 +71,8 @@ async function oneGroupOf(page: Page, count: number): Promise<string> {
   return id!.replace(/^group-/, "");
 }
 
-async function withConsole(
-  name: string,
-  fn: (
-    page: Page,
-    bakery: Awaited<ReturnType<typeof startTestBakery>>,
-  ) => Promise<void>,
-) {
-  const bakery = await startTestBakery();
-  const browser = await launch();
-  try {
-    const context = await browser.newContext({
-      viewport: { width: 1280, height: 900 },
-    });
-    const page = await context.newPage();
-    const errors = scriptErrors(page);
-    await signIn(page, bakery.url, name);
-    await fn(page, bakery);
-    assert.deepEqual(errors, []);
-    await context.close();
-  } finally {
-    await browser.close();
-    await bakery.stop();
-  }
-}
-
 Deno.test("console in the browser: a failure group redriven by one click after its dry-run count", async () => {
-  await withConsole("Group shift", async (page) => {
+  await withConsolePage({ operator: "Group shift" }, async ({ page }) => {
     await api(page, "PUT", "/api/console/faults", { kitchenRefuses: true });
     await placeOrders(page, 2);
     await openConsolePage(page, "dead-letters");
@@ -127,7 +100,7 @@ Deno.test("console in the browser: a failure group redriven by one click after i
 });
 
 Deno.test("console in the browser: a bulk job's progress bar reaches done", async () => {
-  await withConsole("Job shift", async (page, bakery) => {
+  await withConsolePage({ operator: "Job shift" }, async ({ page, bakery }) => {
     await api(page, "PUT", "/api/console/faults", { kitchenRefuses: true });
     await placeOrders(page, 1);
     await openConsolePage(page, "dead-letters");
@@ -168,7 +141,7 @@ Deno.test("console in the browser: a bulk job's progress bar reaches done", asyn
 });
 
 Deno.test("console in the browser: the header's search box finds an order by its short number", async () => {
-  await withConsole("Search shift", async (page) => {
+  await withConsolePage({ operator: "Search shift" }, async ({ page }) => {
     const [orderId] = await placeOrders(page, 1);
     const short = orderId.slice(-6).toUpperCase();
     await byTestId(page, "search-box").fill(short.toLowerCase());

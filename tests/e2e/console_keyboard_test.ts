@@ -9,21 +9,19 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { startTestBakery, type TestBakery } from "../_app.ts";
+import type { TestBakery } from "../_app.ts";
 import { until } from "../_main.ts";
 import {
   byTestId,
   deadLettersShown,
-  launch,
   liveIsOpen,
   openConsolePage,
   orderStateIs,
   payWith,
   placeOrder,
-  scriptErrors,
   SETTLE_MS,
-  signIn,
   toConsole,
+  withConsolePage,
 } from "./_browser.ts";
 
 const OPERATOR = "Keyboard shift";
@@ -109,17 +107,9 @@ async function flipKitchenFault(page: Page, t: TestBakery, on: boolean) {
 }
 
 Deno.test("console by keyboard: fault switches, and select, redrive and refuse dead letters", async () => {
-  const t = await startTestBakery();
-  const browser = await launch();
-  try {
-    const context = await browser.newContext({
-      viewport: { width: 1280, height: 900 },
-    });
-    const page = await context.newPage();
-    const errors = scriptErrors(page);
-    const base = t.url;
-
-    await signIn(page, base, OPERATOR);
+  await withConsolePage({
+    operator: OPERATOR,
+  }, async ({ bakery: t, page, base }) => {
     await flipKitchenFault(page, t, true);
 
     // One order paid, one only placed: three kitchen messages die.
@@ -270,11 +260,5 @@ Deno.test("console by keyboard: fault switches, and select, redrive and refuse d
       async () => (await deliveryRow(t, paidOfPaid)).actions.length === 2,
       SETTLE_MS,
     );
-
-    assert.deepEqual(errors, []);
-    await context.close();
-  } finally {
-    await browser.close();
-    await t.stop();
-  }
+  });
 });

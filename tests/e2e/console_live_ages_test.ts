@@ -11,21 +11,19 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { startTestBakery } from "../_app.ts";
 import {
   byTestId,
   deadLetterRows,
   deadLettersShown,
-  launch,
   liveIsOpen,
   markPage,
   openConsolePage,
   placeOrder,
-  scriptErrors,
   setFault,
   SETTLE_MS,
-  signIn,
+  signedInPage,
   stillMarked,
+  withBrowser,
 } from "./_browser.ts";
 
 /** The seconds of an age as the console prints it: `<1 s`, `7 s`, `2 min 05 s`. */
@@ -59,20 +57,16 @@ async function ageAbove(page: Page, rowTestId: string, than: number) {
 }
 
 Deno.test("console in the browser: live pages", async (t) => {
-  const bakery = await startTestBakery();
-  const browser = await launch();
-  const base = bakery.url;
-  try {
+  await withBrowser(async ({ browser, base }) => {
     await t.step(
       "outbox ages grow live while the queue refuses sends",
       async () => {
-        const context = await browser.newContext({
-          viewport: { width: 1280, height: 900 },
-        });
-        const page = await context.newPage();
-        const errors = scriptErrors(page);
-
-        await signIn(page, base, "Relay watch");
+        const { page, errors } = await signedInPage(
+          browser,
+          base,
+          "Relay watch",
+        );
+        const context = page.context();
         await setFault(page, "queueRefusesSends", true);
         await openConsolePage(page, "outbox");
         assert.equal(await byTestId(page, "outbox-pending").textContent(), "0");
@@ -140,12 +134,12 @@ Deno.test("console in the browser: live pages", async (t) => {
     await t.step(
       "a change made before the event stream opens still shows",
       async () => {
-        const context = await browser.newContext({
-          viewport: { width: 1280, height: 900 },
-        });
-        const late = await context.newPage();
-        const errors = scriptErrors(late);
-        await signIn(late, base, "Late stream");
+        const { page: late, errors } = await signedInPage(
+          browser,
+          base,
+          "Late stream",
+        );
+        const context = late.context();
         await setFault(late, "kitchenRefuses", true);
 
         // One tab whose event stream is held back, one that is live; both
@@ -187,8 +181,5 @@ Deno.test("console in the browser: live pages", async (t) => {
         await context.close();
       },
     );
-  } finally {
-    await browser.close();
-    await bakery.stop();
-  }
+  });
 });

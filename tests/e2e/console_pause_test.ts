@@ -6,17 +6,14 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { startTestBakery } from "../_app.ts";
 import {
   byTestId,
-  launch,
   liveIsOpen,
   openConsolePage,
   placeOrder,
-  scriptErrors,
   SETTLE_MS,
-  signIn,
   toConsole,
+  withConsolePage,
 } from "./_browser.ts";
 
 /** Presses the receiver's pause button and waits for the server's answer. */
@@ -53,17 +50,7 @@ function closureTotal(page: Page, state: string, count: number) {
 }
 
 Deno.test("console in the browser: pause the kitchen, see its delivery wait, resume it and see it done", async () => {
-  const bakery = await startTestBakery();
-  const browser = await launch();
-  try {
-    const context = await browser.newContext({
-      viewport: { width: 1280, height: 900 },
-    });
-    const page = await context.newPage();
-    const errors = scriptErrors(page);
-    const base = bakery.url;
-
-    await signIn(page, base, "Night shift");
+  await withConsolePage({ operator: "Night shift" }, async ({ page, base }) => {
     await openConsolePage(page, "faults");
     assert.equal(
       await byTestId(page, "pause-kitchen").textContent(),
@@ -101,11 +88,5 @@ Deno.test("console in the browser: pause the kitchen, see its delivery wait, res
     await openConsolePage(page, "closure");
     await closureTotal(page, "inFlight", 0);
     await liveIsOpen(page);
-
-    assert.deepEqual(errors, []);
-    await context.close();
-  } finally {
-    await browser.close();
-    await bakery.stop();
-  }
+  });
 });

@@ -6,19 +6,16 @@
  * refused it.
  */
 import assert from "node:assert/strict";
-import { startTestBakery } from "../_app.ts";
 import {
   byTestId,
   deadLettersShown,
-  launch,
   liveIsOpen,
   openConsolePage,
   placeOrder,
-  scriptErrors,
   setFault,
   SETTLE_MS,
-  signIn,
   toConsole,
+  withConsolePage,
 } from "./_browser.ts";
 
 const OPERATOR = "Day shift";
@@ -26,17 +23,7 @@ const OPERATOR = "Day shift";
 const REASON = "Customer phoned: <b>ordered twice</b>, do not bake";
 
 Deno.test("console in the browser: refuse a dead letter with a reason", async () => {
-  const bakery = await startTestBakery();
-  const browser = await launch();
-  try {
-    const context = await browser.newContext({
-      viewport: { width: 1280, height: 900 },
-    });
-    const page = await context.newPage();
-    const errors = scriptErrors(page);
-    const base = bakery.url;
-
-    await signIn(page, base, OPERATOR);
+  await withConsolePage({ operator: OPERATOR }, async ({ page, base }) => {
     await setFault(page, "kitchenRefuses", true);
     // Placed, not paid: the kitchen's OrderPlaced dies after its retries.
     const orderId = await placeOrder(page, base);
@@ -131,11 +118,5 @@ Deno.test("console in the browser: refuse a dead letter with a reason", async ()
     // Refused is final: no Redrive or Refuse any more.
     assert.equal(await byTestId(page, "delivery-actions").count(), 0);
     assert.equal(await page.locator("main b").count(), 0);
-
-    assert.deepEqual(errors, []);
-    await context.close();
-  } finally {
-    await browser.close();
-    await bakery.stop();
-  }
+  });
 });

@@ -8,19 +8,17 @@
  */
 import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
-import { startTestBakery } from "../_app.ts";
 import {
   byTestId,
   deadLetterRows,
   deadLettersShown,
-  launch,
   liveIsOpen,
   openConsolePage,
   placeOrder,
-  scriptErrors,
   setFault,
-  signIn,
+  signedInPage,
   toConsole,
+  withBrowser,
 } from "./_browser.ts";
 
 interface Operator {
@@ -36,12 +34,7 @@ async function operator(
   base: string,
   name: string,
 ): Promise<Operator> {
-  const context = await browser.newContext({
-    viewport: { width: 1280, height: 900 },
-  });
-  const page = await context.newPage();
-  const errors = scriptErrors(page);
-  await signIn(page, base, name);
+  const { page, errors } = await signedInPage(browser, base, name);
   await setFault(page, "kitchenRefuses", true);
   const orderId = await placeOrder(page, base, { name: `Customer of ${name}` });
   await toConsole(page);
@@ -81,10 +74,7 @@ function linksOf(page: Page): Promise<string[]> {
 }
 
 Deno.test("console in the browser: two operators, two sandboxes, nothing shared", async () => {
-  const bakery = await startTestBakery();
-  const browser = await launch();
-  try {
-    const base = bakery.url;
+  await withBrowser(async ({ browser, base }) => {
     const [a, b] = await Promise.all([
       operator(browser, base, "Morning shift"),
       operator(browser, base, "Evening shift"),
@@ -156,8 +146,5 @@ Deno.test("console in the browser: two operators, two sandboxes, nothing shared"
     assert.deepEqual(b.errors, []);
     await a.page.context().close();
     await b.page.context().close();
-  } finally {
-    await browser.close();
-    await bakery.stop();
-  }
+  });
 });

@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { startTestBakery, type TestBakery } from "../_app.ts";
+import type { TestBakery } from "../_app.ts";
 import { StreamNames } from "../../lib/queue/jetstream/mod.ts";
 import { ROUTING } from "../../services/routing.ts";
 import { natsTest, TEST_NATS_URL, testStream } from "../_nats.ts";
@@ -20,18 +20,17 @@ import {
   byTestId,
   deadLetterRows,
   deadLettersShown,
-  launch,
   liveIsOpen,
   openConsolePage,
   orderStateIs,
   payWith,
   placeOrder,
   screenshot,
-  scriptErrors,
   setFault,
   SETTLE_MS,
-  signIn,
+  signedInPage,
   toConsole,
+  withBrowser,
 } from "./_browser.ts";
 
 const OPERATOR = "Night shift";
@@ -135,18 +134,9 @@ async function walkthrough(
   env: Record<string, string> = {},
   afterwards?: (bakery: TestBakery) => Promise<void>,
 ) {
-  const bakery = await startTestBakery(env);
-  const browser = await launch();
-  try {
-    const context = await browser.newContext({
-      viewport: { width: 1280, height: 900 },
-    });
-    const page = await context.newPage();
-    const errors = scriptErrors(page);
-    const base = bakery.url;
-
+  await withBrowser(async ({ bakery, browser, base }) => {
     // Sign in, and make the kitchen answer 503 to everything.
-    await signIn(page, base, OPERATOR);
+    const { page, errors } = await signedInPage(browser, base, OPERATOR);
     await setFault(page, "kitchenRefuses", true);
 
     // Two cardamom buns and a country loaf, paid with the test card.
@@ -320,10 +310,7 @@ async function walkthrough(
     await page.waitForURL(/\/sign-in\?next=%2Fconsole$/);
 
     assert.deepEqual(errors, []);
-    await context.close();
+    await page.context().close();
     await afterwards?.(bakery);
-  } finally {
-    await browser.close();
-    await bakery.stop();
-  }
+  }, env);
 }

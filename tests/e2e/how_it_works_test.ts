@@ -7,11 +7,9 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { startTestBakery } from "../_app.ts";
 import {
   byTestId,
   deadLettersShown,
-  launch,
   markPage,
   openConsolePage,
   orderStateIs,
@@ -21,9 +19,10 @@ import {
   scriptErrors,
   setFault,
   SETTLE_MS,
-  signIn,
+  signedInPage,
   stillMarked,
   toConsole,
+  withBrowser,
 } from "./_browser.ts";
 
 /** Waits until the checklist shows `step` ticked. */
@@ -52,11 +51,7 @@ const tickedSteps = (page: Page) =>
   );
 
 Deno.test("how it's built in the browser: the Try-it checklist ticks itself as the walkthrough is done in another tab", async () => {
-  const bakery = await startTestBakery();
-  const browser = await launch();
-  try {
-    const base = bakery.url;
-
+  await withBrowser(async ({ browser, base }) => {
     // Without JavaScript the page still reads: every section is there.
     const plain = await browser.newContext({ javaScriptEnabled: false });
     const reader = await plain.newPage();
@@ -71,12 +66,8 @@ Deno.test("how it's built in the browser: the Try-it checklist ticks itself as t
     );
     await plain.close();
 
-    const context = await browser.newContext({
-      viewport: { width: 1280, height: 900 },
-    });
-    const work = await context.newPage();
-    const errors = scriptErrors(work);
-    await signIn(work, base, "Baker");
+    const { page: work, errors } = await signedInPage(browser, base, "Baker");
+    const context = work.context();
 
     // The page, reached from the console's header, stays open in a tab.
     const how = await context.newPage();
@@ -164,8 +155,5 @@ Deno.test("how it's built in the browser: the Try-it checklist ticks itself as t
     assert.deepEqual(errors, []);
     assert.deepEqual(howErrors, []);
     await context.close();
-  } finally {
-    await browser.close();
-    await bakery.stop();
-  }
+  });
 });

@@ -5,26 +5,13 @@
  * remembers the ids it has printed.
  */
 import assert from "node:assert/strict";
-import { startTestBakery } from "../_app.ts";
-import {
-  byTestId,
-  launch,
-  screenshot,
-  scriptErrors,
-  signIn,
-} from "./_browser.ts";
+import { byTestId, screenshot, withConsolePage } from "./_browser.ts";
 
 Deno.test("labs in the browser: a ledger scenario by a click, and the queue lab's duplicate with and without the printer's record", async () => {
-  const bakery = await startTestBakery();
-  const browser = await launch();
-  try {
-    const page = await (await browser.newContext({
-      viewport: { width: 1280, height: 900 },
-    })).newPage();
-    const errors = scriptErrors(page);
-    const base = bakery.url;
-
-    await signIn(page, base, "Ada", "labs/ledger");
+  await withConsolePage({
+    operator: "Ada",
+    path: "labs/ledger",
+  }, async ({ page, base }) => {
     await byTestId(page, "run-lost-ack").click();
     await page.waitForURL(/\/labs\/ledger\?ran=lost-ack/);
     const figures = await byTestId(page, "ledger-figures").textContent();
@@ -59,10 +46,5 @@ Deno.test("labs in the browser: a ledger scenario by a click, and the queue lab'
     assert.equal(await page.locator('[data-kind="duplicate"]').count(), 0);
     assert.equal(await byTestId(page, "queue-tickets").textContent(), "4");
     await screenshot(page, "labs-queue-remembered");
-
-    assert.deepEqual(errors, []);
-  } finally {
-    await browser.close();
-    await bakery.stop();
-  }
+  });
 });

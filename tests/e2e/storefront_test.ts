@@ -7,17 +7,17 @@
  * tests/artifacts/ (not committed).
  */
 import assert from "node:assert/strict";
-import type { Page } from "playwright-core";
-import { startTestBakery } from "../_app.ts";
+import type { Browser, Page } from "playwright-core";
 import {
-  launch,
   markPage,
-  ORDER_URL,
   orderStateIs,
   payWith,
+  placeOrder,
   screenshot as save,
+  scriptErrors,
   SETTLE_MS,
   stillMarked,
+  withBrowser,
 } from "./_browser.ts";
 
 const screenshot = (page: Page, name: string) =>
@@ -35,40 +35,38 @@ async function receiversDone(page: Page, eventType: string, count: number) {
   );
 }
 
-Deno.test("storefront: order, pay and watch it settle in the browser", async (t) => {
-  const bakery = await startTestBakery();
-  const browser = await launch();
+/**
+ * Runs `steps` on a page of a new browser context (a visitor of its own, at
+ * 1200×900), checks that the page threw no script error, and closes the
+ * context however it went.
+ */
+async function asVisitor(
+  browser: Browser,
+  steps: (page: Page) => Promise<void>,
+): Promise<void> {
+  const context = await browser.newContext({
+    viewport: { width: 1200, height: 900 },
+  });
   try {
+    const page = await context.newPage();
+    const errors = scriptErrors(page);
+    await steps(page);
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+}
+
+Deno.test("storefront: order, pay and watch it settle in the browser", async (t) => {
+  await withBrowser(async ({ bakery, browser }) => {
     await t.step(
       "two buns and a loaf, paid with 4242, settle live",
-      async () => {
-        const context = await browser.newContext({
-          viewport: { width: 1200, height: 900 },
-        });
-        try {
-          const page = await context.newPage();
-          const errors: string[] = [];
-          page.on("pageerror", (error) => errors.push(error.message));
-
-          await page.goto(bakery.url);
-          await page.getByRole("button", {
-            name: "Add to basket: Cardamom bun",
-          })
-            .click();
-          await page.getByRole("button", { name: "One Cardamom bun more" })
-            .first().click();
-          await page.getByRole("button", {
-            name: "Add to basket: Country loaf",
-          })
-            .click();
-          await page.getByRole("link", { name: /checkout/i }).first().click();
-          await page.waitForURL(/\/checkout$/);
+      () =>
+        asVisitor(browser, async (page) => {
           // Typed markup must come back as text, on the page and in props.
-          await page.fill("#name", "Ada </script><b>Baker</b>");
-          await page.fill("#email", "ada@example.com");
-          await page.getByText("Delivery", { exact: true }).click();
-          await page.getByRole("button", { name: "Place order" }).click();
-          await page.waitForURL(ORDER_URL);
+          await placeOrder(page, bakery.url, {
+            name: "Ada </script><b>Baker</b>",
+          });
           await orderStateIs(page, "placed");
           assert.equal(
             await page.getByTestId("order-total").textContent(),
@@ -119,23 +117,13 @@ Deno.test("storefront: order, pay and watch it settle in the browser", async (t)
             0,
           );
           await screenshot(page, "3-paid");
-          assert.deepEqual(errors, []);
-        } finally {
-          await context.close();
-        }
-      },
+        }),
     );
 
     await t.step(
       "a declined card leaves it payment_failed; then cancel",
-      async () => {
-        const context = await browser.newContext({
-          viewport: { width: 1200, height: 900 },
-        });
-        try {
-          const page = await context.newPage();
-          const errors: string[] = [];
-          page.on("pageerror", (error) => errors.push(error.message));
+      () =>
+        asVisitor(browser, async (page) => {
           await page.goto(bakery.url);
           // Placed through the API from the page: same cookie, same origin.
           const orderId = await page.evaluate(async () => {
@@ -174,11 +162,7 @@ Deno.test("storefront: order, pay and watch it settle in the browser", async (t)
           // A cancelled order cannot be paid: its pay page leads back.
           await page.goto(`${bakery.url}orders/${orderId}/pay`);
           await page.waitForURL(new RegExp(`/orders/${orderId}$`));
-          assert.deepEqual(errors, []);
-        } finally {
-          await context.close();
-        }
-      },
+        }),
     );
 
     await t.step(
@@ -230,8 +214,5 @@ Deno.test("storefront: order, pay and watch it settle in the browser", async (t)
         }
       },
     );
-  } finally {
-    await browser.close();
-    await bakery.stop();
-  }
+  });
 });
