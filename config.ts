@@ -68,6 +68,9 @@ const schema = z.object({
   ALERT_OUTBOX_AGE_S: int(1, 604_800).default(60),
   ALERT_DEAD_LETTERS: int(1, 1_000_000).default(1),
   ALERT_SUCCESS_RATE: ratio.default(0.9),
+  // Fewer attempts than this in the window raise no success_rate alert: one
+  // refused attempt of a quiet receiver is not a rate.
+  ALERT_SUCCESS_MIN_ATTEMPTS: int(1, 1_000_000).default(10),
   METRICS_TOKEN: z.string().trim().regex(
     /^[A-Za-z0-9._~+/-]{16,}=*$/,
     "a token of at least 16 letters, digits or ._~+/-",

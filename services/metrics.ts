@@ -98,6 +98,19 @@ export function bakeryMetrics(sql: Sql) {
         }));
       }),
   });
+  registry.gauge({
+    name: "bakery_receiver_attempts_15m",
+    help:
+      "A subscriber's delivery attempts of the last 15 minutes (only subscribers with attempts): the success ratio's volume.",
+    read: () =>
+      read(async ({ sql }) => {
+        const rows = await successRates(sql);
+        return rows.map((r) => ({
+          labels: { subscriber: r.subscriber },
+          value: r.attempts,
+        }));
+      }),
+  });
   return {
     registry,
     observeLag: (seconds: number, service: string) =>

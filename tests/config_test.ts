@@ -85,14 +85,21 @@ Deno.test("config: the alert thresholds have their defaults and refuse what is n
   assert.equal(defaults.ALERT_OUTBOX_AGE_S, 60);
   assert.equal(defaults.ALERT_DEAD_LETTERS, 1);
   assert.equal(defaults.ALERT_SUCCESS_RATE, 0.9);
+  assert.equal(defaults.ALERT_SUCCESS_MIN_ATTEMPTS, 10);
   const set = parseConfig({
     ALERT_OUTBOX_AGE_S: "300",
     ALERT_DEAD_LETTERS: "5",
     ALERT_SUCCESS_RATE: "0.75",
+    ALERT_SUCCESS_MIN_ATTEMPTS: "3",
   });
   assert.equal(set.ALERT_OUTBOX_AGE_S, 300);
   assert.equal(set.ALERT_DEAD_LETTERS, 5);
   assert.equal(set.ALERT_SUCCESS_RATE, 0.75);
+  assert.equal(set.ALERT_SUCCESS_MIN_ATTEMPTS, 3);
+  assert.throws(
+    () => parseConfig({ ALERT_SUCCESS_MIN_ATTEMPTS: "0" }),
+    /ALERT_SUCCESS_MIN_ATTEMPTS must be an integer from 1 to 1000000/,
+  );
   assert.throws(
     () => parseConfig({ ALERT_SUCCESS_RATE: "1.5" }),
     (e: Error) =>

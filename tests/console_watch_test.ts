@@ -17,6 +17,7 @@ import {
   withTestBakery,
 } from "./_app.ts";
 import { findOnPath } from "./_nats_server.ts";
+import { currentAlerts } from "../services/console/alerts.ts";
 import { SUBSCRIBERS } from "../services/routing.ts";
 import type {
   Alert,
@@ -88,10 +89,10 @@ Deno.test({
   },
 });
 
-Deno.test("alerts and receivers: a dead letter raises dead_letters and success_rate, refusing it clears dead_letters; the receivers show the hour; another sandbox sees none", async () => {
+Deno.test("alerts and receivers: a dead letter raises dead_letters and success_rate (not under its minimum of attempts), refusing it clears dead_letters; the receivers show the hour; another sandbox sees none", async () => {
   await withTestBakery(async (t) => {
     const client = t.client();
-    await signIn(client, "Watch operator");
+    const { sandboxId } = await signIn(client, "Watch operator");
     const other = t.client();
     await signIn(other, "Other operator");
 
@@ -131,6 +132,15 @@ Deno.test("alerts and receivers: a dead letter raises dead_letters and success_r
     assert.equal(rate.value, Math.round((2 / attempts) * 1000) / 1000);
     assert.equal(find(alerts, "success_rate", "receipts"), undefined);
     assert.deepEqual(await alertsOf(other), []);
+    // Below ALERT_SUCCESS_MIN_ATTEMPTS, the same rate raises nothing.
+    const fewer = await currentAlerts(t.sql, sandboxId, {
+      ALERT_OUTBOX_AGE_S: 60,
+      ALERT_DEAD_LETTERS: 1,
+      ALERT_SUCCESS_RATE: 0.9,
+      ALERT_SUCCESS_MIN_ATTEMPTS: attempts + 1,
+    });
+    assert.equal(find(fewer, "success_rate", "kitchen"), undefined);
+    assert.ok(find(fewer, "dead_letters", "kitchen"));
 
     // The receivers over the last hour.
     const receivers = await receiversOf(client);
@@ -176,6 +186,13 @@ Deno.test("alerts and receivers: a dead letter raises dead_letters and success_r
       /^bakery_receiver_success_ratio\{subscriber="kitchen"\} (\S+)$/m,
     );
     assert.equal(Number(ratio?.[1]), 2 / attempts, metrics);
+    assert.match(
+      metrics,
+      new RegExp(
+        `^bakery_receiver_attempts_15m\\{subscriber="kitchen"\\} ${attempts}$`,
+        "m",
+      ),
+    );
     assert.match(metrics, /^bakery_dead_letters\{subscriber="kitchen"\} 1$/m);
     if (PROMTOOL) {
       const checked = await promtool(["check", "metrics"], metrics);
@@ -193,7 +210,7 @@ Deno.test("alerts and receivers: a dead letter raises dead_letters and success_r
       find(await alertsOf(client), "dead_letters", "kitchen"),
       undefined,
     );
-  });
+  }, { ALERT_SUCCESS_MIN_ATTEMPTS: "6" });
 });
 
 Deno.test("alerts: outbox_age when a sender's oldest ready row is older than ALERT_OUTBOX_AGE_S", async () => {

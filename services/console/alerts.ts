@@ -1,6 +1,7 @@
 /**
  * The console's alerts: what is wrong now, by the thresholds in the
- * settings (ALERT_OUTBOX_AGE_S, ALERT_DEAD_LETTERS, ALERT_SUCCESS_RATE).
+ * settings (ALERT_OUTBOX_AGE_S, ALERT_DEAD_LETTERS, ALERT_SUCCESS_RATE and
+ * ALERT_SUCCESS_MIN_ATTEMPTS).
  * The readings are the ones `/metrics` exports (services/metrics.ts), so
  * ops/prometheus/alerts.yml states the same rules over the same numbers:
  *
@@ -8,7 +9,7 @@
  * | -------------- | ---------- | ----------------------------------------------- |
  * | `outbox_age`   | service    | its oldest ready outbox row is older than N s   |
  * | `dead_letters` | subscriber | it has N or more dead letters                   |
- * | `success_rate` | subscriber | under N of its attempts in 15 minutes succeeded |
+ * | `success_rate` | subscriber | under N of its attempts in 15 minutes succeeded, of M attempts or more |
  */
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
@@ -28,6 +29,8 @@ export interface AlertThresholds {
   ALERT_OUTBOX_AGE_S: number;
   ALERT_DEAD_LETTERS: number;
   ALERT_SUCCESS_RATE: number;
+  /** Fewer attempts in the window than this raise no success_rate alert. */
+  ALERT_SUCCESS_MIN_ATTEMPTS: number;
 }
 
 /** Age of the oldest outbox row that is due now, per sender. */
@@ -130,9 +133,10 @@ export async function currentAlerts(
       });
     }
     for (const r of rates) {
-      if (r.rate >= thresholds.ALERT_SUCCESS_RATE || !r.firstFailureAt) {
-        continue;
-      }
+      if (
+        r.rate >= thresholds.ALERT_SUCCESS_RATE || !r.firstFailureAt ||
+        r.attempts < thresholds.ALERT_SUCCESS_MIN_ATTEMPTS
+      ) continue;
       alerts.push({
         kind: "success_rate",
         subject: r.subscriber,
