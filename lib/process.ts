@@ -9,6 +9,7 @@
  * that the next can run; a step registered as `bounded` (stopping PostgreSQL,
  * which ends within its own bound) is always awaited.
  */
+import { isConnectionError } from "./db/reserved.ts";
 import type { Logger } from "./log/mod.ts";
 
 type Step = () => unknown | Promise<unknown>;
@@ -69,10 +70,34 @@ export function shutdown(log: Logger): Promise<void> {
 }
 
 /**
+ * A statement whose promise nobody was waiting for any more, failed because
+ * its connection went away (the server stopped or restarted): postgres.js
+ * rejects every statement that was in flight on the socket. Whatever it was
+ * part of is retried by its lease or the next poll, so the process carries
+ * on, and the log says which statement it was (postgres.js keeps its text
+ * on the error, not enumerable). Any other unhandled rejection still ends
+ * the process, as Deno ends it by default.
+ */
+export function survivingConnectionLoss(log: Logger) {
+  globalThis.addEventListener("unhandledrejection", (event) => {
+    if (!isConnectionError(event.reason)) return;
+    event.preventDefault();
+    const error = event.reason as Error & { query?: unknown };
+    log.error("connection_lost_unawaited", {
+      error,
+      query: typeof error.query === "string" ? error.query : undefined,
+    });
+  });
+}
+
+/**
  * Runs `start`, then waits for SIGINT or SIGTERM. A start-up failure stops
- * what had started and exits 1 with one line that says why.
+ * what had started and exits 1 with one line that says why. A statement
+ * that fails unawaited because the database went away does not end the
+ * process (see {@link survivingConnectionLoss}).
  */
 export async function runUntilSignal(log: Logger, start: () => Promise<void>) {
+  survivingConnectionLoss(log);
   const stop = (signal: string) => {
     log.info("shutdown", { signal });
     shutdown(log).then(() => Deno.exit(0));
