@@ -21,6 +21,7 @@ export const CONSOLE_PAGES = [
   },
   { key: "kitchen", href: "/console/kitchen", label: "Kitchen" },
   { key: "faults", href: "/console/faults", label: "Faults" },
+  { key: "actions", href: "/console/actions", label: "Operator log" },
   { key: "ledger", href: "/labs/ledger", label: "Ledger lab" },
   { key: "queue", href: "/labs/queue", label: "Queue Lab" },
   { key: "how", href: "/how-it-works", label: "How it's built" },

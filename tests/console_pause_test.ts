@@ -166,6 +166,30 @@ Deno.test("pause: unknown receivers are a 404, bad bodies a 400 naming the field
         actor: "Pause operator",
       },
     ]);
+    // The operator log has both, newest first, and its page shows them;
+    // another sandbox's log has neither.
+    const log = await client.json<
+      { items: { action: string; actor: string; target: unknown }[] }
+    >("GET", "/api/console/actions");
+    assert.equal(log.status, 200);
+    assert.deepEqual(
+      log.body.items.map((a) => [a.action, a.actor, a.target]),
+      [
+        ["resume", "Pause operator", { subscriber: "kitchen" }],
+        ["pause", "Pause operator", { subscriber: "kitchen" }],
+      ],
+    );
+    const page = await (await client.fetch("/console/actions")).text();
+    assert.match(page, /data-testid="action-resume"/);
+    assert.match(page, /data-testid="action-pause"/);
+    assert.match(page, /subscriber: kitchen/);
+    const otherLog = await other.json<{ items: unknown[] }>(
+      "GET",
+      "/api/console/actions",
+    );
+    assert.deepEqual(otherLog.body.items, []);
+    const empty = await (await other.fetch("/console/actions")).text();
+    assert.match(empty, /data-testid="actions-empty"/);
   });
 });
 

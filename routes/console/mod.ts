@@ -4,6 +4,7 @@
  * of a JSON endpoint under /api/console (routes/api/console.ts); islands
  * keep it live. `createApp` calls `registerConsolePages`.
  */
+import { actionsPage } from "./actions.tsx";
 import type { Hono } from "hono";
 import type { Deps } from "../../deps.ts";
 import { consolePage as guard, type ConsoleRender } from "./_guard.ts";
@@ -53,6 +54,7 @@ export function registerConsolePages(app: Hono, deps: Deps): void {
   app.get("/console/closure/rows", consolePage(closureRowsPage(deps)));
   app.get("/console/kitchen", consolePage(kitchenPage(deps)));
   app.get("/console/faults", consolePage(faultsPage(deps)));
+  app.get("/console/actions", consolePage(actionsPage(deps)));
   app.get("/console/search", consolePage(searchPage(deps)));
   app.get("/console/receivers", consolePage(receiversPage(deps)));
   app.get(

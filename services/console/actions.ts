@@ -3,6 +3,8 @@
  * redrive or refusal of one or many, a bulk job started or cancelled, a
  * supersede), saying who, when, what and how many. Written in the same
  * transaction as the action, so an action without its row cannot commit.
+ * A receiver paused or resumed is logged in queue.pause_actions
+ * (lib/queue/pauses.ts, in the pause's own transaction); the log reads both.
  */
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
@@ -11,6 +13,8 @@ import { type OperatorAction, operatorActionSchema } from "./contracts.ts";
 
 export type { OperatorAction } from "./contracts.ts";
 export type OperatorActionKind = OperatorAction["action"];
+/** What queue.operator_actions keeps (pauses are kept beside it). */
+type DeadLetterAction = Exclude<OperatorActionKind, "pause" | "resume">;
 
 const actionsSchema = z.array(operatorActionSchema);
 
@@ -20,7 +24,7 @@ export async function logAction(
   sandboxId: string,
   row: {
     actor: string;
-    action: OperatorActionKind;
+    action: DeadLetterAction;
     target: Record<string, unknown>;
     count: number;
     jobId?: string;
@@ -34,7 +38,7 @@ export async function logAction(
             ${row.jobId ?? null})`;
 }
 
-/** The sandbox's newest actions first. */
+/** The sandbox's newest actions first, pauses and resumes among them. */
 export async function listActions(
   sql: Sql,
   sandboxId: string,
@@ -42,9 +46,17 @@ export async function listActions(
 ): Promise<OperatorAction[]> {
   const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
     sql`
-      select at, actor, action, target, count, job_id
-        from queue.operator_actions order by at desc, id desc
-       limit ${limit}`);
+      select * from (
+        (select at, id, actor, action, target, count, job_id
+           from queue.operator_actions order by at desc, id desc
+          limit ${limit})
+        union all
+        (select at, id, actor, action,
+                jsonb_build_object('subscriber', subscriber), 1, null::uuid
+           from queue.pause_actions order by at desc, id desc
+          limit ${limit})
+      ) a order by at desc, id desc
+      limit ${limit}`);
   return actionsSchema.parse(rows.map((r) => ({
     at: r.at.toISOString(),
     actor: r.actor,

@@ -424,10 +424,20 @@ export type JobView = z.infer<typeof jobViewSchema>;
 export const operatorActionSchema = z.strictObject({
   at: time,
   actor: z.string(),
-  action: z.enum(["redrive", "refuse", "supersede", "cancel"]),
-  /** What it was aimed at: ids, a filter, a group, a job or a delivery. */
+  action: z.enum([
+    "redrive",
+    "refuse",
+    "supersede",
+    "cancel",
+    "pause",
+    "resume",
+  ]),
+  /**
+   * What it was aimed at: ids, a filter, a group, a job or a delivery; for a
+   * pause or a resume, the subscriber.
+   */
   target: z.record(z.string(), z.unknown()),
-  /** How many dead letters it changed (or, for a job, will). */
+  /** How many dead letters it changed (or, for a job, will); a pause, 1. */
   count: z.number().int().nonnegative(),
   jobId: z.string().nullable(),
 });

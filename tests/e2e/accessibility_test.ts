@@ -197,6 +197,11 @@ const PAGES: Stop[] = [
     "console delivery, refused",
     (s) => `/console/deliveries/${s.deadLetter}`,
   ),
+  consoleStop(
+    "console operator log, after a refusal",
+    () => "/console/actions",
+    (page) => byTestId(page, "action-refuse").waitFor(),
+  ),
 ];
 
 Deno.test("accessibility: every page passes axe-core (WCAG 2.1 A and AA) with data on it", async () => {

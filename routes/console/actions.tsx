@@ -1,0 +1,96 @@
+/**
+ * `GET /console/actions`: the operator log, newest first: who redrove,
+ * refused or superseded dead letters, started or cancelled a bulk job, or
+ * paused or resumed a receiver, when, aimed at what, and how many. Twin of
+ * `GET /api/console/actions`.
+ */
+import type { Deps } from "../../deps.ts";
+import { html } from "../../lib/http/render.ts";
+import { ConsolePage } from "../../components/console_page.tsx";
+import {
+  listActions,
+  type OperatorAction,
+} from "../../services/console/actions.ts";
+import type { ConsoleRender } from "./_guard.ts";
+
+const VERB: Record<OperatorAction["action"], string> = {
+  redrive: "Redrive",
+  refuse: "Refuse",
+  supersede: "Supersede",
+  cancel: "Cancel a job",
+  pause: "Pause",
+  resume: "Resume",
+};
+
+/** A target as a line: `ids: 3, 4 · reason: "…"`. */
+function targetText(target: Record<string, unknown>): string {
+  return Object.entries(target).map(([key, value]) =>
+    `${key}: ${
+      Array.isArray(value)
+        ? value.join(", ")
+        : typeof value === "string"
+        ? value
+        : JSON.stringify(value)
+    }`
+  ).join(" · ");
+}
+
+/** Renders the log from the same read model as the twin. */
+export function actionsPage({ sql }: Deps): ConsoleRender {
+  return async (_c, operator) => {
+    const items = await listActions(sql, operator.sandboxId);
+    return html(
+      <ConsolePage
+        title="Operator log"
+        current="actions"
+        operator={operator}
+        lead="Every operator action in this sandbox, newest first: dead letters redriven, refused or superseded, bulk jobs started or cancelled, receivers paused or resumed. Each row was written in the action's own transaction."
+      >
+        <section class="panel">
+          {items.length === 0
+            ? (
+              <p class="muted" data-testid="actions-empty">
+                No operator has acted in this sandbox yet.
+              </p>
+            )
+            : (
+              <table class="table" data-testid="actions">
+                <thead>
+                  <tr>
+                    <th scope="col">When (UTC)</th>
+                    <th scope="col">Who</th>
+                    <th scope="col">Action</th>
+                    <th scope="col">On what</th>
+                    <th scope="col">How many</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {items.map((a, i) => (
+                    <tr key={i} data-testid={`action-${a.action}`}>
+                      <td>
+                        <time dateTime={a.at}>
+                          {a.at.slice(0, 19).replace("T", " ")}
+                        </time>
+                      </td>
+                      <td>{a.actor}</td>
+                      <td>
+                        {VERB[a.action]}
+                        {a.jobId && (
+                          <>
+                            {" "}
+                            (<a href={`/api/console/jobs/${a.jobId}`}>job</a>)
+                          </>
+                        )}
+                      </td>
+                      <td>{targetText(a.target)}</td>
+                      <td>{a.count}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+        </section>
+      </ConsolePage>,
+    );
+  };
+}
