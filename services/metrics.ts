@@ -85,32 +85,33 @@ export function bakeryMetrics(sql: Sql) {
         }));
       }),
   });
-  registry.gauge({
-    name: "bakery_receiver_success_ratio",
-    help:
-      "Share of a subscriber's delivery attempts of the last 15 minutes that succeeded (only subscribers with attempts).",
-    read: () =>
-      read(async ({ sql }) => {
-        const rows = await successRates(sql);
-        return rows.map((r) => ({
-          labels: { subscriber: r.subscriber },
-          value: r.rate,
-        }));
-      }),
-  });
-  registry.gauge({
-    name: "bakery_receiver_attempts_15m",
-    help:
-      "A subscriber's delivery attempts of the last 15 minutes (only subscribers with attempts): the success ratio's volume.",
-    read: () =>
-      read(async ({ sql }) => {
-        const rows = await successRates(sql);
-        return rows.map((r) => ({
-          labels: { subscriber: r.subscriber },
-          value: r.attempts,
-        }));
-      }),
-  });
+  // The success ratio and its volume, each from the last 15 minutes' attempts.
+  const bySubscriber = (
+    name: string,
+    help: string,
+    value: (r: { rate: number; attempts: number }) => number,
+  ) =>
+    registry.gauge({
+      name,
+      help,
+      read: () =>
+        read(async ({ sql }) =>
+          (await successRates(sql)).map((r) => ({
+            labels: { subscriber: r.subscriber },
+            value: value(r),
+          }))
+        ),
+    });
+  bySubscriber(
+    "bakery_receiver_success_ratio",
+    "Share of a subscriber's delivery attempts of the last 15 minutes that succeeded (only subscribers with attempts).",
+    (r) => r.rate,
+  );
+  bySubscriber(
+    "bakery_receiver_attempts_15m",
+    "A subscriber's delivery attempts of the last 15 minutes (only subscribers with attempts): the success ratio's volume.",
+    (r) => r.attempts,
+  );
   return {
     registry,
     observeLag: (seconds: number, service: string) =>
