@@ -112,11 +112,14 @@ export async function currentAlerts(
     const alerts: Alert[] = [];
     const ageLimit = thresholds.ALERT_OUTBOX_AGE_S;
     for (const a of ages) {
-      if (a.ageSeconds <= ageLimit) continue;
+      // Judged as shown, to the millisecond: an age of 1.0003 s against a
+      // limit of 1 s would read "1 s, over 1 s".
+      const value = Math.round(a.ageSeconds * 1000) / 1000;
+      if (value <= ageLimit) continue;
       alerts.push({
         kind: "outbox_age",
         subject: a.service,
-        value: Math.round(a.ageSeconds * 1000) / 1000,
+        value,
         threshold: ageLimit,
         since: new Date(a.createdAt.getTime() + ageLimit * 1000)
           .toISOString(),
