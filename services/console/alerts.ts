@@ -136,14 +136,16 @@ export async function currentAlerts(
       });
     }
     for (const r of rates) {
+      // Judged as shown, as the age is.
+      const value = Math.round(r.rate * 1000) / 1000;
       if (
-        r.rate >= thresholds.ALERT_SUCCESS_RATE || !r.firstFailureAt ||
+        value >= thresholds.ALERT_SUCCESS_RATE || !r.firstFailureAt ||
         r.attempts < thresholds.ALERT_SUCCESS_MIN_ATTEMPTS
       ) continue;
       alerts.push({
         kind: "success_rate",
         subject: r.subscriber,
-        value: Math.round(r.rate * 1000) / 1000,
+        value,
         threshold: thresholds.ALERT_SUCCESS_RATE,
         since: r.firstFailureAt.toISOString(),
       });
