@@ -426,7 +426,6 @@ export async function claimDeliveries(
     round: {
       after: null,
       perSandbox: limit,
-      held: { sandboxIds: [], subscribers: [], counts: [] },
     },
   })).claimed;
 }

@@ -59,6 +59,19 @@ export interface Closed {
   sandboxIds: string[];
 }
 
+/** Nothing held: a claim of a process that keeps no share. */
+export const NOTHING_HELD: HeldLanes = {
+  sandboxIds: [],
+  subscribers: [],
+  counts: [],
+};
+
+/** Nothing closed: every lane and sandbox may be taken. */
+export const NOTHING_CLOSED: Closed = {
+  lanes: { sandboxIds: [], subscribers: [] },
+  sandboxIds: [],
+};
+
 /** A delivery as far as the share is concerned. */
 export interface Lane {
   sandboxId: string;

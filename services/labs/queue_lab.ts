@@ -208,7 +208,6 @@ async function play(
         round: {
           after: null,
           perSandbox: 1,
-          held: { sandboxIds: [], subscribers: [], counts: [] },
         },
         subscribers: [PRINTER],
       });

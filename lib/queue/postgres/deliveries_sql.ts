@@ -6,7 +6,12 @@ import type { Sql, TxSql } from "../../db/connect.ts";
 import { asBookkeeper, bookkeepingStatement } from "../../db/service.ts";
 import type { Envelope } from "../../outbox/envelope.ts";
 import type { AttemptResult, ClaimedDelivery } from "../delivery.ts";
-import type { Closed, HeldLanes } from "../fair_share.ts";
+import {
+  type Closed,
+  type HeldLanes,
+  NOTHING_CLOSED,
+  NOTHING_HELD,
+} from "../fair_share.ts";
 
 /**
  * The claim and the finish are planned once per connection: their plans
@@ -51,8 +56,8 @@ export interface Round {
   after: string | null;
   /** Deliveries of one sandbox that the process may hold at once. */
   perSandbox: number;
-  /** What the process holds, per sandbox and subscriber. */
-  held: HeldLanes;
+  /** What the process holds, per sandbox and subscriber; none when absent. */
+  held?: HeldLanes;
   /**
    * Lanes whose deliveries wait: held in full, or paused (FairShare.closed,
    * ../pauses.ts). None when absent.
@@ -103,7 +108,8 @@ function claimStatement(
   { limit, leaseMs, round, subscribers }: ClaimOptions,
 ) {
   const open = sql`state in ('pending', 'in_flight')`;
-  const closed = round.closed?.lanes ?? { sandboxIds: [], subscribers: [] };
+  const closed = (round.closed ?? NOTHING_CLOSED).lanes;
+  const held = round.held ?? NOTHING_HELD;
   const served = subscribers
     ? sql`and d.subscriber in ${sql(subscribers as string[])}`
     : sql``;
@@ -124,9 +130,9 @@ function claimStatement(
         from ring r, lateral (select ${next(sql`r.sandbox_id`)} as s) nx
        where r.n < ${ROUND_SANDBOXES} and nx.s <> r.first
     ), held as (
-      select * from unnest(${round.held.sandboxIds}::uuid[],
-                           ${round.held.subscribers}::text[],
-                           ${round.held.counts}::int[])
+      select * from unnest(${held.sandboxIds}::uuid[],
+                           ${held.subscribers}::text[],
+                           ${held.counts}::int[])
         as h(sandbox_id, subscriber, n)
     ), full_lanes as (
       select * from unnest(${closed.sandboxIds}::uuid[],

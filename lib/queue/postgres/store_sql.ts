@@ -6,7 +6,7 @@
  */
 import type { TxSql } from "../../db/connect.ts";
 import type { Fragment } from "../../outbox/append.ts";
-import type { Closed } from "../fair_share.ts";
+import { type Closed, NOTHING_CLOSED } from "../fair_share.ts";
 import type { Routing } from "../queue.ts";
 
 /** The routing as two parallel arrays (type, subscriber), for unnest. */
@@ -100,10 +100,7 @@ function deliveriesOf(
   // closed lane or sandbox are stored pending, to wait for room or for the
   // resume.
   const lease = sql`now() + ${handoff.leaseMs} * interval '1 millisecond'`;
-  const closed = handoff.closed ?? {
-    lanes: { sandboxIds: [], subscribers: [] },
-    sandboxIds: [],
-  };
+  const closed = handoff.closed ?? NOTHING_CLOSED;
   const hand = sql`(s.n <= ${handoff.max} and not s.closed)`;
   return sql`
     insert into queue.deliveries
