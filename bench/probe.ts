@@ -5,9 +5,10 @@
  * them (an after-commit waker on the pool), with two transparent taps:
  *
  * - the queue: when the relay's move of a batch has committed (claim and
- *   publish are one transaction; the probe then reads which messages it
- *   stored, from queue.messages), or when the long way hands a claimed batch
- *   to `publish`, each message's claim time is noted;
+ *   publish are one transaction; the messages it handed over name
+ *   themselves, the others are read back from queue.messages off the
+ *   relay's path), or when the long way hands a claimed batch to `publish`,
+ *   each message's claim time is noted;
  * - the dispatcher: when a receiver answers 200, its subscriber is noted;
  *   once every subscriber the routing names has answered, the message is
  *   complete and its waiters are called.
@@ -124,10 +125,26 @@ export async function startProbe(options: {
     tracked.set(messageId, t);
     if (before && t.seen.size >= t.expected) complete(messageId, t, before.at);
   };
-  // The messages a move stored, read back: those of its sandboxes stored
-  // since it started. Moves side by side may read each other's, so each
-  // message is tracked once (remembered for a minute).
+  // Each moved message is tracked once, whether named by a handoff or read
+  // back (moves side by side may read each other's), and remembered for a
+  // minute.
   const recent = new Map<string, number>();
+  const trackOnce = (
+    messageId: string,
+    type: string,
+    aggregateId: string,
+    at: number,
+  ) => {
+    for (const [id, t] of recent) {
+      if (at - t < 60_000) break;
+      recent.delete(id);
+    }
+    if (recent.has(messageId)) return;
+    recent.set(messageId, at);
+    track(messageId, type, aggregateId, at);
+  };
+  // The messages a move stored, read back: those of its sandboxes stored
+  // since it started.
   const trackMoved = async (
     service: string,
     sandboxIds: string[],
@@ -140,15 +157,7 @@ export async function startProbe(options: {
       select message_id, type, aggregate_id from queue.messages
        where sandbox_id = any(${sandboxIds}::uuid[])
          and published_at >= ${since} and source = ${service}`;
-    for (const r of rows) {
-      if (recent.has(r.message_id)) continue;
-      recent.set(r.message_id, at);
-      track(r.message_id, r.type, r.aggregate_id, at);
-    }
-    for (const [id, t] of recent) {
-      if (at - t < 60_000) break;
-      recent.delete(id);
-    }
+    for (const r of rows) trackOnce(r.message_id, r.type, r.aggregate_id, at);
   };
   const inner = new PgQueue(options.sql, ROUTING);
   const queue: Queue = {
@@ -160,12 +169,24 @@ export async function startProbe(options: {
     },
   };
   const direct = new PgMove(inner);
+  // The tap must not stand in the relay's way: the move's handoff reaches
+  // the consumers only once this returns. What was handed over names its
+  // messages; any others are read back on the side (their answers, if
+  // first, wait in `early`).
   const shortcut: Shortcut = {
     move: async (service, limit, moveOptions) => {
       const since = new Date();
       const moved = await direct.move(service, limit, moveOptions);
-      if (moved.published > 0) {
-        await trackMoved(service, moved.sandboxIds, since, performance.now());
+      const at = performance.now();
+      const named = new Set<string>();
+      for (const h of moved.handed) {
+        named.add(h.messageId);
+        trackOnce(h.messageId, h.type, h.aggregateId, at);
+      }
+      if (moved.published > named.size) {
+        trackMoved(service, moved.sandboxIds, since, at).catch((error) =>
+          log.warn("probe_read_back_failed", { error })
+        );
       }
       return moved;
     },
