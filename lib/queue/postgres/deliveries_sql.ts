@@ -92,12 +92,16 @@ interface ClaimRow {
  * Round-robin across sandboxes: `ring` walks the sandboxes that have open
  * deliveries, in id order from the one after `round.after` and wrapping,
  * each found by one lookup in the open deliveries' index (up to
- * ROUND_SANDBOXES of them); `picks` takes each one's oldest due deliveries,
- * no more than the process may still hold of that sandbox, and none for a
- * lane of `round.closed` (held in full, or paused: a lane that is always
- * full); `due` takes the first of each sandbox, then the second of each,
- * and so on. Rows a pick
- * locked but `due` left stay as they were. When nothing was claimed, the
+ * ROUND_SANDBOXES of them); the picks take each one's oldest due
+ * deliveries, no more than the process may still hold of that sandbox, and
+ * none for a lane of `round.closed` (held in full, or paused: a lane that is
+ * always full); `due` takes the first of each sandbox, then the second of
+ * each, and so on. Each pick locks its rows (FOR UPDATE SKIP LOCKED, a
+ * write each), so they are taken in two steps: first an even part of the
+ * batch from each sandbox, then, if the batch is not full, the rest from
+ * those that gave their whole part. Ten sandboxes with work lock ten rows
+ * for a batch of ten, not a hundred. Rows a pick locked but `due` left stay
+ * as they were. When nothing was claimed, the
  * next due time leaves out the sandboxes the process holds its share of:
  * their rows wait until it finishes some (and wakes its consumers), not in
  * a loop of empty claims.
@@ -113,6 +117,14 @@ function claimStatement(
   const served = subscribers
     ? sql`and d.subscriber in ${sql(subscribers as string[])}`
     : sql``;
+  // An open delivery of `sandbox` that is due, to a served subscriber,
+  // outside the closed lanes.
+  const pickable = (sandbox: ReturnType<typeof sql>) =>
+    sql`d.sandbox_id = ${sandbox} and d.state in ('pending', 'in_flight')
+        and d.next_attempt_at <= now() ${served}
+        and not exists (
+          select from full_lanes f
+           where f.sandbox_id = d.sandbox_id and f.subscriber = d.subscriber)`;
   const next = (after: ReturnType<typeof sql>) =>
     sql`coalesce(
       (select sandbox_id from queue.deliveries
@@ -127,7 +139,11 @@ function claimStatement(
        where s is not null
       union all
       select nx.s, r.first, r.n + 1
-        from ring r, lateral (select ${next(sql`r.sandbox_id`)} as s) nx
+        -- offset 0: the next sandbox is looked up once, not again in the
+        -- condition below.
+        from ring r, lateral (select ${
+    next(sql`r.sandbox_id`)
+  } as s offset 0) nx
        where r.n < ${ROUND_SANDBOXES} and nx.s <> r.first
     ), held as (
       select * from unnest(${held.sandboxIds}::uuid[],
@@ -140,25 +156,55 @@ function claimStatement(
         as f(sandbox_id, subscriber)
     ), totals as (
       select sandbox_id, sum(n)::int as n from held group by sandbox_id
-    ), picks as (
-      select p.id, p.rank, r.n
+    ), caps as (
+      -- What each sandbox of the round may give: its room in the share,
+      -- and first an even part of the batch (a row locked is a write, so
+      -- no more are locked than the batch could take).
+      select r.sandbox_id, r.n,
+             greatest(0, least(${limit}, ${round.perSandbox} - coalesce(t.n, 0))) as room,
+             (${limit} + k.n - 1) / k.n as part
         from ring r
         left join totals t on t.sandbox_id = r.sandbox_id
+        cross join (select count(*)::int as n from ring) k
+    ), first_picks as (
+      select c.sandbox_id, p.id, p.rank, c.n, least(c.room, c.part) as asked
+        from caps c
         cross join lateral (
           -- FOR UPDATE and a window function cannot share a query level.
           select q.id, row_number() over (order by q.id) as rank from (
             select d.id from queue.deliveries d
-             where d.sandbox_id = r.sandbox_id and d.state in ('pending', 'in_flight')
-               and d.next_attempt_at <= now() ${served}
-               and not exists (
-                 select from full_lanes f
-                  where f.sandbox_id = d.sandbox_id
-                    and f.subscriber = d.subscriber)
+             where ${pickable(sql`c.sandbox_id`)}
              order by d.id
-             limit greatest(0, least(${limit}, ${round.perSandbox} - coalesce(t.n, 0)))
+             limit least(c.room, c.part)
              for update skip locked
           ) q
         ) p
+    ), short as (
+      select ${limit} - count(*)::int as n from first_picks
+    ), given as (
+      select sandbox_id, count(*)::int as taken, max(id) as last, max(asked) as asked
+        from first_picks group by sandbox_id
+    ), more_picks as (
+      -- The batch not yet full: the rest from the sandboxes that gave all
+      -- they were asked (they may have more), round-robin still.
+      select p.id, g.taken + p.rank as rank, c.n
+        from caps c
+        join given g on g.sandbox_id = c.sandbox_id and g.taken = g.asked
+        cross join short
+        cross join lateral (
+          select q.id, row_number() over (order by q.id) as rank from (
+            select d.id from queue.deliveries d
+             where ${pickable(sql`c.sandbox_id`)} and d.id > g.last
+             order by d.id
+             limit greatest(0, least(c.room - g.taken, short.n))
+             for update skip locked
+          ) q
+        ) p
+       where short.n > 0
+    ), picks as (
+      select id, rank, n from first_picks
+      union all
+      select id, rank, n from more_picks
     ), due as (
       select id, n from picks order by rank, n limit ${limit}
     ), claimed as (
