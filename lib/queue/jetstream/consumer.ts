@@ -37,7 +37,8 @@
  * Messages are taken with small fetches (never a buffered stream: AckWait
  * runs while a message waits in a client buffer), and sent as they come, in
  * bursts: what arrived together is recorded together, and a slow delivery
- * holds up no other.
+ * holds up no other. The bursts of every consumer of a process that come
+ * while a record is out go in its next statement (`records`, joined).
  */
 import type { Consumer, JsMsg } from "@nats-io/jetstream";
 import type { Sql } from "../../db/connect.ts";
@@ -46,9 +47,12 @@ import type { TickResult } from "../../wake/loop.ts";
 import type { AttemptResult, ClaimedDelivery } from "../delivery.ts";
 import type { FairShare, Lane as ShareLane } from "../fair_share.ts";
 import type { PauseReader } from "../pauses.ts";
-import { finishDeliveryIds } from "../postgres/deliveries_sql.ts";
 import { recorded, sendAll, type SendOptions } from "../send.ts";
-import { startDeliveries, type Taken } from "./deliveries_sql.ts";
+import {
+  type DeliveryRecords,
+  joinedRecords,
+  type Taken,
+} from "./deliveries_sql.ts";
 import type { JetStream } from "./stream.ts";
 
 export interface JetStreamConsumerOptions extends SendOptions {
@@ -65,6 +69,11 @@ export interface JetStreamConsumerOptions extends SendOptions {
   batch?: number;
   /** How long a fetch waits for what it asked (JetStream's minimum: 1 s). */
   expiresMs?: number;
+  /**
+   * How attempts are recorded; one for all of a process's consumers joins
+   * their statements (default: this consumer's own).
+   */
+  records?: DeliveryRecords;
   /** Called after deliveries of these sandboxes were recorded. */
   onTouched?: (sandboxIds: string[]) => void;
   /** Paused subscribers: their messages go back unattempted (../pauses.ts). */
@@ -120,6 +129,7 @@ export class JetStreamConsumer {
   readonly #options: JetStreamConsumerOptions;
   readonly #batch: number;
   readonly #window: number;
+  readonly #records: DeliveryRecords;
   /** Messages taken and not yet answered. */
   #inFlight = 0;
   /** Messages asked for by open fetches and not yet come. */
@@ -134,6 +144,8 @@ export class JetStreamConsumer {
     this.#options = options;
     this.#batch = options.batch ?? 10;
     this.#window = options.window ?? 20;
+    this.#records = options.records ??
+      joinedRecords(options.sql, options.owner, options.ackWaitMs);
   }
 
   /** The lanes with work, for tests and logs. */
@@ -410,10 +422,7 @@ export class JetStreamConsumer {
       }
     }
     if (taken.size === 0) return;
-    const started = await startDeliveries(
-      options.sql,
-      options.owner,
-      options.ackWaitMs,
+    const started = await this.#records.start(
       [...taken.values()].map((x) => x.t),
     );
     const startedIds = new Set(started.map((d) => d.messageId));
@@ -434,11 +443,7 @@ export class JetStreamConsumer {
     } finally {
       clearInterval(working);
     }
-    const finished = await finishDeliveryIds(
-      options.sql,
-      options.owner,
-      results,
-    );
+    const finished = await this.#records.finish(results);
     const byId = new Map(started.map((d) => [d.id, d]));
     for (const r of results) {
       // Fenced out: after AckWait JetStream gave the message to another

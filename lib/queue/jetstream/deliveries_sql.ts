@@ -8,7 +8,9 @@
 import type { Sql } from "../../db/connect.ts";
 import { bookkeepingStatement } from "../../db/service.ts";
 import type { Envelope } from "../../outbox/envelope.ts";
-import type { ClaimedDelivery } from "../delivery.ts";
+import { joined } from "../../db/joined.ts";
+import type { AttemptResult, ClaimedDelivery } from "../delivery.ts";
+import { finishDeliveryIds } from "../postgres/deliveries_sql.ts";
 
 /** A broker message taken for a delivery. */
 export interface Taken {
@@ -78,10 +80,10 @@ export async function startDeliveries(
                 d.max_attempts`,
   );
   const byKey = new Map(
-    taken.map((t) => [`${t.envelope.messageId}\u0000${t.subscriber}`, t]),
+    taken.map((t) => [takenKey(t.envelope.messageId, t.subscriber), t]),
   );
   return rows.map((r) => {
-    const t = byKey.get(`${r.message_id}\u0000${r.subscriber}`)!;
+    const t = byKey.get(takenKey(r.message_id, r.subscriber))!;
     return {
       id: Number(r.id),
       sandboxId: r.sandbox_id,
@@ -121,4 +123,42 @@ export async function openLanes(
     subscriber: r.subscriber,
     sandboxId: r.sandbox_id,
   }));
+}
+
+/** How consumers record their deliveries' attempts in PostgreSQL. */
+export interface DeliveryRecords {
+  /** {@link startDeliveries} for this process's owner and lease. */
+  start(taken: readonly Taken[]): Promise<ClaimedDelivery[]>;
+  /** finishDeliveryIds (../postgres/deliveries_sql.ts) for the owner. */
+  finish(results: readonly AttemptResult[]): Promise<Set<number>>;
+}
+
+const takenKey = (messageId: string, subscriber: string) =>
+  `${messageId}\u0000${subscriber}`;
+
+/**
+ * The records of one process's consumers, each statement joined across
+ * them (lib/db/joined.ts): a lane's burst is a few messages, and each
+ * burst recorded on its own cost a start and a finish statement for every
+ * four deliveries or so.
+ */
+export function joinedRecords(
+  sql: Sql,
+  owner: string,
+  leaseMs: number,
+): DeliveryRecords {
+  const start = joined<Taken, ClaimedDelivery>({
+    run: (taken) => startDeliveries(sql, owner, leaseMs, taken),
+    itemKey: (t) => takenKey(t.envelope.messageId, t.subscriber),
+    resultKey: (d) => takenKey(d.messageId, d.subscriber),
+  });
+  const finish = joined<AttemptResult, number>({
+    run: async (results) => [...await finishDeliveryIds(sql, owner, results)],
+    itemKey: (r) => String(r.id),
+    resultKey: (id) => String(id),
+  });
+  return {
+    start,
+    finish: async (results) => new Set(await finish(results)),
+  };
 }

@@ -14,7 +14,7 @@ import type { FairShare } from "../fair_share.ts";
 import type { PauseReader } from "../pauses.ts";
 import type { SendOptions } from "../send.ts";
 import { JetStreamConsumer } from "./consumer.ts";
-import { openLanes } from "./deliveries_sql.ts";
+import { joinedRecords, openLanes } from "./deliveries_sql.ts";
 import { bellSchema, laneKey } from "./lanes.ts";
 import { republishOnce } from "./redrive.ts";
 import type { JetStream } from "./stream.ts";
@@ -79,10 +79,13 @@ export function brokerLoops(
   // each send was most of the broker's work).
   const consumerLoops: Loop[] = [];
   const wakeConsumers = () => consumerLoops.forEach((l) => l.wake());
+  // One for every subscriber: their bursts' records go in joined statements.
+  const records = joinedRecords(options.sql, options.owner, options.ackWaitMs);
   for (const subscriber of Object.keys(options.subscribers)) {
     const consumer = new JetStreamConsumer({
       ...options,
       subscriber,
+      records,
       wake: wakeConsumers,
     });
     consumers.set(subscriber, consumer);

@@ -1,0 +1,93 @@
+/**
+ * One statement for many callers: calls made while an earlier call's
+ * statement is out wait, and go together in the next one (batching as a
+ * group commit does it, with no timer: a lone call goes at once, and a busy
+ * process sends fewer and larger statements). Each caller gets the results
+ * of its own items, or the statement's error.
+ *
+ * Items are keyed, and one statement never holds a key twice: a caller with
+ * a key already waiting goes in the statement after (an upsert may not
+ * touch one row twice in a statement).
+ */
+export interface JoinedOptions<I, O> {
+  /** The statement, for every waiting caller's items. */
+  run: (items: I[]) => Promise<O[]>;
+  itemKey: (item: I) => string;
+  /** The key of the item a result belongs to. */
+  resultKey: (result: O) => string;
+  /** Statements out at once (default 1). */
+  concurrency?: number;
+  /** Items in one statement at most (default 500). */
+  maxItems?: number;
+}
+
+interface Caller<O> {
+  keys: string[];
+  resolve(results: O[]): void;
+  reject(error: unknown): void;
+}
+
+interface Group<I, O> {
+  items: I[];
+  keys: Set<string>;
+  callers: Caller<O>[];
+}
+
+/** A function that runs `options.run` for its callers, joined. */
+export function joined<I, O>(
+  options: JoinedOptions<I, O>,
+): (items: readonly I[]) => Promise<O[]> {
+  const concurrency = options.concurrency ?? 1;
+  const maxItems = options.maxItems ?? 500;
+  const waiting: Group<I, O>[] = [];
+  let out = 0;
+
+  const settle = (group: Group<I, O>, results: O[]) => {
+    const byKey = new Map<string, O[]>();
+    for (const result of results) {
+      const key = options.resultKey(result);
+      const list = byKey.get(key);
+      if (list) list.push(result);
+      else byKey.set(key, [result]);
+    }
+    for (const caller of group.callers) {
+      caller.resolve(caller.keys.flatMap((key) => byKey.get(key) ?? []));
+    }
+  };
+
+  const pump = () => {
+    while (out < concurrency && waiting.length > 0) {
+      const group = waiting.shift()!;
+      out++;
+      Promise.resolve()
+        .then(() => options.run(group.items))
+        .then(
+          (results) => settle(group, results),
+          (error) => group.callers.forEach((c) => c.reject(error)),
+        )
+        .finally(() => {
+          out--;
+          pump();
+        });
+    }
+  };
+
+  return (items) => {
+    if (items.length === 0) return Promise.resolve([]);
+    const keys = items.map(options.itemKey);
+    return new Promise<O[]>((resolve, reject) => {
+      let group = waiting.at(-1);
+      if (
+        !group || group.items.length + items.length > maxItems ||
+        keys.some((key) => group!.keys.has(key))
+      ) {
+        group = { items: [], keys: new Set(), callers: [] };
+        waiting.push(group);
+      }
+      group.items.push(...items);
+      for (const key of keys) group.keys.add(key);
+      group.callers.push({ keys, resolve, reject });
+      pump();
+    });
+  };
+}
