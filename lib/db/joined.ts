@@ -15,11 +15,10 @@ export interface JoinedOptions<I, O> {
   itemKey: (item: I) => string;
   /** The key of the item a result belongs to. */
   resultKey: (result: O) => string;
-  /** Statements out at once (default 1). */
-  concurrency?: number;
-  /** Items in one statement at most (default 500). */
-  maxItems?: number;
 }
+
+/** Items in one statement at most: a larger wait starts the next one. */
+const MAX_ITEMS = 500;
 
 interface Caller<O> {
   keys: string[];
@@ -37,10 +36,9 @@ interface Group<I, O> {
 export function joined<I, O>(
   options: JoinedOptions<I, O>,
 ): (items: readonly I[]) => Promise<O[]> {
-  const concurrency = options.concurrency ?? 1;
-  const maxItems = options.maxItems ?? 500;
   const waiting: Group<I, O>[] = [];
-  let out = 0;
+  /** A statement is out: what comes meanwhile waits for the next. */
+  let out = false;
 
   const settle = (group: Group<I, O>, results: O[]) => {
     const byKey = new Map<string, O[]>();
@@ -56,9 +54,9 @@ export function joined<I, O>(
   };
 
   const pump = () => {
-    while (out < concurrency && waiting.length > 0) {
-      const group = waiting.shift()!;
-      out++;
+    const group = out ? undefined : waiting.shift();
+    if (group) {
+      out = true;
       Promise.resolve()
         .then(() => options.run(group.items))
         .then(
@@ -66,7 +64,7 @@ export function joined<I, O>(
           (error) => group.callers.forEach((c) => c.reject(error)),
         )
         .finally(() => {
-          out--;
+          out = false;
           pump();
         });
     }
@@ -78,7 +76,7 @@ export function joined<I, O>(
     return new Promise<O[]>((resolve, reject) => {
       let group = waiting.at(-1);
       if (
-        !group || group.items.length + items.length > maxItems ||
+        !group || group.items.length + items.length > MAX_ITEMS ||
         keys.some((key) => group!.keys.has(key))
       ) {
         group = { items: [], keys: new Set(), callers: [] };

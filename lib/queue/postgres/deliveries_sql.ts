@@ -117,14 +117,14 @@ function claimStatement(
   const served = subscribers
     ? sql`and d.subscriber in ${sql(subscribers as string[])}`
     : sql``;
-  // An open delivery of `sandbox` that is due, to a served subscriber,
-  // outside the closed lanes.
+  // An open delivery `d` to a served subscriber, outside the closed lanes.
+  const waiting = sql`d.state in ('pending', 'in_flight') ${served}
+    and not exists (
+      select from full_lanes f
+       where f.sandbox_id = d.sandbox_id and f.subscriber = d.subscriber)`;
+  // Of those, one of `sandbox` that is due.
   const pickable = (sandbox: ReturnType<typeof sql>) =>
-    sql`d.sandbox_id = ${sandbox} and d.state in ('pending', 'in_flight')
-        and d.next_attempt_at <= now() ${served}
-        and not exists (
-          select from full_lanes f
-           where f.sandbox_id = d.sandbox_id and f.subscriber = d.subscriber)`;
+    sql`d.sandbox_id = ${sandbox} and d.next_attempt_at <= now() and ${waiting}`;
   const next = (after: ReturnType<typeof sql>) =>
     sql`coalesce(
       (select sandbox_id from queue.deliveries
@@ -167,7 +167,7 @@ function claimStatement(
         left join totals t on t.sandbox_id = r.sandbox_id
         cross join (select count(*)::int as n from ring) k
     ), first_picks as (
-      select c.sandbox_id, p.id, p.rank, c.n, least(c.room, c.part) as asked
+      select c.sandbox_id, p.id, p.rank, c.n
         from caps c
         cross join lateral (
           -- FOR UPDATE and a window function cannot share a query level.
@@ -182,14 +182,15 @@ function claimStatement(
     ), short as (
       select ${limit} - count(*)::int as n from first_picks
     ), given as (
-      select sandbox_id, count(*)::int as taken, max(id) as last, max(asked) as asked
+      select sandbox_id, count(*)::int as taken, max(id) as last
         from first_picks group by sandbox_id
     ), more_picks as (
       -- The batch not yet full: the rest from the sandboxes that gave all
       -- they were asked (they may have more), round-robin still.
       select p.id, g.taken + p.rank as rank, c.n
         from caps c
-        join given g on g.sandbox_id = c.sandbox_id and g.taken = g.asked
+        join given g on g.sandbox_id = c.sandbox_id
+                    and g.taken = least(c.room, c.part)
         cross join short
         cross join lateral (
           select q.id, row_number() over (order by q.id) as rank from (
@@ -229,13 +230,10 @@ function claimStatement(
     union all
     select null, null, null, null, null, null, null, null, null,
            (select min(next_attempt_at) from queue.deliveries d
-             where d.state in ('pending', 'in_flight') ${served}
+             where ${waiting}
                and not exists (
                  select from totals t where t.sandbox_id = d.sandbox_id
-                    and t.n >= ${round.perSandbox})
-               and not exists (
-                 select from full_lanes f where f.sandbox_id = d.sandbox_id
-                    and f.subscriber = d.subscriber)),
+                    and t.n >= ${round.perSandbox})),
            (select sandbox_id from after)
      where not exists (select from claimed)`;
 }
