@@ -112,8 +112,13 @@ interface LaneState {
   due: number[];
   /** No fetch before this (after a failed one). */
   notBefore: number;
-  /** The highest stream sequence fetched from the lane. */
+  /**
+   * The highest stream sequence fetched from the lane, or known taken (by
+   * another process: what a short fetch did not get).
+   */
   seen: number;
+  /** The highest stream sequence a bell named for the lane. */
+  rungUpTo: number;
   /** When the lane last had work here (a lane idle for long is forgotten). */
   busyAt: number;
 }
@@ -161,6 +166,7 @@ export class JetStreamConsumer {
   notify(sandboxId: string, count: number, seq?: number) {
     const lane = this.#lane(sandboxId);
     if (seq !== undefined && seq <= lane.seen) return;
+    if (seq !== undefined) lane.rungUpTo = Math.max(lane.rungUpTo, seq);
     lane.available += count;
     if (lane.fetching) lane.rung = true;
     this.#wake();
@@ -172,7 +178,7 @@ export class JetStreamConsumer {
     if (!lane && pending === 0 && ackPending === 0) return;
     lane ??= this.#lane(sandboxId);
     if (lane.fetching) return;
-    lane.available = Math.max(lane.available, pending);
+    lane.available = Math.max(lane.available, believable(pending));
     // Unacknowledged beyond what this consumer holds and waits on: another
     // holder's, or redeliveries due (a process that died, an AckWait over).
     const ours = this.#held(sandboxId).lane + lane.due.length;
@@ -258,6 +264,7 @@ export class JetStreamConsumer {
         due: [],
         notBefore: 0,
         seen: 0,
+        rungUpTo: 0,
         busyAt: Date.now(),
       };
       this.#lanes.set(sandboxId, lane);
@@ -293,6 +300,9 @@ export class JetStreamConsumer {
     lane.fetching = true;
     lane.rung = false;
     this.#asked += n;
+    // Every message rung for before the fetch is in the lane by now: a
+    // fetch that ends short has had them, or another process has.
+    const rungBefore = lane.rungUpTo;
     let got = 0;
     const fetch = (async () => {
       try {
@@ -312,10 +322,21 @@ export class JetStreamConsumer {
           for (const msg of burst) lane.seen = Math.max(lane.seen, msg.seq);
           this.#start(lane, burst);
         }
-        // All it asked for: the last message said how many are left. Fewer:
-        // the fetch waited them out, and the lane has none left, unless a
-        // bell rang meanwhile.
-        lane.available = got === n ? left : 0;
+        // All it asked for: the last message said how many are left, a
+        // count that NATS 2.9 sometimes gives as none while a publish goes
+        // on (consumer info showed 2^64 - 1 then): a message rung for and
+        // not yet fetched is still there, and the next fetch asks for one.
+        // Fewer: the fetch waited them out, and the lane has none left (all
+        // rung for before it are taken), unless a bell rang meanwhile.
+        if (got === n) {
+          lane.available = believable(left);
+          if (lane.rungUpTo > lane.seen) {
+            lane.available = Math.max(lane.available, 1);
+          }
+        } else {
+          lane.available = 0;
+          lane.seen = Math.max(lane.seen, rungBefore);
+        }
         if (lane.rung) lane.available = Math.max(lane.available, 1);
       } catch (error) {
         // The fetch stopped early: its heartbeats came late (a loaded
@@ -459,6 +480,14 @@ export class JetStreamConsumer {
     recorded(options, started, results, finished.size);
     options.onTouched?.([...new Set(started.map((d) => d.sandboxId))]);
   }
+}
+
+/**
+ * A pending count from the broker, or 1 (there is something) for the count
+ * NATS 2.9 sometimes gives, under zero, as 2^64 - 1.
+ */
+function believable(pending: number): number {
+  return pending > 2 ** 32 ? 1 : pending;
 }
 
 function safeJson(text: string): unknown {
