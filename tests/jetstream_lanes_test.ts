@@ -154,16 +154,28 @@ natsTest(
         }
       }));
       const stream = testStream();
-      // An hour between looks at the lanes: a lane whose messages the
-      // consumers lost count of would wait for it, and the test would end.
-      // The relay publishes the backlog while the lanes are fetched: NATS
-      // 2.9 then sometimes says a lane has nothing left when it has.
+      // An hour between the workers' looks at the lanes: a lane whose
+      // messages the consumers lost count of would wait for it, and the
+      // test would end. Meanwhile the lanes' info is asked for from outside,
+      // as a console or the nats CLI would: NATS 2.9 then sometimes tells a
+      // fetch that a lane has nothing left when it has.
       const run = startTestWorkers(db, {
         transport: "jetstream",
         stream,
         pollMs: 3_600_000,
       });
       const workers = await run.messaging;
+      const nc = await connect({ servers: TEST_NATS_URL });
+      let looking = true;
+      const looks = (async () => {
+        const jsm = await jetstreamManager(nc);
+        while (looking) {
+          for await (const _ of jsm.consumers.list(stream)) {
+            // Asking is the point.
+          }
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      })();
       try {
         await waitForJobs(sql, sandboxes.length * perSandbox, 60_000);
         assert.equal(
@@ -171,6 +183,9 @@ natsTest(
           0,
         );
       } finally {
+        looking = false;
+        await looks;
+        await nc.close();
         await workers.stop();
         await dropStream(stream);
       }
