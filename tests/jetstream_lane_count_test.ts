@@ -1,0 +1,135 @@
+/**
+ * The whole bakery over JetStream with a backlog of paid orders and no look
+ * at the lanes by the workers (their poll an hour away), while the lanes'
+ * info is asked for from outside, as an operator's `nats consumer ls` would.
+ * NATS 2.9 then sometimes tells a fetch that a lane has nothing left when it
+ * has (its pending count under zero, reported as none): a consumer that
+ * believed it waited for the poll, here for good. Every delivery is done,
+ * each receiver applied each of its messages once.
+ */
+import assert from "node:assert/strict";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { memoryLogger } from "../lib/log/mod.ts";
+import { MENU } from "../services/menu.ts";
+import { startBakeryMessaging } from "../services/mod.ts";
+import { placeOrder } from "../services/orders/place.ts";
+import { createPayment } from "../services/billing/open_payment.ts";
+import { recordStripeEvent } from "../services/billing/payments.ts";
+import { SUBSCRIBERS } from "../services/routing.ts";
+import { countOf, eventually, testConfig } from "./_app.ts";
+import { withTestDatabase } from "./_db.ts";
+import { dropStream, natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
+
+const SANDBOXES = 8;
+const ORDERS_PER_SANDBOX = 120;
+/** OrderPlaced to three, the payment to orders, OrderPaid to six. */
+const DELIVERIES_PER_ORDER = 10;
+
+natsTest(
+  "jetstream: a backlog of paid orders is delivered with no look at the lanes while their info is asked for from outside",
+  async () => {
+    await withTestDatabase(async (db) => {
+      const { sql } = db;
+      const today = Date.UTC(
+        new Date().getUTCFullYear(),
+        new Date().getUTCMonth(),
+        new Date().getUTCDate(),
+      );
+      await Promise.all(
+        Array.from({ length: SANDBOXES }, async (_, s) => {
+          const [{ id: sandboxId }] = await sql<{ id: string }[]>`
+            insert into platform.sandboxes (name) values (${`lanes ${s}`})
+            returning id`;
+          for (let i = 0; i < ORDERS_PER_SANDBOX; i++) {
+            // One item, spread over days and products: never over capacity.
+            const day = new Date(today + (i % 50) * 86_400_000)
+              .toISOString().slice(0, 10);
+            const placed = await placeOrder(sql, sandboxId, {
+              items: [{ sku: MENU[i % MENU.length].sku, qty: 1 }],
+              customer: { name: "Lane Tester", email: "lanes@example.com" },
+              fulfilment: "delivery",
+              day,
+              idempotencyKey: `lanes-${s}-${i}`,
+            });
+            const paymentId = `pi_lanes_${s}_${i}`;
+            await createPayment(sql, sandboxId, {
+              id: paymentId,
+              orderId: placed.orderId,
+              amountCents: placed.totalCents,
+              cardLast4: "4242",
+            });
+            await recordStripeEvent(sql, {
+              id: `evt_lanes_${s}_${i}`,
+              type: "payment_intent.succeeded",
+              data: {
+                object: {
+                  id: paymentId,
+                  object: "payment_intent",
+                  amount: placed.totalCents,
+                  currency: "eur",
+                  metadata: { sandboxId, orderId: placed.orderId },
+                  last_payment_error: null,
+                },
+              },
+            });
+          }
+        }),
+      );
+      const stream = testStream();
+      const { logger } = memoryLogger("warn");
+      const messaging = await startBakeryMessaging({
+        sql,
+        log: logger,
+        url: db.url,
+        config: testConfig({
+          QUEUE: "jetstream",
+          NATS_URL: TEST_NATS_URL,
+          NATS_STREAM: stream,
+          POLL_INTERVAL_MS: "3600000",
+        }),
+      });
+      const nc = await connect({ servers: TEST_NATS_URL });
+      let looking = true;
+      const looks = (async () => {
+        const jsm = await jetstreamManager(nc);
+        while (looking) {
+          for await (const _ of jsm.consumers.list(stream)) {
+            // Asking is the point.
+          }
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      })();
+      const total = SANDBOXES * ORDERS_PER_SANDBOX * DELIVERIES_PER_ORDER;
+      try {
+        await eventually(
+          `all ${total} deliveries done`,
+          async () =>
+            await countOf(sql<{ n: number }[]>`
+              select count(*)::int as n from queue.deliveries
+               where state = 'done'`) === total,
+          90_000,
+        );
+        for (const subscriber of SUBSCRIBERS) {
+          const [row] = await sql<{ n: number; messages: number }[]>`
+            select count(*)::int as n,
+                   count(distinct message_id)::int as messages
+              from ${sql(`${subscriber}.inbox`)}`;
+          assert.equal(row.n, row.messages, `${subscriber} applied a repeat`);
+        }
+        assert.equal(
+          await countOf(sql<{ n: number }[]>`
+            select count(*)::int as n from queue.deliveries
+             where state <> 'done'`),
+          0,
+        );
+      } finally {
+        looking = false;
+        await looks;
+        await nc.close();
+        await messaging.stop();
+        await dropStream(stream);
+      }
+    });
+  },
+);
