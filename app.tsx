@@ -22,7 +22,11 @@ import { sessionRoutes } from "./routes/api/session.ts";
 import { orderRoutes } from "./routes/api/orders.ts";
 import { stripeWebhook, WEBHOOK_MAX_BODY } from "./routes/webhooks/stripe.ts";
 import { consoleRoutes } from "./routes/api/console.ts";
-import { eventsRoute, STREAMS_PER_SESSION } from "./routes/api/events.ts";
+import {
+  eventsRoute,
+  STREAM_RECHECK_MS,
+  STREAMS_PER_SESSION,
+} from "./routes/api/events.ts";
 import { metricsGuard, metricsRoute } from "./routes/metrics.ts";
 import { labRoutes } from "./routes/api/labs.ts";
 import { registerLabPages } from "./routes/labs/mod.ts";
@@ -142,8 +146,13 @@ export function createApp(deps: Deps): Hono {
     }),
   );
 
-  // Signing out (or in, which rotates the session) ends its event streams.
-  const streams = new StreamCap(STREAMS_PER_SESSION);
+  // Signing out (or in, which rotates the session) ends its event streams;
+  // so does a session ended elsewhere (another process, the daily wipe) or
+  // idle too long, found by the recheck.
+  const streams = new StreamCap(STREAMS_PER_SESSION, {
+    everyMs: STREAM_RECHECK_MS,
+    live: (ids) => deps.sessions.live(ids),
+  });
   deps.sessions.onEnd((session) => streams.end(session.id));
 
   registerStorefront(app, deps);

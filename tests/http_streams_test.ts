@@ -117,3 +117,36 @@ Deno.test("event streams: signing out ends the session's streams, not others'", 
     assert.equal(await ends(stream.reader!), true, "the form's sign-out");
   });
 });
+
+Deno.test("event streams: a session ended elsewhere (the daily wipe, another process) ends its streams, not others'", async () => {
+  await withTestBakery(async (t) => {
+    const wiped = t.client();
+    await signIn(wiped, "Wiped");
+    const { body: mine } = await wiped.json<{ sandboxId: string }>(
+      "GET",
+      "/api/session",
+    );
+    const stream = await openStream(wiped);
+    const other = t.client();
+    await signIn(other, "Another");
+    const theirs = await openStream(other);
+
+    // What the daily wipe does to a sandbox's sessions, and what another
+    // process's sign-out does: the row ends, and this process is not told.
+    const ended = await t.sql`update platform.sessions set ended_at = now()
+      where sandbox_id = ${mine.sandboxId} and ended_at is null`;
+    assert.ok(ended.count >= 1);
+    assert.equal(
+      await ends(stream.reader!),
+      true,
+      "the ended session's stream",
+    );
+
+    const state = await Promise.race([
+      theirs.reader!.read().then((r) => r.done ? "ended" : "data"),
+      new Promise((r) => setTimeout(() => r("open"), 200)),
+    ]);
+    assert.notEqual(state, "ended", "the other session's stream stays open");
+    await theirs.reader!.cancel();
+  });
+});

@@ -74,6 +74,21 @@ export class SessionStore {
       : null;
   }
 
+  /**
+   * Which of the sessions `ids` are live (not ended, not idle too long),
+   * without touching them: for what a session holds open, such as its
+   * event streams, when it may have ended elsewhere (another process, the
+   * daily wipe).
+   */
+  async live(ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.sql<{ id: string }[]>`
+      select id from platform.sessions
+       where id = any(${ids}::text[]) and ended_at is null
+         and last_seen_at > now() - ${this.idleMinutes} * interval '1 minute'`;
+    return new Set(rows.map((r) => r.id));
+  }
+
   /** Ends a session and opens a new one in the same sandbox (sign-in). */
   async rotate(old: Session, name: string | null) {
     await this.end(old);

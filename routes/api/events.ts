@@ -2,7 +2,8 @@
  * `GET /api/events`: server-sent events for the caller's sandbox. Each
  * `change` event says "something in your sandbox changed; look again".
  * Bursts are coalesced to at most one event per 200 ms. A session may hold
- * `STREAMS_PER_SESSION` streams at once; its streams end when it ends.
+ * `STREAMS_PER_SESSION` streams at once; its streams end when it ends
+ * (here, or within `STREAM_RECHECK_MS` when it ends elsewhere).
  */
 import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
@@ -19,6 +20,13 @@ const COALESCE_MS = 200;
  * browser over HTTP/1.1 holds six connections per site in all).
  */
 export const STREAMS_PER_SESSION = 8;
+
+/**
+ * How often the sessions of open streams are looked up, so that a session
+ * ended where this process does not see it (another process, the daily
+ * wipe) or idle too long ends its streams within this time.
+ */
+export const STREAM_RECHECK_MS = 5_000;
 
 export function eventsRoute(deps: Deps, streams: StreamCap) {
   return (c: Context) => {
