@@ -7,8 +7,9 @@ export function sha256Hex(text: string): Promise<string> {
 
 /**
  * The same digest, computed at once: node:crypto hashes in the calling
- * thread (about 1 µs for a request body), where `crypto.subtle.digest` goes
- * through a promise and costs about 20 µs.
+ * thread, where `crypto.subtle.digest` goes through a promise that costs
+ * more than hashing a request body (bench/HISTORY.md, "Figures that were in
+ * the code's comments").
  */
 export function sha256HexSync(text: string): string {
   return createHash("sha256").update(text, "utf8").digest("hex");

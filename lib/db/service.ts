@@ -66,7 +66,8 @@ export async function asService<T>(
      * statement anew for its first five runs and keeps doing so when the
      * plan without parameters looks dearer, which it does for anything with
      * `LIMIT $n` (guessed at a tenth of the table): a consumer's claim spent
-     * 1.3 ms planning and 0.7 ms running (measured).
+     * longer planning than running (bench/HISTORY.md, "Figures that were in
+     * the code's comments").
      */
     genericPlans?: boolean;
     /**
@@ -82,10 +83,11 @@ export async function asService<T>(
   // Bookkeeping reads only through partial indexes of pending rows. The
   // planner cannot know that the sandbox policy lets a worker see every row
   // (it guesses 0.5 %), so it would seq-scan and sort the whole backlog to
-  // claim 100 rows (10 ms at 20,000 pending, measured; 0.1 ms by the index).
-  // Those switches price a plan that must sort at 10^10, which would make
-  // PostgreSQL JIT-compile every statement that sorts a few rows (800 ms for
-  // a relay batch, measured): bookkeeping runs with jit off.
+  // claim 100 rows, a hundred times slower than by the index. Those
+  // switches price a plan that must sort at 10^10, which would make
+  // PostgreSQL JIT-compile every statement that sorts a few rows, for far
+  // longer than the statement runs: bookkeeping runs with jit off. (The
+  // figures: bench/HISTORY.md, "Figures that were in the code's comments".)
   const bk = options.bookkeeping ?? false;
   return await transaction(
     sql,
@@ -218,8 +220,8 @@ async function transaction<T>(
  * the setup and the statement leave in one round trip, COMMIT in the same
  * breath, and the answers come back together. The relay's move and the
  * consumers' claim and finish are one statement each. A round trip costs
- * about 0.2 ms on 2 cores, as much as a one-row move takes to run: a
- * bookkeeping `select 1` took 0.29 ms instead of 0.46 (medians of 350).
+ * about as much as a one-row move takes to run (bench/HISTORY.md, "Figures
+ * that were in the code's comments").
  *
  * `statement` must return the query as postgres.js builds it, unsent (not
  * awaited, not from an async function).

@@ -48,8 +48,8 @@ export interface RelayOptions {
   /** Delay before the next try after a failed publish (RELAY_RETRY_MS). */
   retryMs: number;
   /**
-   * Rows per batch: 1,000 for a move (one statement of about 40 ms of
-   * server time), 100 for a claim the long way.
+   * Rows per batch: 1,000 for a move (one statement), 100 for a claim the
+   * long way.
    */
   batchSize?: number;
   /**
