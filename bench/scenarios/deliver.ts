@@ -3,11 +3,12 @@
  * schedule, dispatch, crm, customers, receipts), each applying its real
  * inbox write and effect in its own transaction, in process with the
  * consumers of one worker process (bench/worker.ts consume: four consumer
- * loops, batches of ten, as the app runs them). Applied deliveries per
- * second, from `go` to the last delivery marked done; the target (issue 19)
- * is 1.5 x the peer's drain of jobs doing the same two writes
- * (peer.drain_handler).
+ * loops, batches of CONSUMER_BATCH_SIZE, as the app runs them). Applied
+ * deliveries per second, from `go` to the last delivery marked done; the
+ * target (issue 19) is 1.5 x the peer's drain of jobs doing the same two
+ * writes (peer.drain_handler).
  */
+import { CONSUMER_BATCH_SIZE } from "../../lib/queue/postgres/mod.ts";
 import { baseline, type Ctx } from "../context.ts";
 import { drain } from "../drain.ts";
 import { type Figure, figure, ratioAtLeast } from "../report.ts";
@@ -61,7 +62,8 @@ export async function deliver(ctx: Ctx): Promise<Figure[]> {
       messages: plan.deliverMessages,
       receivers:
         "the six bakery receivers, OrderPaid (kitchen card existing at version 1)",
-      consumers: "one worker process, 4 consumer loops x batches of 10",
+      consumers:
+        `one worker process, 4 consumer loops x batches of ${CONSUMER_BATCH_SIZE}`,
       timing: "server clock: from go to max(done_at)",
       states: byState,
       workerMemoryMb: r.usage,
