@@ -134,8 +134,12 @@ function claimStatement(
         where ${open} order by sandbox_id limit 1))`;
   return sql<ClaimRow[]>`
     with recursive ring (sandbox_id, first, n) as (
+      -- offset 0: the first sandbox is looked up once, not once for each
+      -- place that names it.
       select s, s, 1
-        from (select ${next(sql`${round.after ?? NO_SANDBOX}::uuid`)} as s) x
+        from (select ${
+    next(sql`${round.after ?? NO_SANDBOX}::uuid`)
+  } as s offset 0) x
        where s is not null
       union all
       select nx.s, r.first, r.n + 1
