@@ -61,8 +61,7 @@ export class SessionStore {
       }[]
     >`
       update platform.sessions set last_seen_at = now()
-       where id = ${await sha256Hex(token)} and ended_at is null
-         and last_seen_at > now() - ${this.idleMinutes} * interval '1 minute'
+       where id = ${await sha256Hex(token)} and ${this.#isLive()}
       returning id, sandbox_id, name, csrf_token`;
     return row
       ? {
@@ -84,9 +83,14 @@ export class SessionStore {
     if (ids.length === 0) return new Set();
     const rows = await this.sql<{ id: string }[]>`
       select id from platform.sessions
-       where id = any(${ids}::text[]) and ended_at is null
-         and last_seen_at > now() - ${this.idleMinutes} * interval '1 minute'`;
+       where id = any(${ids}::text[]) and ${this.#isLive()}`;
     return new Set(rows.map((r) => r.id));
+  }
+
+  /** A session row that still works: not ended, not idle too long. */
+  #isLive() {
+    return this.sql`ended_at is null
+      and last_seen_at > now() - ${this.idleMinutes} * interval '1 minute'`;
   }
 
   /** Ends a session and opens a new one in the same sandbox (sign-in). */

@@ -74,21 +74,22 @@ export class StreamCap {
 
   /** The recheck runs while a stream is open, and only then. */
   #watch() {
-    if (!this.recheck) return;
+    const recheck = this.recheck;
+    if (!recheck) return;
     if (this.#open.size === 0) {
       clearInterval(this.#timer);
       this.#timer = undefined;
     } else {
-      this.#timer ??= setInterval(() => this.#sweep(), this.recheck.everyMs);
+      this.#timer ??= setInterval(() => this.#sweep(recheck), recheck.everyMs);
     }
   }
 
-  async #sweep() {
-    if (this.#checking || !this.recheck) return;
+  async #sweep(recheck: Recheck) {
+    if (this.#checking) return;
     this.#checking = true;
     try {
       const owners = [...this.#open.keys()];
-      const live = await this.recheck.live(owners);
+      const live = await recheck.live(owners);
       for (const owner of owners) if (!live.has(owner)) this.end(owner);
     } catch {
       // The next sweep looks again; a stream is never ended on a guess.
