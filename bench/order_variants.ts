@@ -10,7 +10,11 @@
  * - nothing: what the order costs without its outbox (the write scenario's
  *   `orders_8_without_outbox`);
  * - `graphile_worker.add_job` with the OrderPlaced envelope as payload: the
- *   order as a graphile-worker user would write it (the peer scenario).
+ *   order as a graphile-worker user would write it (the peer scenario);
+ * - one row of the envelope in `bench.bare_outbox`, a table with a primary
+ *   key and nothing else (no other index, no state, no flush, no wake-up):
+ *   the floor of any outbox that writes its message in the order's
+ *   transaction (the write scenario's `orders_8_bare_row`).
  *
  * If newOrderStatement changes, this copy must follow it; the write
  * scenario's `orders_8` and `orders_8_without_outbox` are read side by side.
@@ -47,6 +51,20 @@ const ADD_JOB: Tail = (tx, envelope, placed) => ({
     tx.sql.json(envelope as never)
   }::json) where ${placed})`,
   value: tx.sql`(select count(*)::int from job)`,
+});
+
+/**
+ * The envelope as one row of `bench.bare_outbox` (see
+ * {@link createBareOutbox}), written with the order.
+ */
+const BARE_ROW: Tail = (tx, envelope, placed) => ({
+  ctes: tx.sql`bare as (
+      insert into bench.bare_outbox (sandbox_id, message_id, type, envelope)
+      select ${envelope.sandboxId}, ${envelope.messageId}, ${envelope.type},
+             ${tx.sql.json(envelope as never)}
+       where ${placed}
+      returning id)`,
+  value: tx.sql`(select count(*)::int from bare)`,
 });
 
 async function placeWith(sql: Sql, source: OrderSource, tail: Tail) {
@@ -116,6 +134,32 @@ async function placeWith(sql: Sql, source: OrderSource, tail: Tail) {
 /** The order without its outbox row, the flush and the wake-up. */
 export function placeWithoutOutbox(sql: Sql, source: OrderSource) {
   return placeWith(sql, source, NOTHING);
+}
+
+/** The order with its envelope in `bench.bare_outbox` instead. */
+export function placeWithBareRow(sql: Sql, source: OrderSource) {
+  return placeWith(sql, source, BARE_ROW);
+}
+
+/**
+ * Creates `bench.bare_outbox` in the database of `sql` (its owner's
+ * connection): an outbox reduced to what any outbox needs, the message and
+ * an order to read it in (the primary key), under the sandbox policy the
+ * real outboxes have, with the orders role's rights to insert (and read back what it inserts).
+ */
+export async function createBareOutbox(sql: Sql): Promise<void> {
+  await sql`create schema if not exists bench`;
+  await sql`
+    create table if not exists bench.bare_outbox (
+      id bigint generated always as identity primary key,
+      sandbox_id uuid not null,
+      message_id uuid not null,
+      type text not null,
+      envelope jsonb not null
+    )`;
+  await sql`select platform.enable_sandbox_rls('bench.bare_outbox')`;
+  await sql`grant usage on schema bench to orders`;
+  await sql`grant select, insert on bench.bare_outbox to orders`;
 }
 
 /** The order with graphile-worker's add_job in place of its outbox row. */

@@ -80,6 +80,19 @@ export async function deliver(ctx: Ctx): Promise<Figure[]> {
         target: ratioAtLeast(0.5, ">= 0.5 x handler_plain_4"),
         note: "the first round's target, met then and kept",
       }),
+      // The target's ceiling in this run: the receivers' two statements
+      // alone, with no queue at all, against the peer. Under 1.5, no queue
+      // that gives each delivery a transaction of its own meets it here.
+      figure(
+        "handlers_alone_vs_peer",
+        ctx.shared.baselines.get("handler_plain_4") ?? null,
+        "tx/s",
+        {
+          baseline: baseline(ctx, "peer.drain_handler", "jobs/s"),
+          note:
+            "handler_plain_4 (an inbox insert and an effect upsert per transaction, plain tables, no queue) read against the peer's drain of the same handler: the most applied_per_s could reach against the peer",
+        },
+      ),
       figure("paid_orders_per_s", rate / 6, "orders/s", {
         note: "six deliveries per paid order",
       }),
