@@ -38,7 +38,10 @@ import {
 } from "../../services/console/bulk.ts";
 import { cancelJob, readJob } from "../../services/console/jobs.ts";
 import { failureGroupsData } from "../../services/console/failure_groups.ts";
-import { listActions } from "../../services/console/actions.ts";
+import {
+  actionsQuerySchema,
+  listActions,
+} from "../../services/console/actions.ts";
 import { search } from "../../services/console/search.ts";
 import {
   InvalidPayload,
@@ -372,7 +375,8 @@ export function consoleRoutes(deps: Deps) {
     },
     actions: async (c: Context) => {
       const { sandboxId } = requireOperator(c);
-      return c.json({ items: await listActions(sql, sandboxId) });
+      const page = parseOr400(actionsQuerySchema, query(c), "query");
+      return c.json(await listActions(sql, sandboxId, page));
     },
     search: async (c: Context) => {
       const { sandboxId } = requireOperator(c);

@@ -1,5 +1,6 @@
 /**
- * `GET /console/actions`: the operator log, newest first: who redrove,
+ * `GET /console/actions`: the operator log, newest first, a page of 50 at a
+ * time (`?before=` a page's `next`): who redrove,
  * refused or superseded dead letters, started or cancelled a bulk job, or
  * paused or resumed a receiver, when, aimed at what, and how many. Twin of
  * `GET /api/console/actions`.
@@ -8,9 +9,11 @@ import type { Deps } from "../../deps.ts";
 import { html } from "../../lib/http/render.ts";
 import { ConsolePage } from "../../components/console_page.tsx";
 import {
+  actionsQuerySchema,
   listActions,
   type OperatorAction,
 } from "../../services/console/actions.ts";
+import { parseOr400 } from "../../lib/http/validate.ts";
 import type { ConsoleRender } from "./_guard.ts";
 
 const VERB: Record<OperatorAction["action"], string> = {
@@ -37,8 +40,15 @@ function targetText(target: Record<string, unknown>): string {
 
 /** Renders the log from the same read model as the twin. */
 export function actionsPage({ sql }: Deps): ConsoleRender {
-  return async (_c, operator) => {
-    const items = await listActions(sql, operator.sandboxId);
+  return async (c, operator) => {
+    const { before } = parseOr400(
+      actionsQuerySchema.pick({ before: true }),
+      { before: c.req.query("before") },
+      "query",
+    );
+    const { items, next } = await listActions(sql, operator.sandboxId, {
+      before,
+    });
     return html(
       <ConsolePage
         title="Operator log"
@@ -50,7 +60,9 @@ export function actionsPage({ sql }: Deps): ConsoleRender {
           {items.length === 0
             ? (
               <p class="muted" data-testid="actions-empty">
-                No operator has acted in this sandbox yet.
+                {before
+                  ? "Nothing older: this is the start of the log."
+                  : "No operator has acted in this sandbox yet."}
               </p>
             )
             : (
@@ -89,6 +101,24 @@ export function actionsPage({ sql }: Deps): ConsoleRender {
                 </tbody>
               </table>
             )}
+          {(before || next) && (
+            <nav class="pager" aria-label="Pages of the log">
+              {before && (
+                <a href="/console/actions" data-testid="actions-newest">
+                  ← Newest
+                </a>
+              )}
+              {next && (
+                <a
+                  class="pager-older"
+                  href={`/console/actions?before=${encodeURIComponent(next)}`}
+                  data-testid="actions-older"
+                >
+                  Older entries →
+                </a>
+              )}
+            </nav>
+          )}
         </section>
       </ConsolePage>,
     );

@@ -38,31 +38,100 @@ export async function logAction(
             ${row.jobId ?? null})`;
 }
 
-/** The sandbox's newest actions first, pauses and resumes among them. */
+/** Entries on one page of the log, unless the caller asks for another number. */
+export const ACTIONS_PAGE = 50;
+/** The most entries one page may ask for. */
+export const ACTIONS_PAGE_MAX = 200;
+
+/**
+ * A place in the log, as a page's `next` gives it: the entry's time in
+ * microseconds since 1970, its table (`o` for queue.operator_actions, `p`
+ * for queue.pause_actions) and its id there. The lengths keep both numbers
+ * inside a bigint (up to the year 2286 for the time).
+ */
+export const actionsCursorSchema = z.string().regex(
+  /^\d{1,16}\.[op]\.\d{1,18}$/,
+  "a place in the operator log, as a page's `next` gives it",
+);
+
+/** `?before=` and `?limit=` of the log's page and of its twin. */
+export const actionsQuerySchema = z.strictObject({
+  before: actionsCursorSchema.optional(),
+  limit: z.string()
+    .regex(/^\d{1,3}$/, `a whole number from 1 to ${ACTIONS_PAGE_MAX}`)
+    .transform(Number)
+    .pipe(
+      z.number().int().min(1, "at least 1")
+        .max(ACTIONS_PAGE_MAX, `at most ${ACTIONS_PAGE_MAX}`),
+    )
+    .optional(),
+});
+
+/** One page of the log, and where the next (older) page starts. */
+export interface ActionsPage {
+  items: OperatorAction[];
+  /** The cursor of this page's last entry, or null when nothing is older. */
+  next: string | null;
+}
+
+/**
+ * The sandbox's actions, newest first, pauses and resumes among them: a
+ * page of `limit` entries after the cursor `before` (from the newest
+ * without one). Entries are ordered by time, then table, then id, so that
+ * two written in the same microsecond still have one place each and a page
+ * never repeats or skips one.
+ */
 export async function listActions(
   sql: Sql,
   sandboxId: string,
-  limit = 50,
-): Promise<OperatorAction[]> {
-  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
-    sql`
-      select * from (
-        (select at, id, actor, action, target, count, job_id
-           from queue.operator_actions order by at desc, id desc
-          limit ${limit})
-        union all
-        (select at, id, actor, action,
-                jsonb_build_object('subscriber', subscriber), 1, null::uuid
-           from queue.pause_actions order by at desc, id desc
-          limit ${limit})
-      ) a order by at desc, id desc
-      limit ${limit}`);
-  return actionsSchema.parse(rows.map((r) => ({
-    at: r.at.toISOString(),
-    actor: r.actor,
-    action: r.action,
-    target: r.target,
-    count: r.count,
-    jobId: r.job_id,
-  })));
+  options: { limit?: number; before?: string } = {},
+): Promise<ActionsPage> {
+  const limit = options.limit ?? ACTIONS_PAGE;
+  const before = options.before === undefined
+    ? null
+    : parseCursor(options.before);
+  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) => {
+    // Older than the cursor, for the rows of table `src`; the bound on `at`
+    // alone lets the sandbox's index on (sandbox_id, at) narrow the scan.
+    const at = before &&
+      sql`(timestamptz 'epoch' + ${before.us}::bigint * interval '1 microsecond')`;
+    const older = (src: "o" | "p") =>
+      before
+        ? sql`at <= ${at} and (at, ${src}::text, id)
+                < (${at}, ${before.src}::text, ${before.id}::bigint)`
+        : sql`true`;
+    return sql`
+      select *, (extract(epoch from at) * 1000000)::bigint::text || '.' ||
+                src || '.' || id as cursor
+        from (
+          (select at, 'o' as src, id, actor, action, target, count, job_id
+             from queue.operator_actions where ${older("o")}
+            order by at desc, id desc limit ${limit + 1})
+          union all
+          (select at, 'p', id, actor, action,
+                  jsonb_build_object('subscriber', subscriber), 1, null::uuid
+             from queue.pause_actions where ${older("p")}
+            order by at desc, id desc limit ${limit + 1})
+        ) a
+       order by at desc, src desc, id desc
+       limit ${limit + 1}`;
+  });
+  const page = rows.slice(0, limit);
+  return {
+    items: actionsSchema.parse(page.map((r) => ({
+      at: r.at.toISOString(),
+      actor: r.actor,
+      action: r.action,
+      target: r.target,
+      count: r.count,
+      jobId: r.job_id,
+    }))),
+    next: rows.length > limit ? page[page.length - 1].cursor : null,
+  };
+}
+
+/** A cursor's parts. */
+function parseCursor(cursor: string) {
+  const [us, src, id] = actionsCursorSchema.parse(cursor).split(".");
+  return { us, src, id };
 }

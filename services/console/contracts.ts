@@ -443,9 +443,13 @@ export const operatorActionSchema = z.strictObject({
 });
 export type OperatorAction = z.infer<typeof operatorActionSchema>;
 
-/** `GET /api/console/actions`: the operator log, newest first. */
+/**
+ * `GET /api/console/actions`: a page of the operator log, newest first, and
+ * the cursor of the next (older) page for `?before=`, null on the last.
+ */
 export const actionsDataSchema = z.strictObject({
   items: z.array(operatorActionSchema),
+  next: z.string().nullable(),
 });
 export type ActionsData = z.infer<typeof actionsDataSchema>;
 
