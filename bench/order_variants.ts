@@ -145,7 +145,8 @@ export function placeWithBareRow(sql: Sql, source: OrderSource) {
  * Creates `bench.bare_outbox` in the database of `sql` (its owner's
  * connection): an outbox reduced to what any outbox needs, the message and
  * an order to read it in (the primary key), under the sandbox policy the
- * real outboxes have, with the orders role's rights to insert (and read back what it inserts).
+ * real outboxes have, and the orders role's rights to insert into it and
+ * read back what it inserted.
  */
 export async function createBareOutbox(sql: Sql): Promise<void> {
   await sql`create schema if not exists bench`;

@@ -90,6 +90,8 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
       op: Place;
       /** The pool has no after-commit waker: the NOTIFY goes in the order. */
       noWaker?: boolean;
+      /** Tables of the benchmark's own that the run writes into. */
+      setup?: (sql: Sql) => Promise<void>;
     }
   > = {
     waker: {
@@ -122,6 +124,7 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
       note:
         "a leaner order schema, measured without adopting it: three writes (the order row carrying its lines and idempotency key, the capacity, the outbox row standing for the event) with the same isolation, outbox flush and wake-up",
       op: placeLeanOrder,
+      setup: createLeanOrders,
     },
     bareRow: {
       label: "b",
@@ -130,6 +133,7 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
       note:
         "the same order transaction with its envelope as one row of a table that has a primary key and nothing else (bench.bare_outbox: no other index, no state, no flush, no wake-up): the floor of any outbox that writes its message in the order's transaction",
       op: placeWithBareRow,
+      setup: createBareOutbox,
     },
     rowOnly: {
       label: "r",
@@ -155,8 +159,7 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
     // process, so only its coalesced NOTIFY goes out).
     const waker = coalescingWaker(sql);
     if (!MODES[mode].noWaker) setOutboxWaker(sql, waker.wake);
-    if (mode === "lean") await createLeanOrders(db.sql);
-    if (mode === "bareRow") await createBareOutbox(db.sql);
+    await MODES[mode].setup?.(db.sql);
     const stopSweeper = sweeper(db.sql);
     try {
       await listener.listen(OUTBOX_CHANNEL, () => notifications++);
