@@ -50,6 +50,20 @@ async function moveLoops(db: BenchDb, routing: Routing): Promise<number> {
   }
 }
 
+/**
+ * WAL segment files the server has now; null where this role may not list
+ * them (a server of BENCH_DATABASE_URL).
+ */
+async function walSegmentCount(db: BenchDb): Promise<number | null> {
+  try {
+    const [row] = await db.sql<{ n: number }[]>`
+      select count(*)::int as n from pg_ls_waldir()`;
+    return row.n;
+  } catch {
+    return null;
+  }
+}
+
 /** Issue 19: one process drains 100,000 rows at >= 0.6 x jobs_plain. */
 const TARGET = ratioAtLeast(0.6, ">= 0.6 x jobs_plain");
 
@@ -59,6 +73,8 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
   const peaks: number[] = [];
   const memoryUsage: Record<string, unknown> = {};
   const drainCpu: Record<string, number> = {};
+  /** WAL segment files when each measured drain starts. */
+  const walSegments: Record<string, number | null> = {};
   const drainBacklog = (db: BenchDb, processes: number, rows: number) =>
     drain(ctx, {
       db,
@@ -77,10 +93,15 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
       },
     });
   // The first drain after the baselines ran a fifth slower than the same
-  // drain run again (23,552 against about 32,000 msg/s, same code; what the
-  // baselines left in the server's buffers, we think), so one unmeasured
-  // drain brings the server to the state both measured drains start from.
-  const warmupRows = Math.ceil(plan.relayRows / 4);
+  // drain run again (23,552 against about 32,000 msg/s, same code), so one
+  // unmeasured drain brings the server to the state the measured drains
+  // start from. It is as large as they are: a drain writes about 420 MB of
+  // WAL, and a fresh cluster has the segments of what it wrote so far. A
+  // warm-up of a quarter left 8 segments of the 28 a drain fills, so the
+  // one-process drain made the other 20 new (and was 0.77 of the move alone
+  // on average, against 0.87 after a full warm-up; bench/HISTORY.md), while
+  // the two-process drain after it found them all.
+  const warmupRows = plan.relayRows;
   {
     const db = await ctx.server.database("relay_warmup");
     try {
@@ -96,6 +117,7 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
     try {
       progress.step(`relay: seeding ${plan.relayRows} pending outbox rows`);
       await outboxBacklog(db.sql, plan.relayRows);
+      walSegments[`${processes}_process`] = await walSegmentCount(db);
       progress.step(`relay: draining with ${processes} process(es)`);
       const r = await drainBacklog(db, processes, plan.relayRows);
       const [{ n: deliveries }] = await db.sql<{ n: number }[]>`
@@ -163,7 +185,8 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
   ctx.params = {
     rows: plan.relayRows,
     warmup:
-      `one unmeasured drain of ${warmupRows} rows (1 process) before the measured ones`,
+      `one unmeasured drain of ${warmupRows} rows (1 process) before the measured ones, as large as they are (the WAL segments a drain fills exist when they start)`,
+    walSegments,
     type: "OrderPlaced (three subscribers: three deliveries per message)",
     sandboxes: 100,
     move:
