@@ -14,7 +14,11 @@
  * - one row of the envelope in `bench.bare_outbox`, a table with a primary
  *   key and nothing else (no other index, no state, no flush, no wake-up):
  *   the floor of any outbox that writes its message in the order's
- *   transaction (the write scenario's `orders_8_bare_row`).
+ *   transaction (the write scenario's `orders_8_bare_row`);
+ * - the outbox row alone, in `orders.outbox` itself (its indexes, checks
+ *   and policy), without the flush of the sandbox's waiting rows and
+ *   without the wake-up: what those two cost beside the row (the write
+ *   scenario's `orders_8_outbox_row_alone`).
  *
  * If newOrderStatement changes, this copy must follow it; the write
  * scenario's `orders_8` and `orders_8_without_outbox` are read side by side.
@@ -65,6 +69,20 @@ const BARE_ROW: Tail = (tx, envelope, placed) => ({
        where ${placed}
       returning id)`,
   value: tx.sql`(select count(*)::int from bare)`,
+});
+
+/**
+ * The envelope as a row of `orders.outbox`, as lib/outbox writes it, and
+ * nothing else of the outbox: no flush, no wake-up.
+ */
+const OUTBOX_ROW: Tail = (tx, envelope, placed) => ({
+  ctes: tx.sql`row as (
+      insert into orders.outbox (sandbox_id, message_id, type, envelope)
+      select ${envelope.sandboxId}, ${envelope.messageId}, ${envelope.type},
+             ${tx.sql.json(envelope as never)}
+       where ${placed}
+      returning id)`,
+  value: tx.sql`(select count(*)::int from row)`,
 });
 
 async function placeWith(sql: Sql, source: OrderSource, tail: Tail) {
@@ -139,6 +157,11 @@ export function placeWithoutOutbox(sql: Sql, source: OrderSource) {
 /** The order with its envelope in `bench.bare_outbox` instead. */
 export function placeWithBareRow(sql: Sql, source: OrderSource) {
   return placeWith(sql, source, BARE_ROW);
+}
+
+/** The order with its outbox row alone: no flush, no wake-up. */
+export function placeWithOutboxRowAlone(sql: Sql, source: OrderSource) {
+  return placeWith(sql, source, OUTBOX_ROW);
 }
 
 /**

@@ -11,16 +11,20 @@
  * the waker, where the outbox sends its NOTIFY in the transaction) shows
  * what that choice is worth, and a fourth, the same order transaction
  * without the outbox row, its flush and the wake-up (bench/order_variants.ts
- * placeWithoutOutbox), what the outbox itself costs; a fifth, an order of a leaner schema (bench/lean_order.ts: three
- * writes instead of eight), what that schema change would be worth; a
- * sixth, the order row alone in the same one round trip through
- * the orders service (bench/orders.ts placeOrderRowOnly), the floor of any
- * order that keeps the sandboxes apart; a seventh, the order with its
- * envelope in a table that has a primary key and nothing else
- * (bench/order_variants.ts placeWithBareRow), the most the outbox's own
- * cost could come down to. The targets (issue 19): orders_8
- * >= 1.5 x the peer's order with graphile-worker's add_job
- * (peer.order_add_job_8), and >= 0.85 x orders_8_without_outbox.
+ * placeWithoutOutbox), what the outbox itself costs; a fifth, an order of a
+ * leaner schema (bench/lean_order.ts: three writes instead of eight), what
+ * that schema change would be worth; a sixth, the order row alone in the
+ * same one round trip through the orders service (bench/orders.ts
+ * placeOrderRowOnly), the floor of any order that keeps the sandboxes
+ * apart; a seventh, the order with its envelope in a table that has a
+ * primary key and nothing else (bench/order_variants.ts placeWithBareRow),
+ * the most the outbox's own cost could come down to; an eighth, the order
+ * with its row in orders.outbox but without the flush and the wake-up
+ * (placeWithOutboxRowAlone), what those two cost beside the row. The order
+ * and the three runs its cost is read against are measured interleaved
+ * (see `interleaved`). The targets (issue 19): orders_8 >= 1.5 x the
+ * peer's order with graphile-worker's add_job (peer.order_add_job_8), and
+ * >= 0.85 x orders_8_without_outbox.
  */
 import { connect, type Sql } from "../../lib/db/connect.ts";
 import {
@@ -35,6 +39,7 @@ import { OrderSource, place, placeOrderRowOnly } from "../orders.ts";
 import {
   createBareOutbox,
   placeWithBareRow,
+  placeWithOutboxRowAlone,
   placeWithoutOutbox,
 } from "../order_variants.ts";
 import { type Figure, figure, ratioAtLeast } from "../report.ts";
@@ -67,6 +72,11 @@ function sweeper(sql: Sql) {
     await done;
   };
 }
+
+/** Slices each interleaved run is measured in (see `interleaved`). */
+const INTERLEAVE_SLICES = 5;
+/** The unmeasured start of every slice: the clients' first orders. */
+const SLICE_WARMUP_MS = 250;
 
 export async function write(ctx: Ctx): Promise<Figure[]> {
   const { plan, progress } = ctx;
@@ -117,6 +127,14 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
         "the same order transaction without the outbox row, its flush and the wake-up (what the outbox costs; not the target)",
       op: placeWithoutOutbox,
     },
+    rowAlone: {
+      label: "o",
+      what: " (the outbox row alone: no flush, no wake-up)",
+      figure: "_outbox_row_alone",
+      note:
+        "the same order transaction with its envelope as a row of orders.outbox itself (its indexes, checks and policy), without the flush of the sandbox's waiting rows and without the wake-up: what those two cost beside the row",
+      op: placeWithOutboxRowAlone,
+    },
     lean: {
       label: "l",
       what: " (a lean order: three writes)",
@@ -144,11 +162,14 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
       op: placeOrderRowOnly,
     },
   };
-  const run = async (clients: number, mode: keyof typeof MODES) => {
+  /**
+   * Opens one run: a fresh database (every run starts from the same
+   * tables), its pool with the app's waker or none, the listener and the
+   * sweeper. `measure` runs the closed loop on it and may be called again;
+   * `close` ends it.
+   */
+  const open = async (clients: number, mode: keyof typeof MODES) => {
     const label = `${clients}${MODES[mode].label}`;
-    const what = MODES[mode].what;
-    progress.step(`write: placeOrder, ${clients} clients${what}`);
-    // A fresh database per run: every run starts from the same tables.
     const db = await ctx.server.database(`write${label}`);
     const listener = connect(db.url, {
       max: 1,
@@ -161,50 +182,133 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
     if (!MODES[mode].noWaker) setOutboxWaker(sql, waker.wake);
     await MODES[mode].setup?.(db.sql);
     const stopSweeper = sweeper(db.sql);
+    await listener.listen(OUTBOX_CHANNEL, () => notifications++);
+    const sources = Array.from(
+      { length: clients },
+      (_, i) => new OrderSource(sql, `w${label}-${i}`),
+    );
+    return {
+      measure: (warmupMs: number, durationMs: number) =>
+        closedLoop({
+          clients,
+          warmupMs,
+          durationMs,
+          op: async (c) => {
+            await MODES[mode].op(sql, sources[c]);
+          },
+          progress,
+          cpu: ctx.cpuNow,
+        }),
+      close: async () => {
+        await stopSweeper();
+        await waker.flush();
+        await sql.end({ timeout: 5 });
+        await listener.end({ timeout: 5 });
+        await db.drop();
+      },
+    };
+  };
+  const said = (clients: number, mode: string, rate: number) =>
+    progress.note(
+      `${clients} clients${MODES[mode].what}: ${Math.round(rate)} orders/s`,
+    );
+  /** One run on its own: warm-up, then `writeMs` measured. */
+  const run = async (clients: number, mode: keyof typeof MODES) => {
+    progress.step(`write: placeOrder, ${clients} clients${MODES[mode].what}`);
+    const opened = await open(clients, mode);
     try {
-      await listener.listen(OUTBOX_CHANNEL, () => notifications++);
-      const sources = Array.from(
-        { length: clients },
-        (_, i) => new OrderSource(sql, `w${label}-${i}`),
-      );
-      const r = await closedLoop({
-        clients,
-        warmupMs: plan.warmupMs,
-        durationMs: plan.writeMs,
-        op: async (c) => {
-          await MODES[mode].op(sql, sources[c]);
-        },
-        progress,
-        cpu: ctx.cpuNow,
-      });
+      const r = await opened.measure(plan.warmupMs, plan.writeMs);
       if (r.cpuUsPerOp) {
         cpuUsPerOp[`orders_${clients}${MODES[mode].figure}`] = r.cpuUsPerOp;
       }
-      progress.note(
-        `${clients} clients${what}: ${Math.round(r.rate)} orders/s`,
-      );
+      said(clients, mode, r.rate);
       return r.rate;
     } finally {
-      await stopSweeper();
-      await waker.flush();
-      await sql.end({ timeout: 5 });
-      await listener.end({ timeout: 5 });
-      await db.drop();
+      await opened.close();
     }
+  };
+  /**
+   * Runs read against each other, interleaved: all open at once, then
+   * `INTERLEAVE_SLICES` rounds in which each runs a slice of `writeMs`
+   * (the order of the runs turning from round to round). Each gets the same
+   * measured time as a run on its own, spread over the whole scenario, so a
+   * machine whose pace drifts (fsync times do, by a third over minutes)
+   * moves every run of the ratio alike instead of the one that came later.
+   */
+  const interleaved = async (
+    clients: number,
+    modes: (keyof typeof MODES)[],
+  ): Promise<Record<string, number>> => {
+    progress.step(
+      `write: ${modes.length} runs at ${clients} clients, interleaved in ${INTERLEAVE_SLICES} slices each`,
+    );
+    const opened: Awaited<ReturnType<typeof open>>[] = [];
+    const ops = modes.map(() => 0);
+    const seconds = modes.map(() => 0);
+    const cpu = modes.map(() => ({} as Record<string, number>));
+    try {
+      for (const mode of modes) opened.push(await open(clients, mode));
+      // Each warmed up once in full; each slice after that briefly.
+      for (const o of opened) await o.measure(plan.warmupMs, 0);
+      const slice = plan.writeMs / INTERLEAVE_SLICES;
+      for (let round = 0; round < INTERLEAVE_SLICES; round++) {
+        for (let k = 0; k < modes.length; k++) {
+          const i = (k + round) % modes.length;
+          const r = await opened[i].measure(SLICE_WARMUP_MS, slice);
+          ops[i] += r.ops;
+          seconds[i] += r.seconds;
+          for (const [proc, us] of Object.entries(r.cpuUsPerOp ?? {})) {
+            cpu[i][proc] = (cpu[i][proc] ?? 0) + us * r.ops;
+          }
+        }
+      }
+    } finally {
+      for (const o of opened) await o.close();
+    }
+    const rates: Record<string, number> = {};
+    modes.forEach((mode, i) => {
+      rates[mode] = ops[i] / seconds[i];
+      if (ops[i] > 0) {
+        cpuUsPerOp[`orders_${clients}${MODES[mode].figure}`] = Object
+          .fromEntries(
+            Object.entries(cpu[i]).map((
+              [proc, total],
+            ) => [proc, Math.round(total / ops[i])]),
+          );
+      }
+      said(clients, mode, rates[mode]);
+    });
+    return rates;
   };
   const figures: Figure[] = [];
   const w4 = await run(4, "waker");
   figures.push(figure("orders_4", w4, "orders/s", {
     baseline: baseline(ctx, "outbox_plain_4", "tx/s"),
   }));
-  const w8 = await run(8, "waker");
+  // The order and the two runs its outbox's cost is read against, side by
+  // side in time; the other references one after the other.
+  const paired = await interleaved(8, [
+    "waker",
+    "noOutbox",
+    "bareRow",
+    "rowAlone",
+  ]);
+  const w8 = paired.waker;
   figures.push(figure("orders_8", w8, "orders/s", {
     baseline: baseline(ctx, "peer.order_add_job_8", "orders/s"),
     target: ratioAtLeast(1.5, ">= 1.5 x peer.order_add_job_8"),
   }));
-  const rates: Record<string, number> = {};
-  for (const mode of ["inTx", "noOutbox", "bareRow", "lean", "rowOnly"]) {
+  const rates: Record<string, number> = {
+    noOutbox: paired.noOutbox,
+    bareRow: paired.bareRow,
+    rowAlone: paired.rowAlone,
+  };
+  for (const mode of ["inTx", "lean", "rowOnly"]) {
     rates[mode] = await run(8, mode);
+  }
+  for (
+    const mode of ["inTx", "noOutbox", "bareRow", "rowAlone", "lean", "rowOnly"]
+  ) {
     figures.push(
       figure(`orders_8${MODES[mode].figure}`, rates[mode], "orders/s", {
         baseline: baseline(ctx, "outbox_plain_8", "tx/s"),
@@ -213,7 +317,7 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
     );
   }
   // The outbox's own cost: the same figure against the same order without
-  // its outbox row and wake-up, measured just before in this scenario.
+  // its outbox row and wake-up, measured interleaved with it.
   figures.push(figure("orders_8_outbox_cost", w8, "orders/s", {
     baseline: {
       name: "write/orders_8_without_outbox",
@@ -236,6 +340,19 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
     note:
       "orders_8_bare_row read against the same order without its outbox: the outbox cost's ceiling, what the target's ratio could be at best",
   }));
+  // The same for the outbox row alone: the row with its indexes, without
+  // the flush and the wake-up.
+  figures.push(
+    figure("orders_8_outbox_row_alone_cost", rates.rowAlone, "orders/s", {
+      baseline: {
+        name: "write/orders_8_without_outbox",
+        value: rates.noOutbox,
+        unit: "orders/s",
+      },
+      note:
+        "orders_8_outbox_row_alone read against the same order without its outbox: the row in orders.outbox with its indexes, without the flush and the wake-up",
+    }),
+  );
   figures.push(figure("orders_8_vs_outbox_plain", w8, "orders/s", {
     baseline: baseline(ctx, "outbox_plain_8", "tx/s"),
     note:
@@ -246,6 +363,10 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
     warmupMs: plan.warmupMs,
     order: "one item, qty 1, delivery; one sandbox per client",
     database: "a fresh database per run",
+    interleaved:
+      `orders_8, orders_8_without_outbox, orders_8_bare_row and orders_8_outbox_row_alone open at once, each warmed up for ${plan.warmupMs} ms, then measured in ${INTERLEAVE_SLICES} slices of ${
+        plan.writeMs / INTERLEAVE_SLICES
+      } ms (each after ${SLICE_WARMUP_MS} ms unmeasured), their order turning each round; orders_4 and the other references one after the other`,
     wake:
       "as bakery.ts: coalescingWaker on the pool (after commit, one NOTIFY per service per 2 ms)",
     listener: `one LISTEN ${OUTBOX_CHANNEL} connection, no relay running`,
@@ -257,6 +378,8 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
       "orders_8_lean_schema: bench/lean_order.ts placeLeanOrder, into bench.lean_orders (row-level security, the orders role), orders.day_counts and orders.outbox in one statement, one round trip",
     bareRow:
       "orders_8_bare_row: bench/order_variants.ts placeWithBareRow, the order statement with the envelope inserted into bench.bare_outbox (primary key only, the sandbox policy, the orders role)",
+    outboxRowAlone:
+      "orders_8_outbox_row_alone: bench/order_variants.ts placeWithOutboxRowAlone, the order statement with the envelope inserted into orders.outbox, without outbox_flush and without the wake-up",
     rowOnly:
       "orders_8_row_only: bench/orders.ts placeOrderRowOnly, one INSERT of the order row through serviceStatement (BEGIN, role and sandbox, the INSERT, COMMIT in one round trip)",
     notificationsReceived: notifications,
