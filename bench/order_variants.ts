@@ -58,32 +58,29 @@ const ADD_JOB: Tail = (tx, envelope, placed) => ({
 });
 
 /**
- * The envelope as one row of `bench.bare_outbox` (see
- * {@link createBareOutbox}), written with the order.
+ * The envelope as one row of `table`, written with the order, and nothing
+ * else: no flush, no wake-up.
  */
-const BARE_ROW: Tail = (tx, envelope, placed) => ({
-  ctes: tx.sql`bare as (
-      insert into bench.bare_outbox (sandbox_id, message_id, type, envelope)
+function rowIn(table: "bench.bare_outbox" | "orders.outbox"): Tail {
+  return (tx, envelope, placed) => ({
+    ctes: tx.sql`outbox_row as (
+      insert into ${tx.sql(table)} (sandbox_id, message_id, type, envelope)
       select ${envelope.sandboxId}, ${envelope.messageId}, ${envelope.type},
              ${tx.sql.json(envelope as never)}
        where ${placed}
       returning id)`,
-  value: tx.sql`(select count(*)::int from bare)`,
-});
+    value: tx.sql`(select count(*)::int from outbox_row)`,
+  });
+}
+
+/** The envelope in `bench.bare_outbox` (see {@link createBareOutbox}). */
+const BARE_ROW = rowIn("bench.bare_outbox");
 
 /**
- * The envelope as a row of `orders.outbox`, as lib/outbox writes it, and
- * nothing else of the outbox: no flush, no wake-up.
+ * The envelope as a row of `orders.outbox`, its indexes, checks and policy
+ * as lib/outbox writes it, without the rest of the outbox.
  */
-const OUTBOX_ROW: Tail = (tx, envelope, placed) => ({
-  ctes: tx.sql`row as (
-      insert into orders.outbox (sandbox_id, message_id, type, envelope)
-      select ${envelope.sandboxId}, ${envelope.messageId}, ${envelope.type},
-             ${tx.sql.json(envelope as never)}
-       where ${placed}
-      returning id)`,
-  value: tx.sql`(select count(*)::int from row)`,
-});
+const OUTBOX_ROW = rowIn("orders.outbox");
 
 async function placeWith(sql: Sql, source: OrderSource, tail: Tail) {
   const { sandboxId, input } = await source.next();
