@@ -24,6 +24,8 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import {
   AckPolicy,
   DeliverPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
   type JetStreamManager,
 } from "@nats-io/jetstream";
 import { z } from "zod";
@@ -64,6 +66,17 @@ export interface LaneSettings {
   ackWaitMs: number;
   /** How long a lane's consumer may go unfetched before the server drops it. */
   idleMs: number;
+  /**
+   * Makes the stream again, as the workers made it when they started: for
+   * a stream deleted while they run (see {@link Lanes.makeStreamIfGone}).
+   */
+  makeStream?: () => Promise<void>;
+}
+
+/** True for the broker's "no such stream". */
+function isStreamGone(error: unknown): boolean {
+  return error instanceof JetStreamApiError &&
+    error.code === JetStreamApiCodes.StreamNotFound;
 }
 
 export class Lanes {
@@ -73,6 +86,8 @@ export class Lanes {
   readonly #settings: LaneSettings;
   /** When this process last made sure of a lane, by lane key. */
   #ensured = new Map<string, number>();
+  /** The stream being made again, while it is. */
+  #making: Promise<void> | undefined;
 
   constructor(
     nc: NatsConnection,
@@ -103,16 +118,10 @@ export class Lanes {
       todo.set(key, lane);
     }
     await Promise.all([...todo].map(async ([key, lane]) => {
-      await this.#jsm.consumers.add(this.#names.stream, {
-        durable_name: this.#names.consumer(lane.subscriber, lane.sandboxId),
-        filter_subject: this.#names.laneFilter(lane.subscriber, lane.sandboxId),
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
-        ack_wait: this.#settings.ackWaitMs * NS,
-        // Retries are the consumers' to count (attempts in PostgreSQL, a nak
-        // with the retry's delay); JetStream redelivers without a limit.
-        max_deliver: -1,
-        inactive_threshold: this.#settings.idleMs * NS,
+      const add = () => this.#addLane(lane);
+      await add().catch(async (error) => {
+        if (!isStreamGone(error) || !await this.makeStreamIfGone()) throw error;
+        await add();
       });
       this.#ensured.set(key, Date.now());
     }));
@@ -121,6 +130,43 @@ export class Lanes {
         if (now - at >= fresh) this.#ensured.delete(key);
       }
     }
+  }
+
+  /**
+   * When the stream is gone (deleted while the workers run), makes it again
+   * and forgets which lanes were made sure of: their consumers went with
+   * it. True when it was gone. The messages it held are not in the new one;
+   * their deliveries stay open in PostgreSQL for an operator to see.
+   */
+  async makeStreamIfGone(): Promise<boolean> {
+    const make = this.#settings.makeStream;
+    if (!make) return false;
+    if (!this.#making) {
+      try {
+        await this.#jsm.streams.info(this.#names.stream);
+        return false;
+      } catch (error) {
+        if (!isStreamGone(error)) throw error;
+      }
+      this.#making ??= make().finally(() => this.#making = undefined);
+      this.#ensured.clear();
+    }
+    await this.#making;
+    return true;
+  }
+
+  #addLane(lane: LaneKey) {
+    return this.#jsm.consumers.add(this.#names.stream, {
+      durable_name: this.#names.consumer(lane.subscriber, lane.sandboxId),
+      filter_subject: this.#names.laneFilter(lane.subscriber, lane.sandboxId),
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: this.#settings.ackWaitMs * NS,
+      // Retries are the consumers' to count (attempts in PostgreSQL, a nak
+      // with the retry's delay); JetStream redelivers without a limit.
+      max_deliver: -1,
+      inactive_threshold: this.#settings.idleMs * NS,
+    });
   }
 
   /** Tells the subscriber's consumers of new messages in these sandboxes. */

@@ -50,7 +50,27 @@ export class JetStreamQueue implements Queue {
     this.#options = options;
   }
 
+  /**
+   * Publishes `messages`. A stream deleted while the workers run is made
+   * again, and the batch sent once more, instead of failing every retry
+   * until a restart (the broker answers a publish to no stream with "no
+   * responders", which says nothing of why).
+   */
   async publish(messages: OutgoingMessage[]): Promise<number> {
+    try {
+      return await this.#publish(messages);
+    } catch (error) {
+      // nats.js names that answer JetStreamNotEnabled (the class is not
+      // exported); any other error, or a stream that is there, stands.
+      if ((error as Error | null)?.name !== "JetStreamNotEnabled") throw error;
+      const gone = await this.#options.lanes.makeStreamIfGone()
+        .catch(() => false);
+      if (!gone) throw error;
+      return await this.#publish(messages);
+    }
+  }
+
+  async #publish(messages: OutgoingMessage[]): Promise<number> {
     const { js, names, lanes, routing, ledger } = this.#options;
     if (messages.length === 0) return 0;
     const timeout = this.#options.timeoutMs ?? 10_000;

@@ -167,6 +167,14 @@ export async function openJetStream(
       lanes: new Lanes(nc, jsm, settings.names, {
         ackWaitMs: settings.ackWaitMs,
         idleMs: settings.laneIdleMs ?? LANE_IDLE_MS,
+        makeStream: async () => {
+          log.error("broker_stream_made_again", {
+            stream: settings.names.stream,
+            message:
+              "the stream was gone while the workers ran; made again empty: what it held is lost to the broker, and those deliveries stay open",
+          });
+          await ensureStream(jsm, settings, log);
+        },
       }),
       up: () => up && !nc.isClosed(),
       close: async () => {

@@ -1,0 +1,42 @@
+/**
+ * A stream deleted while the bakery runs over JetStream (an operator's
+ * mistake, a broker restored without it) is made again by the next publish
+ * that meets its absence: a paid order placed after the deletion reaches
+ * all its receivers without a restart.
+ */
+import assert from "node:assert/strict";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { orderSettles, payVia, placeOrderVia, withTestBakery } from "./_app.ts";
+import { dropStream, natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
+
+natsTest(
+  "over JetStream a stream deleted at runtime is made again, and the next paid order reaches its receivers",
+  async () => {
+    const stream = testStream();
+    try {
+      await withTestBakery(async (t) => {
+        const client = t.client();
+        const first = await placeOrderVia(client);
+        await payVia(client, first.orderId);
+        await orderSettles(client, first.orderId, "paid");
+        const nc = await connect({ servers: TEST_NATS_URL });
+        try {
+          const jsm = await jetstreamManager(nc);
+          assert.equal(await jsm.streams.delete(stream), true);
+          const { orderId } = await placeOrderVia(client);
+          await payVia(client, orderId);
+          const order = await orderSettles(client, orderId, "paid", 20_000);
+          assert.ok(order.deliveries.length > 0);
+          // The stream is there again, holding this order's messages.
+          const info = await jsm.streams.info(stream);
+          assert.equal(info.state.messages, order.deliveries.length);
+        } finally {
+          await nc.close();
+        }
+      }, { QUEUE: "jetstream", NATS_URL: TEST_NATS_URL, NATS_STREAM: stream });
+    } finally {
+      await dropStream(stream);
+    }
+  },
+);
