@@ -9,6 +9,7 @@ import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { orderSettles, payVia, placeOrderVia, withTestBakery } from "./_app.ts";
 import { dropStream, natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
+import { openTestStream } from "./_transport.ts";
 
 natsTest(
   "over JetStream a stream deleted at runtime is made again, and the next paid order reaches its receivers",
@@ -37,6 +38,28 @@ natsTest(
       }, { QUEUE: "jetstream", NATS_URL: TEST_NATS_URL, NATS_STREAM: stream });
     } finally {
       await dropStream(stream);
+    }
+  },
+);
+
+natsTest(
+  "jetstream: the workers' look at the lanes makes a deleted stream again, with no publish",
+  async () => {
+    const name = testStream();
+    const stream = await openTestStream(name, ["kitchen"]);
+    try {
+      await stream.lanes.ensure([{
+        subscriber: "kitchen",
+        sandboxId: crypto.randomUUID(),
+      }]);
+      assert.equal((await stream.lanes.list()).length, 1);
+      assert.equal(await stream.jsm.streams.delete(name), true);
+      // The lanes went with the stream; the stream is there again.
+      assert.deepEqual(await stream.lanes.list(), []);
+      assert.equal((await stream.jsm.streams.info(name)).config.name, name);
+    } finally {
+      await stream.close();
+      await dropStream(name);
     }
   },
 );

@@ -101,13 +101,12 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
   // one-process drain made the other 20 new (and was 0.77 of the move alone
   // on average, against 0.87 after a full warm-up; bench/HISTORY.md), while
   // the two-process drain after it found them all.
-  const warmupRows = plan.relayRows;
   {
     const db = await ctx.server.database("relay_warmup");
     try {
-      progress.step(`relay: warming up (${warmupRows} rows, not measured)`);
-      await outboxBacklog(db.sql, warmupRows);
-      await drainBacklog(db, 1, warmupRows);
+      progress.step(`relay: warming up (${plan.relayRows} rows, not measured)`);
+      await outboxBacklog(db.sql, plan.relayRows);
+      await drainBacklog(db, 1, plan.relayRows);
     } finally {
       await db.drop();
     }
@@ -185,7 +184,7 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
   ctx.params = {
     rows: plan.relayRows,
     warmup:
-      `one unmeasured drain of ${warmupRows} rows (1 process) before the measured ones, as large as they are (the WAL segments a drain fills exist when they start)`,
+      `one unmeasured drain of ${plan.relayRows} rows (1 process) before the measured ones, as large as they are (the WAL segments a drain fills exist when they start)`,
     walSegments,
     type: "OrderPlaced (three subscribers: three deliveries per message)",
     sandboxes: 100,

@@ -73,7 +73,9 @@ function sweeper(sql: Sql) {
   };
 }
 
-/** Slices each interleaved run is measured in (see `interleaved`). */
+/** The runs at 8 clients measured interleaved (see `interleaved`). */
+const INTERLEAVED = ["waker", "noOutbox", "bareRow", "rowAlone"] as const;
+/** Slices each interleaved run is measured in. */
 const INTERLEAVE_SLICES = 5;
 /** The unmeasured start of every slice: the clients' first orders. */
 const SLICE_WARMUP_MS = 250;
@@ -285,24 +287,14 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
   figures.push(figure("orders_4", w4, "orders/s", {
     baseline: baseline(ctx, "outbox_plain_4", "tx/s"),
   }));
-  // The order and the two runs its outbox's cost is read against, side by
-  // side in time; the other references one after the other.
-  const paired = await interleaved(8, [
-    "waker",
-    "noOutbox",
-    "bareRow",
-    "rowAlone",
-  ]);
-  const w8 = paired.waker;
+  // The order and the three runs its outbox's cost is read against, side
+  // by side in time; the other references one after the other.
+  const rates = await interleaved(8, [...INTERLEAVED]);
+  const w8 = rates.waker;
   figures.push(figure("orders_8", w8, "orders/s", {
     baseline: baseline(ctx, "peer.order_add_job_8", "orders/s"),
     target: ratioAtLeast(1.5, ">= 1.5 x peer.order_add_job_8"),
   }));
-  const rates: Record<string, number> = {
-    noOutbox: paired.noOutbox,
-    bareRow: paired.bareRow,
-    rowAlone: paired.rowAlone,
-  };
   for (const mode of ["inTx", "lean", "rowOnly"]) {
     rates[mode] = await run(8, mode);
   }
@@ -363,10 +355,11 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
     warmupMs: plan.warmupMs,
     order: "one item, qty 1, delivery; one sandbox per client",
     database: "a fresh database per run",
-    interleaved:
-      `orders_8, orders_8_without_outbox, orders_8_bare_row and orders_8_outbox_row_alone open at once, each warmed up for ${plan.warmupMs} ms, then measured in ${INTERLEAVE_SLICES} slices of ${
-        plan.writeMs / INTERLEAVE_SLICES
-      } ms (each after ${SLICE_WARMUP_MS} ms unmeasured), their order turning each round; orders_4 and the other references one after the other`,
+    interleaved: `${
+      INTERLEAVED.map((m) => `orders_8${MODES[m].figure}`).join(", ")
+    } open at once, each warmed up for ${plan.warmupMs} ms, then measured in ${INTERLEAVE_SLICES} slices of ${
+      plan.writeMs / INTERLEAVE_SLICES
+    } ms (each after ${SLICE_WARMUP_MS} ms unmeasured), their order turning each round; orders_4 and the other references one after the other`,
     wake:
       "as bakery.ts: coalescingWaker on the pool (after commit, one NOTIFY per service per 2 ms)",
     listener: `one LISTEN ${OUTBOX_CHANNEL} connection, no relay running`,

@@ -177,6 +177,18 @@ export class Lanes {
 
   /** Every lane of the stream, with what its consumer has pending. */
   async list(): Promise<LaneInfo[]> {
+    try {
+      return await this.#list();
+    } catch (error) {
+      // The workers' look at the lanes makes a stream deleted under them
+      // again, for what no publish would (a redrive, a worker that only
+      // consumes): it has no lanes.
+      if (!isStreamGone(error) || !await this.makeStreamIfGone()) throw error;
+      return [];
+    }
+  }
+
+  async #list(): Promise<LaneInfo[]> {
     const out: LaneInfo[] = [];
     for await (const ci of this.#jsm.consumers.list(this.#names.stream)) {
       const lane = this.#names.laneOf(ci.config.filter_subject ?? "");
