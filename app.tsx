@@ -22,6 +22,7 @@ import { sessionRoutes } from "./routes/api/session.ts";
 import { orderRoutes } from "./routes/api/orders.ts";
 import { stripeWebhook, WEBHOOK_MAX_BODY } from "./routes/webhooks/stripe.ts";
 import { consoleRoutes } from "./routes/api/console.ts";
+import { checkoutEventRoutes } from "./routes/api/checkout_events.ts";
 import {
   eventsRoute,
   STREAM_RECHECK_MS,
@@ -204,6 +205,12 @@ export function createApp(deps: Deps): Hono {
   app.get("/api/console/receivers", api.receivers);
   app.get("/api/console/order-violations", api.orderViolations);
   app.get("/api/kitchen/board", api.board);
+  const checkoutEvents = checkoutEventRoutes(deps);
+  app.get("/api/console/checkout-events", checkoutEvents.list);
+  app.post(
+    "/api/console/checkout-events/:id/send-again",
+    checkoutEvents.sendAgain,
+  );
 
   const labs = labRoutes(deps);
   app.get("/api/labs/ledger", labs.ledger);

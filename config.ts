@@ -48,6 +48,22 @@ const schema = z.object({
   RELAY_RETRY_MS: int(0, 86_400_000).default(30000),
   DELIVERY_TIMEOUT_MS: int(1, 600_000).default(5000),
   RETRY_DELAYS_MS: msList.default([1000, 5000, 25000]),
+  // The test checkout's webhook retries after each failed post: Stripe's
+  // three days, compressed to 68 minutes over 12 posts
+  // (services/billing/checkout_events.ts).
+  CHECKOUT_RETRY_DELAYS_MS: msList.default([
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    30_000,
+    60_000,
+    120_000,
+    300_000,
+    600_000,
+    1_200_000,
+    1_800_000,
+  ]),
   REPLAY_HORIZON_DAYS: int(1, 3650).default(30),
   WORKERS: z.enum(["on", "off"]).default("on"),
   QUEUE: z.enum(["postgres", "jetstream"]).default("postgres"),

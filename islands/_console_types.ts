@@ -9,6 +9,7 @@ export type {
   Alert,
   AlertsData,
   BoardData,
+  CheckoutEvents,
   ClosureCounts,
   ClosureData,
   ClosureRowsData,

@@ -1,17 +1,20 @@
 /**
  * The console's overview, live: outbox ages per service and event type, the
  * age histogram, closure totals, dead letters per receiver, payments
- * needing a refund, receiver health, each receiver's last hour as charts
- * and the number of order violations. Twin of `GET /api/console/overview`;
- * ages count up every second.
+ * needing a refund, checkout events not yet taken, receiver health, each
+ * receiver's last hour as charts and the number of order violations. Twin
+ * of `GET /api/console/overview`; ages count up every second.
  */
 import { AgeHistogram } from "../components/age_histogram.tsx";
 import { ClosureTotals, MismatchAlarm } from "../components/closure_totals.tsx";
 import { RateBar } from "../components/rate_bar.tsx";
 import { RefundsDue } from "../components/refunds_due.tsx";
+import { CheckoutEventsList } from "../components/checkout_events.tsx";
 import { ReceiverChartGrid } from "../components/receiver_charts.tsx";
 import { formatAge, formatClock } from "../components/console_format.ts";
+import { useSignal } from "@preact/signals";
 import { liveAge, useLive, useNow } from "./_live.ts";
+import { failure, sendJson } from "./_console_api.ts";
 import type { OverviewData } from "./_console_types.ts";
 
 /** Props: the server's render of the twin, and when it measured the ages. */
@@ -30,9 +33,25 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
     deadLetters,
     receivers,
     refunds,
+    checkoutEvents,
     lastHour,
     orderViolations,
   } = live.data.value;
+  const sending = useSignal<ReadonlySet<string>>(new Set());
+  const sendError = useSignal("");
+  async function sendAgain(eventId: string) {
+    sending.value = new Set([...sending.value, eventId]);
+    sendError.value = "";
+    const answer = await sendJson(
+      "POST",
+      `/api/console/checkout-events/${encodeURIComponent(eventId)}/send-again`,
+      {},
+    );
+    if (!answer.ok) sendError.value = failure(answer);
+    const rest = new Set(sending.value);
+    rest.delete(eventId);
+    sending.value = rest;
+  }
   const age = (s: number | null) =>
     formatAge(liveAge(s, live.stamp.value, now));
   const deadTotal = deadLetters.reduce((n, d) => n + d.count, 0);
@@ -183,6 +202,23 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
           second payment of a paid order, a payment of a cancelled one.
         </p>
         <RefundsDue refunds={refunds} />
+      </section>
+
+      <section class="panel" aria-labelledby="checkout-events-title">
+        <h2 id="checkout-events-title">Checkout events not yet taken</h2>
+        <p class="muted">
+          The test checkout posts each payment's Stripe event until the webhook
+          answers, as Stripe does; after the last retry it gives up and waits
+          here.
+        </p>
+        {sendError.value && (
+          <p class="form-error" role="alert">{sendError.value}</p>
+        )}
+        <CheckoutEventsList
+          events={checkoutEvents}
+          onSendAgain={sendAgain}
+          busy={sending.value}
+        />
       </section>
 
       <section class="panel" aria-labelledby="closure-title">

@@ -66,6 +66,8 @@ export function testDeps(sql: Sql, config = testConfig()): Deps {
       log: logger,
       webhookSecret: TEST_WEBHOOK_SECRET,
       webhookUrl: () => "http://127.0.0.1:9/webhooks/stripe",
+      pollMs: config.POLL_INTERVAL_MS,
+      retryDelaysMs: config.CHECKOUT_RETRY_DELAYS_MS,
     }),
     webhookSecret: TEST_WEBHOOK_SECRET,
     // Never started: tests that use testDeps open no event stream.

@@ -11,6 +11,7 @@ import { HttpError } from "../../lib/http/errors.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import { createPayment, CURRENCY, setCheckoutUrl } from "./open_payment.ts";
 import { randomHex } from "../../lib/hash.ts";
+import { CheckoutSender, enqueueCheckoutEvent } from "./checkout_events.ts";
 
 export interface PayRequest {
   sandboxId: string;
@@ -31,8 +32,12 @@ export interface PayResult {
 export interface PaymentGateway {
   readonly mode: "test" | "stripe";
   pay(request: PayRequest): Promise<PayResult>;
-  /** Waits for webhook sends still under way (test mode). */
-  drain(): Promise<void>;
+  /** Starts what the gateway runs beside the web app, once it listens. */
+  start(): void;
+  /** Asks for a round of sending now (test mode; no-op otherwise). */
+  wake(): void;
+  /** Stops it, before the web server stops (its posts need the server). */
+  stop(): Promise<void>;
 }
 
 /** Stripe's documented test cards that this checkout understands. */
@@ -47,7 +52,7 @@ const TEST_CARDS: Record<string, { ok: boolean; message?: string }> = {
 
 export class TestModeGateway implements PaymentGateway {
   readonly mode = "test";
-  #inFlight = new Set<Promise<void>>();
+  #sender: CheckoutSender;
 
   constructor(
     private readonly options: {
@@ -56,9 +61,26 @@ export class TestModeGateway implements PaymentGateway {
       webhookSecret: string;
       /** The app's own /webhooks/stripe URL, known once it listens. */
       webhookUrl: () => string;
+      pollMs: number;
+      retryDelaysMs: readonly number[];
     },
-  ) {}
+  ) {
+    this.#sender = new CheckoutSender({
+      sql: options.sql,
+      log: options.log,
+      webhookSecret: options.webhookSecret,
+      webhookUrl: options.webhookUrl,
+      pollMs: options.pollMs,
+      retryDelaysMs: options.retryDelaysMs,
+    });
+  }
 
+  /**
+   * Opens the payment and writes the Stripe event that settles it in one
+   * billing transaction; the sender posts the event after the commit. A
+   * crash at any point leaves both or neither, and a restarted sender
+   * posts what is still owed.
+   */
   async pay(request: PayRequest): Promise<PayResult> {
     const number = (request.card ?? "").replace(/[\s-]/g, "");
     // Own keys only: "constructor" or "__proto__" is not a test card.
@@ -77,16 +99,7 @@ export class TestModeGateway implements PaymentGateway {
         ],
       );
     }
-    const opened = await createPayment(this.options.sql, request.sandboxId, {
-      id: `pi_test_${randomHex(12)}`,
-      orderId: request.orderId,
-      amountCents: request.amountCents,
-      cardLast4: number.slice(-4),
-    });
-    // A payment under way (or made) for this order: the same one again,
-    // never a second charge.
-    if (!opened.created) return { paymentId: opened.id };
-    const paymentId = opened.id;
+    const paymentId = `pi_test_${randomHex(12)}`;
     const event = {
       id: `evt_test_${randomHex(12)}`,
       object: "event",
@@ -108,59 +121,59 @@ export class TestModeGateway implements PaymentGateway {
         },
       },
     };
-    const sending = this.#send(JSON.stringify(event)).finally(() =>
-      this.#inFlight.delete(sending)
-    );
-    this.#inFlight.add(sending);
-    return { paymentId };
+    // A payment under way (or made) for this order comes back as it is:
+    // never a second charge, never a second event.
+    const opened = await createPayment(this.options.sql, request.sandboxId, {
+      id: paymentId,
+      orderId: request.orderId,
+      amountCents: request.amountCents,
+      cardLast4: number.slice(-4),
+    }, async (tx) => {
+      await enqueueCheckoutEvent(tx, request.sandboxId, paymentId, event);
+      tx.afterCommit(() => this.#sender.wake());
+    });
+    return { paymentId: opened.id };
   }
 
-  /** Signs and posts like Stripe does, retrying a few times on failure. */
-  async #send(payload: string) {
-    const { log, webhookSecret } = this.options;
-    for (let attempt = 1; attempt <= 5; attempt++) {
-      try {
-        const signature = await Stripe.webhooks.generateTestHeaderStringAsync({
-          payload,
-          secret: webhookSecret,
-        });
-        const response = await fetch(this.options.webhookUrl(), {
-          method: "POST",
-          headers: {
-            "content-type": "application/json",
-            "stripe-signature": signature,
-          },
-          body: payload,
-        });
-        await response.body?.cancel();
-        if (response.ok) return;
-        log.warn("test_webhook_refused", { status: response.status, attempt });
-      } catch (error) {
-        log.warn("test_webhook_failed", { error, attempt });
-      }
-      await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
-    }
-    log.error("test_webhook_gave_up", { payload });
+  start(): void {
+    this.#sender.start();
   }
 
-  async drain() {
-    await Promise.all([...this.#inFlight]);
+  wake(): void {
+    this.#sender.wake();
+  }
+
+  async stop(): Promise<void> {
+    await this.#sender.stop();
   }
 }
+
+/** Where the Stripe client sends its requests (tests: a local server). */
+export type StripeApiOptions = Pick<
+  Stripe.StripeConfig,
+  "host" | "port" | "protocol" | "maxNetworkRetries"
+>;
 
 /** The real thing: Stripe Checkout; the webhook settles the payment. */
 export class StripeGateway implements PaymentGateway {
   readonly mode = "stripe";
   #stripe: Stripe;
 
-  constructor(secretKey: string, private readonly sql: Sql) {
-    this.#stripe = new Stripe(secretKey);
+  constructor(
+    secretKey: string,
+    private readonly sql: Sql,
+    api: StripeApiOptions = {},
+  ) {
+    this.#stripe = new Stripe(secretKey, api);
   }
 
   /**
    * Opens the payment first (one per order at a time, as in test mode),
    * then its Checkout session, whose payment intent names the payment in
-   * its metadata for the webhook.
+   * its metadata for the webhook. The session is created with the payment's
+   * id as Stripe's idempotency key: a crash between creating it and keeping
+   * its URL leaves a pending payment without one, and the next pay request
+   * asks again with the same key and gets the same session back.
    */
   async pay(request: PayRequest): Promise<PayResult> {
     const opened = await createPayment(this.sql, request.sandboxId, {
@@ -168,20 +181,33 @@ export class StripeGateway implements PaymentGateway {
       orderId: request.orderId,
       amountCents: request.amountCents,
     });
-    if (!opened.created) {
+    if (opened.checkoutUrl || opened.state !== "pending") {
       return {
         paymentId: opened.id,
         checkoutUrl: opened.checkoutUrl ?? undefined,
       };
     }
+    const session = await this.#checkout(request, opened.id);
+    await setCheckoutUrl(
+      this.sql,
+      request.sandboxId,
+      opened.id,
+      session.url ?? null,
+    );
+    return { paymentId: opened.id, checkoutUrl: session.url ?? undefined };
+  }
+
+  async #checkout(
+    request: PayRequest,
+    paymentId: string,
+  ): Promise<Stripe.Checkout.Session> {
     const metadata = {
       sandboxId: request.sandboxId,
       orderId: request.orderId,
-      paymentId: opened.id,
+      paymentId,
     };
-    let session: Stripe.Checkout.Session;
     try {
-      session = await this.#stripe.checkout.sessions.create({
+      return await this.#stripe.checkout.sessions.create({
         mode: "payment",
         line_items: [{
           quantity: 1,
@@ -197,28 +223,41 @@ export class StripeGateway implements PaymentGateway {
         metadata,
         success_url: request.returnUrl,
         cancel_url: request.returnUrl,
-      });
+      }, { idempotencyKey: paymentId });
     } catch (error) {
-      // No checkout, no payment: the next pay request opens a new one.
+      // Unanswered (no connection, a timeout, Stripe's own trouble): the
+      // session may exist, so the payment stays pending and the next pay
+      // request asks again under the same key. Refused: no session will
+      // ever come of this payment, and the next pay request opens another.
+      if (!answeredNo(error)) {
+        throw new HttpError(503, "Stripe did not answer; pay again to retry");
+      }
       await setCheckoutUrl(
         this.sql,
         request.sandboxId,
-        opened.id,
+        paymentId,
         null,
         `no checkout: ${(error as Error).message}`,
       );
-      throw error;
+      throw new HttpError(
+        422,
+        `Stripe refused the checkout: ${(error as Error).message}`,
+      );
     }
-    await setCheckoutUrl(
-      this.sql,
-      request.sandboxId,
-      opened.id,
-      session.url ?? null,
-    );
-    return { paymentId: opened.id, checkoutUrl: session.url ?? undefined };
   }
 
-  drain() {
+  start(): void {}
+
+  wake(): void {}
+
+  stop(): Promise<void> {
     return Promise.resolve();
   }
+}
+
+/** Stripe answered, and the answer was no: a 4xx other than 409 or 429. */
+function answeredNo(error: unknown): boolean {
+  if (!(error instanceof Stripe.errors.StripeError)) return false;
+  const status = error.statusCode ?? 0;
+  return status >= 400 && status < 500 && status !== 409 && status !== 429;
 }

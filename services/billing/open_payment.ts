@@ -6,7 +6,7 @@
  * order at a time.
  */
 import type { Sql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
+import { asService, type ServiceTx } from "../../lib/db/service.ts";
 
 /** The bakery's prices are euro cents (services/menu.ts). */
 export const CURRENCY = "eur";
@@ -54,14 +54,18 @@ export interface OpenedPayment {
  * Opens a pending payment for an order, or returns the one it has: a
  * pending payment (younger than a checkout lives) or a succeeded one. Pay
  * requests for one order take a lock on the order id in turn, in billing's
- * own transaction, so ten at once make one payment.
+ * own transaction, so ten at once make one payment. `onCreated` runs in
+ * that transaction when the payment is new: what settles the payment is
+ * written with it, or neither is.
  */
 export async function createPayment(
   sql: Sql,
   sandboxId: string,
   p: OpenPayment,
+  onCreated?: (tx: ServiceTx) => Promise<void>,
 ): Promise<OpenedPayment> {
-  return await asService(sql, "billing", { sandboxId }, async ({ sql }) => {
+  return await asService(sql, "billing", { sandboxId }, async (tx) => {
+    const { sql } = tx;
     // Its own statement: the look below must see what the holder before us
     // committed, and a statement's snapshot is taken before it waits.
     await sql`
@@ -88,6 +92,7 @@ export async function createPayment(
         (id, sandbox_id, order_id, amount_cents, currency, card_last4)
       values (${p.id}, ${sandboxId}, ${p.orderId}, ${p.amountCents},
               ${p.currency ?? CURRENCY}, ${p.cardLast4 ?? null})`;
+    await onCreated?.(tx);
     return { id: p.id, state: "pending", created: true, checkoutUrl: null };
   });
 }

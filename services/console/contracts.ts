@@ -235,6 +235,31 @@ export const refundsDueSchema = z.strictObject({
 });
 export type RefundsDue = z.infer<typeof refundsDueSchema>;
 
+// --- The test checkout's events ------------------------------------------
+
+/** A test-checkout event not yet answered 2xx after its first try. */
+export const checkoutEventSchema = z.strictObject({
+  eventId: z.string(),
+  paymentId: z.string(),
+  orderId: z.string().nullable(),
+  state: z.enum(["pending", "gave_up"]),
+  attempts: count,
+  /** The webhook's last status; null when it did not answer at all. */
+  lastStatus: z.number().int().nullable(),
+  lastError: z.string().nullable(),
+  createdAt: time,
+  /** When it goes again; null once given up. */
+  nextAttemptAt: time.nullable(),
+});
+export type CheckoutEvent = z.infer<typeof checkoutEventSchema>;
+
+/** Events still retrying or given up: oldest first, and how many in all. */
+export const checkoutEventsSchema = z.strictObject({
+  total: count,
+  items: z.array(checkoutEventSchema),
+});
+export type CheckoutEvents = z.infer<typeof checkoutEventsSchema>;
+
 // --- Receivers, alerts, order violations ------------------------------
 
 /** One minute of one receiver's attempts. */
@@ -330,6 +355,8 @@ export const overviewDataSchema = z.strictObject({
   deadLetters: z.array(deadLetterSummarySchema),
   receivers: z.array(receiverHealthSchema),
   refunds: refundsDueSchema,
+  /** Test-checkout events that the webhook has not yet taken. */
+  checkoutEvents: checkoutEventsSchema,
   /** Every receiver over the last hour, for the charts. */
   lastHour: z.array(receiverStatsSchema),
   orderViolations: z.strictObject({ total: count }),

@@ -1,0 +1,88 @@
+/**
+ * The console's list of test-checkout events that the webhook has not taken:
+ * each is a payment the visitor made that its order does not know of yet.
+ * One that gave up can be sent again.
+ */
+import { formatDateTime, shortId } from "./console_format.ts";
+import type { CheckoutEvents } from "../islands/_console_types.ts";
+
+/** The table, or a line saying every event was taken. */
+export function CheckoutEventsList(props: {
+  events: CheckoutEvents;
+  /** Sends a given-up event again; absent where nobody may. */
+  onSendAgain?: (eventId: string) => void;
+  busy?: ReadonlySet<string>;
+}) {
+  const { total, items } = props.events;
+  if (items.length === 0) {
+    return (
+      <p class="muted" data-testid="no-checkout-events">
+        The webhook has taken every checkout event.
+      </p>
+    );
+  }
+  return (
+    <div class="table-wrap">
+      <table class="table" data-testid="checkout-events">
+        <thead>
+          <tr>
+            <th>Event</th>
+            <th>Order</th>
+            <th class="num">Posts</th>
+            <th>Last answer</th>
+            <th>State</th>
+            <th>Since</th>
+            <th></th>
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((e) => (
+            <tr key={e.eventId}>
+              <td>
+                <code>{e.eventId}</code>
+              </td>
+              <td>
+                {e.orderId
+                  ? <a href={`/orders/${e.orderId}`}>{shortId(e.orderId)}</a>
+                  : <span class="muted">none</span>}
+              </td>
+              <td class="num">{e.attempts}</td>
+              <td class="error-text">
+                {e.lastError ??
+                  (e.lastStatus ? `answered ${e.lastStatus}` : "")}
+              </td>
+              <td>
+                {e.state === "gave_up"
+                  ? <span class="badge badge-bad">gave up</span>
+                  : (
+                    <span class="badge badge-warn">
+                      retrying {e.nextAttemptAt
+                        ? `at ${formatDateTime(e.nextAttemptAt)}`
+                        : ""}
+                    </span>
+                  )}
+              </td>
+              <td>{formatDateTime(e.createdAt)}</td>
+              <td>
+                {e.state === "gave_up" && props.onSendAgain && (
+                  <button
+                    type="button"
+                    class="button small"
+                    disabled={props.busy?.has(e.eventId)}
+                    onClick={() => props.onSendAgain!(e.eventId)}
+                    data-testid={`send-again-${e.eventId}`}
+                  >
+                    Send again
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {total > items.length && (
+        <p class="muted">The oldest {items.length} of {total}.</p>
+      )}
+    </div>
+  );
+}
