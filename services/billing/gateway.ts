@@ -151,7 +151,7 @@ export class TestModeGateway implements PaymentGateway {
 /** Where the Stripe client sends its requests (tests: a local server). */
 export type StripeApiOptions = Pick<
   Stripe.StripeConfig,
-  "host" | "port" | "protocol" | "maxNetworkRetries"
+  "host" | "port" | "protocol" | "maxNetworkRetries" | "timeout"
 >;
 
 /** The real thing: Stripe Checkout; the webhook settles the payment. */

@@ -112,7 +112,10 @@ async function act(
   },
 ): Promise<string | { outcome: string; status: 422 }> {
   const succeeded = event.type === "payment_intent.succeeded";
-  const failed = event.type === "payment_intent.payment_failed";
+  // A Checkout session that expired unpaid ends its payment as a declined
+  // card does: the order can be paid again with a new checkout.
+  const expired = event.type === "checkout.session.expired";
+  const failed = event.type === "payment_intent.payment_failed" || expired;
   if (!succeeded && !failed) {
     return `ignored: billing does not act on ${event.type}`;
   }
@@ -136,6 +139,9 @@ async function act(
     select state, amount_cents, currency, order_id from billing.payments
      where id = ${paymentId} for update`;
   let opened = true;
+  if (!payment && expired) {
+    return `ignored: the expired checkout names payment ${paymentId}, which billing never opened`;
+  }
   if (!payment) {
     // Not opened by a pay request of this sandbox. The id may still be
     // taken: row-level security hides another sandbox's payments, but the
@@ -172,7 +178,9 @@ async function act(
       return `refund due: ${mismatch}; PaymentSucceeded not sent`;
     }
   }
-  const reason = object.last_payment_error?.message ?? "the card was declined";
+  const reason = expired
+    ? "the checkout expired before it was paid"
+    : object.last_payment_error?.message ?? "the card was declined";
   if (failed) {
     await sql`
       update billing.payments
