@@ -8,6 +8,7 @@
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { freePort } from "../lib/db/embedded.ts";
+import { findOnPath } from "./_setup_tools.ts";
 
 /** The nats-server binary found on PATH, or null. */
 export const NATS_SERVER: string | null = findOnPath("nats-server");
@@ -21,20 +22,6 @@ if (natsServerMissing) console.log(`skipped: ${natsServerMissing}`);
 /** `Deno.test` for a test that starts its own nats-server. */
 export function natsServerTest(name: string, fn: () => Promise<void>) {
   Deno.test({ name, ignore: natsServerMissing !== null, fn });
-}
-
-export function findOnPath(name: string): string | null {
-  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
-    if (!dir) continue;
-    try {
-      const path = `${dir}/${name}`;
-      const info = Deno.statSync(path);
-      if (info.isFile && ((info.mode ?? 0) & 0o111) !== 0) return path;
-    } catch {
-      // Not in this folder.
-    }
-  }
-  return null;
 }
 
 /** A running (or stopped) nats-server with its port and store kept. */

@@ -16,7 +16,7 @@ import {
   signIn,
   withTestBakery,
 } from "./_app.ts";
-import { findOnPath } from "./_nats_server.ts";
+import { findOnPath } from "./_setup_tools.ts";
 import { currentAlerts } from "../services/console/alerts.ts";
 import { SUBSCRIBERS } from "../services/routing.ts";
 import type {

@@ -1,9 +1,11 @@
 /**
- * `deno task test`: one PostgreSQL for the whole run (embedded in a temporary
- * directory, or TEST_DATABASE_URL), a template database migrated once, then
- * `deno test`, whose files each clone the template (tests/_db.ts). PostgreSQL
- * is stopped at the end however the tests went. Extra arguments go to
- * `deno test` (a file or `--filter`).
+ * `deno task test`: the machine's tools some tests need, installed where
+ * missing (tests/_setup_tools.ts, TEST_INSTALL=off to never install); one
+ * PostgreSQL for the whole run (embedded in a temporary directory, or
+ * TEST_DATABASE_URL), a template database migrated once, then `deno test`,
+ * whose files each clone the template (tests/_db.ts). PostgreSQL is stopped
+ * at the end however the tests went. Extra arguments go to `deno test` (a
+ * file or `--filter`).
  */
 import { connect, withDatabase } from "../lib/db/connect.ts";
 import { startEmbedded } from "../lib/db/embedded.ts";
@@ -12,6 +14,9 @@ import { migrate } from "../lib/db/migrate.ts";
 import { ensureDatabase } from "../lib/db/open.ts";
 import { createLogger } from "../lib/log/mod.ts";
 import { buildIslands } from "../lib/http/islands.ts";
+import { setupTools } from "./_setup_tools.ts";
+
+await setupTools();
 
 const log = createLogger(
   (Deno.env.get("TEST_LOG_LEVEL") as "info" | undefined) ?? "warn",
