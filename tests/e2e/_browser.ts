@@ -10,9 +10,43 @@
 import assert from "node:assert/strict";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { type TestBakery, withTestBakery } from "../_app.ts";
+import { findOnPath } from "../_setup_tools.ts";
 
-/** The system Chromium; .ci/run installs it where it is missing. */
-export const CHROMIUM = "/usr/bin/chromium";
+/**
+ * The system Chromium, found on PATH (Debian's is /usr/bin/chromium);
+ * `deno task test` installs it where it is missing and it can.
+ */
+export const CHROMIUM: string | null = findOnPath("chromium");
+
+/** Why the browser tests cannot run here, or null when they can. */
+export const browserMissing: string | null = CHROMIUM
+  ? null
+  : "no chromium on PATH (Debian: apt-get install chromium)";
+// Once per file; tests/run.ts gathers the distinct reasons for its summary.
+if (browserMissing) console.log(`skipped: ${browserMissing}`);
+
+/**
+ * `e2e.test` is `Deno.test` for a test that drives the browser: ignored, not
+ * failed, where there is no Chromium, so that a machine without one still
+ * runs everything else. (A method, so `deno fmt` lays it out as it does
+ * `Deno.test`.)
+ *
+ * @example
+ * e2e.test("storefront: order and pay", async () => {
+ *   await withBrowser(async ({ browser, base }) => {});
+ * });
+ */
+export const e2e = {
+  /** Also ignored when one of `alsoMissing` is a reason (`natsMissing`). */
+  test(
+    name: string,
+    fn: (t: Deno.TestContext) => Promise<void>,
+    ...alsoMissing: (string | null)[]
+  ): void {
+    const ignore = [browserMissing, ...alsoMissing].some((r) => r !== null);
+    Deno.test({ name, ignore, fn });
+  },
+};
 
 /** Where screenshots go; tests/artifacts/ is in .gitignore. */
 export const ARTIFACTS = new URL("../artifacts/", import.meta.url);
@@ -29,13 +63,7 @@ export const ORDER_URL = /\/orders\/[0-9a-f-]{36}(\?.*)?$/;
 
 /** Launches the system Chromium, headless; fails early when it is missing. */
 export async function launch(): Promise<Browser> {
-  try {
-    await Deno.stat(CHROMIUM);
-  } catch {
-    throw new Error(
-      `no browser at ${CHROMIUM}: install it with 'apt-get install chromium'`,
-    );
-  }
+  if (!CHROMIUM) throw new Error(`${browserMissing}: register with e2e.test`);
   return await chromium.launch({
     executablePath: CHROMIUM,
     args: [

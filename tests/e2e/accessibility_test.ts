@@ -12,6 +12,7 @@ import { axeViolations, describeViolations } from "./_axe.ts";
 import {
   byTestId,
   deadLettersShown,
+  e2e,
   fillBasket,
   liveIsOpen,
   openConsolePage,
@@ -204,7 +205,7 @@ const PAGES: Stop[] = [
   ),
 ];
 
-Deno.test("accessibility: every page passes axe-core (WCAG 2.1 A and AA) with data on it", async () => {
+e2e.test("accessibility: every page passes axe-core (WCAG 2.1 A and AA) with data on it", async () => {
   await withBrowser(async ({ browser, base }) => {
     const operator = await browser.newContext({
       viewport: { width: 1280, height: 900 },

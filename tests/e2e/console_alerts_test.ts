@@ -10,6 +10,7 @@ import type { Page } from "playwright-core";
 import { walkthroughOrder } from "../_app.ts";
 import {
   byTestId,
+  e2e,
   liveIsOpen,
   markPage,
   screenshot,
@@ -38,7 +39,7 @@ async function call(
 
 const ALERT = '[data-testid="alert-dead_letters-kitchen"]';
 
-Deno.test("console in the browser: the alert banner appears and clears, live", async () => {
+e2e.test("console in the browser: the alert banner appears and clears, live", async () => {
   await withConsolePage({
     operator: "Night shift",
     path: "console/closure",

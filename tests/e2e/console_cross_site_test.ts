@@ -17,6 +17,7 @@ import {
   byTestId,
   deadLetterRows,
   deadLettersShown,
+  e2e,
   liveIsOpen,
   openConsolePage,
   placeOrder,
@@ -59,7 +60,7 @@ async function submitFrom(page: Page, attackUrl: string, target: string) {
   };
 }
 
-Deno.test("console in the browser: cross-site form posts are refused and change nothing", async () => {
+e2e.test("console in the browser: cross-site form posts are refused and change nothing", async () => {
   await withBrowser(async ({ bakery, browser, base }) => {
     const pages = new Map<string, string>();
     const attacker = Deno.serve(

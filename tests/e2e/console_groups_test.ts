@@ -10,6 +10,7 @@ import { copyDeadLetter } from "../_console_ops.ts";
 import {
   ARTIFACTS,
   byTestId,
+  e2e,
   liveIsOpen,
   openConsolePage,
   SETTLE_MS,
@@ -71,7 +72,7 @@ async function oneGroupOf(page: Page, count: number): Promise<string> {
   return id!.replace(/^group-/, "");
 }
 
-Deno.test("console in the browser: a failure group redriven by one click after its dry-run count", async () => {
+e2e.test("console in the browser: a failure group redriven by one click after its dry-run count", async () => {
   await withConsolePage({ operator: "Group shift" }, async ({ page }) => {
     await api(page, "PUT", "/api/console/faults", { kitchenRefuses: true });
     await placeOrders(page, 2);
@@ -99,7 +100,7 @@ Deno.test("console in the browser: a failure group redriven by one click after i
   });
 });
 
-Deno.test("console in the browser: a bulk job's progress bar reaches done", async () => {
+e2e.test("console in the browser: a bulk job's progress bar reaches done", async () => {
   await withConsolePage({ operator: "Job shift" }, async ({ page, bakery }) => {
     await api(page, "PUT", "/api/console/faults", { kitchenRefuses: true });
     await placeOrders(page, 1);
@@ -140,7 +141,7 @@ Deno.test("console in the browser: a bulk job's progress bar reaches done", asyn
   });
 });
 
-Deno.test("console in the browser: the header's search box finds an order by its short number", async () => {
+e2e.test("console in the browser: the header's search box finds an order by its short number", async () => {
   await withConsolePage({ operator: "Search shift" }, async ({ page }) => {
     const [orderId] = await placeOrders(page, 1);
     const short = orderId.slice(-6).toUpperCase();

@@ -14,6 +14,7 @@ import { until } from "../_main.ts";
 import {
   byTestId,
   deadLettersShown,
+  e2e,
   liveIsOpen,
   openConsolePage,
   orderStateIs,
@@ -106,7 +107,7 @@ async function flipKitchenFault(page: Page, t: TestBakery, on: boolean) {
   assert.equal(await focused(page), "fault-kitchenRefuses");
 }
 
-Deno.test("console by keyboard: fault switches, and select, redrive and refuse dead letters", async () => {
+e2e.test("console by keyboard: fault switches, and select, redrive and refuse dead letters", async () => {
   await withConsolePage({
     operator: OPERATOR,
   }, async ({ bakery: t, page, base }) => {

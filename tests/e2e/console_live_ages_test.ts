@@ -15,6 +15,7 @@ import {
   byTestId,
   deadLetterRows,
   deadLettersShown,
+  e2e,
   liveIsOpen,
   markPage,
   openConsolePage,
@@ -56,7 +57,7 @@ async function ageAbove(page: Page, rowTestId: string, than: number) {
   return await handle.jsonValue() as string;
 }
 
-Deno.test("console in the browser: live pages", async (t) => {
+e2e.test("console in the browser: live pages", async (t) => {
   await withBrowser(async ({ browser, base }) => {
     await t.step(
       "outbox ages grow live while the queue refuses sends",

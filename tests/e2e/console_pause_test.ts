@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import {
   byTestId,
+  e2e,
   liveIsOpen,
   openConsolePage,
   placeOrder,
@@ -49,7 +50,7 @@ function closureTotal(page: Page, state: string, count: number) {
   );
 }
 
-Deno.test("console in the browser: pause the kitchen, see its delivery wait, resume it and see it done", async () => {
+e2e.test("console in the browser: pause the kitchen, see its delivery wait, resume it and see it done", async () => {
   await withConsolePage({ operator: "Night shift" }, async ({ page, base }) => {
     await openConsolePage(page, "faults");
     assert.equal(

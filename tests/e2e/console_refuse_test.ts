@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import {
   byTestId,
   deadLettersShown,
+  e2e,
   liveIsOpen,
   openConsolePage,
   placeOrder,
@@ -22,7 +23,7 @@ const OPERATOR = "Day shift";
 // Typed markup must come back as text wherever the reason is shown.
 const REASON = "Customer phoned: <b>ordered twice</b>, do not bake";
 
-Deno.test("console in the browser: refuse a dead letter with a reason", async () => {
+e2e.test("console in the browser: refuse a dead letter with a reason", async () => {
   await withConsolePage({ operator: OPERATOR }, async ({ page, base }) => {
     await setFault(page, "kitchenRefuses", true);
     // Placed, not paid: the kitchen's OrderPlaced dies after its retries.

@@ -12,6 +12,7 @@ import {
   byTestId,
   deadLetterRows,
   deadLettersShown,
+  e2e,
   liveIsOpen,
   openConsolePage,
   placeOrder,
@@ -73,7 +74,7 @@ function linksOf(page: Page): Promise<string[]> {
   );
 }
 
-Deno.test("console in the browser: two operators, two sandboxes, nothing shared", async () => {
+e2e.test("console in the browser: two operators, two sandboxes, nothing shared", async () => {
   await withBrowser(async ({ browser, base }) => {
     const [a, b] = await Promise.all([
       operator(browser, base, "Morning shift"),

@@ -15,11 +15,12 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import type { TestBakery } from "../_app.ts";
 import { StreamNames } from "../../lib/queue/jetstream/mod.ts";
 import { ROUTING } from "../../services/routing.ts";
-import { natsTest, TEST_NATS_URL, testStream } from "../_nats.ts";
+import { natsMissing, TEST_NATS_URL, testStream } from "../_nats.ts";
 import {
   byTestId,
   deadLetterRows,
   deadLettersShown,
+  e2e,
   liveIsOpen,
   openConsolePage,
   orderStateIs,
@@ -72,14 +73,15 @@ async function closureTotalsAre(page: Page, want: Record<string, number>) {
   }
 }
 
-Deno.test("console walkthrough in the browser: the kitchen refuses, the operator redrives, everything closes", async () => {
+e2e.test("console walkthrough in the browser: the kitchen refuses, the operator redrives, everything closes", async () => {
   await walkthrough("console-walkthrough");
 });
 
 // The same walkthrough over the second transport, on the machine's NATS and
 // a stream of its own (removed when the bakery stops): the dead letters, the
-// redrives through the broker and the closure read the same.
-natsTest(
+// redrives through the broker and the closure read the same. It needs both
+// the browser and NATS.
+e2e.test(
   "console walkthrough in the browser over JetStream: the kitchen refuses, the operator redrives, everything closes",
   async () => {
     const stream = testStream();
@@ -123,6 +125,7 @@ natsTest(
       }
     });
   },
+  natsMissing,
 );
 
 /**

@@ -10,6 +10,7 @@ import type { Page } from "playwright-core";
 import {
   byTestId,
   deadLettersShown,
+  e2e,
   markPage,
   openConsolePage,
   orderStateIs,
@@ -50,7 +51,7 @@ const tickedSteps = (page: Page) =>
       items.map((i) => i.getAttribute("data-testid")!.replace("try-it-", "")),
   );
 
-Deno.test("how it's built in the browser: the Try-it checklist ticks itself as the walkthrough is done in another tab", async () => {
+e2e.test("how it's built in the browser: the Try-it checklist ticks itself as the walkthrough is done in another tab", async () => {
   await withBrowser(async ({ browser, base }) => {
     // Without JavaScript the page still reads: every section is there.
     const plain = await browser.newContext({ javaScriptEnabled: false });

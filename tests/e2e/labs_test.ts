@@ -5,9 +5,9 @@
  * remembers the ids it has printed.
  */
 import assert from "node:assert/strict";
-import { byTestId, screenshot, withConsolePage } from "./_browser.ts";
+import { byTestId, e2e, screenshot, withConsolePage } from "./_browser.ts";
 
-Deno.test("labs in the browser: a ledger scenario by a click, and the queue lab's duplicate with and without the printer's record", async () => {
+e2e.test("labs in the browser: a ledger scenario by a click, and the queue lab's duplicate with and without the printer's record", async () => {
   await withConsolePage({
     operator: "Ada",
     path: "labs/ledger",

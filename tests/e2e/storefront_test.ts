@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
 import {
+  e2e,
   markPage,
   orderStateIs,
   payWith,
@@ -57,7 +58,7 @@ async function asVisitor(
   }
 }
 
-Deno.test("storefront: order, pay and watch it settle in the browser", async (t) => {
+e2e.test("storefront: order, pay and watch it settle in the browser", async (t) => {
   await withBrowser(async ({ bakery, browser }) => {
     await t.step(
       "two buns and a loaf, paid with 4242, settle live",
