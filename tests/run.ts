@@ -1,11 +1,14 @@
 /**
- * `deno task test`: the machine's tools some tests need, installed where
- * missing (tests/_setup_tools.ts, TEST_INSTALL=off to never install); one
+ * `deno task test`: first, with no arguments, the checks of `deno task check`
+ * (format, lint, types), stopping at the first that fails; then the
+ * machine's tools some tests need, installed where missing
+ * (tests/_setup_tools.ts, TEST_INSTALL=off to never install); one
  * PostgreSQL for the whole run (embedded in a temporary directory, or
  * TEST_DATABASE_URL), a template database migrated once, then `deno test`,
  * whose files each clone the template (tests/_db.ts). PostgreSQL is stopped
  * at the end however the tests went. Extra arguments go to `deno test` (a
- * file or `--filter`).
+ * file or `--filter`), and skip the checks: whoever runs one file wants its
+ * answer, not the whole tree's.
  */
 import { connect, withDatabase } from "../lib/db/connect.ts";
 import { startEmbedded } from "../lib/db/embedded.ts";
@@ -16,6 +19,7 @@ import { createLogger } from "../lib/log/mod.ts";
 import { buildIslands } from "../lib/http/islands.ts";
 import { setupTools } from "./_setup_tools.ts";
 
+if (Deno.args.length === 0) await staticChecks();
 await setupTools();
 
 const log = createLogger(
@@ -129,4 +133,32 @@ Deno.exit(code);
 function plain(text: string): string {
   // deno-lint-ignore no-control-regex -- the escape starts a colour code
   return text.replace(/\x1b\[[0-9;]*m/g, "");
+}
+
+/**
+ * `deno fmt --check`, `deno lint` and `deno check .`, as `deno task check`
+ * runs them, before PostgreSQL starts: a formatting slip fails in seconds
+ * instead of after the suite. Exits with the failing step's code.
+ */
+async function staticChecks(): Promise<void> {
+  const steps: [string[], string][] = [
+    [["fmt", "--check"], "run 'deno fmt' to format the files above"],
+    [["lint"], "fix the lint findings above"],
+    // Quiet: its errors still show, its line per checked file does not.
+    [["check", "--quiet", "."], "fix the type errors above"],
+  ];
+  console.log("test: deno fmt --check, deno lint, deno check . first");
+  for (const [args, fix] of steps) {
+    const { code } = await new Deno.Command(Deno.execPath(), {
+      args,
+      stdin: "null",
+    }).spawn().status;
+    if (code !== 0) {
+      console.error(
+        `\ntest: 'deno ${args.join(" ")}' failed, so no test ran: ${fix} ` +
+          `(or run one file: deno task test tests/<file>_test.ts)`,
+      );
+      Deno.exit(code);
+    }
+  }
 }
