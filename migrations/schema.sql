@@ -372,6 +372,33 @@ AS $function$
 GRANT EXECUTE ON FUNCTION queue.failure_group(subscriber text, type text, error text) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION queue.failure_group(subscriber text, type text, error text) TO console;
 
+CREATE TABLE billing.checkout_events (
+  event_id text NOT NULL,
+  sandbox_id uuid NOT NULL,
+  payment_id text NOT NULL,
+  payload text NOT NULL,
+  state text NOT NULL DEFAULT 'pending'::text,
+  attempts integer NOT NULL DEFAULT 0,
+  next_attempt_at timestamp with time zone NOT NULL DEFAULT now(),
+  lease_token uuid,
+  last_status smallint,
+  last_error text,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  finished_at timestamp with time zone,
+  resent_by text,
+  resent_at timestamp with time zone
+);
+ALTER TABLE billing.checkout_events ADD CONSTRAINT checkout_events_pkey PRIMARY KEY (event_id);
+ALTER TABLE billing.checkout_events ADD CONSTRAINT checkout_events_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text, 'gave_up'::text])));
+CREATE INDEX checkout_events_by_payment ON billing.checkout_events USING btree (payment_id);
+CREATE INDEX checkout_events_due ON billing.checkout_events USING btree (next_attempt_at) WHERE (state = 'pending'::text);
+ALTER TABLE billing.checkout_events ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_isolation ON billing.checkout_events AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
+  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE billing.checkout_events TO billing;
+GRANT SELECT ON TABLE billing.checkout_events TO console;
+
 CREATE TABLE billing.outbox (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
   sandbox_id uuid NOT NULL,
@@ -1525,7 +1552,7 @@ CREATE TABLE queue.operator_actions (
   job_id uuid,
   at timestamp with time zone NOT NULL DEFAULT now()
 );
-ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_action_check CHECK ((action = ANY (ARRAY['redrive'::text, 'refuse'::text, 'supersede'::text, 'cancel'::text])));
+ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_action_check CHECK ((action = ANY (ARRAY['redrive'::text, 'refuse'::text, 'supersede'::text, 'cancel'::text, 'release'::text])));
 ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_count_check CHECK ((count >= 0));
 ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_pkey PRIMARY KEY (id);
 CREATE INDEX operator_actions_by_sandbox ON queue.operator_actions USING btree (sandbox_id, at);
@@ -1535,6 +1562,7 @@ CREATE POLICY sandbox_isolation ON queue.operator_actions AS PERMISSIVE FOR ALL 
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE queue.operator_actions TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.operator_actions TO queue;
+GRANT INSERT ON TABLE queue.operator_actions TO relay;
 CREATE SEQUENCE queue.operator_actions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.operator_actions.id
 GRANT SELECT, USAGE ON SEQUENCE queue.operator_actions_id_seq TO queue;
 

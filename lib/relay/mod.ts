@@ -3,7 +3,9 @@
  * Into the PostgreSQL queue, due rows are moved in one transaction
  * (`PgMove`, the relay's shortcut); to any other transport (JetStream), and
  * for sandboxes with a relay fault on, rows are claimed with a lease,
- * published, then marked (`relayOnce` takes both paths).
+ * published, then marked (`relayOnce` takes both paths). Rows parked by the
+ * loop guard wait until the sender's next command or an operator's release
+ * (`releaseParked`).
  */
 export { relayOnce, type RelayOptions } from "./relay.ts";
 export {
@@ -19,4 +21,11 @@ export {
   failPublish,
   GUARD_LIMIT,
   markPublished,
+  type ParkedTarget,
+  releaseParkedIn,
 } from "./outbox_sql.ts";
+export {
+  type Released,
+  type ReleaseOptions,
+  releaseParked,
+} from "./release.ts";

@@ -2,8 +2,9 @@
  * Queries on a service's outbox for the relay: claim with a lease, mark
  * published, and record a failed publish. Each runs in its own transaction as
  * the service, for every sandbox; marking and failing are fenced by the lease.
+ * And an operator's release of parked rows, in the caller's transaction.
  */
-import type { Sql } from "../db/connect.ts";
+import type { Sql, TxSql } from "../db/connect.ts";
 import { asBookkeeper } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 
@@ -160,7 +161,8 @@ export interface FailedPublish {
  * Records a failed publish: the rows stay, attempts + 1, the error kept, the
  * next attempt set. Each affected sandbox spends one re-arm of its daily
  * allowance; a sandbox over the allowance gets its rows parked (next attempt
- * at infinity) until the service's next command or an operator flushes them.
+ * at infinity) until the service's next command flushes them or an operator
+ * releases them ({@link releaseParkedIn}).
  * Returns the sandboxes whose rows were parked.
  */
 export async function failPublish(
@@ -210,4 +212,44 @@ export async function nextOutboxDue(
        where state <> 'published' and next_attempt_at < 'infinity'`,
   );
   return row.at;
+}
+
+/** Which parked rows an operator releases; unset fields match every row. */
+export interface ParkedTarget {
+  /** The row of this message only. */
+  messageId?: string;
+  /** Rows of this event type only. */
+  type?: string;
+}
+
+/**
+ * Makes the parked rows of `service`'s outbox that match `target` due now,
+ * in the caller's transaction, whose role may update the outbox (the relay)
+ * and whose sandbox policy decides whose rows it sees. Fenced: only rows
+ * still parked change, so a row that a command flushed meanwhile, or that
+ * was published, is not counted. Attempts and the last error stay, so the
+ * row still says why it waited; should the publish fail again, the guard,
+ * whose allowance for the day is still used up, parks it again at once.
+ * Returns how many rows it released.
+ */
+export async function releaseParkedIn(
+  sql: TxSql,
+  service: string,
+  target: ParkedTarget = {},
+): Promise<number> {
+  const { messageId, type } = target;
+  // `attempts > 0` names the outbox_retry index's predicate: a parked row
+  // has had at least one attempt (parking counts one), and the index holds
+  // only rows that wait, usually none.
+  const rows = await sql`
+    update ${sql(`${service}.outbox`)}
+       set next_attempt_at = now()
+     where state = 'pending' and attempts > 0
+       and next_attempt_at = 'infinity'
+       ${
+    messageId === undefined ? sql`` : sql`and message_id = ${messageId}::uuid`
+  }
+       ${type === undefined ? sql`` : sql`and type = ${type}`}
+    returning id`;
+  return rows.length;
 }
