@@ -182,6 +182,7 @@ export function createApp(deps: Deps): Hono {
   const api = consoleRoutes(deps);
   app.get("/api/console/overview", api.overview);
   app.get("/api/console/outbox", api.outbox);
+  app.post("/api/console/outbox/release", api.releaseParked);
   app.get("/api/console/deliveries", api.deliveries);
   app.get("/api/console/deliveries/:id", api.delivery);
   app.get("/api/console/dead-letters", api.deadLetters);

@@ -30,4 +30,5 @@ export type {
   ReceiverStats,
   RedriveAnswer,
   RefuseAnswer,
+  ReleaseAnswer,
 } from "../services/console/contracts.ts";

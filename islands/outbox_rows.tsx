@@ -1,9 +1,10 @@
 /**
- * The oldest pending outbox rows, live: rows that are ready now, and apart
- * from them the rows that wait for a scheduled retry (with the countdown to
- * the next attempt). Ages count up every second from the server's numbers;
- * the list itself is fetched again from `GET /api/console/outbox` on every
- * change of the sandbox.
+ * The oldest pending outbox rows, live: rows that are ready now, apart from
+ * them the rows that wait for a scheduled retry (with the countdown to the
+ * next attempt), and apart again the rows parked by the loop guard, which
+ * an operator may release (islands/_parked_rows.tsx). Ages count up every
+ * second from the server's numbers; the list itself is fetched again from
+ * `GET /api/console/outbox` on every change of the sandbox.
  */
 import {
   formatAge,
@@ -13,6 +14,7 @@ import {
 } from "../components/console_format.ts";
 import { liveAge, useLive, useNow } from "./_live.ts";
 import type { OutboxAges } from "./_console_types.ts";
+import { ParkedRows } from "./_parked_rows.tsx";
 
 /** Props: the server's render of the twin, and when it measured the ages. */
 export interface OutboxRowsProps {
@@ -22,14 +24,17 @@ export interface OutboxRowsProps {
 
 type Row = OutboxAges["oldest"][number];
 
-/** Pending outbox rows in two sections: ready now, waiting for a retry. */
+/** Pending outbox rows in three sections: ready, waiting for a retry, parked. */
 export default function OutboxRows(props: OutboxRowsProps) {
   const live = useLive("/api/console/outbox", props.initial, props.serverNow);
   const now = useNow();
   const data = live.data.value;
   const stamp = live.stamp.value;
   const ready = data.oldest.filter((r) => r.ready);
-  const waiting = data.oldest.filter((r) => !r.ready);
+  // A parked row has no next attempt; it is listed in its own section.
+  const waiting = data.oldest.filter((r) =>
+    !r.ready && r.nextAttemptAt !== null
+  );
   const age = (s: number | null) => formatAge(liveAge(s, stamp, now));
 
   return (
@@ -41,8 +46,14 @@ export default function OutboxRows(props: OutboxRowsProps) {
         <strong data-testid="outbox-ready">{data.ready}</strong> ready now,{" "}
         <strong data-testid="outbox-backing-off">{data.backingOff}</strong>{" "}
         waiting for a retry
-        {data.parked > 0 && <>, of which {data.parked} parked</>}. Oldest ready:
-        {" "}
+        {data.parked > 0 && (
+          <>
+            , of which{" "}
+            <strong data-testid="outbox-parked-count">{data.parked}</strong>
+            {" "}
+            parked
+          </>
+        )}. Oldest ready:{" "}
         <strong data-testid="outbox-oldest-ready-age">
           {age(data.oldestReadyAgeSeconds)}
         </strong>
@@ -66,6 +77,13 @@ export default function OutboxRows(props: OutboxRowsProps) {
         rows={waiting}
         age={age}
         now={now}
+      />
+      <ParkedRows
+        rows={data.parkedRows}
+        groups={data.byService.filter((g) => g.parked > 0)}
+        total={data.parked}
+        age={age}
+        onReleased={() => void live.reload()}
       />
     </div>
   );

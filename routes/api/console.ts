@@ -28,7 +28,11 @@ import {
   pauseReceiver,
 } from "../../services/console/pauses.ts";
 import { receiverPauseSchema } from "../../services/console/contracts.ts";
-import { type SubscriberName, SUBSCRIBERS } from "../../services/routing.ts";
+import {
+  SENDERS,
+  type SubscriberName,
+  SUBSCRIBERS,
+} from "../../services/routing.ts";
 import { payloads } from "../../services/events.ts";
 import {
   BeyondReplayHorizon,
@@ -51,6 +55,7 @@ import { currentAlerts } from "../../services/console/alerts.ts";
 import { receiverStats } from "../../services/console/receivers.ts";
 import { overviewData } from "../../services/console/overview.ts";
 import { orderViolations } from "../../services/console/violations.ts";
+import { releaseParkedRows } from "../../services/console/release.ts";
 
 /** The signed-in operator (a named session), or 401. */
 export function requireOperator(c: Context) {
@@ -143,6 +148,17 @@ const faultsSchema = z.record(z.string(), z.boolean()).superRefine(
 
 export const pauseSchema = z.object({ paused: z.boolean() }).strict();
 
+/**
+ * Which parked outbox rows to release: one message, a sender's rows, rows
+ * of an event type, or any of these together; none: every parked row of
+ * the sandbox.
+ */
+export const releaseSchema = z.object({
+  messageId: z.string().uuid().optional(),
+  service: z.enum(SENDERS).optional(),
+  eventType: eventType.optional(),
+}).strict();
+
 /** The receiver a path names, or 404. */
 function receiverParam(c: Context): SubscriberName {
   const name = subscriber.safeParse(c.req.param("name"));
@@ -218,6 +234,13 @@ export function consoleRoutes(deps: Deps) {
     outbox: async (c: Context) => {
       const { sandboxId } = requireOperator(c);
       return c.json(await outboxAges(sql, sandboxId));
+    },
+    releaseParked: async (c: Context) => {
+      const operator = requireOperator(c);
+      const req = parseOr400(releaseSchema, await optionalJson(c));
+      const answer = await releaseParkedRows(sql, operator, req);
+      changed(operator.sandboxId);
+      return c.json(answer);
     },
     deliveries: async (c: Context) => {
       const { sandboxId } = requireOperator(c);

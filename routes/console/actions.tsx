@@ -1,8 +1,9 @@
 /**
  * `GET /console/actions`: the operator log, newest first, a page of 50 at a
  * time (`?before=` a page's `next`): who redrove,
- * refused or superseded dead letters, started or cancelled a bulk job, or
- * paused or resumed a receiver, when, aimed at what, and how many. Twin of
+ * refused or superseded dead letters, started or cancelled a bulk job,
+ * paused or resumed a receiver, or released parked outbox rows, when, aimed
+ * at what, and how many. Twin of
  * `GET /api/console/actions`.
  */
 import type { Deps } from "../../deps.ts";
@@ -23,10 +24,15 @@ const VERB: Record<OperatorAction["action"], string> = {
   cancel: "Cancel a job",
   pause: "Pause",
   resume: "Resume",
+  release: "Release parked rows",
 };
 
-/** A target as a line: `ids: 3, 4 · reason: "…"`. */
+/**
+ * A target as a line: `ids: 3, 4 · reason: "…"`; an empty one (a release of
+ * every parked row) as `all`.
+ */
 function targetText(target: Record<string, unknown>): string {
+  if (Object.keys(target).length === 0) return "all";
   return Object.entries(target).map(([key, value]) =>
     `${key}: ${
       Array.isArray(value)
@@ -54,7 +60,7 @@ export function actionsPage({ sql }: Deps): ConsoleRender {
         title="Operator log"
         current="actions"
         operator={operator}
-        lead="Every operator action in this sandbox, newest first: dead letters redriven, refused or superseded, bulk jobs started or cancelled, receivers paused or resumed. Each row was written in the action's own transaction."
+        lead="Every operator action in this sandbox, newest first: dead letters redriven, refused or superseded, bulk jobs started or cancelled, receivers paused or resumed, parked outbox rows released. Each row was written in the action's own transaction."
       >
         <section class="panel">
           {items.length === 0

@@ -1,8 +1,9 @@
 /**
  * The operator log: one row for every operator action on dead letters (a
  * redrive or refusal of one or many, a bulk job started or cancelled, a
- * supersede), saying who, when, what and how many. Written in the same
- * transaction as the action, so an action without its row cannot commit.
+ * supersede) and on parked outbox rows (a release), saying who, when, what
+ * and how many. Written in the same transaction as the action, so an action
+ * without its row cannot commit.
  * A receiver paused or resumed is logged in queue.pause_actions
  * (lib/queue/pauses.ts, in the pause's own transaction); the log reads both.
  */
@@ -18,7 +19,10 @@ type DeadLetterAction = Exclude<OperatorActionKind, "pause" | "resume">;
 
 const actionsSchema = z.array(operatorActionSchema);
 
-/** Logs an action inside the caller's queue transaction. */
+/**
+ * Logs an action inside the caller's transaction: the queue's, or for a
+ * release the relay's (migrations/0013_release_parked.sql).
+ */
 export async function logAction(
   sql: TxSql,
   sandboxId: string,

@@ -42,6 +42,8 @@ export const outboxAgesSchema = z.strictObject({
     pending: count,
     ready: count,
     backingOff: count,
+    /** Of `backingOff`, the rows parked by the loop guard. */
+    parked: count,
     oldestReadyAgeSeconds: z.number().nonnegative().nullable(),
     oldestAgeSeconds: z.number().nonnegative().nullable(),
   })),
@@ -58,8 +60,26 @@ export const outboxAgesSchema = z.strictObject({
     nextAttemptAt: time.nullable(),
     ready: z.boolean(),
   })),
+  /**
+   * The oldest rows parked by the loop guard, whatever their place among
+   * `oldest`: the rows an operator may release
+   * (`POST /api/console/outbox/release`).
+   */
+  parkedRows: z.array(z.strictObject({
+    messageId: z.string(),
+    service: z.string(),
+    eventType: z.string(),
+    orderId: z.string(),
+    ageSeconds: z.number().nonnegative(),
+    attempts: count,
+    lastError: z.string().nullable(),
+  })),
 });
 export type OutboxAges = z.infer<typeof outboxAgesSchema>;
+
+/** `POST /api/console/outbox/release`: how many parked rows became due. */
+export const releaseAnswerSchema = z.strictObject({ count });
+export type ReleaseAnswer = z.infer<typeof releaseAnswerSchema>;
 
 // --- Closure -----------------------------------------------------------
 
@@ -458,13 +478,18 @@ export const operatorActionSchema = z.strictObject({
     "cancel",
     "pause",
     "resume",
+    "release",
   ]),
   /**
    * What it was aimed at: ids, a filter, a group, a job or a delivery; for a
-   * pause or a resume, the subscriber.
+   * pause or a resume, the subscriber; for a release of parked outbox rows,
+   * the message id, service and event type asked for (none: all).
    */
   target: z.record(z.string(), z.unknown()),
-  /** How many dead letters it changed (or, for a job, will); a pause, 1. */
+  /**
+   * How many dead letters it changed (or, for a job, will); a pause, 1; a
+   * release, the parked rows it made due.
+   */
   count: z.number().int().nonnegative(),
   jobId: z.string().nullable(),
 });

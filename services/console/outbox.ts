@@ -3,7 +3,8 @@
  * the oldest promise is. Age, not just count: one old message matters more
  * than a burst of new ones. Rows that wait for a scheduled retry are counted
  * apart from rows that are ready now, so a backing-off row does not raise
- * the "oldest ready" age.
+ * the "oldest ready" age; rows parked by the relay's loop guard are counted
+ * and listed on their own, since only a command or an operator moves them.
  */
 import type { Sql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
@@ -48,10 +49,20 @@ interface Row {
   ready: boolean;
 }
 
+interface ParkedRow {
+  service: string;
+  message_id: string;
+  type: string;
+  order_id: string;
+  age: number;
+  attempts: number;
+  last_error: string | null;
+}
+
 /**
  * Pending outbox rows of one sandbox, summarised by the server (counts, ages
- * and histogram per service and type) plus the `limit` oldest rows: the
- * backlog is never copied into this process.
+ * and histogram per service and type) plus the `limit` oldest rows, and the
+ * `limit` oldest parked rows: the backlog is never copied into this process.
  */
 export async function outboxAges(
   sql: Sql,
@@ -60,14 +71,17 @@ export async function outboxAges(
 ): Promise<OutboxAges> {
   const bounds = [...AGE_BUCKETS];
   const buckets = new Array<number>(bounds.length + 1).fill(0);
-  const { groups, oldest } = await asService(
+  const { groups, oldest, parked } = await asService(
     sql,
     "console",
     { sandboxId },
     async ({ sql }) => {
-      // Per sender two statements, all four sent at once: one scan of the
+      // Per sender three statements, all six sent at once: one scan of the
       // pending rows grouped by type and age bucket (folded per type here),
-      // and the oldest rows through the pending index.
+      // the oldest rows through the pending index, and the oldest parked
+      // rows through the retry index (parked rows are among those that
+      // wait: pending, attempted), which a burst of new rows cannot crowd
+      // out of the list as it can out of the oldest.
       const read = await Promise.all(SENDERS.map((service) => {
         const table = sql(`${service}.outbox`);
         return Promise.all([
@@ -96,6 +110,15 @@ export async function outboxAges(
             from ${table}
            where state <> 'published'
            order by id limit ${limit}`,
+          sql<ParkedRow[]>`
+          select ${service}::text as service, message_id, type,
+                 envelope->>'aggregateId' as order_id,
+                 date_part('epoch', now() - created_at) as age,
+                 attempts, last_error
+            from ${table}
+           where state = 'pending' and attempts > 0
+             and next_attempt_at = 'infinity'
+           order by id limit ${limit}`,
         ]);
       }));
       const groups = new Map<string, Group>();
@@ -120,6 +143,7 @@ export async function outboxAges(
       return {
         groups: [...groups.values()],
         oldest: read.flatMap(([, rows]) => rows),
+        parked: read.flatMap(([, , rows]) => rows),
       };
     },
     { snapshot: true },
@@ -148,6 +172,7 @@ export async function outboxAges(
       pending: g.pending,
       ready: g.ready,
       backingOff: g.pending - g.ready,
+      parked: g.parked,
       oldestReadyAgeSeconds: g.oldest_ready,
       oldestAgeSeconds: g.oldest,
     })),
@@ -164,6 +189,17 @@ export async function outboxAges(
         ? r.next_attempt_at.toISOString()
         : null,
       ready: r.ready,
+    })),
+    parkedRows: parked.sort((a, b) => b.age - a.age).slice(0, limit).map((
+      r,
+    ) => ({
+      messageId: r.message_id,
+      service: r.service,
+      eventType: r.type,
+      orderId: r.order_id,
+      ageSeconds: Math.round(r.age * 10) / 10,
+      attempts: r.attempts,
+      lastError: r.last_error,
     })),
   });
 }

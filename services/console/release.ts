@@ -1,0 +1,46 @@
+/**
+ * The operator's way out of the relay's loop guard: release the outbox rows
+ * it parked (one message, a group by sender and event type, or every parked
+ * row of the sandbox), so that they go now instead of waiting for the
+ * sender's next command, which may never come. The action leaves its row in
+ * the operator log, in the release's own transaction.
+ */
+import type { Sql } from "../../lib/db/connect.ts";
+import { releaseParked } from "../../lib/relay/mod.ts";
+import { SENDERS } from "../routing.ts";
+import { logAction } from "./actions.ts";
+
+export type Sender = typeof SENDERS[number];
+
+/** Which parked rows; no field: every parked row of the sandbox. */
+export interface ReleaseRequest {
+  messageId?: string;
+  service?: Sender;
+  eventType?: string;
+}
+
+/**
+ * Releases the matching parked rows of the operator's sandbox and logs the
+ * action (with a count of 0 when none was still parked, as a redrive that
+ * found nothing is logged). Returns how many rows became due.
+ */
+export async function releaseParkedRows(
+  sql: Sql,
+  ctx: { sandboxId: string; actor: string },
+  req: ReleaseRequest,
+): Promise<{ count: number }> {
+  const { sandboxId, actor } = ctx;
+  const { count } = await releaseParked(sql, {
+    sandboxId,
+    services: req.service ? [req.service] : SENDERS,
+    target: { messageId: req.messageId, type: req.eventType },
+    record: (tx, released) =>
+      logAction(tx, sandboxId, {
+        actor,
+        action: "release",
+        target: { ...req },
+        count: released.count,
+      }),
+  });
+  return { count };
+}
