@@ -302,6 +302,7 @@ Deno.test("contracts: every console twin's answer parses against its schema, wit
       seen,
       "/api/kitchen/board",
     );
+    await twin(client, seen, "/api/console/checkout-events");
     assert.ok(board.cards.length > 0);
 
     assert.deepEqual(

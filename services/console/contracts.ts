@@ -543,5 +543,6 @@ export const CONSOLE_TWINS = {
   "/api/console/jobs/:jobId": jobViewSchema,
   "/api/console/actions": actionsDataSchema,
   "/api/console/search": searchDataSchema,
+  "/api/console/checkout-events": checkoutEventsSchema,
   "/api/kitchen/board": boardDataSchema,
 } as const;
