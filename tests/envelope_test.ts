@@ -129,3 +129,24 @@ Deno.test("envelopeSchema: rejects missing fields and malformed values", () => {
     assert.equal(envelopeSchema.safeParse(partial).success, false, key);
   }
 });
+
+Deno.test("envelopeSchema: a copy names the message ids it supersedes, never itself", () => {
+  const e = valid();
+  const line = [uuidv7(), uuidv7()];
+  assert.deepEqual(
+    envelopeSchema.parse({ ...e, supersedes: line }).supersedes,
+    line,
+  );
+  const cases: [string, unknown][] = [
+    ["empty", []],
+    ["not a list", line[0]],
+    ["a bad uuid", ["not-a-uuid"]],
+    ["itself", [line[0], e.messageId]],
+    ["too long a line", Array.from({ length: 21 }, () => uuidv7())],
+  ];
+  for (const [what, supersedes] of cases) {
+    const result = envelopeSchema.safeParse({ ...e, supersedes });
+    assert.equal(result.success, false, what);
+    assert.equal(result.error!.issues[0].path[0], "supersedes", what);
+  }
+});

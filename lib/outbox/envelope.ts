@@ -32,6 +32,12 @@ const uuid = z.string().regex(
   "a lower-case UUID",
 );
 
+/**
+ * Copies in one line of supersessions at the most: a dead letter corrected
+ * this often wants its receiver fixed, not another copy.
+ */
+export const MAX_SUPERSEDES = 20;
+
 /** The envelope schema; receivers parse every delivery with it. */
 export const envelopeSchema = z.object({
   /** Stable forever: the receivers' inboxes are keyed by it. */
@@ -49,7 +55,18 @@ export const envelopeSchema = z.object({
   sandboxId: uuid,
   occurredAt: z.string().datetime({ offset: true }),
   payload: z.record(z.string(), z.unknown()),
-}).strict();
+  /**
+   * Set on a corrected copy only: the message ids it stands in for, the
+   * first original first, then each copy that came between (a copy of a
+   * copy names the whole line). A receiver whose inbox has applied any of
+   * them applies nothing and answers as to a repeat (lib/inbox). Absent on
+   * every other message, so an envelope without it is as before.
+   */
+  supersedes: z.array(uuid).min(1).max(MAX_SUPERSEDES).optional(),
+}).strict().refine((e) => !e.supersedes?.includes(e.messageId), {
+  path: ["supersedes"],
+  message: "a message cannot supersede itself",
+});
 
 export type Envelope = z.output<typeof envelopeSchema>;
 
