@@ -3,12 +3,14 @@
  * the receiver's own transaction, and answer with the status that tells the
  * consumer what to do.
  *
- * | answer | meaning                                    |
- * | ------ | ------------------------------------------ |
- * | 200    | applied now, or already applied before     |
- * | 400    | not an envelope                            |
- * | 409    | not yet (NotYet): retry later              |
- * | 422    | refused (Refused, malformed, horizon)      |
+ * | answer | meaning                                              |
+ * | ------ | ---------------------------------------------------- |
+ * | 200    | applied now, or already applied before (`duplicate`) |
+ * |        | a copy of an applied message: `alreadyApplied` and   |
+ * |        | a `reason`, as a repeat                              |
+ * | 400    | not an envelope                                      |
+ * | 409    | not yet (NotYet): retry later                        |
+ * | 422    | refused (Refused, malformed, horizon)                |
  *
  * The step from a parsed envelope to the answer is a `Receiver`, which a
  * decorator may wrap (lib/faults `faultyReceiver`: 503, slow).

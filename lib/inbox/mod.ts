@@ -8,6 +8,7 @@ export {
   receiveOnce,
   type ReceiveOptions,
 } from "./receive.ts";
+export { alreadyApplied, appliedOf, claimSuperseded } from "./supersedes.ts";
 export {
   inboxHandler,
   type InboxHandlerOptions,

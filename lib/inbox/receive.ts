@@ -7,6 +7,7 @@ import { asService, RolledBack, type ServiceTx } from "../db/service.ts";
 import type { Fragment } from "../outbox/append.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 import { refusalOf } from "./errors.ts";
+import { alreadyApplied, claimSuperseded } from "./supersedes.ts";
 
 export interface Received {
   status: 200 | 422;
@@ -119,8 +120,15 @@ function horizonReason(options: ReceiveOptions) {
  * - NotYet or an error: rethrown; no inbox row, a later delivery tries
  *   again.
  *
+ * A corrected copy (`envelope.supersedes`) first claims the ids it replaces
+ * ({@link claimSuperseded}, one or two statements more, for copies only).
+ * When the inbox has applied one of them, `apply` is not called: the copy's
+ * own row is recorded with the answer `{ alreadyApplied, reason }`, and the
+ * copy is answered as a repeat, now and on every repeat of it.
+ *
  * The inbox row keeps the message's aggregate and version, and the same
- * statement notes an order violation (see `orderWatch`): the inbox, as
+ * statement notes an order violation (see `orderWatch`; not for a copy
+ * that applied nothing): the inbox, as
  * `platform.create_inbox` makes it (migrations/0002_outbox_inbox.sql), has
  * the columns and the table for both.
  */
@@ -136,9 +144,17 @@ export async function receiveOnce(
   }
   const scope = { sandboxId: envelope.sandboxId };
   let recorded: Promise<{ outcome: Record<string, unknown> }[]> | undefined;
+  /** A copy's replaced message that this inbox had applied already. */
+  let repeatOf: string | undefined;
   try {
     await asService(sql, service, scope, async (tx) => {
-      const outcome = await apply(tx, envelope);
+      // Only a copy pays for the claim; any other message goes as before.
+      repeatOf = envelope.supersedes
+        ? await claimSuperseded(tx, envelope)
+        : undefined;
+      const outcome = repeatOf
+        ? alreadyApplied(service, repeatOf)
+        : await apply(tx, envelope);
       const inbox = tx.sql(`${service}.inbox`);
       // Sent, not awaited: the COMMIT goes out right behind it, in the same
       // round trip (and so do BEGIN and the effect, when `apply` gave it as
@@ -165,12 +181,17 @@ export async function receiveOnce(
                   ${envelope.type}, 200, ${answer}, ${envelope.aggregateId},
                   ${envelope.aggregateVersion})
           returning outcome
-        ), ${orderWatch(tx, envelope)}
+        ) ${repeatOf ? tx.sql`` : tx.sql`, ${orderWatch(tx, envelope)}`}
         select outcome from recorded`.execute();
       recorded.catch(() => {}); // awaited below, after the transaction
     });
     const [row] = await recorded!;
-    return { status: 200, body: row.outcome, duplicate: false };
+    // A copy of a message applied before changed nothing: a repeat.
+    return {
+      status: 200,
+      body: row.outcome,
+      duplicate: repeatOf !== undefined,
+    };
   } catch (error) {
     const refused = refusalOf(error);
     if (refused) {
