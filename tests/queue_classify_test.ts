@@ -25,6 +25,23 @@ Deno.test("classify: every 2xx is done, on any attempt, with no error", () => {
   }
 });
 
+Deno.test("classify: a 2xx that says why it applied nothing is done, and its words are kept", () => {
+  assert.deepEqual(
+    classify(
+      answered(200, "already applied: kitchen has message M7 in its inbox"),
+      "Kitchen",
+      5000,
+      1,
+      4,
+    ),
+    {
+      state: "done",
+      error:
+        "Kitchen answered 200: already applied: kitchen has message M7 in its inbox",
+    },
+  );
+});
+
 Deno.test("classify: 409, 429, 5xx, timeout, network errors and lost answers retry until the last attempt", () => {
   const retryable: [Outcome, string][] = [
     [answered(409, "no card yet"), "Kitchen answered 409: no card yet"],

@@ -4,7 +4,8 @@
  *
  * | answer                          | what happens                         |
  * | ------------------------------- | ------------------------------------ |
- * | 2xx                             | done                                 |
+ * | 2xx                             | done; a `reason` it gives is kept as |
+ * |                                 | the delivery's last words            |
  * | 409, 5xx, timeout, network,     | retry after the next delay; dead     |
  * | an answer lost on its way back  | after the last one                   |
  * | 422                             | refused by the receiver: dead at once|
@@ -33,7 +34,13 @@ export function classify(
   if (
     outcome.kind === "answered" && outcome.status >= 200 && outcome.status < 300
   ) {
-    return { state: "done", error: null };
+    // Done, and nothing dropped silently: a receiver that applied nothing
+    // says why ("already applied: ..."), and the delivery keeps it.
+    const { status, reason } = outcome;
+    return {
+      state: "done",
+      error: reason ? `${label} answered ${status}: ${reason}` : null,
+    };
   }
   let error: string;
   let retryable: boolean;

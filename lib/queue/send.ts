@@ -176,7 +176,7 @@ async function post(
       return {
         kind: "answered",
         status: response.status,
-        reason: reasonOf(text),
+        reason: response.ok ? saidOf(text) : reasonOf(text),
       };
     } catch (error) {
       if (error instanceof AnswerLost) {
@@ -190,6 +190,22 @@ async function post(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * What a success says beyond its success: the `reason` of a JSON body
+ * (a receiver's inbox gives one when it applied nothing: a copy of a
+ * message it had applied), else nothing. The rest of a 2xx body is the
+ * receiver's own business.
+ */
+function saidOf(text: string): string {
+  try {
+    const reason = JSON.parse(text)?.reason;
+    if (typeof reason === "string") return reason.slice(0, 500);
+  } catch {
+    // not JSON: nothing said
+  }
+  return "";
 }
 
 /** The receiver's words: `reason` or `error` of a JSON body, else the text. */
