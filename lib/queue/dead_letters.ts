@@ -10,7 +10,7 @@
  */
 import type { Sql, TxSql } from "../db/connect.ts";
 import { asService } from "../db/service.ts";
-import { type Envelope, uuidv7 } from "../outbox/envelope.ts";
+import { type Envelope, MAX_SUPERSEDES, uuidv7 } from "../outbox/envelope.ts";
 import { QUEUE_CHANNEL } from "./channel.ts";
 
 /** Which dead letters: explicit ids, or all that match the filter. */
@@ -253,6 +253,16 @@ export async function failureGroups(
   }));
 }
 
+/** A dead letter whose line of copies is as long as an envelope allows. */
+export class TooManySupersessions extends Error {
+  override name = "TooManySupersessions";
+  constructor(readonly messageId: string, readonly standsFor: number) {
+    super(
+      `message ${messageId} stands in for ${standsFor} messages already, and a copy names at most ${MAX_SUPERSEDES}: refuse it, or fix what makes it fail`,
+    );
+  }
+}
+
 /** A dead letter that was superseded, and by which message. */
 export interface Superseded {
   /** The corrected copy's message id. */
@@ -263,13 +273,16 @@ export interface Superseded {
 
 /**
  * Supersedes dead letter `id`: a copy of its envelope with `payload` in
- * place of the old one, a new message id and the time of now, stored as a
- * new message with one delivery to the same subscriber, linked to the
- * original (queue.supersessions); the original is refused with the reason
- * "superseded by <new id>". The original envelope is not touched. Returns
- * null when `id` is not a dead letter of the sandbox. Runs in the caller's
- * queue transaction; the caller validates `payload` against the event
- * type's schema.
+ * place of the old one, a new message id, the time of now and the ids it
+ * stands in for (`supersedes`: those the dead letter stood in for, then
+ * its own), stored as a new message with one delivery to the same
+ * subscriber, linked to the original (queue.supersessions); the original
+ * is refused with the reason "superseded by <new id>". The original
+ * envelope is not touched. Returns null when `id` is not a dead letter of
+ * the sandbox; throws {@link TooManySupersessions} when its line is full.
+ * Runs in the caller's queue transaction; the caller validates `payload`
+ * against the event type's schema, and may ask the receiver first whether
+ * it applied the dead letter after all (lib/inbox `appliedOf`).
  */
 export async function supersedeIn(
   sql: TxSql,
@@ -287,11 +300,20 @@ export async function supersedeIn(
       join queue.messages m on m.message_id = d.message_id
      where d.id = ${id} and d.state = 'dead' for update of d`;
   if (!old) return null;
+  // The copy names what it stands in for, so that the receiver applies
+  // nothing when its inbox has applied the dead letter after all (a lost
+  // acknowledgement, a timeout that committed). A copy of a copy names the
+  // whole line: any of them may be the one that was applied.
+  const line = [...(old.envelope.supersedes ?? []), old.envelope.messageId];
+  if (line.length > MAX_SUPERSEDES) {
+    throw new TooManySupersessions(old.envelope.messageId, line.length - 1);
+  }
   const envelope: Envelope = {
     ...old.envelope,
     messageId: uuidv7(),
     occurredAt: new Date().toISOString(),
     payload,
+    supersedes: line,
   };
   await sql`
     insert into queue.messages (message_id, sandbox_id, source, type,

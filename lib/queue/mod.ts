@@ -23,6 +23,7 @@ export {
   refuseIn,
   type Superseded,
   supersedeIn,
+  TooManySupersessions,
 } from "./dead_letters.ts";
 export {
   type PauseChange,

@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { Deps } from "../../deps.ts";
 import { HttpError } from "../../lib/http/errors.ts";
 import { parseOr400, readJson, text } from "../../lib/http/validate.ts";
-import { DELIVERY_STATES } from "../../lib/queue/mod.ts";
+import { DELIVERY_STATES, TooManySupersessions } from "../../lib/queue/mod.ts";
 import { outboxAges } from "../../services/console/outbox.ts";
 import {
   deliveryCounts,
@@ -48,6 +48,7 @@ import {
 } from "../../services/console/actions.ts";
 import { search } from "../../services/console/search.ts";
 import {
+  AlreadyApplied,
   InvalidPayload,
   supersedeDeadLetter,
 } from "../../services/console/supersede.ts";
@@ -367,6 +368,14 @@ export function consoleRoutes(deps: Deps) {
             `invalid request body: ${error.message}`,
             error.issues,
           );
+        }
+        // The receiver applied the dead letter after all: a copy would
+        // apply it twice. Refusing it is what closes it.
+        if (
+          error instanceof AlreadyApplied ||
+          error instanceof TooManySupersessions
+        ) {
+          throw new HttpError(409, error.message);
         }
         throw error;
       }

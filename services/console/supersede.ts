@@ -5,10 +5,20 @@
  * to the same receiver, and the dead letter is refused "superseded by
  * <id>", linked to the copy (lib/queue/dead_letters.ts). The original
  * envelope is never edited.
+ *
+ * A dead letter may have been applied after all (its acknowledgement was
+ * lost, or it timed out and committed). Before a copy goes out, the
+ * receiver's inbox is asked, as the receiver in a read-only transaction of
+ * its own (no other role may read it): if it holds the dead letter, or a
+ * message the dead letter stood in for, as applied, the answer is
+ * {@link AlreadyApplied} and nothing changes. The question is a courtesy
+ * to the operator; what decides is the receiver's own transaction, which
+ * applies nothing for a copy of an applied message (lib/inbox).
  */
 import { z } from "zod";
 import type { Sql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
+import { appliedOf } from "../../lib/inbox/mod.ts";
 import { type Superseded, supersedeIn } from "../../lib/queue/mod.ts";
 import { type EventType, payloads } from "../events.ts";
 import { logAction } from "./actions.ts";
@@ -18,6 +28,14 @@ export class InvalidPayload extends Error {
   override name = "InvalidPayload";
   constructor(readonly issues: { path: string; message: string }[]) {
     super(`${issues[0].path}: ${issues[0].message}`);
+  }
+}
+
+/** The receiver has applied the dead letter (or what it stood in for). */
+export class AlreadyApplied extends Error {
+  override name = "AlreadyApplied";
+  constructor(readonly receiver: string, readonly messageId: string) {
+    super(`already applied: ${receiver} has message ${messageId} in its inbox`);
   }
 }
 
@@ -60,10 +78,37 @@ function check(
   return result.data as Record<string, unknown>;
 }
 
+interface DeadLetter {
+  type: string;
+  aggregate_id: string;
+  subscriber: string;
+  message_id: string;
+  supersedes: string[] | null;
+}
+
+/** Dead letter `id` of the sandbox, read as the queue; undefined if none. */
+async function deadLetter(sql: Sql, sandboxId: string, id: number) {
+  const [dead] = await asService(
+    sql,
+    "queue",
+    { sandboxId },
+    ({ sql }) =>
+      sql<DeadLetter[]>`
+        select d.type, d.aggregate_id, d.subscriber, d.message_id,
+               m.envelope->'supersedes' as supersedes
+          from queue.deliveries d
+          join queue.messages m on m.message_id = d.message_id
+         where d.id = ${id} and d.state = 'dead'`,
+    { snapshot: true },
+  );
+  return dead as DeadLetter | undefined;
+}
+
 /**
  * Supersedes dead letter `id` of the sandbox with `payload`; null when it
  * is not a dead letter there. Throws InvalidPayload for a payload that does
- * not fit.
+ * not fit, and AlreadyApplied when the receiver's inbox holds the dead
+ * letter (or a message it stood in for) as applied.
  */
 export async function supersedeDeadLetter(
   sql: Sql,
@@ -73,12 +118,17 @@ export async function supersedeDeadLetter(
   reason: string,
 ): Promise<Superseded | null> {
   const { sandboxId, actor } = ctx;
+  const dead = await deadLetter(sql, sandboxId, id);
+  if (!dead) return null;
+  const checked = check(dead.type, dead.aggregate_id, payload);
+  // Subscribers are services: each reads its own inbox, `<name>.inbox`.
+  const applied = await appliedOf(sql, dead.subscriber, sandboxId, [
+    dead.message_id,
+    ...(dead.supersedes ?? []).toReversed(),
+  ]);
+  if (applied) throw new AlreadyApplied(dead.subscriber, applied);
   return await asService(sql, "queue", { sandboxId }, async ({ sql }) => {
-    const [dead] = await sql<{ type: string; aggregate_id: string }[]>`
-      select type, aggregate_id from queue.deliveries
-       where id = ${id} and state = 'dead'`;
-    if (!dead) return null;
-    const checked = check(dead.type, dead.aggregate_id, payload);
+    // Still dead, or null: supersedeIn locks the row and checks again.
     const done = await supersedeIn(
       sql,
       sandboxId,
