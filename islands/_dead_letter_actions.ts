@@ -77,3 +77,39 @@ export async function refuseMany(
     await sendJson("POST", `${BASE}/refuse`, { ...target, reason }),
   );
 }
+
+/** A corrected copy sent, or why not (with the status that says which). */
+export type SupersedeResult =
+  | { messageId: string; deliveryId: number }
+  | {
+    error: string;
+    /** 409: the receiver had applied it, or the line of copies is full. */
+    status: number;
+    issues: { path: string; message: string }[];
+  };
+
+/**
+ * `POST /api/console/dead-letters/:id/supersede` with `{ payload, reason }`:
+ * a corrected copy under a new message id, the dead letter refused.
+ */
+export async function supersedeOne(
+  id: number,
+  payload: unknown,
+  reason: string,
+): Promise<SupersedeResult> {
+  const answer = await sendJson("POST", `${BASE}/${id}/supersede`, {
+    payload,
+    reason,
+  });
+  if (!answer.ok) {
+    return {
+      error: failure(answer),
+      status: answer.status,
+      issues: Array.isArray(answer.body?.issues) ? answer.body.issues : [],
+    };
+  }
+  return {
+    messageId: String(answer.body.messageId),
+    deliveryId: Number(answer.body.deliveryId),
+  };
+}

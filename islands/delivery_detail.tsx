@@ -19,8 +19,10 @@ import {
   type ActionResult,
   redriveOne,
   refuseOne,
+  supersedeOne,
 } from "./_dead_letter_actions.ts";
 import { RefuseForm } from "./_refuse_form.tsx";
+import { SupersedeForm } from "./_supersede_form.tsx";
 
 /** Props: the delivery's id and the server's render of its twin. */
 export interface DeliveryDetailProps {
@@ -38,6 +40,7 @@ const OUTCOME_TONE: Record<string, "ok" | "warn" | "bad"> = {
 export default function DeliveryDetail(props: DeliveryDetailProps) {
   const live = useLive(`/api/console/deliveries/${props.id}`, props.initial);
   const refusing = useSignal(false);
+  const superseding = useSignal(false);
   const busy = useSignal(false);
   const notice = useSignal("");
   const error = useSignal("");
@@ -166,12 +169,56 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
                 type="button"
                 class="button refuse"
                 disabled={busy.value}
-                onClick={() => refusing.value = true}
+                onClick={() => {
+                  superseding.value = false;
+                  refusing.value = true;
+                }}
                 id="delivery-refuse"
                 data-testid="refuse"
               >
                 Refuse…
               </button>
+            )}
+            {!superseding.value && (
+              <button
+                type="button"
+                class="button"
+                disabled={busy.value}
+                onClick={() => {
+                  refusing.value = false;
+                  superseding.value = true;
+                }}
+                id="delivery-supersede"
+                data-testid="supersede"
+              >
+                Supersede…
+              </button>
+            )}
+            {superseding.value && (
+              <SupersedeForm
+                what={`delivery ${d.id}`}
+                payload={envelope?.payload}
+                testid="supersede-form"
+                onCancel={() => {
+                  superseding.value = false;
+                  focusNext.value = "delivery-supersede";
+                }}
+                onRefuseInstead={() => {
+                  superseding.value = false;
+                  refusing.value = true;
+                }}
+                onSupersede={async (payload, reason) => {
+                  const result = await supersedeOne(d.id, payload, reason);
+                  if ("messageId" in result) {
+                    superseding.value = false;
+                    notice.value =
+                      `Superseded: a corrected copy goes as message ${result.messageId}.`;
+                    focusNext.value = "delivery-notice";
+                    await live.reload();
+                  }
+                  return result;
+                }}
+              />
             )}
             {refusing.value && (
               <RefuseForm
