@@ -66,6 +66,9 @@ try {
       TEST_ADMIN_URL: adminUrl,
       TEST_TEMPLATE_DB: template,
       TEST_RUN_ID: String(Deno.pid),
+      // The tools are set up above; a test that starts this runner again
+      // (process_private_dir_test.ts) must not try apt-get a second time.
+      TEST_INSTALL: "off",
     },
     stdin: "null",
     stdout: "piped",
