@@ -112,11 +112,10 @@ export async function setupTools(
     found.set(t.binary, findOnPath(t.binary));
     if (found.get(t.binary)) present(t);
     else {
-      const why = failures.get(t.binary) ??
-        `installed ${t.apt}, but no ${t.binary} on PATH`;
-      print(
-        `test setup: ${t.binary} not installed: ${why}; its tests are skipped`,
-      );
+      const why = failures.has(t.binary)
+        ? `not installed (${failures.get(t.binary)})`
+        : `not on PATH even after apt-get install ${t.apt}`;
+      print(`test setup: ${t.binary} ${why}; its tests are skipped`);
     }
   }
   return found;
