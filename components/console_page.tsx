@@ -1,7 +1,14 @@
-/** The frame of every console page: the shell, the console nav, a heading. */
+/**
+ * The frame of every console page: the shell with the console's header bar,
+ * the side bar of pages, a heading.
+ */
 import type { ComponentChildren } from "preact";
 import { Layout } from "./layout.tsx";
-import { ConsoleNav, type ConsolePageKey } from "./console_nav.tsx";
+import {
+  ConsoleBar,
+  type ConsolePageKey,
+  ConsoleSideNav,
+} from "./console_nav.tsx";
 import { Island } from "../islands/_registry.ts";
 import type { Alert } from "../services/console/alerts.ts";
 
@@ -27,8 +34,8 @@ export interface ConsolePageProps {
 }
 
 /**
- * A console page: header nav with the operator, the alerts banner (live),
- * heading, lead, content.
+ * A console page: the header bar with the operator, the side bar of pages,
+ * the alerts banner (live), heading, lead, content.
  */
 export function ConsolePage(props: ConsolePageProps) {
   const { operator } = props;
@@ -36,25 +43,27 @@ export function ConsolePage(props: ConsolePageProps) {
     <Layout
       title={`${props.title} · Console`}
       csrfToken={operator.csrfToken}
-      nav={
-        <ConsoleNav
-          current={props.current}
+      tools={
+        <ConsoleBar
           name={operator.name}
           csrfToken={operator.csrfToken}
           query={props.query}
         />
       }
     >
-      <div class="console" data-testid={`console-${props.current}`}>
-        <Island
-          name="alert_banner"
-          props={{ initial: { alerts: operator.alerts ?? [] } }}
-        />
-        <header class="console-head">
-          <h1>{props.title}</h1>
-          {props.lead && <p class="console-lead">{props.lead}</p>}
-        </header>
-        {props.children}
+      <div class="console-frame">
+        <ConsoleSideNav current={props.current} />
+        <div class="console" data-testid={`console-${props.current}`}>
+          <Island
+            name="alert_banner"
+            props={{ initial: { alerts: operator.alerts ?? [] } }}
+          />
+          <header class="console-head">
+            <h1>{props.title}</h1>
+            {props.lead && <p class="console-lead">{props.lead}</p>}
+          </header>
+          {props.children}
+        </div>
       </div>
     </Layout>
   );

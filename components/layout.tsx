@@ -13,6 +13,12 @@ export interface LayoutProps {
   csrfToken?: string;
   /** Links for the header, right of the brand. */
   nav?: ComponentChildren;
+  /**
+   * Controls for the header, right of the brand, that are not links to
+   * pages (the console's search, live indicator and sign-out): outside the
+   * nav landmark, so a page whose links are elsewhere has one nav.
+   */
+  tools?: ComponentChildren;
 }
 
 /**
@@ -53,6 +59,7 @@ export function Layout(props: LayoutProps) {
             Outbox Bakery
           </a>
           {props.nav && <nav class="top-nav">{props.nav}</nav>}
+          {props.tools && <div class="top-tools">{props.tools}</div>}
         </header>
         <main>{props.children}</main>
         <footer class="foot">
