@@ -11,7 +11,11 @@ import {
   faultyReceiver,
   pgFaults,
 } from "../lib/faults/mod.ts";
-import { type Apply, inboxHandler } from "../lib/inbox/mod.ts";
+import {
+  type Apply,
+  inboxBatchHandler,
+  inboxHandler,
+} from "../lib/inbox/mod.ts";
 import {
   consumerLeaseMs,
   Dispatcher,
@@ -63,6 +67,7 @@ export const BAKERY_SUBSCRIBERS: Record<string, Subscriber> = Object
   .fromEntries(
     SUBSCRIBERS.map((name) => [name, {
       url: `${INTERNAL_ORIGIN}/receivers/${name}`,
+      batchUrl: `${INTERNAL_ORIGIN}/receivers/${name}/batch`,
       label: LABELS[name],
     }]),
   );
@@ -77,16 +82,16 @@ export interface BakeryDeps {
 /** A dispatcher that serves every receiver in process. */
 export function bakeryDispatcher(deps: BakeryDeps): Dispatcher {
   const faults = deps.faults ?? pgFaults(deps.sql);
-  const handlers = new Map(SUBSCRIBERS.map((name) => [
-    name as string,
-    inboxHandler({
+  const handlers = new Map<string, (request: Request) => Promise<Response>>();
+  for (const name of SUBSCRIBERS) {
+    const receiver = {
       sql: deps.sql,
       service: name,
       label: LABELS[name],
       apply: APPLY[name],
       replayHorizonDays: deps.config.REPLAY_HORIZON_DAYS,
       log: deps.log,
-      // A receiver's fault switches wrap its handler; those of the relay
+      // A receiver's fault switches wrap its handlers; those of the relay
       // and the consumers wrap the queue and the dispatcher, in
       // lib/workers (startMessaging).
       wrap: faultyReceiver(faults, {
@@ -95,8 +100,10 @@ export function bakeryDispatcher(deps: BakeryDeps): Dispatcher {
         slow: `${name}Slow`,
         slowMs: deps.config.DELIVERY_TIMEOUT_MS + 1000,
       }),
-    }),
-  ]));
+    };
+    handlers.set(name, inboxHandler(receiver));
+    handlers.set(`${name}/batch`, inboxBatchHandler(receiver));
+  }
   return new Dispatcher().register(INTERNAL_ORIGIN, (request) => {
     const name = new URL(request.url).pathname.replace(/^\/receivers\//, "");
     const handler = handlers.get(name);

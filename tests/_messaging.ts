@@ -23,7 +23,12 @@ import {
   type Routing,
 } from "../lib/queue/mod.ts";
 import { type Moved, PgMove, type Shortcut } from "../lib/relay/mod.ts";
-import { type Apply, inboxHandler, Refused } from "../lib/inbox/mod.ts";
+import {
+  type Apply,
+  inboxBatchHandler,
+  inboxHandler,
+  Refused,
+} from "../lib/inbox/mod.ts";
 import { faultyReceiver, pgFaults } from "../lib/faults/mod.ts";
 import type { ClaimedDelivery } from "../lib/queue/mod.ts";
 import { claimBatch } from "../lib/queue/postgres/deliveries_sql.ts";
@@ -188,12 +193,17 @@ export interface TestDispatcherOptions {
   onAnswer?: (answer: Answer) => void;
 }
 
-/** A dispatcher that serves the three test receivers in process. */
+/**
+ * A dispatcher that serves the three test receivers in process, each with
+ * its single endpoint (`/<receiver>`) and its batch endpoint
+ * (`/<receiver>/batch`). `onAnswer` hears each message's answer, a batch's
+ * one by one.
+ */
 export function testDispatcher(sql: Sql, options: TestDispatcherOptions = {}) {
   const { logger } = memoryLogger("error");
-  const handlers = new Map(RECEIVERS.map((r) => [
-    r,
-    inboxHandler({
+  const handlers = new Map<string, (request: Request) => Promise<Response>>();
+  for (const r of RECEIVERS) {
+    const receiver = {
       sql,
       service: r,
       label: r,
@@ -206,28 +216,51 @@ export function testDispatcher(sql: Sql, options: TestDispatcherOptions = {}) {
         slow: receiverFault(r, "Slow"),
         slowMs: options.slowMs,
       }),
-    }),
-  ]));
+    };
+    handlers.set(r, inboxHandler(receiver));
+    handlers.set(`${r}/batch`, inboxBatchHandler(receiver));
+  }
   return new Dispatcher().register(ORIGIN, async (request) => {
-    const name = new URL(request.url).pathname.slice(1) as Receiver;
-    const handler = handlers.get(name);
+    const path = new URL(request.url).pathname.slice(1);
+    const handler = handlers.get(path);
     if (!handler) return new Response("no such receiver", { status: 404 });
-    const messageId = request.headers.get("x-message-id") ?? "";
+    const receiver = path.replace(/\/batch$/, "") as Receiver;
+    const sent = options.onAnswer ? await request.clone().json() : undefined;
     const response = await handler(request);
     if (options.onAnswer) {
-      options.onAnswer({
-        receiver: name,
-        messageId,
-        status: response.status,
-        body: await response.clone().json(),
-      });
+      const body = await response.clone().json();
+      if (!path.endsWith("/batch")) {
+        options.onAnswer({
+          receiver,
+          messageId: request.headers.get("x-message-id") ?? "",
+          status: response.status,
+          body,
+        });
+      } else if (response.status === 200) {
+        for (const r of body.results) {
+          options.onAnswer({ receiver, ...r });
+        }
+      } else {
+        for (const m of sent.messages) {
+          options.onAnswer({
+            receiver,
+            messageId: m.messageId,
+            status: response.status,
+            body,
+          });
+        }
+      }
     }
     return response;
   });
 }
 
 export const SUBSCRIBERS = Object.fromEntries(
-  RECEIVERS.map((r) => [r, { url: `${ORIGIN}/${r}`, label: r }]),
+  RECEIVERS.map((r) => [r, {
+    url: `${ORIGIN}/${r}`,
+    batchUrl: `${ORIGIN}/${r}/batch`,
+    label: r,
+  }]),
 );
 
 /** What the test workers take besides startMessaging's own options. */

@@ -294,16 +294,23 @@ Deno.test("faults: with every delivery sent twice, every receiver still applies 
     const client = t.client();
     await signIn(client, "Fault operator");
     await setFaults(client, { duplicateDeliveries: true });
-    // Counts the posts to receivers (a spy: it changes nothing), to show that
-    // the switch really sent each delivery twice.
+    // Counts the posts of each message to receivers (a spy: it changes
+    // nothing), to show that the switch really sent each delivery twice,
+    // alone or in a batch.
     const posts = new Map<string, number>();
     const send = Dispatcher.prototype.send;
-    Dispatcher.prototype.send = function (request: Request) {
-      const key = `${new URL(request.url).pathname} ${
-        request.headers.get("x-message-id")
-      }`;
-      posts.set(key, (posts.get(key) ?? 0) + 1);
-      return send.call(this, request);
+    Dispatcher.prototype.send = async function (request: Request) {
+      const path = new URL(request.url).pathname;
+      const ids = path.endsWith("/batch")
+        ? (await request.clone().json()).messages.map(
+          (m: { messageId: string }) => m.messageId,
+        )
+        : [request.headers.get("x-message-id")];
+      for (const id of ids) {
+        const key = `${path.replace(/\/batch$/, "")} ${id}`;
+        posts.set(key, (posts.get(key) ?? 0) + 1);
+      }
+      return await send.call(this, request);
     };
     let order;
     try {

@@ -61,11 +61,17 @@ export function faultyDispatcher(dispatcher: Send, faults: FaultReader): Send {
   };
 }
 
-/** The sandbox of the envelope a request carries, if it names one. */
+/**
+ * The sandbox of the envelope a request carries, or of a batch's first (a
+ * batch is one sandbox's), if it names one.
+ */
 async function sandboxOf(request: Request): Promise<string | undefined> {
   try {
     const body = await request.clone().json();
-    return typeof body?.sandboxId === "string" ? body.sandboxId : undefined;
+    const envelope = Array.isArray(body?.messages) ? body.messages[0] : body;
+    return typeof envelope?.sandboxId === "string"
+      ? envelope.sandboxId
+      : undefined;
   } catch {
     return undefined;
   }

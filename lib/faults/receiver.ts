@@ -1,14 +1,14 @@
 /**
  * A faulty receiver: a receiver's fault switches, as a decorator of its
- * handler (lib/inbox `Receiver`, the step from a parsed envelope to the
- * answer). The inbox has no branch for them.
+ * handler (lib/inbox `Receiver` and `BatchReceiver`, the step from parsed
+ * envelopes to the answer). The inbox has no branch for them.
  *
  * - `refuses`: the receiver answers 503 "<label> refuses deliveries" and
  *   applies nothing.
  * - `slow`: the receiver takes `slowMs` first (longer than the delivery
  *   timeout), then applies as usual.
  */
-import type { Receiver } from "../inbox/handler.ts";
+import type { Envelope } from "../outbox/envelope.ts";
 import { type FaultReader, isOn } from "./switches.ts";
 
 export interface ReceiverFaults {
@@ -22,13 +22,25 @@ export interface ReceiverFaults {
   slowMs?: number;
 }
 
-/** Wraps a receiver with its fault switches. */
+/** Whose work a receiver is given: one envelope, or a batch of one tenant. */
+type Work = Envelope | readonly Envelope[];
+
+/**
+ * Wraps a receiver with its fault switches: the single endpoint's
+ * (`Receiver`) and the batch endpoint's (`BatchReceiver`) alike. A batch
+ * is refused or slowed as a whole, as one request.
+ */
 export function faultyReceiver(
   faults: FaultReader,
   switches: ReceiverFaults,
-): (receiver: Receiver) => Receiver {
-  return (receiver) => async (envelope) => {
-    const { sandboxId } = envelope;
+): <W extends Work>(
+  receiver: (work: W) => Promise<Response>,
+) => (work: W) => Promise<Response> {
+  return (receiver) => async (work) => {
+    const sandboxId = "sandboxId" in work
+      ? work.sandboxId
+      : (work as readonly Envelope[])[0]?.sandboxId;
+    if (sandboxId === undefined) return await receiver(work);
     const active = await faults([sandboxId]);
     if (switches.refuses && isOn(active, sandboxId, switches.refuses)) {
       return Response.json(
@@ -39,6 +51,6 @@ export function faultyReceiver(
     if (switches.slow && isOn(active, sandboxId, switches.slow)) {
       await new Promise((r) => setTimeout(r, switches.slowMs ?? 6000));
     }
-    return await receiver(envelope);
+    return await receiver(work);
   };
 }

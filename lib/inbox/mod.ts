@@ -14,3 +14,9 @@ export {
   type InboxHandlerOptions,
   type Receiver,
 } from "./handler.ts";
+export { type BatchAnswer, receiveBatch } from "./batch.ts";
+export {
+  type BatchReceiver,
+  inboxBatchHandler,
+  type InboxBatchHandlerOptions,
+} from "./batch_handler.ts";

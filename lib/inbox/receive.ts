@@ -84,12 +84,14 @@ export interface ReceiveOptions {
   replayHorizonDays: number;
 }
 
-function beyondHorizon(envelope: Envelope, options: ReceiveOptions) {
+/** True when `envelope` is older than the replay horizon. */
+export function beyondHorizon(envelope: Envelope, options: ReceiveOptions) {
   const ageDays = (Date.now() - Date.parse(envelope.occurredAt)) / 86_400_000;
   return ageDays > options.replayHorizonDays;
 }
 
-function horizonReason(options: ReceiveOptions) {
+/** Why a message beyond the replay horizon is refused. */
+export function horizonReason(options: ReceiveOptions) {
   return `older than the replay horizon of ${options.replayHorizonDays} days`;
 }
 
@@ -155,7 +157,6 @@ export async function receiveOnce(
       const outcome = repeatOf
         ? alreadyApplied(service, repeatOf)
         : await apply(tx, envelope);
-      const inbox = tx.sql(`${service}.inbox`);
       // Sent, not awaited: the COMMIT goes out right behind it, in the same
       // round trip (and so do BEGIN and the effect, when `apply` gave it as
       // a statement and sent nothing itself). A message id already there
@@ -163,26 +164,9 @@ export async function receiveOnce(
       // the COMMIT rolls back, repeat effect included; the failure is the
       // insert's own, read from `recorded` once the transaction has ended.
       // The answer is 200 only if the insert and the commit both succeeded.
-      // The same statement notes an order violation.
-      type Stored = { outcome: Record<string, unknown> }[];
-      const answer = outcome instanceof EffectStatement
-        ? outcome.answer
-        : tx.sql`${tx.sql.json((outcome ?? {}) as never)}`;
-      recorded = tx.sql<Stored>`
-        with ${
-        outcome instanceof EffectStatement
-          ? tx.sql`effect as (${outcome.statement}),`
-          : tx.sql``
-      }
-        recorded as (
-          insert into ${inbox} (message_id, sandbox_id, type, status, outcome,
-                                aggregate_id, aggregate_version)
-          values (${envelope.messageId}, ${envelope.sandboxId},
-                  ${envelope.type}, 200, ${answer}, ${envelope.aggregateId},
-                  ${envelope.aggregateVersion})
-          returning outcome
-        ) ${repeatOf ? tx.sql`` : tx.sql`, ${orderWatch(tx, envelope)}`}
-        select outcome from recorded`.execute();
+      recorded = inboxRecord(tx, envelope, outcome, {
+        watchOrder: repeatOf === undefined,
+      }).execute();
       recorded.catch(() => {}); // awaited below, after the transaction
     });
     const [row] = await recorded!;
@@ -209,6 +193,41 @@ export async function receiveOnce(
     }
     throw error;
   }
+}
+
+/**
+ * The statement that records `envelope` in the inbox of `tx`'s service with
+ * its answer, and runs the effect when `outcome` is one unsent
+ * ({@link inStatement}); unsent itself. With `watchOrder`, the same
+ * statement notes an order violation. A message id the inbox holds fails
+ * its insert (no ON CONFLICT): the caller's transaction or savepoint rolls
+ * back, effect included.
+ */
+export function inboxRecord(
+  tx: ServiceTx,
+  envelope: Envelope,
+  outcome: Record<string, unknown> | void | EffectStatement,
+  options: { watchOrder: boolean },
+) {
+  const { sql, service } = tx;
+  const answer = outcome instanceof EffectStatement
+    ? outcome.answer
+    : sql`${sql.json((outcome ?? {}) as never)}`;
+  return sql<{ outcome: Record<string, unknown> }[]>`
+    with ${
+    outcome instanceof EffectStatement
+      ? sql`effect as (${outcome.statement}),`
+      : sql``
+  }
+    recorded as (
+      insert into ${sql(`${service}.inbox`)} (message_id, sandbox_id, type,
+        status, outcome, aggregate_id, aggregate_version)
+      values (${envelope.messageId}, ${envelope.sandboxId},
+              ${envelope.type}, 200, ${answer}, ${envelope.aggregateId},
+              ${envelope.aggregateVersion})
+      returning outcome
+    ) ${options.watchOrder ? sql`, ${orderWatch(tx, envelope)}` : sql``}
+    select outcome from recorded`;
 }
 
 /**

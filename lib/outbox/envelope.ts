@@ -83,3 +83,27 @@ export function newEnvelope(
     ...fields,
   };
 }
+
+/**
+ * The most envelopes one batch request may carry: a receiver's batch is
+ * one transaction, and its lock time grows with it.
+ */
+export const MAX_BATCH = 100;
+
+/**
+ * A batch of envelopes as a consumer POSTs it to a receiver's batch
+ * endpoint (lib/queue/send_batch.ts, lib/inbox/batch_handler.ts). Each
+ * envelope is checked on its own by the receiver.
+ */
+export const batchRequestSchema = z.object({
+  messages: z.array(z.unknown()).min(1).max(MAX_BATCH),
+});
+
+/** The receiver's answer to a batch: one result per message, any order. */
+export const batchAnswerSchema = z.object({
+  results: z.array(z.object({
+    messageId: z.string(),
+    status: z.number().int().min(100).max(599),
+    body: z.unknown(),
+  })),
+});

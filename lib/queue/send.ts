@@ -5,12 +5,20 @@
  * different ones in parallel.
  */
 import type { Logger } from "../log/mod.ts";
-import { classify, type Outcome, retryDelay } from "./classify.ts";
+import type { Outcome } from "./classify.ts";
 import type { AttemptResult, ClaimedDelivery } from "./delivery.ts";
-import { AnswerLost, type Dispatcher } from "./transport.ts";
+import { exchange, judge, parsed, reasonIn } from "./exchange.ts";
+import { attemptBatch } from "./send_batch.ts";
+import type { Dispatcher } from "./transport.ts";
 
 export interface Subscriber {
   url: string;
+  /**
+   * Where the subscriber takes a batch (send_batch.ts): one request, one
+   * receiver transaction and one answer per message. Without it, one
+   * request per delivery.
+   */
+  batchUrl?: string;
   /** Used in error text: "Kitchen answered 503". */
   label: string;
 }
@@ -57,18 +65,28 @@ export async function send(
   claimed: ClaimedDelivery[],
   judged: (result: AttemptResult) => void,
 ): Promise<void> {
+  // A subscriber that takes batches gets one request per tenant, with the
+  // deliveries in claim order (which keeps each aggregate's order); any
+  // other, one request per delivery, each aggregate's in turn.
   const groups = new Map<string, ClaimedDelivery[]>();
   for (const d of claimed) {
-    const key = `${d.subscriber}\u0000${d.aggregateId}`;
+    const batched = options.subscribers[d.subscriber]?.batchUrl !== undefined;
+    const key = batched
+      ? `batch\u0000${d.subscriber}\u0000${d.sandboxId}`
+      : `${d.subscriber}\u0000${d.aggregateId}`;
     const group = groups.get(key);
     if (group) group.push(d);
     else groups.set(key, [d]);
   }
-  await Promise.all([...groups.values()].map(async (group) => {
+  await Promise.all([...groups].map(async ([key, group]) => {
     // `judged` reads its list when it is called: a batch may have left its
     // stragglers to a list of their own meanwhile (tests/
     // messaging_stragglers_test.ts).
-    for (const d of group) judged(await attempt(options, d));
+    if (key.startsWith("batch\u0000")) {
+      for (const r of await attemptBatch(options, group)) judged(r);
+    } else {
+      for (const d of group) judged(await attempt(options, d));
+    }
   }));
 }
 
@@ -110,7 +128,6 @@ async function attempt(
   d: ClaimedDelivery,
 ): Promise<AttemptResult> {
   const subscriber = options.subscribers[d.subscriber];
-  const maxAttempts = d.maxAttempts ?? options.retryDelaysMs.length + 1;
   const startedAt = new Date();
   const t0 = performance.now();
   let outcome: Outcome;
@@ -122,28 +139,7 @@ async function attempt(
   } else {
     outcome = await post(options, subscriber, d);
   }
-  const label = subscriber?.label ?? d.subscriber;
-  const judged = classify(
-    outcome,
-    label,
-    options.timeoutMs,
-    d.attempt,
-    maxAttempts,
-  );
-  return {
-    id: d.id,
-    state: judged.state,
-    attempt: d.attempt,
-    status: outcome.kind === "answered" || outcome.kind === "lost"
-      ? outcome.status
-      : null,
-    error: judged.error,
-    delayMs: judged.state === "pending"
-      ? retryDelay(options.retryDelaysMs, d.attempt)
-      : 0,
-    startedAt,
-    durationMs: Math.round(performance.now() - t0),
-  };
+  return judge(options, d, outcome, startedAt, performance.now() - t0);
 }
 
 async function post(
@@ -151,71 +147,13 @@ async function post(
   subscriber: Subscriber,
   d: ClaimedDelivery,
 ): Promise<Outcome> {
-  const controller = new AbortController();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<Outcome>((resolve) => {
-    timer = setTimeout(() => {
-      controller.abort();
-      resolve({ kind: "timeout" });
-    }, options.timeoutMs);
-  });
-  const request = new Request(subscriber.url, {
-    method: "POST",
+  const { outcome, text } = await exchange(options, subscriber.url, {
     headers: {
-      "content-type": "application/json",
       "x-message-id": d.messageId,
       "x-delivery-attempt": String(d.attempt),
     },
     body: JSON.stringify(d.envelope),
-    signal: controller.signal,
   });
-  const send = (async (): Promise<Outcome> => {
-    try {
-      const response = await options.dispatcher.send(request);
-      const text = await response.text();
-      return {
-        kind: "answered",
-        status: response.status,
-        reason: response.ok ? saidOf(text) : reasonOf(text),
-      };
-    } catch (error) {
-      if (error instanceof AnswerLost) {
-        return { kind: "lost", status: error.status, reason: error.message };
-      }
-      return { kind: "network", message: (error as Error).message };
-    }
-  })();
-  try {
-    return await Promise.race([send, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/**
- * What a success says beyond its success: the `reason` of a JSON body
- * (a receiver's inbox gives one when it applied nothing: a copy of a
- * message it had applied), else nothing. The rest of a 2xx body is the
- * receiver's own business.
- */
-function saidOf(text: string): string {
-  try {
-    const reason = JSON.parse(text)?.reason;
-    if (typeof reason === "string") return reason.slice(0, 500);
-  } catch {
-    // not JSON: nothing said
-  }
-  return "";
-}
-
-/** The receiver's words: `reason` or `error` of a JSON body, else the text. */
-function reasonOf(text: string): string {
-  try {
-    const body = JSON.parse(text);
-    const reason = body?.reason ?? body?.error;
-    if (typeof reason === "string") return reason.slice(0, 500);
-  } catch {
-    // not JSON: the text itself
-  }
-  return text.trim().slice(0, 200);
+  if (outcome.kind !== "answered") return outcome;
+  return { ...outcome, reason: reasonIn(parsed(text), outcome.status) };
 }

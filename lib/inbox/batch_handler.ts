@@ -1,0 +1,133 @@
+/**
+ * A receiver's batch endpoint (lib/queue/send_batch.ts is its client):
+ * parse the envelopes, apply them in one transaction of the receiver
+ * (`receiveBatch`), and answer each.
+ *
+ * | answer                   | meaning                                   |
+ * | ------------------------ | ----------------------------------------- |
+ * | 200 `{ results: [...] }` | each message's own status (200, 409, 422, |
+ * |                          | 500; 400 for one that is not an envelope) |
+ * | 400                      | not a batch, or messages of two tenants   |
+ * | 413                      | more messages than a batch may carry      |
+ * | 500                      | the transaction failed: nothing applied,  |
+ * |                          | or the inbox answers it on the retry      |
+ *
+ * The step from parsed envelopes to the answer is a `BatchReceiver`, which
+ * a decorator may wrap (lib/faults `faultyReceiver`: 503, slow), as the
+ * single endpoint's `Receiver`.
+ */
+import type { Logger } from "../log/mod.ts";
+import {
+  batchRequestSchema,
+  type Envelope,
+  envelopeSchema,
+  MAX_BATCH,
+} from "../outbox/envelope.ts";
+import { receiveBatch } from "./batch.ts";
+import type { InboxHandlerOptions } from "./handler.ts";
+
+/** A receiver's answer to a batch of one tenant's envelopes. */
+export type BatchReceiver = (envelopes: Envelope[]) => Promise<Response>;
+
+export interface InboxBatchHandlerOptions
+  extends Omit<InboxHandlerOptions, "wrap"> {
+  /** Wraps the receiver (e.g. with its fault switches). */
+  wrap?: (receiver: BatchReceiver) => BatchReceiver;
+}
+
+interface Result {
+  messageId: string;
+  status: number;
+  body: Record<string, unknown>;
+}
+
+export function inboxBatchHandler(options: InboxBatchHandlerOptions) {
+  const inner = batchReceiver(options);
+  const receiver = options.wrap ? options.wrap(inner) : inner;
+  return async (request: Request): Promise<Response> => {
+    let raw: unknown;
+    try {
+      raw = await request.json();
+    } catch {
+      return json(400, { error: "malformed JSON" });
+    }
+    const batch = batchRequestSchema.safeParse(raw);
+    if (!batch.success) {
+      const messages = (raw as { messages?: unknown })?.messages;
+      return Array.isArray(messages) && messages.length > MAX_BATCH
+        ? json(413, { error: `at most ${MAX_BATCH} messages in a batch` })
+        : json(400, { error: "not a batch: { messages: [envelope, ...] }" });
+    }
+    const valid: Envelope[] = [];
+    const malformed: Result[] = [];
+    batch.data.messages.forEach((message, i) => {
+      const parsed = envelopeSchema.safeParse(message);
+      if (parsed.success) return valid.push(parsed.data);
+      const issue = parsed.error.issues[0];
+      const id = (message as { messageId?: unknown })?.messageId;
+      malformed.push({
+        messageId: typeof id === "string" ? id : `#${i}`,
+        status: 400,
+        body: {
+          error: `not an envelope: ${issue.path.join(".")}: ${issue.message}`,
+        },
+      });
+    });
+    if (new Set(valid.map((e) => e.sandboxId)).size > 1) {
+      return json(400, { error: "a batch holds the messages of one tenant" });
+    }
+    if (valid.length === 0) return json(200, { results: malformed });
+    const answer = await receiver(valid);
+    if (answer.status !== 200 || malformed.length === 0) return answer;
+    const { results } = await answer.json() as { results: Result[] };
+    return json(200, { results: [...results, ...malformed] });
+  };
+}
+
+/** The receiver: the batch applied, each message answered. */
+function batchReceiver(options: InboxBatchHandlerOptions): BatchReceiver {
+  return async (envelopes) => {
+    try {
+      const answers = await receiveBatch(
+        options.sql,
+        options.service,
+        envelopes,
+        options.apply,
+        { replayHorizonDays: options.replayHorizonDays },
+      );
+      return json(200, {
+        results: answers.map((a) => {
+          if (a.error) logError(options.log, options.service, a, a.error);
+          return {
+            messageId: a.messageId,
+            status: a.status,
+            body: a.status === 500
+              ? { error: `${options.label} failed: ${a.body.error}` }
+              : { ...a.body, duplicate: a.duplicate },
+          };
+        }),
+      });
+    } catch (error) {
+      logError(options.log, options.service, envelopes[0], error);
+      return json(500, {
+        error: `${options.label} failed: ${(error as Error).message}`,
+      });
+    }
+  };
+}
+
+function logError(
+  log: Logger,
+  service: string,
+  first: { messageId: string },
+  error: unknown,
+) {
+  log.error("receiver_error", { service, messageId: first.messageId, error });
+}
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json" },
+  });
+}
