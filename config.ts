@@ -1,7 +1,7 @@
 /**
  * The environment, read once and validated with zod. Plays the role that
  * `fresh.config.ts` plays in a Fresh project: every setting the program reads
- * is named here, with its default and what it means (the README's table is the
+ * is named here, with its default and what it means (docs/settings.md is the
  * same list).
  */
 import { z } from "zod";

@@ -8,7 +8,7 @@
  * than after the key). The same isolation as the real
  * order: the orders service's role, the sandbox, row-level security; the
  * same outbox write with its flush, the same wake-up, the same round trip.
- * It answers "would the schema change of the README's honest word meet
+ * It answers "would the schema change of bench/HISTORY.md (round of 997b4b9) meet
  * the write target?" with a figure.
  */
 import type { Sql } from "../lib/db/connect.ts";

@@ -4,7 +4,7 @@
  * cleanly and starts again on its data, and its test runner runs a test file
  * with its temporary files in a private folder too. As root, PostgreSQL runs
  * as the system user `postgres`, which cannot enter such a folder: the
- * binaries and the cluster have to be where it can (README, "Settings").
+ * binaries and the cluster have to be where it can (docs/operations.md).
  */
 import assert from "node:assert/strict";
 import { freePort } from "../lib/db/embedded.ts";
@@ -102,7 +102,7 @@ Deno.test("process: deno task start and deno task test work from a private (0700
     main = await startIn(app, port);
     cluster = await Deno.realPath(`${app}/.data/pg`);
     if (Deno.uid() === 0) {
-      // Where the README says: the cluster in ROOT_HOME, owned by postgres,
+      // Where docs/operations.md says: the cluster in ROOT_HOME, owned by postgres,
       // linked from the data directory; the binaries copied there too.
       assert.ok(
         (await Deno.lstat(`${app}/.data/pg`)).isSymlink,
