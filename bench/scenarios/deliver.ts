@@ -97,6 +97,17 @@ export async function deliver(ctx: Ctx): Promise<Figure[]> {
       figure("paid_orders_per_s", rate / 6, "orders/s", {
         note: "six deliveries per paid order",
       }),
+      // The relay must never be what holds delivery back: it moves what
+      // the consumers apply five times over (relay.messages_per_s_1_process,
+      // measured earlier in the same run).
+      figure("relay_over_deliver", ctx.shared.relayRate ?? null, "msg/s", {
+        baseline: {
+          name: "deliver.applied_per_s",
+          value: rate,
+          unit: "deliveries/s",
+        },
+        target: ratioAtLeast(5, ">= 5 x deliver.applied_per_s"),
+      }),
     ];
   } finally {
     await db.drop();
