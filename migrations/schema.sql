@@ -298,6 +298,23 @@ begin
 end $function$;
 GRANT EXECUTE ON FUNCTION platform.enable_sandbox_rls(t regclass) TO PUBLIC;
 
+CREATE OR REPLACE FUNCTION platform.enter_sandbox(id uuid)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog'
+AS $function$
+begin
+  if exists (select from platform.sandboxes s
+              where s.id = enter_sandbox.id and s.wiping_at is not null) then
+    raise exception using errcode = '55W01',
+      message = format('sandbox %s is closed: it is being wiped or was wiped',
+                       id);
+  end if;
+  return true;
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.enter_sandbox(id uuid) TO PUBLIC;
+
 CREATE OR REPLACE FUNCTION platform.forbid_envelope_change()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -345,6 +362,39 @@ begin
   raise exception using errcode = code, message = message;
 end $function$;
 GRANT EXECUTE ON FUNCTION platform.refuse(code text, message text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.sandbox_closed(id uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog'
+AS $function$
+    select exists (select from platform.sandboxes s
+                    where s.id = $1 and s.wiping_at is not null)
+  $function$;
+GRANT EXECUTE ON FUNCTION platform.sandbox_closed(id uuid) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.wipe_cutoff(t timestamp with time zone)
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+    select case when t >= b then b else b - interval '1 day' end
+      from (select (date_trunc('day', t at time zone 'UTC')
+                    + interval '10 hours') at time zone 'UTC' as b) x
+  $function$;
+GRANT EXECUTE ON FUNCTION platform.wipe_cutoff(t timestamp with time zone) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.wiping_sandboxes()
+ RETURNS uuid[]
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog'
+AS $function$
+    select coalesce(array_agg(s.id), '{}') from platform.sandboxes s
+     where s.wiping_at is not null and s.wiped_at is null
+  $function$;
+GRANT EXECUTE ON FUNCTION platform.wiping_sandboxes() TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION queue.error_pattern(error text)
  RETURNS text
@@ -1286,6 +1336,23 @@ CREATE POLICY sandbox_isolation ON orders.relay_guard AS PERMISSIVE FOR ALL TO P
 GRANT SELECT ON TABLE orders.relay_guard TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.relay_guard TO orders;
 
+CREATE TABLE platform.closed_refusals (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  sandbox_id uuid NOT NULL,
+  refused_at timestamp with time zone NOT NULL DEFAULT now(),
+  refused_by text NOT NULL,
+  what text NOT NULL,
+  key text,
+  reason text NOT NULL
+);
+ALTER TABLE platform.closed_refusals ADD CONSTRAINT closed_refusals_pkey PRIMARY KEY (id);
+ALTER TABLE platform.closed_refusals ADD CONSTRAINT closed_refusals_sandbox_id_fkey FOREIGN KEY (sandbox_id) REFERENCES platform.sandboxes(id);
+ALTER TABLE platform.closed_refusals ADD CONSTRAINT closed_refusals_what_check CHECK ((what = ANY (ARRAY['delivery'::text, 'message'::text, 'webhook'::text, 'request'::text])));
+CREATE INDEX closed_refusals_by_sandbox ON platform.closed_refusals USING btree (sandbox_id, id);
+GRANT SELECT ON TABLE platform.closed_refusals TO console;
+GRANT INSERT ON TABLE platform.closed_refusals TO queue;
+CREATE SEQUENCE platform.closed_refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of platform.closed_refusals.id
+
 CREATE TABLE platform.faults (
   sandbox_id uuid NOT NULL,
   name text NOT NULL,
@@ -1315,10 +1382,13 @@ CREATE TABLE platform.sandboxes (
   id uuid NOT NULL DEFAULT gen_random_uuid(),
   name text NOT NULL,
   created_at timestamp with time zone NOT NULL DEFAULT now(),
-  wiped_at timestamp with time zone
+  wiped_at timestamp with time zone,
+  wiping_at timestamp with time zone
 );
 ALTER TABLE platform.sandboxes ADD CONSTRAINT sandboxes_name_check CHECK (((length(name) >= 1) AND (length(name) <= 80)));
 ALTER TABLE platform.sandboxes ADD CONSTRAINT sandboxes_pkey PRIMARY KEY (id);
+ALTER TABLE platform.sandboxes ADD CONSTRAINT sandboxes_wiped_after_wiping CHECK (((wiped_at IS NULL) OR (wiping_at IS NOT NULL)));
+CREATE INDEX sandboxes_wiping ON platform.sandboxes USING btree (id) WHERE ((wiping_at IS NOT NULL) AND (wiped_at IS NULL));
 GRANT SELECT ON TABLE platform.sandboxes TO billing;
 GRANT SELECT ON TABLE platform.sandboxes TO console;
 GRANT SELECT ON TABLE platform.sandboxes TO crm;

@@ -6,6 +6,7 @@
  */
 import type postgres from "postgres";
 import type { ReservedSql, Sql, TxSql } from "./connect.ts";
+import { isSandboxClosedError, SandboxClosed } from "./closed.ts";
 import { isConnectionError, reserveWatched } from "./reserved.ts";
 
 /** Whose rows a transaction may see: one sandbox, or all (relays, consumers). */
@@ -29,7 +30,9 @@ const SERVICE_NAME = /^[a-z][a-z_]{1,30}$/;
 
 /**
  * Runs `fn` in one transaction as `service`, inside `scope`. The transaction
- * commits when `fn` resolves and rolls back when it throws.
+ * commits when `fn` resolves and rolls back when it throws. A transaction
+ * in a sandbox whose wipe has begun is refused as it begins, with
+ * {@link SandboxClosed} (lib/db/closed.ts).
  *
  * @example
  * ```ts
@@ -98,6 +101,15 @@ export async function asService<T>(
       // set_config(..., true) is SET LOCAL with a bound value: the role, the
       // sandbox and the scope end with the transaction. Bookkeeping also
       // sets its four switches; other transactions leave them alone.
+      // A sandbox's transaction passes its gate here, in the same round
+      // trip: one look at the sandbox's row, refused once its wipe has
+      // begun. The wipe waits for every transaction that began before it
+      // closed the sandbox (services/wipe.ts), so none that passed the
+      // gate writes after the wipe has deleted. Workers' transactions
+      // span sandboxes: their claims leave the closed ones instead.
+      const gate = scope === "workers"
+        ? tx``
+        : tx`, platform.enter_sandbox(${scope.sandboxId}::uuid)`;
       const generic = bk && options.genericPlans
         ? tx`, set_config('plan_cache_mode', 'force_generic_plan', true)`
         : tx``;
@@ -113,12 +125,19 @@ export async function asService<T>(
       }, true),
         set_config('app.scope', ${
         scope === "workers" ? "workers" : ""
-      }, true)${switches}`.execute();
+      }, true)${switches}${gate}`.execute();
     },
     (tx, afterCommit) =>
       fn({ sql: tx, service, scope, pool: sql, afterCommit }),
     options.commitWithStatement ?? false,
-  );
+  ).catch((error) => {
+    // The gate refused the transaction; the statements behind it failed
+    // only because it had.
+    if (scope !== "workers" && isSandboxClosedError(error)) {
+      throw new SandboxClosed(scope.sandboxId, service, { cause: error });
+    }
+    throw error;
+  });
 }
 
 /**
@@ -155,9 +174,10 @@ async function transaction<T>(
   const tx = withSavepoints(conn.sql);
   let result: T;
   let commitSent = false;
+  let set: Promise<unknown> = Promise.resolve();
   try {
     const begin = conn.begin(beginText);
-    const set = setup?.(tx) ?? Promise.resolve();
+    set = setup?.(tx) ?? Promise.resolve();
     // Read after `fn`, so that their failure is not unhandled meanwhile.
     begin.catch(() => {});
     set.catch(() => {});
@@ -204,9 +224,10 @@ async function transaction<T>(
       throw new ConnectionLost(commitSent, lost ?? error);
     }
     // After a failed COMMIT there is nothing left to roll back; the first
-    // error is the one that tells.
+    // error is the one that tells: the setup's, when it failed (what came
+    // behind it failed because it had).
     await tx`rollback`.catch(() => {});
-    throw error;
+    throw await set.then(() => error, (setupError) => setupError);
   } finally {
     conn.release();
   }

@@ -4,6 +4,7 @@
  * the dispatcher and the receivers' handlers.
  */
 import type { Sql } from "../db/connect.ts";
+import { isSandboxClosedError, SandboxClosed } from "../db/closed.ts";
 
 /** The switches each sandbox has on: sandbox id -> names. */
 export type ActiveFaults = Map<string, Set<string>>;
@@ -97,18 +98,27 @@ export function isOn(active: ActiveFaults, sandboxId: string, name: string) {
   return active.get(sandboxId)?.has(name) ?? false;
 }
 
-/** Turns a switch on or off for one sandbox. */
+/**
+ * Turns a switch on or off for one sandbox; {@link SandboxClosed} once the
+ * sandbox's wipe has begun (the gate of lib/db/service.ts, in the insert).
+ */
 export async function setFault(
   sql: Sql,
   sandboxId: string,
   name: string,
   enabled: boolean,
 ) {
-  await sql`
-    insert into platform.faults (sandbox_id, name, enabled)
-    values (${sandboxId}, ${name}, ${enabled})
-    on conflict (sandbox_id, name)
-    do update set enabled = excluded.enabled, updated_at = now()`;
+  try {
+    await sql`
+      insert into platform.faults (sandbox_id, name, enabled)
+      select ${sandboxId}::uuid, ${name}::text, ${enabled}::boolean
+       where platform.enter_sandbox(${sandboxId}::uuid)
+      on conflict (sandbox_id, name)
+      do update set enabled = excluded.enabled, updated_at = now()`;
+  } catch (error) {
+    if (!isSandboxClosedError(error)) throw error;
+    throw new SandboxClosed(sandboxId, "faults", { cause: error });
+  }
   const cache = caches.get(sql);
   if (cache) {
     cache.generation++;

@@ -1,0 +1,63 @@
+/**
+ * A sandbox closed to work: its wipe has begun (`platform.sandboxes`
+ * `wiping_at`, migrations/0011_sandbox_wipe.sql). From then on nothing of
+ * it is applied: a service transaction that names it is refused as it
+ * begins (service.ts), the relay's and consumers' claims leave its rows,
+ * and what arrives for it is refused with a row of
+ * `platform.closed_refusals` that says why, written by whoever refused it.
+ */
+import type { Sql } from "./connect.ts";
+
+/** The SQLSTATE of `platform.enter_sandbox`'s refusal. */
+export const SANDBOX_CLOSED_CODE = "55W01";
+
+/**
+ * A service transaction named a closed sandbox and was refused before it
+ * read or wrote anything. Never worth a retry: a sandbox does not open
+ * again.
+ */
+export class SandboxClosed extends Error {
+  override name = "SandboxClosed";
+  constructor(
+    readonly sandboxId: string,
+    readonly service: string,
+    options?: ErrorOptions,
+  ) {
+    super(
+      `sandbox ${sandboxId} is closed: it is being wiped or was wiped, and nothing more of it is applied`,
+      options,
+    );
+  }
+}
+
+/** True for the refusal as PostgreSQL reports it. */
+export function isSandboxClosedError(error: unknown): boolean {
+  return (error as { code?: string } | null)?.code === SANDBOX_CLOSED_CODE;
+}
+
+/** What arrived for a closed sandbox, who refused it, and why. */
+export interface ClosedRefusal {
+  sandboxId: string;
+  /** The service (or part) that refused it. */
+  refusedBy: string;
+  what: "delivery" | "message" | "webhook" | "request";
+  /** The message id (and subscriber), the event id, the method and path. */
+  key: string | null;
+  reason: string;
+}
+
+/**
+ * Records a refusal, in a statement of its own as the program's user: the
+ * refused transaction was rolled back, and the sandbox's services may no
+ * longer write anything of it.
+ */
+export async function recordClosedRefusal(
+  sql: Sql,
+  refusal: ClosedRefusal,
+): Promise<void> {
+  await sql`
+    insert into platform.closed_refusals
+      (sandbox_id, refused_by, what, key, reason)
+    values (${refusal.sandboxId}, ${refusal.refusedBy}, ${refusal.what},
+            ${refusal.key}, ${refusal.reason})`;
+}
