@@ -65,8 +65,11 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
           ${checked.map((c) => c.id)}::bigint[],
           ${checked.map((c) => c.accepted ? 1 : 0)}::int[]) as r(id, ok)
       ), u as (
+        -- Nothing counted for a sandbox being wiped: the wipe may have
+        -- deleted its counts already.
         update queue.deliveries d set audited = true
           from r where d.id = r.id and not d.audited and d.state = 'done'
+           and d.sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
         returning d.id, d.sandbox_id, d.subscriber, d.message_id, r.accepted
       ), m as (
         insert into queue.mismatches (delivery_id, sandbox_id, subscriber, message_id)

@@ -70,9 +70,12 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
                    hashtext(${service}) # s)
            limit 1
         ), due as (
+          -- Not the rows of a sandbox being wiped: its wipe deletes them,
+          -- and stored in the queue they would outlive it.
           select o.id from ${table} o
            where o.state <> 'published' and o.next_attempt_at <= now()
              and o.sandbox_id <> all(${m.skip as string[]}::uuid[])
+             and o.sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
              and exists (select from slot)
            order by o.id
            limit ${limit}

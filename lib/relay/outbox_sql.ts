@@ -72,8 +72,10 @@ export async function claimOutbox(
       : sql``;
     return sql<{ rows: ClaimedJson[] | null; parked: string[] | null }[]>`
       with due as (
+        -- Not the rows of a sandbox being wiped (see lib/relay/move_sql.ts).
         select id, sandbox_id, state = 'claimed' as taken_over from ${table}
          where state <> 'published' and next_attempt_at <= now() ${only}
+           and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
          order by id
          limit ${limit}
          for update skip locked
@@ -178,6 +180,9 @@ export async function failPublish(
       insert into ${sql(`${service}.relay_guard`)} (sandbox_id, day, rearms)
       select s, (now() at time zone 'utc')::date, 1
         from unnest(${sandboxes}::uuid[]) as s
+       -- A publish that failed after the sandbox's wipe began counts
+       -- nothing: the wipe may have deleted its guard row already.
+       where not platform.sandbox_closed(s)
       on conflict (sandbox_id, day)
       do update set rearms = ${sql(`${service}.relay_guard`)}.rearms + 1
       returning sandbox_id, rearms`;
@@ -209,7 +214,8 @@ export async function nextOutboxDue(
     ({ sql }) =>
       sql<{ at: Date | null }[]>`
       select min(next_attempt_at) as at from ${sql(`${service}.outbox`)}
-       where state <> 'published' and next_attempt_at < 'infinity'`,
+       where state <> 'published' and next_attempt_at < 'infinity'
+         and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])`,
   );
   return row.at;
 }

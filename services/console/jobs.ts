@@ -186,6 +186,8 @@ export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
                where state = 'running' and next_run_at <= now()
                  and (lease_owner is null or lease_owner = ${o.owner}
                       or lease_expires_at < now())
+                 -- a sandbox being wiped: its wipe deletes the job
+                 and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
                order by next_run_at limit 1
                for update skip locked) due
        where j.id = due.id
@@ -201,7 +203,8 @@ export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
       ({ sql }) =>
         sql<{ at: Date | null }[]>`
         select min(next_run_at) as at from queue.bulk_jobs
-         where state = 'running'`,
+         where state = 'running'
+           and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])`,
     );
     return { more: false, nextDueAt: next?.at ?? undefined };
   }

@@ -53,8 +53,10 @@ export async function republishOnce(
     ({ sql }) =>
       sql<MarkRow[]>`
       with due as (
+        -- Not for a sandbox being wiped: the broker is purged of it.
         select id from queue.deliveries
          where republish_at <= now()
+           and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
          order by republish_at
          limit ${batch}
          for update skip locked
@@ -73,7 +75,8 @@ export async function republishOnce(
       ({ sql }) =>
         sql<{ at: Date | null }[]>`
         select min(republish_at) as at from queue.deliveries
-         where republish_at is not null`,
+         where republish_at is not null
+           and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])`,
     );
     return { more: false, nextDueAt: next?.at ?? undefined };
   }

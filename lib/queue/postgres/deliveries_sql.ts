@@ -117,8 +117,10 @@ function claimStatement(
   const served = subscribers
     ? sql`and d.subscriber in ${sql(subscribers as string[])}`
     : sql``;
-  // An open delivery `d` to a served subscriber, outside the closed lanes.
+  // An open delivery `d` to a served subscriber, outside the closed lanes
+  // and the sandboxes being wiped (their wipe deletes them).
   const waiting = sql`d.state in ('pending', 'in_flight') ${served}
+    and d.sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
     and not exists (
       select from full_lanes f
        where f.sandbox_id = d.sandbox_id and f.subscriber = d.subscriber)`;
@@ -371,6 +373,9 @@ function finishStatement(sql: TxSql, owner: string, results: AttemptResult[]) {
         from r
        where d.id = r.id and d.lease_owner = ${owner} and d.state = 'in_flight'
          and d.id = any(${results.map((r) => r.id)}::bigint[])
+         -- An attempt that ends after the sandbox's wipe began records
+         -- nothing: the wipe may have deleted the attempts already.
+         and d.sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
       returning d.id, d.sandbox_id
     )
     insert into queue.attempts
