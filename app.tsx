@@ -8,6 +8,7 @@ import type { Deps } from "./deps.ts";
 import { HttpError } from "./lib/http/errors.ts";
 import { ConnectionLost } from "./lib/db/service.ts";
 import { isConnectionError } from "./lib/db/reserved.ts";
+import { recordClosedRefusal, SandboxClosed } from "./lib/db/closed.ts";
 import { html } from "./lib/http/render.ts";
 import { isHttps, sessionMiddleware } from "./lib/http/session_middleware.ts";
 import { bodyLimits } from "./lib/http/body_limit.ts";
@@ -240,9 +241,21 @@ export function createApp(deps: Deps): Hono {
     );
   });
 
-  app.onError((error, c) => {
+  app.onError(async (error, c) => {
     // Hono's own middleware (bearer-auth) answers with its response.
     if (error instanceof HTTPException) return error.getResponse();
+    if (error instanceof SandboxClosed) {
+      // A request of a sandbox whose wipe began while it ran: nothing of it
+      // was applied, and a row says so.
+      await recordClosedRefusal(deps.sql, {
+        sandboxId: error.sandboxId,
+        refusedBy: error.service,
+        what: "request",
+        key: `${c.req.method} ${c.req.path}`,
+        reason: error.message,
+      });
+      return c.json({ error: error.message }, 410);
+    }
     if (error instanceof HttpError) {
       const wantsHtml = !c.req.path.startsWith("/api/") &&
         (c.req.header("accept") ?? "").includes("text/html");

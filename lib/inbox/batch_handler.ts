@@ -12,10 +12,14 @@
  * | 500                      | the transaction failed: nothing applied,  |
  * |                          | or the inbox answers it on the retry      |
  *
+ * A batch of a sandbox whose wipe has begun is answered 200, each message
+ * 422, and each refusal recorded in `platform.closed_refusals`.
+ *
  * The step from parsed envelopes to the answer is a `BatchReceiver`, which
  * a decorator may wrap (lib/faults `faultyReceiver`: 503, slow), as the
  * single endpoint's `Receiver`.
  */
+import { recordClosedRefusal, SandboxClosed } from "../db/closed.ts";
 import type { Logger } from "../log/mod.ts";
 import {
   batchRequestSchema,
@@ -108,12 +112,43 @@ function batchReceiver(options: InboxBatchHandlerOptions): BatchReceiver {
         }),
       });
     } catch (error) {
+      if (error instanceof SandboxClosed) {
+        return await closed(options, envelopes, error);
+      }
       logError(options.log, options.service, envelopes[0], error);
       return json(500, {
         error: `${options.label} failed: ${(error as Error).message}`,
       });
     }
   };
+}
+
+/**
+ * A batch of a sandbox being wiped (or wiped): nothing of it is applied.
+ * Each message is refused (422: dead at once), and each refusal is a row
+ * that the wipe keeps.
+ */
+async function closed(
+  options: InboxBatchHandlerOptions,
+  envelopes: readonly Envelope[],
+  error: SandboxClosed,
+): Promise<Response> {
+  for (const envelope of envelopes) {
+    await recordClosedRefusal(options.sql, {
+      sandboxId: envelope.sandboxId,
+      refusedBy: options.service,
+      what: "delivery",
+      key: envelope.messageId,
+      reason: error.message,
+    });
+  }
+  return json(200, {
+    results: envelopes.map((e) => ({
+      messageId: e.messageId,
+      status: 422,
+      body: { reason: error.message },
+    })),
+  });
 }
 
 function logError(

@@ -16,6 +16,7 @@
  * decorator may wrap (lib/faults `faultyReceiver`: 503, slow).
  */
 import type { Sql } from "../db/connect.ts";
+import { recordClosedRefusal, SandboxClosed } from "../db/closed.ts";
 import type { Logger } from "../log/mod.ts";
 import { type Envelope, envelopeSchema } from "../outbox/envelope.ts";
 import { NotYet } from "./errors.ts";
@@ -76,6 +77,18 @@ function inboxReceiver(options: InboxHandlerOptions): Receiver {
       });
     } catch (error) {
       if (error instanceof NotYet) return json(409, { reason: error.message });
+      if (error instanceof SandboxClosed) {
+        // Nothing of a sandbox being wiped is applied; the refusal is kept
+        // where the wipe leaves it, and the delivery is dead at once.
+        await recordClosedRefusal(options.sql, {
+          sandboxId: envelope.sandboxId,
+          refusedBy: options.service,
+          what: "delivery",
+          key: envelope.messageId,
+          reason: error.message,
+        });
+        return json(422, { reason: error.message });
+      }
       options.log.error("receiver_error", {
         service: options.service,
         messageId: envelope.messageId,

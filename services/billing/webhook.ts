@@ -2,11 +2,13 @@
  * The Stripe webhook: verify the signature on the raw body (300 s
  * tolerance), then record the event. Anything unverifiable is a 400 and
  * changes nothing; an event billing refuses (a payment of another sandbox)
- * is recorded and answered 422.
+ * is recorded and answered 422; an event for a sandbox being wiped is
+ * refused with a row of platform.closed_refusals, and answered 200.
  */
 import Stripe from "stripe";
 import type { Sql } from "../../lib/db/connect.ts";
 import { HttpError } from "../../lib/http/errors.ts";
+import { recordClosedRefusal, SandboxClosed } from "../../lib/db/closed.ts";
 import {
   type EventOutcome,
   recordStripeEvent,
@@ -47,7 +49,27 @@ export async function handleStripeWebhook(
       })),
     );
   }
-  const recorded = await recordStripeEvent(sql, parsed.data);
+  let recorded: EventOutcome;
+  try {
+    recorded = await recordStripeEvent(sql, parsed.data);
+  } catch (error) {
+    if (!(error instanceof SandboxClosed)) throw error;
+    // An event for a sandbox being wiped (or wiped) changes nothing. It is
+    // answered 2xx, so that Stripe stops sending it, and the refusal is a
+    // row that the wipe keeps.
+    await recordClosedRefusal(sql, {
+      sandboxId: error.sandboxId,
+      refusedBy: "billing",
+      what: "webhook",
+      key: parsed.data.id,
+      reason: error.message,
+    });
+    return {
+      duplicate: false,
+      outcome: `refused: ${error.message}`,
+      status: 200,
+    };
+  }
   // Recorded (committed) first: the refusal is a row, and a repeat of the
   // event gets the same answer.
   if (recorded.status === 422) throw new HttpError(422, recorded.outcome);

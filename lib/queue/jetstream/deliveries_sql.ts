@@ -33,8 +33,11 @@ interface StartedRow {
  * in flight, leased to `owner`, one attempt more. A delivery with no row yet
  * gets one (the relay stores the rows before it publishes, so only a
  * database restored from an older backup lacks them), and so does its
- * message. Returns the deliveries started; a taken message left out is
- * settled (done, dead or refused) and only needs acknowledging.
+ * message. A message of a sandbox whose wipe has begun starts nothing: a
+ * row of `platform.closed_refusals` says so (the broker may give one late,
+ * or again from a lane made again). Returns the deliveries started; a
+ * taken message left out is settled (done, dead or refused) and only needs
+ * acknowledging.
  */
 export async function startDeliveries(
   sql: Sql,
@@ -52,11 +55,19 @@ export async function startDeliveries(
       with t as (
         select (e->>'messageId')::uuid as message_id,
                (e->>'sandboxId')::uuid as sandbox_id, s as subscriber,
-               e->>'type' as type, e->>'aggregateId' as aggregate_id
+               e->>'type' as type, e->>'aggregateId' as aggregate_id,
+               platform.sandbox_closed((e->>'sandboxId')::uuid) as closed
           from unnest(${taken.map((t) => t.subscriber)}::text[],
                       array(select v from jsonb_array_elements(
                               ${sql.json(envelopes as never)}) as v))
             as x(s, e)
+      ), refused as (
+        insert into platform.closed_refusals
+          (sandbox_id, refused_by, what, key, reason)
+        select sandbox_id, 'queue', 'delivery',
+               message_id || '.' || subscriber,
+               'taken from the broker after the sandbox''s wipe began'
+          from t where closed
       )
       insert into queue.deliveries as d
         (sandbox_id, message_id, subscriber, type, aggregate_id, state,
@@ -65,7 +76,7 @@ export async function startDeliveries(
              'in_flight', ${owner},
              now() + ${leaseMs} * interval '1 millisecond',
              now() + ${leaseMs} * interval '1 millisecond', 1
-        from t
+        from t where not closed
        -- In the order the relay stores them (by message id): the same keys
        -- taken in two orders deadlocked (lib/queue/jetstream/queue.ts).
        order by message_id, subscriber

@@ -25,6 +25,10 @@ export class PgQueue implements Queue {
    * queue has already; with `notify`, wakes the consumers that LISTEN. The
    * JetStream transport keeps its deliveries' rows with it, without waking
    * anyone: the broker carries the messages.
+   *
+   * A message of a sandbox whose wipe has begun is not stored, and a row of
+   * `platform.closed_refusals` says so: the relay that publishes it claimed
+   * it before the wipe began, and may publish after the wipe has ended.
    */
   async store(
     messages: OutgoingMessage[],
@@ -39,12 +43,19 @@ export class PgQueue implements Queue {
     return await asBookkeeper(this.sql, "queue", async ({ sql }) => {
       const [{ count }] = await sql<{ count: number }[]>`
         with x as (
-          select x.source, x.e, x.n, (x.e->>'messageId')::uuid as message_id
+          select x.source, x.e, x.n, (x.e->>'messageId')::uuid as message_id,
+                 platform.sandbox_closed((x.e->>'sandboxId')::uuid) as closed
             from unnest(
               ${messages.map((m) => m.source)}::text[],
               array(select v from jsonb_array_elements(${sql.json(e as never)})
                     with ordinality as t(v, n) order by n)
             ) with ordinality as x(source, e, n)
+        ), refused as (
+          insert into platform.closed_refusals
+            (sandbox_id, refused_by, what, key, reason)
+          select (e->>'sandboxId')::uuid, 'queue', 'message',
+                 message_id::text, 'published after the sandbox''s wipe began'
+            from x where closed
         ), ${
         messagesAndDeliveries(
           sql,
@@ -53,7 +64,7 @@ export class PgQueue implements Queue {
             select message_id, (e->>'sandboxId')::uuid as sandbox_id, source,
                    e->>'type' as type, e->>'aggregateId' as aggregate_id,
                    e as envelope, n as position
-              from x`,
+              from x where not closed`,
           { repeats: true },
         )
       }
