@@ -95,6 +95,13 @@ export interface Messaging {
    */
   wakeRelay(service: string): boolean;
   wakeConsumers(): void;
+  /**
+   * Drops, for good, what the transport holds of these sandboxes (their
+   * wipe, once they are closed to work): over JetStream their messages in
+   * the stream and their lanes' consumers. The PostgreSQL queue holds
+   * nothing but rows, which the wipe deletes.
+   */
+  forget(sandboxIds: readonly string[]): Promise<void>;
   /** Stops claiming, finishes what is in flight, closes the listener. */
   stop(): Promise<void>;
 }
@@ -164,6 +171,12 @@ export async function startMessaging(
       return relay !== undefined;
     },
     wakeConsumers: () => local.wakeAll(),
+    forget: async (sandboxIds) => {
+      await options.broker?.stream.lanes.forget(
+        sandboxIds,
+        Object.keys(options.subscribers),
+      );
+    },
     stop: async () => {
       stopping = true;
       await Promise.all(loops.map((l) => l.stop()));

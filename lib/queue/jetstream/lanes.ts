@@ -155,6 +155,43 @@ export class Lanes {
     return true;
   }
 
+  /**
+   * Forgets sandboxes for good (their wipe): their messages are purged from
+   * the stream, for every subscriber, and their lanes' consumers deleted,
+   * so that no lane made again gives them once more. A stream that is gone
+   * holds nothing of them.
+   */
+  async forget(
+    sandboxIds: readonly string[],
+    subscribers: readonly string[],
+  ): Promise<void> {
+    const stream = this.#names.stream;
+    for (const sandboxId of sandboxIds) {
+      try {
+        await this.#jsm.streams.purge(stream, {
+          filter: this.#names.sandboxFilter(sandboxId),
+        });
+      } catch (error) {
+        if (isStreamGone(error)) return;
+        throw error;
+      }
+      await Promise.all(subscribers.map(async (subscriber) => {
+        this.#ensured.delete(laneKey({ subscriber, sandboxId }));
+        try {
+          await this.#jsm.consumers.delete(
+            stream,
+            this.#names.consumer(subscriber, sandboxId),
+          );
+        } catch (error) {
+          const gone = error instanceof JetStreamApiError &&
+            (error.code === JetStreamApiCodes.ConsumerNotFound ||
+              error.code === JetStreamApiCodes.StreamNotFound);
+          if (!gone) throw error;
+        }
+      }));
+    }
+  }
+
   #addLane(lane: LaneKey) {
     return this.#jsm.consumers.add(this.#names.stream, {
       durable_name: this.#names.consumer(lane.subscriber, lane.sandboxId),

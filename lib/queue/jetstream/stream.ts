@@ -51,6 +51,11 @@ export class StreamNames {
     return `${this.stream}.to.${subscriber}.${sandboxId}.*`;
   }
 
+  /** Everything addressed to a sandbox, for every subscriber. */
+  sandboxFilter(sandboxId: string): string {
+    return `${this.stream}.to.*.${sandboxId}.*`;
+  }
+
   /** The lane a consumer's filter is of, or null for another consumer. */
   laneOf(filter: string): { subscriber: string; sandboxId: string } | null {
     const prefix = `${this.stream}.to.`;
