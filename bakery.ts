@@ -112,7 +112,7 @@ export async function startBakery(options: {
   });
   setOutboxWaker(sql, waker.wake);
   const stopWipes = config.WORKERS === "on" && config.SANDBOX_WIPE === "on"
-    ? scheduleWipes(sql, log)
+    ? scheduleWipes(sql, log, { transport: messaging })
     : () => Promise.resolve();
   log.info("listening", {
     url: selfUrl,

@@ -264,7 +264,7 @@ Deno.test("labs: the daily wipe removes both labs' rows", async () => {
     const tomorrow = new Date(Date.now() + 86_400_000);
     tomorrow.setUTCHours(11);
     const { logger } = memoryLogger("error");
-    const wiped = await wipeDue(t.sql, logger, tomorrow);
+    const wiped = await wipeDue(t.sql, logger, { at: tomorrow });
     assert.equal(wiped.ran, true);
     assert.deepEqual(
       await counts(),

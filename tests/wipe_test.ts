@@ -1,29 +1,41 @@
 import assert from "node:assert/strict";
 import { withTestDatabase } from "./_db.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
-import { cutoffFor, wipeDue } from "../services/wipe.ts";
+import { wipeDue } from "../services/wipe.ts";
 import { placeOrder } from "../services/orders/place.ts";
 import { setFault } from "../lib/faults/mod.ts";
+import { SandboxClosed } from "../lib/db/closed.ts";
 import { SessionStore } from "../lib/http/session.ts";
 import type { Sql } from "../lib/db/connect.ts";
 import { eventually, withTestBakery } from "./_app.ts";
 
-Deno.test("wipe: the boundary is 10:00 UTC today, or yesterday before ten", () => {
-  assert.equal(
-    cutoffFor(new Date("2026-12-01T10:00:00Z")).toISOString(),
-    "2026-12-01T10:00:00.000Z",
-  );
-  assert.equal(
-    cutoffFor(new Date("2026-12-01T09:59:59Z")).toISOString(),
-    "2026-11-30T10:00:00.000Z",
-  );
+/** The boundary at or before `at`, as the database computes it. */
+async function cutoffFor(sql: Sql, at: Date): Promise<Date> {
+  const [{ cutoff }] = await sql<{ cutoff: Date }[]>`
+    select platform.wipe_cutoff(${at}::timestamptz) as cutoff`;
+  return cutoff;
+}
+
+Deno.test("wipe: the boundary is 10:00 UTC today, or yesterday before ten", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    // The session's time zone does not move it.
+    await sql`set timezone = 'Pacific/Auckland'`;
+    assert.equal(
+      (await cutoffFor(sql, new Date("2026-12-01T10:00:00Z"))).toISOString(),
+      "2026-12-01T10:00:00.000Z",
+    );
+    assert.equal(
+      (await cutoffFor(sql, new Date("2026-12-01T09:59:59Z"))).toISOString(),
+      "2026-11-30T10:00:00.000Z",
+    );
+  }, { max: 1 });
 });
 
 Deno.test("wipe: sandboxes older than the boundary lose their rows; newer ones keep them; once per boundary", async () => {
   await withTestDatabase(async ({ sql }) => {
     const { logger } = memoryLogger();
     const now = new Date();
-    const boundary = cutoffFor(now);
+    const boundary = await cutoffFor(sql, now);
     const [old] = await sql`insert into platform.sandboxes (name, created_at)
       values ('old', ${new Date(
       boundary.getTime() - 86_400_000,
@@ -44,7 +56,7 @@ Deno.test("wipe: sandboxes older than the boundary lose their rows; newer ones k
     const { token } = await sessions.create(old.id, "Ada");
     const kept = await sessions.create(fresh.id, "Bo");
 
-    const result = await wipeDue(sql, logger, now);
+    const result = await wipeDue(sql, logger, { at: now });
     assert.equal(result.ran, true);
     assert.equal(result.sandboxes, 1);
     assert.ok(result.rowsDeleted >= 6, `deleted ${result.rowsDeleted}`);
@@ -76,7 +88,7 @@ Deno.test("wipe: sandboxes older than the boundary lose their rows; newer ones k
     assert.equal(await sessions.get(token), null);
     assert.ok(await sessions.get(kept.token));
 
-    const again = await wipeDue(sql, logger, now);
+    const again = await wipeDue(sql, logger, { at: now });
     assert.equal(again.ran, false);
     const [w] = await sql`select count(*)::int as n from platform.wipes
       where cutoff = ${boundary} and finished_at is not null`;
@@ -100,5 +112,70 @@ Deno.test("wipe: the bakery schedules it unless SANDBOX_WIPE is off", async () =
     // The schedule's first run comes one second after the start.
     await new Promise((r) => setTimeout(r, 1_500));
     assert.equal(await wipes(sql), 0);
+  });
+});
+
+Deno.test("wipe: one that could not finish leaves its sandboxes closed, and the next run finishes them", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    const { logger } = memoryLogger("error");
+    const sandbox = async (name: string) =>
+      (await sql<{ id: string }[]>`
+        insert into platform.sandboxes (name, created_at)
+        values (${name}, now() - interval '2 days') returning id`)[0].id;
+    const order = (sandboxId: string) =>
+      placeOrder(sql, sandboxId, {
+        items: [{ sku: "cardamom-bun", qty: 1 }],
+        customer: { name: "A", email: "a@example.com" },
+        fulfilment: "pickup",
+        idempotencyKey: crypto.randomUUID(),
+      });
+    const orders = async (sandboxId: string) =>
+      (await sql<{ n: number }[]>`
+        select count(*)::int as n from orders.orders
+         where sandbox_id = ${sandboxId}`)[0].n;
+    const state = async (sandboxId: string) =>
+      (await sql<{ wiping: boolean; wiped: boolean }[]>`
+        select wiping_at is not null as wiping, wiped_at is not null as wiped
+          from platform.sandboxes where id = ${sandboxId}`)[0];
+    const old = await sandbox("old");
+    await order(old);
+
+    // A transaction that began before the wipe and does not end: the fence
+    // waits for it, then gives up.
+    const held = await sql.reserve();
+    try {
+      await held`begin`;
+      await held`select 1`;
+      await assert.rejects(
+        wipeDue(sql, logger, { fenceMs: 200 }),
+        /gave up waiting for transactions/,
+      );
+    } finally {
+      await held`rollback`;
+      held.release();
+    }
+    assert.deepEqual(await state(old), { wiping: true, wiped: false });
+    assert.equal(await orders(old), 1, "nothing deleted yet");
+    await assert.rejects(order(old), SandboxClosed, "closed meanwhile");
+    const [failed] = await sql<{ error: string | null; finished: boolean }[]>`
+      select error, finished_at is not null as finished from platform.wipes`;
+    assert.match(failed.error ?? "", /gave up/);
+    assert.equal(failed.finished, false);
+
+    const retried = await wipeDue(sql, logger);
+    assert.equal(retried.ran, true);
+    assert.equal(retried.sandboxes, 1);
+    assert.deepEqual(await state(old), { wiping: true, wiped: true });
+    assert.equal(await orders(old), 0);
+
+    // A sandbox left wiping (as the migration leaves one that the old wipe
+    // marked wiped) is finished even when the day's wipe is done.
+    const left = await sandbox("left");
+    await order(left);
+    await sql`update platform.sandboxes set wiping_at = now() where id = ${left}`;
+    assert.equal((await wipeDue(sql, logger)).sandboxes, 1);
+    assert.deepEqual(await state(left), { wiping: true, wiped: true });
+    assert.equal(await orders(left), 0);
+    assert.equal((await wipeDue(sql, logger)).ran, false, "nothing left");
   });
 });
