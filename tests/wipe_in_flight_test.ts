@@ -1,0 +1,279 @@
+/**
+ * The daily wipe while a sandbox still works: payments in flight, a
+ * receiver's transaction open across the wipe's start, slow deliveries that
+ * come back after it, a Stripe event and a delivery that arrive later. On
+ * both transports nothing of the sandbox is left in any table, the broker
+ * holds nothing of it, and nothing of it is applied afterwards, not even
+ * from lanes made again; what came late is refused with a row that says
+ * why.
+ */
+import assert from "node:assert/strict";
+import Stripe from "stripe";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { Sql } from "../lib/db/connect.ts";
+import { SandboxClosed } from "../lib/db/closed.ts";
+import { setFault } from "../lib/faults/mod.ts";
+import { receiveOnce } from "../lib/inbox/mod.ts";
+import { memoryLogger } from "../lib/log/mod.ts";
+import type { Envelope } from "../lib/outbox/envelope.ts";
+import { Lanes, StreamNames } from "../lib/queue/jetstream/mod.ts";
+import { bakeryDispatcher, INTERNAL_ORIGIN } from "../services/mod.ts";
+import { applyToOrders } from "../services/orders/payments.ts";
+import { placeOrder } from "../services/orders/place.ts";
+import { SUBSCRIBERS } from "../services/routing.ts";
+import { wipeDue } from "../services/wipe.ts";
+import {
+  countOf,
+  eventually,
+  orderSettles,
+  paymentIntentEvent,
+  payVia,
+  placeOrderVia,
+  postWebhook,
+  signIn,
+  TEST_WEBHOOK_SECRET,
+  type TestBakery,
+  withTestBakery,
+} from "./_app.ts";
+import { natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
+
+/** The rows the wipe keeps of a sandbox (services/wipe.ts). */
+const KEPT = [
+  "platform.sandboxes",
+  "platform.sessions",
+  "platform.closed_refusals",
+];
+
+/** Rows of the sandbox in every table that has a sandbox_id, but the kept. */
+async function rowsOf(sql: Sql, sandboxId: string) {
+  const tables = await sql<{ t: string }[]>`
+    select format('%I.%I', c.table_schema, c.table_name) as t
+      from information_schema.columns c
+      join information_schema.tables t using (table_schema, table_name)
+     where c.column_name = 'sandbox_id' and t.table_type = 'BASE TABLE'
+       and c.table_schema not in ('pg_catalog', 'information_schema')
+     order by 1`;
+  const left: Record<string, number> = {};
+  for (const { t } of tables) {
+    if (KEPT.includes(t)) continue;
+    const n = await countOf(sql<{ n: number }[]>`
+      select count(*)::int as n from ${
+      sql(t)
+    } where sandbox_id = ${sandboxId}`);
+    if (n > 0) left[t] = n;
+  }
+  return left;
+}
+
+/** The refusals recorded for the sandbox, as "who/what" per row. */
+async function refusalsOf(sql: Sql, sandboxId: string): Promise<string[]> {
+  const rows = await sql<{ r: string }[]>`
+    select refused_by || '/' || what as r from platform.closed_refusals
+     where sandbox_id = ${sandboxId} order by id`;
+  return rows.map((r) => r.r);
+}
+
+/** Runs the race on the bakery `t`, whose stream (if any) is `stream`. */
+async function wipeRacingPayments(t: TestBakery, stream?: string) {
+  const { sql } = t;
+  const { logger } = memoryLogger("error");
+  const ada = t.client();
+  const { sandboxId } = await signIn(ada, "Ada");
+  const bo = t.client();
+  const { sandboxId: keptId } = await signIn(bo, "Bo");
+  // Ada's sandbox is older than the day's boundary, by the database's clock.
+  await sql`update platform.sandboxes
+               set created_at = now() - interval '2 days'
+             where id = ${sandboxId}`;
+
+  // One order settled: rows in every receiver, the queue, billing.
+  const first = await placeOrderVia(ada);
+  await payVia(ada, first.orderId);
+  await orderSettles(ada, first.orderId, "paid");
+  // Two more paid while orders is slow: their PaymentSucceeded deliveries
+  // are in flight, the receiver asleep before its transaction, when the
+  // wipe begins; they come back after it.
+  await setFault(sql, sandboxId, "ordersSlow", true);
+  const late = [await placeOrderVia(ada), await placeOrderVia(ada)];
+  for (const o of late) await payVia(ada, o.orderId);
+  await eventually(
+    "both payments in flight to orders",
+    async () =>
+      await countOf(sql<{ n: number }[]>`
+      select count(*)::int as n from queue.deliveries
+       where sandbox_id = ${sandboxId} and type = 'PaymentSucceeded'
+         and state = 'in_flight'`) === 2,
+  );
+  const [{ envelope }] = await sql<{ envelope: Envelope }[]>`
+    select envelope from queue.messages
+     where sandbox_id = ${sandboxId} and type = 'PaymentSucceeded'
+       and aggregate_id = ${late[0].orderId}`;
+
+  // A receiver's transaction open across the wipe's start: it has begun
+  // (its gate passed) when the wipe begins, and only then does the orders
+  // receiver apply that PaymentSucceeded (OrderPaid, its outbox row, the
+  // inbox row) and commit.
+  const began = Promise.withResolvers<void>();
+  const release = Promise.withResolvers<void>();
+  const held = receiveOnce(sql, "orders", envelope, async (tx, e) => {
+    await tx.sql`select 1`;
+    began.resolve();
+    await release.promise;
+    return await applyToOrders(tx, e);
+  }, { replayHorizonDays: 7 });
+  held.catch(() => began.resolve());
+  let settled = false;
+  let wiping: Promise<{ ran: boolean; sandboxes: number }>;
+  try {
+    await began.promise;
+    wiping = wipeDue(sql, logger, { transport: t.bakery.messaging })
+      .finally(() => settled = true);
+    wiping.catch(() => {});
+    // to_jsonb reads wiping_at whether the column exists or not: a wipe
+    // that does not close the sandbox first is simply waited for.
+    await eventually(
+      "the wipe to close the sandbox",
+      async () =>
+        settled || (await sql<{ closed: boolean }[]>`
+        select to_jsonb(s) ->> 'wiping_at' is not null as closed
+          from platform.sandboxes s where id = ${sandboxId}`)[0].closed,
+    );
+  } finally {
+    release.resolve();
+  }
+  const heldAnswer = await held;
+  const wiped = await wiping;
+  assert.equal(wiped.ran, true);
+  assert.ok(wiped.sandboxes >= 1);
+
+  // The slow deliveries come back after the wipe: refused, with a row each.
+  await eventually(
+    "the slow deliveries to be refused",
+    async () =>
+      (await refusalsOf(sql, sandboxId)).filter((r) => r === "orders/delivery")
+        .length === 2,
+    15_000,
+  );
+  // Later still: the same delivery again, a Stripe event, a command.
+  const dispatcher = bakeryDispatcher({
+    sql,
+    log: logger,
+    config: t.bakery.deps.config,
+  });
+  const again = await dispatcher.send(
+    new Request(`${INTERNAL_ORIGIN}/receivers/orders`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(envelope),
+    }),
+  );
+  assert.equal(again.status, 422);
+  assert.match((await again.json()).reason, /is closed/);
+  const payload = JSON.stringify(paymentIntentEvent({
+    sandboxId,
+    orderId: late[1].orderId,
+    paymentId: "pi_after_the_wipe",
+    amountCents: late[1].totalCents,
+  }));
+  const hook = await postWebhook(
+    t.url,
+    payload,
+    await Stripe.webhooks.generateTestHeaderStringAsync({
+      payload,
+      secret: TEST_WEBHOOK_SECRET,
+    }),
+  );
+  assert.equal(hook.status, 200, "Stripe stops sending it");
+  assert.match(String(hook.body.outcome), /^refused: .* is closed/);
+  await assert.rejects(
+    placeOrder(sql, sandboxId, {
+      items: [{ sku: "cardamom-bun", qty: 1 }],
+      customer: { name: "Ada", email: "ada@example.com" },
+      fulfilment: "pickup",
+      idempotencyKey: crypto.randomUUID(),
+    }),
+    SandboxClosed,
+  );
+  assert.deepEqual(await rowsOf(sql, sandboxId), {});
+  // It had begun before the wipe: the wipe waited for it, then deleted it.
+  assert.equal(heldAnswer.status, 200, "the held receiver applied in full");
+  assert.deepEqual(
+    (await refusalsOf(sql, sandboxId)).filter((r) => !r.startsWith("queue/")),
+    [
+      "orders/delivery",
+      "orders/delivery",
+      "orders/delivery",
+      "billing/webhook",
+    ],
+  );
+  const [mark] = await sql<{ wiping: boolean; wiped: boolean }[]>`
+    select wiping_at is not null as wiping, wiped_at is not null as wiped
+      from platform.sandboxes where id = ${sandboxId}`;
+  assert.deepEqual(mark, { wiping: true, wiped: true });
+
+  // The broker holds nothing of the sandbox; its lanes made again give
+  // nothing, while another sandbox's paid order goes all the way.
+  let lanes: { nc: NatsConnection; check(): Promise<void> } | undefined;
+  if (stream) {
+    const nc = await connect({ servers: TEST_NATS_URL });
+    const jsm = await jetstreamManager(nc);
+    const names = new StreamNames(stream);
+    const info = await jsm.streams.info(stream, {
+      subjects_filter: names.sandboxFilter(sandboxId),
+    });
+    assert.deepEqual(info.state.subjects ?? {}, {}, "the stream keeps none");
+    const keys = SUBSCRIBERS.map((subscriber) => ({ subscriber, sandboxId }));
+    await new Lanes(nc, jsm, names, { ackWaitMs: 1000, idleMs: 600_000 })
+      .ensure(keys, true);
+    lanes = {
+      nc,
+      check: async () => {
+        for (const { subscriber } of keys) {
+          const ci = await jsm.consumers.info(
+            stream,
+            names.consumer(subscriber, sandboxId),
+          );
+          assert.equal(ci.num_pending + ci.num_ack_pending, 0, subscriber);
+          // Deliveries made: none (its stream sequence starts past the purge).
+          assert.equal(ci.delivered.consumer_seq, 0, `${subscriber} replayed`);
+        }
+      },
+    };
+  }
+  try {
+    t.bakery.messaging?.wakeConsumers();
+    const kept = await placeOrderVia(bo);
+    await payVia(bo, kept.orderId);
+    await orderSettles(bo, kept.orderId, "paid");
+    await lanes?.check();
+  } finally {
+    await lanes?.nc.close();
+  }
+  assert.deepEqual(await rowsOf(sql, sandboxId), {});
+  assert.ok(
+    Object.keys(await rowsOf(sql, keptId)).length > 5,
+    "the other sandbox keeps its rows",
+  );
+}
+
+Deno.test("wipe in flight: over the PostgreSQL queue, nothing of the sandbox is left or applied after", async () => {
+  // Deliveries time out after 3 s; a slow receiver sleeps 4 s first.
+  await withTestBakery((t) => wipeRacingPayments(t), {
+    QUEUE: "postgres",
+    DELIVERY_TIMEOUT_MS: "3000",
+  });
+});
+
+natsTest(
+  "wipe in flight: over JetStream, the stream keeps nothing of the sandbox and its lanes made again replay nothing",
+  async () => {
+    const stream = testStream();
+    await withTestBakery((t) => wipeRacingPayments(t, stream), {
+      QUEUE: "jetstream",
+      NATS_URL: TEST_NATS_URL,
+      NATS_STREAM: stream,
+      DELIVERY_TIMEOUT_MS: "3000",
+    });
+  },
+);
