@@ -14,7 +14,10 @@ import {
 import { requireOperator } from "./console.ts";
 
 /** The test checkout's event ids (services/billing/gateway.ts). */
-const eventId = z.string().regex(/^evt_[A-Za-z0-9_]{1,60}$/, "an event id");
+export const eventId = z.string().regex(
+  /^evt_[A-Za-z0-9_]{1,60}$/,
+  "an event id",
+);
 
 export function checkoutEventRoutes(deps: Deps) {
   const { sql } = deps;

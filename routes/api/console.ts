@@ -79,7 +79,7 @@ export const deadLetterQuery = z.object({
   until: isoTime.optional(),
 });
 
-const deliveriesQuery = deadLetterQuery.extend({
+export const deliveriesQuery = deadLetterQuery.extend({
   state: z.enum([...DELIVERY_STATES, "retrying"]).optional(),
   orderId: z.string().uuid().optional(),
 });
@@ -100,9 +100,9 @@ export const bulkSchema = z.object({
   force: z.boolean().optional(),
 }).strict();
 
-const forceSchema = z.object({ force: z.boolean().optional() }).strict();
+export const forceSchema = z.object({ force: z.boolean().optional() }).strict();
 
-const supersedeSchema = z.object({
+export const supersedeSchema = z.object({
   // jsonb cannot store U+0000 either (see text()).
   payload: z.record(z.string(), z.unknown()).refine(
     (p) => !JSON.stringify(p).includes("\\u0000"),
@@ -126,14 +126,14 @@ export const reasonSchema = z.object({
 }).strict();
 
 // A dry run of a refusal needs no reason; the refusal itself does.
-const bulkRefuseSchema = bulkSchema.extend({
+export const bulkRefuseSchema = bulkSchema.extend({
   reason: reasonSchema.shape.reason.optional(),
 }).strict();
 
-const violationsQuery = z.object({ subscriber: subscriber.optional() })
+export const violationsQuery = z.object({ subscriber: subscriber.optional() })
   .strict();
 
-const faultsSchema = z.record(z.string(), z.boolean()).superRefine(
+export const faultsSchema = z.record(z.string(), z.boolean()).superRefine(
   (value, ctx) => {
     for (const name of Object.keys(value)) {
       if (!FAULT_NAMES.includes(name)) {
@@ -148,6 +148,12 @@ const faultsSchema = z.record(z.string(), z.boolean()).superRefine(
 );
 
 export const pauseSchema = z.object({ paused: z.boolean() }).strict();
+
+/** A cell of the closure matrix: its receiver and its state. */
+export const closureRowsQuery = z.object({
+  subscriber,
+  state: z.enum(CLOSURE_STATES),
+});
 
 /**
  * Which parked outbox rows to release: one message, a sender's rows, rows
@@ -421,11 +427,7 @@ export function consoleRoutes(deps: Deps) {
     },
     closureRows: async (c: Context) => {
       const { sandboxId } = requireOperator(c);
-      const q = parseOr400(
-        z.object({ subscriber, state: z.enum(CLOSURE_STATES) }),
-        query(c),
-        "query",
-      );
+      const q = parseOr400(closureRowsQuery, query(c), "query");
       return c.json({
         items: await closureRows(sql, sandboxId, q.subscriber, q.state),
       });

@@ -13,7 +13,7 @@ import { cancelOrder } from "../../services/orders/cancel.ts";
 import { orderView } from "../../services/timeline.ts";
 import { ensureSession, requireSession } from "./session.ts";
 
-const paySchema = z.object({
+export const paySchema = z.object({
   // Digits as typed (spaces and dashes allowed): the test checkout looks
   // the number up, and no other text may reach that lookup.
   card: text().trim().max(30, "at most 30 characters").regex(

@@ -327,6 +327,12 @@ export const receiverPauseSchema = z.strictObject({
 });
 export type ReceiverPause = z.infer<typeof receiverPauseSchema>;
 
+/** `PUT /api/console/receivers/:name`; `changed` false when it already was. */
+export const receiverPauseSetSchema = receiverPauseSchema.extend({
+  changed: z.boolean(),
+});
+export type ReceiverPauseSet = z.infer<typeof receiverPauseSetSchema>;
+
 /** One alert that fires now. */
 export const alertSchema = z.strictObject({
   kind: z.enum(["outbox_age", "dead_letters", "success_rate"]),
@@ -428,6 +434,38 @@ export const refuseAnswerSchema = z.strictObject({
   actor: z.string(),
 });
 export type RefuseAnswer = z.infer<typeof refuseAnswerSchema>;
+
+/** A bulk action's `dryRun`: 200, how many it would take; nothing changed. */
+export const dryRunAnswerSchema = z.strictObject({
+  count,
+  /** Of those, the ones a redrive would need `force` for. */
+  beyondReplayHorizon: count,
+});
+export type DryRunAnswer = z.infer<typeof dryRunAnswerSchema>;
+
+/** A bulk action over 100 rows: 202, the job that does it at its pace. */
+export const jobStartedSchema = z.strictObject({
+  jobId: z.string(),
+  count,
+});
+export type JobStarted = z.infer<typeof jobStartedSchema>;
+
+/** `POST /api/console/dead-letters/:id/supersede`: 201, the corrected copy. */
+export const supersedeAnswerSchema = z.strictObject({
+  messageId: z.string(),
+  /** Its delivery to the same receiver. */
+  deliveryId: id,
+  /** The dead letter it corrects, now refused "superseded by ...". */
+  supersedes: id,
+});
+export type SupersedeAnswer = z.infer<typeof supersedeAnswerSchema>;
+
+/** `POST /api/console/checkout-events/:id/send-again`: 202, queued again. */
+export const checkoutEventSentSchema = z.strictObject({
+  eventId: z.string(),
+  state: z.literal("pending"),
+});
+export type CheckoutEventSent = z.infer<typeof checkoutEventSentSchema>;
 
 // --- Failure groups, jobs, operator log, search -------------------------
 
