@@ -34,6 +34,7 @@ import { labRoutes } from "./routes/api/labs.ts";
 import { registerLabPages } from "./routes/labs/mod.ts";
 import { howItWorksPage } from "./routes/how_it_works.tsx";
 import { howItWorksRoutes } from "./routes/api/how_it_works.ts";
+import { registerApiDocs } from "./routes/api/docs.ts";
 
 /**
  * Content-Security-Policy of every response: scripts and styles only from
@@ -224,6 +225,7 @@ export function createApp(deps: Deps): Hono {
   app.get("/api/how-it-works", how.page);
   app.get("/api/how-it-works/costs", how.costs);
   app.get("/api/how-it-works/try-it", how.tryIt);
+  registerApiDocs(app);
 
   app.notFound((c) => {
     if (c.req.path.startsWith("/api/") || c.req.path === "/api") {
