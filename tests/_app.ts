@@ -15,6 +15,7 @@ import { Registry } from "../lib/metrics/mod.ts";
 import { ROUTING } from "../services/routing.ts";
 import { type TestDatabase, testDatabase } from "./_db.ts";
 import { dropStream, TEST_NATS_URL, testStream } from "./_nats.ts";
+import { assertAnswerDocumented, CHECK_EVERY_ANSWER } from "./_openapi.ts";
 
 export const TEST_WEBHOOK_SECRET = "whsec_test_secret_for_the_suite";
 
@@ -74,7 +75,17 @@ export function testDeps(sql: Sql, config = testConfig()): Deps {
     feed: new ChangeFeed({ url: "postgres://unused", log: logger }),
     metrics: new Registry(),
     closing: new AbortController().signal,
+    redriveRepublishes: config.QUEUE === "jetstream",
   };
+}
+
+/** What a test client does besides sending requests. */
+export interface ClientOptions {
+  /**
+   * Check every answer of `json()` against the OpenAPI document
+   * (tests/_openapi.ts); on for every client with TEST_OPENAPI=on.
+   */
+  checkAnswers?: boolean;
 }
 
 /** A client with a cookie jar and this site's Origin. */
@@ -83,6 +94,7 @@ export class Client {
   constructor(
     readonly base: string,
     readonly origin: string | null = new URL(base).origin,
+    readonly options: ClientOptions = {},
   ) {}
 
   async fetch(
@@ -126,12 +138,15 @@ export class Client {
 
   /** A client with a copy of this one's cookies and another Origin. */
   withOrigin(origin: string | null): Client {
-    const other = new Client(this.base, origin);
+    const other = new Client(this.base, origin, this.options);
     for (const [k, v] of this.#cookies) other.#cookies.set(k, v);
     return other;
   }
 
-  /** Sends JSON, returns status and parsed body. */
+  /**
+   * Sends JSON, returns status and parsed body; with `checkAnswers`, fails
+   * unless the body is what the OpenAPI document says for it.
+   */
   async json<T = Record<string, unknown>>(
     method: string,
     path: string,
@@ -139,10 +154,11 @@ export class Client {
   ): Promise<{ status: number; body: T }> {
     const response = await this.fetch(path, { method, json });
     const text = await response.text();
-    return {
-      status: response.status,
-      body: text ? JSON.parse(text) : (null as T),
-    };
+    const body = text ? JSON.parse(text) : (null as T);
+    if (this.options.checkAnswers ?? CHECK_EVERY_ANSWER) {
+      assertAnswerDocumented(method, path, response.status, body);
+    }
+    return { status: response.status, body };
   }
 }
 
@@ -153,7 +169,7 @@ export interface TestBakery {
   /** Where to send requests (the server itself, even behind PUBLIC_URL). */
   url: string;
   /** A client of `url` whose Origin is the site's (PUBLIC_URL's, if set). */
-  client(): Client;
+  client(options?: ClientOptions): Client;
   lines: Record<string, unknown>[];
   stop(): Promise<void>;
 }
@@ -193,7 +209,8 @@ export async function startTestBakery(
     sql: db.sql,
     url: bakery.localUrl,
     lines,
-    client: () => new Client(bakery.localUrl, new URL(bakery.url).origin),
+    client: (options) =>
+      new Client(bakery.localUrl, new URL(bakery.url).origin, options),
     stop: async () => {
       await bakery.stop();
       if (config.QUEUE === "jetstream") await dropStream(config.NATS_STREAM);

@@ -1,7 +1,8 @@
 /**
  * The path of one paid order, through HTTP against real PostgreSQL: placed,
  * paid with Stripe's test card through a signed webhook, and applied once by
- * every receiver.
+ * every receiver. Every answer the client gets is checked against the
+ * OpenAPI document (tests/_openapi.ts).
  */
 import assert from "node:assert/strict";
 import type { Sql } from "../lib/db/connect.ts";
@@ -29,7 +30,7 @@ const ONCE_EACH = Object.fromEntries(RECEIVERS.map((r) => [r, 1]));
 
 Deno.test("paid order: every receiver applies OrderPaid exactly once", async () => {
   await withTestBakery(async (t) => {
-    const client = t.client();
+    const client = t.client({ checkAnswers: true });
     const { orderId, totalCents } = await placeOrderVia(client);
     assert.equal(totalCents, 2 * 350 + 650);
 
@@ -126,7 +127,7 @@ Deno.test("paid order: every receiver applies OrderPaid exactly once", async () 
 
 Deno.test("paid order: a pickup order gets no dispatch stop", async () => {
   await withTestBakery(async (t) => {
-    const client = t.client();
+    const client = t.client({ checkAnswers: true });
     const { orderId } = await placeOrderVia(
       client,
       walkthroughOrder(crypto.randomUUID(), "pickup"),

@@ -5,7 +5,9 @@
  * more, none less) with data in each shape the twins can take: kitchen
  * cards, dead letters, a refusal and a redrive, a refund due, and messages
  * the queue refuses to take, owed in an outbox with their error. The
- * answers of the operator's actions parse too.
+ * answers of the operator's actions parse too. Every answer this test gets
+ * is also checked against the OpenAPI document (tests/_openapi.ts), so the
+ * document cannot drift from these contracts either.
  */
 import assert from "node:assert/strict";
 import Stripe from "stripe";
@@ -25,6 +27,7 @@ import {
   testDeps,
   withTestBakery,
 } from "./_app.ts";
+import { assertAnswerDocumented } from "./_openapi.ts";
 import {
   CLOSURE_STATES,
   CONSOLE_TWINS,
@@ -86,7 +89,7 @@ Deno.test("contracts: every GET route of the console's API has a schema", async 
 
 Deno.test("contracts: every console twin's answer parses against its schema, with data of every shape", async () => {
   await withTestBakery(async (t) => {
-    const client = t.client();
+    const client = t.client({ checkAnswers: true });
     const { sandboxId } = await signIn(client, "Contracts");
     const seen = new Set<Route>();
     const setFaults = async (faults: Record<string, boolean>) => {
@@ -162,6 +165,7 @@ Deno.test("contracts: every console twin's answer parses against its schema, wit
     });
     const stray = await postWebhook(t.url, payload, signature);
     assert.equal(stray.status, 200);
+    assertAnswerDocumented("POST", "/webhooks/stripe", 200, stray.body);
 
     // The queue refuses the next order's messages: owed, with an error.
     await setFaults({ queueRefusesSends: true });
