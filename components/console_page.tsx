@@ -43,6 +43,12 @@ export function ConsolePage(props: ConsolePageProps) {
     <Layout
       title={`${props.title} · Console`}
       csrfToken={operator.csrfToken}
+      footer={
+        <>
+          {" "}Every page here has a JSON twin:{" "}
+          <a href="/api/docs">the API reference</a>.
+        </>
+      }
       tools={
         <ConsoleBar
           name={operator.name}

@@ -19,6 +19,8 @@ export interface LayoutProps {
    * nav landmark, so a page whose links are elsewhere has one nav.
    */
   tools?: ComponentChildren;
+  /** More for the footer, after its line (the console's API link). */
+  footer?: ComponentChildren;
 }
 
 /**
@@ -64,6 +66,7 @@ export function Layout(props: LayoutProps) {
         <main>{props.children}</main>
         <footer class="foot">
           Baked before dawn. Orders are kept, never lost, never doubled.
+          {props.footer}
         </footer>
       </body>
     </html>
