@@ -45,8 +45,8 @@ export const errorSchema = z.strictObject({
   error: z.string(),
   /**
    * Every field that was wrong, by its dotted path (`items.0.qty`); empty
-   * when no field is to blame. Absent on a 404 of an unknown path and on
-   * a 503.
+   * when no field is to blame. Absent on a 404 of an unknown path, a 410
+   * and a 503.
    */
   issues: z.array(z.strictObject({ path: z.string(), message: z.string() }))
     .optional(),
@@ -62,6 +62,7 @@ const ERRORS: Record<number, string> = {
   404: "Unknown, or of another sandbox",
   409: "In conflict with the current state",
   413: "A body over the route's limit, refused before it is read",
+  410: "The sandbox is being wiped (or was): nothing of the request applied",
   415: "A body that is not Content-Type: application/json",
   422: "Refused",
   429: "Too many requests; Retry-After says when to try again",
@@ -83,8 +84,9 @@ const SESSION = [{ session: [] }];
 
 /**
  * One operation, with the errors every route of its kind can give: 400 for
- * what it parses, 401 behind a session, 403 (CSRF), 413, 415 and 429 for a
- * write, and 503 everywhere (the session is read from the database).
+ * what it parses, 401 behind a session and 410 in a sandbox being wiped,
+ * 403 (CSRF), 413, 415 and 429 for a write, and 503 everywhere (the
+ * session is read from the database).
  */
 function op(key: string, spec: Spec): [string, Operation] {
   const { tag, auth = "none", errors = {}, ...rest } = spec;
@@ -96,6 +98,10 @@ function op(key: string, spec: Spec): [string, Operation] {
   if (rest.body || rest.query) derived[400] = ERRORS[400];
   if (auth === "session" || auth === "operator") derived[401] = ERRORS[401];
   if (write && !webhook) derived[403] = ERRORS[403];
+  // Whatever works in the caller's sandbox is refused once its wipe began.
+  if (auth !== "none" && !key.endsWith(" /api/session")) {
+    derived[410] = ERRORS[410];
+  }
   if (rest.body) derived[413] = ERRORS[413];
   if (rest.body && !webhook) derived[415] = ERRORS[415];
   if (write && !webhook && key !== "DELETE /api/session") {
