@@ -108,7 +108,8 @@ Deno.test("concurrent claims never hand one row to two owners", async () => {
     assert.equal(new Set(ids).size, 9);
     for (const [i, owner] of consumers.entries()) {
       const held = await sql`
-        select id from queue.deliveries where lease_owner = ${owner} order by id`;
+        select id from queue.deliveries
+         where lease_owner like ${`${owner}#%`} order by id`;
       assert.deepEqual(
         held.map((r) => Number(r.id)),
         claims[i].map((d) => d.id),

@@ -79,7 +79,8 @@ async function ownerOf(worker: Main): Promise<string> {
 /** Whether `owner` holds a lease on an outbox row or a delivery now. */
 async function holdsLeases(sql: Sql, owner: string): Promise<boolean> {
   return await countOf(sql<{ n: number }[]>`
-    select ((select count(*) from queue.deliveries where lease_owner = ${owner})
+    select ((select count(*) from queue.deliveries
+              where lease_owner like ${`${owner}#%`})
           + (select count(*) from orders.outbox where lease_owner = ${owner})
           + (select count(*) from billing.outbox where lease_owner = ${owner})
            )::int as n`) > 0;

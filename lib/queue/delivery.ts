@@ -17,11 +17,21 @@ export interface ClaimedDelivery {
   attempt: number;
   maxAttempts: number | null;
   envelope: Envelope;
+  /**
+   * The claim's fencing token, written as the row's `lease_owner`: the
+   * finish changes the row only while it still holds this very claim's
+   * lease. A token per claim, not per process, so that a process whose
+   * batch outlived its lease and was claimed again cannot finish the new
+   * claim with the old claim's result.
+   */
+  lease: string;
 }
 
 /** What became of one attempt. */
 export interface AttemptResult {
   id: number;
+  /** The lease of the claim that made the attempt. */
+  lease: string;
   /** The delivery's next state: done, pending (retry later) or dead. */
   state: "done" | "pending" | "dead";
   attempt: number;
@@ -31,4 +41,15 @@ export interface AttemptResult {
   delayMs: number;
   startedAt: Date;
   durationMs: number;
+}
+
+let claims = 0;
+
+/**
+ * A new fencing token for one claim of `owner` (the process): the owner,
+ * so that the console and the logs still say whose it is, and the claim's
+ * number in this process.
+ */
+export function claimLease(owner: string): string {
+  return `${owner}#${++claims}`;
 }

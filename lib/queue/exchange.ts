@@ -26,6 +26,7 @@ export function judge(
   );
   return {
     id: d.id,
+    lease: d.lease,
     state: judged.state,
     attempt: d.attempt,
     status: outcome.kind === "answered" || outcome.kind === "lost"

@@ -133,6 +133,7 @@ export class PgMove implements Shortcut {
         attempt: 1,
         maxAttempts: null,
         envelope: h.envelope,
+        lease: options.handoff!.owner,
       })),
     };
   }

@@ -11,6 +11,7 @@ import type { FairShare } from "../queue/fair_share.ts";
 import type { PauseReader } from "../queue/pauses.ts";
 import type { Queue } from "../queue/queue.ts";
 import { CONSUMER_BATCH_SIZE } from "../queue/postgres/mod.ts";
+import { claimLease } from "../queue/delivery.ts";
 import type { Shortcut } from "../relay/move.ts";
 import { relayOnce } from "../relay/relay.ts";
 import { Loop } from "../wake/loop.ts";
@@ -65,7 +66,8 @@ export function relayLoops(options: RelayLoopsOptions): Map<string, Loop> {
       const { share } = options;
       const handoff = share && here && !options.stopping() && local.anyIdle
         ? {
-          owner,
+          // A move that hands off is a claim: a lease of its own.
+          owner: claimLease(owner),
           leaseMs: options.handoffLeaseMs,
           max: CONSUMER_BATCH_SIZE,
           // The pairs as last read (a move must not wait on the consumers'

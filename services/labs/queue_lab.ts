@@ -238,7 +238,7 @@ async function play(
         generation++;
         continue;
       }
-      await finishDeliveries(sql, owner, [result]);
+      await finishDeliveries(sql, [result]);
     }
   };
   await Promise.all(

@@ -197,7 +197,7 @@ export const leaseScenarios: Scenario[] = [{
   },
 }, {
   name:
-    "deliveries: an expired lease is taken over; the old owner's late finish changes nothing",
+    "deliveries: an expired lease is taken over, even by the same process; the old claim's late finish changes nothing",
   run: async (t) => {
     const { sql, sandboxId } = t;
     const envelope = await placeOrder(sql, sandboxId, "O1");
@@ -215,19 +215,26 @@ export const leaseScenarios: Scenario[] = [{
       await transport.queue.publish([{ source: SENDER, envelope }]);
       const leaseMs = transport.broker?.ackWaitMs ?? 1000;
 
-      const old = await take(t, transport, "old", leaseMs, 5000);
+      // One process, two claims: a lease belongs to a claim, so the first
+      // claim's result cannot finish the second.
+      const old = await take(t, transport, "worker", leaseMs, 5000);
       assert.equal(old.claimed.length, 1);
       assert.equal(old.claimed[0].attempt, 1);
       assert.deepEqual(old.claimed[0].envelope, envelope);
       // While the lease holds, nobody else gets the delivery.
-      assert.deepEqual((await take(t, transport, "new", 60_000)).claimed, []);
+      assert.deepEqual(
+        (await take(t, transport, "worker", 60_000)).claimed,
+        [],
+      );
 
-      const taken = await takeOver(t, transport, old, "new");
+      const taken = await takeOver(t, transport, old, "worker");
+      assert.notEqual(taken.claimed[0].lease, old.claimed[0].lease);
       assert.deepEqual(taken.claimed.map((d) => d.id), [old.claimed[0].id]);
       assert.equal(taken.claimed[0].attempt, 2);
 
-      const result = (attempt: number): AttemptResult => ({
+      const result = (hold: Hold, attempt: number): AttemptResult => ({
         id: old.claimed[0].id,
+        lease: hold.claimed[0].lease,
         state: "done",
         attempt,
         status: 200,
@@ -236,18 +243,18 @@ export const leaseScenarios: Scenario[] = [{
         startedAt: new Date(),
         durationMs: 1,
       });
-      assert.equal(await finishDeliveries(sql, "old", [result(1)]), 0);
+      assert.equal(await finishDeliveries(sql, [result(old, 1)]), 0);
       const [row] = await sql`
         select state, lease_owner, attempts from queue.deliveries`;
       assert.deepEqual({ ...row }, {
         state: "in_flight",
-        lease_owner: "new",
+        lease_owner: taken.claimed[0].lease,
         attempts: 2,
       });
       // The stale finish left no attempt behind either.
       assert.equal(await count(sql, "queue.attempts"), 0);
 
-      assert.equal(await finishDeliveries(sql, "new", [result(2)]), 1);
+      assert.equal(await finishDeliveries(sql, [result(taken, 2)]), 1);
       await taken.ack();
       const [done] = await sql`
         select state, lease_owner, done_at from queue.deliveries`;
@@ -257,8 +264,8 @@ export const leaseScenarios: Scenario[] = [{
       const attempts = await sql`select attempt, outcome from queue.attempts`;
       assert.deepEqual([...attempts], [{ attempt: 2, outcome: "done" }]);
       // Done is final.
-      assert.equal(await finishDeliveries(sql, "new", [result(2)]), 0);
-      assert.deepEqual((await take(t, transport, "new", 50)).claimed, []);
+      assert.equal(await finishDeliveries(sql, [result(taken, 2)]), 0);
+      assert.deepEqual((await take(t, transport, "worker", 50)).claimed, []);
       // Over JetStream: one message, delivered twice (the second time
       // because its AckWait ran out), and acknowledged.
       if (t.view) {

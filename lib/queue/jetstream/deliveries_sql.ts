@@ -9,7 +9,11 @@ import type { Sql } from "../../db/connect.ts";
 import { bookkeepingStatement } from "../../db/service.ts";
 import type { Envelope } from "../../outbox/envelope.ts";
 import { joined } from "../../db/joined.ts";
-import type { AttemptResult, ClaimedDelivery } from "../delivery.ts";
+import {
+  type AttemptResult,
+  type ClaimedDelivery,
+  claimLease,
+} from "../delivery.ts";
 import { finishDeliveryIds } from "../postgres/deliveries_sql.ts";
 
 /** A broker message taken for a delivery. */
@@ -46,6 +50,8 @@ export async function startDeliveries(
   taken: readonly Taken[],
 ): Promise<ClaimedDelivery[]> {
   if (taken.length === 0) return [];
+  // One start is one claim: its rows are leased under a token of its own.
+  const lease = claimLease(owner);
   const envelopes = taken.map((t) => t.envelope);
   const rows = await bookkeepingStatement(
     sql,
@@ -73,7 +79,7 @@ export async function startDeliveries(
         (sandbox_id, message_id, subscriber, type, aggregate_id, state,
          lease_owner, lease_expires_at, next_attempt_at, attempts)
       select sandbox_id, message_id, subscriber, type, aggregate_id,
-             'in_flight', ${owner},
+             'in_flight', ${lease},
              now() + ${leaseMs} * interval '1 millisecond',
              now() + ${leaseMs} * interval '1 millisecond', 1
         from t where not closed
@@ -105,6 +111,7 @@ export async function startDeliveries(
       attempt: r.attempts,
       maxAttempts: r.max_attempts,
       envelope: t.envelope,
+      lease,
     };
   });
 }
@@ -140,7 +147,7 @@ export async function openLanes(
 export interface DeliveryRecords {
   /** {@link startDeliveries} for this process's owner and lease. */
   start(taken: readonly Taken[]): Promise<ClaimedDelivery[]>;
-  /** finishDeliveryIds (../postgres/deliveries_sql.ts) for the owner. */
+  /** finishDeliveryIds (../postgres/deliveries_sql.ts), fenced by leases. */
   finish(results: readonly AttemptResult[]): Promise<Set<number>>;
 }
 
@@ -164,7 +171,7 @@ export function joinedRecords(
     resultKey: (d) => takenKey(d.messageId, d.subscriber),
   });
   const finish = joined<AttemptResult, number>({
-    run: async (results) => [...await finishDeliveryIds(sql, owner, results)],
+    run: async (results) => [...await finishDeliveryIds(sql, results)],
     itemKey: (r) => String(r.id),
     resultKey: (id) => String(id),
   });

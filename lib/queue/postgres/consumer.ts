@@ -124,7 +124,7 @@ export async function consumeOnce(
         claim(),
       ));
     } else {
-      finished = await finishDeliveries(options.sql, options.owner, results);
+      finished = await finishDeliveries(options.sql, results);
     }
     recorded(options, settled, results, finished);
     for (const r of results) {
@@ -163,11 +163,7 @@ function finishLate(
     (async () => {
       try {
         const results = await late;
-        const finished = await finishDeliveries(
-          options.sql,
-          options.owner,
-          results,
-        );
+        const finished = await finishDeliveries(options.sql, results);
         recorded(options, claimed, results, finished);
       } catch (error) {
         // Unrecorded: the deliveries stay leased, and are sent again once

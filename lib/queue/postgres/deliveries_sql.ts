@@ -5,7 +5,11 @@
 import type { Sql, TxSql } from "../../db/connect.ts";
 import { asBookkeeper, bookkeepingStatement } from "../../db/service.ts";
 import type { Envelope } from "../../outbox/envelope.ts";
-import type { AttemptResult, ClaimedDelivery } from "../delivery.ts";
+import {
+  type AttemptResult,
+  type ClaimedDelivery,
+  claimLease,
+} from "../delivery.ts";
 import {
   type Closed,
   type HeldLanes,
@@ -108,7 +112,7 @@ interface ClaimRow {
  */
 function claimStatement(
   sql: TxSql,
-  owner: string,
+  lease: string,
   { limit, leaseMs, round, subscribers }: ClaimOptions,
 ) {
   const open = sql`state in ('pending', 'in_flight')`;
@@ -217,7 +221,7 @@ function claimStatement(
     ), claimed as (
       update queue.deliveries d
          set state = 'in_flight',
-             lease_owner = ${owner},
+             lease_owner = ${lease},
              lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
              next_attempt_at = now() + ${leaseMs} * interval '1 millisecond',
              attempts = d.attempts + 1
@@ -244,7 +248,7 @@ function claimStatement(
      where not exists (select from claimed)`;
 }
 
-function toBatch(rows: ClaimRow[]): ClaimBatch {
+function toBatch(rows: ClaimRow[], lease: string): ClaimBatch {
   const claimed = rows.filter((r) => r.id !== null).map((r) => ({
     id: Number(r.id),
     sandboxId: r.sandbox_id,
@@ -255,6 +259,7 @@ function toBatch(rows: ClaimRow[]): ClaimBatch {
     attempt: r.attempts,
     maxAttempts: r.max_attempts,
     envelope: r.envelope,
+    lease,
   })).sort((a, b) => a.id - b.id);
   return {
     claimed,
@@ -269,35 +274,39 @@ function toBatch(rows: ClaimRow[]): ClaimBatch {
  * when it finds nothing, says when the next delivery is due: one statement,
  * so that an idle consumer's look costs one transaction, not two. The lease
  * expiry is also the next attempt time, so a delivery whose consumer died is
- * simply due again when the lease runs out. `onSent` is called just before the claim goes to the
- * server: whatever committed before that moment is seen by this claim (the
- * consumers' wake-ups rely on it).
+ * simply due again when the lease runs out. Each claim leases its rows under
+ * a token of its own ({@link claimLease}), which its deliveries carry.
+ * `onSent` is called just before the claim goes to the server: whatever
+ * committed before that moment is seen by this claim (the consumers'
+ * wake-ups rely on it).
  */
 export async function claimBatch(
   sql: Sql,
   owner: string,
   claim: ClaimOptions,
 ): Promise<ClaimBatch> {
+  const lease = claimLease(owner);
   return toBatch(
     await bookkeepingStatement(sql, "queue", ({ sql }) => {
       claim.onSent?.();
-      return claimStatement(sql, owner, claim);
+      return claimStatement(sql, lease, claim);
     }, GENERIC),
+    lease,
   );
 }
 
 /**
  * Records a batch of attempts and moves each delivery on, in one statement.
- * Only deliveries still leased by `owner` change: a consumer that lost its
- * lease (it was too slow, another took over) changes nothing. Returns how
- * many deliveries were finished.
+ * A delivery changes only while it is still leased by the claim that made
+ * its attempt (the result's `lease`): a consumer that lost its lease (it was
+ * too slow, another claim took over, even one of the same process) changes
+ * nothing. Returns how many deliveries were finished.
  */
 export async function finishDeliveries(
   sql: Sql,
-  owner: string,
   results: AttemptResult[],
 ): Promise<number> {
-  return (await finishDeliveryIds(sql, owner, results)).size;
+  return (await finishDeliveryIds(sql, results)).size;
 }
 
 /**
@@ -307,14 +316,13 @@ export async function finishDeliveries(
  */
 export async function finishDeliveryIds(
   sql: Sql,
-  owner: string,
   results: AttemptResult[],
 ): Promise<Set<number>> {
   if (results.length === 0) return new Set();
   const finished = await bookkeepingStatement(
     sql,
     "queue",
-    ({ sql }) => finishStatement(sql, owner, results),
+    ({ sql }) => finishStatement(sql, results),
     GENERIC,
   );
   return new Set(finished.map((r) => Number(r.delivery_id)));
@@ -332,24 +340,26 @@ export async function finishAndClaim(
   results: AttemptResult[],
   claim: ClaimOptions,
 ): Promise<{ finished: number; next: ClaimBatch }> {
+  const lease = claimLease(owner);
   return await asBookkeeper(sql, "queue", async ({ sql }) => {
     const finishing = results.length > 0
-      ? finishStatement(sql, owner, results)
+      ? finishStatement(sql, results)
       : Promise.resolve([]);
     claim.onSent?.();
     const [finished, claimed] = await Promise.all([
       finishing,
-      claimStatement(sql, owner, claim),
+      claimStatement(sql, lease, claim),
     ]);
-    return { finished: finished.length, next: toBatch(claimed) };
+    return { finished: finished.length, next: toBatch(claimed, lease) };
   }, GENERIC);
 }
 
-function finishStatement(sql: TxSql, owner: string, results: AttemptResult[]) {
+function finishStatement(sql: TxSql, results: AttemptResult[]) {
   return sql`
     with r as (
       select * from unnest(
         ${results.map((r) => r.id)}::bigint[],
+        ${results.map((r) => r.lease)}::text[],
         ${results.map((r) => r.state)}::text[],
         ${results.map((r) => r.attempt)}::int[],
         ${results.map((r) => r.status)}::int[],
@@ -357,7 +367,8 @@ function finishStatement(sql: TxSql, owner: string, results: AttemptResult[]) {
         ${results.map((r) => r.delayMs)}::int[],
         ${results.map((r) => r.startedAt.toISOString())}::timestamptz[],
         ${results.map((r) => r.durationMs)}::int[])
-        as r(id, state, attempt, status, error, delay_ms, started_at, duration_ms)
+        as r(id, lease, state, attempt, status, error, delay_ms, started_at,
+             duration_ms)
     ), u as (
       update queue.deliveries d
          set state = r.state,
@@ -371,7 +382,7 @@ function finishStatement(sql: TxSql, owner: string, results: AttemptResult[]) {
              done_at = case when r.state = 'done' then now() end,
              dead_at = case when r.state = 'dead' then now() else d.dead_at end
         from r
-       where d.id = r.id and d.lease_owner = ${owner} and d.state = 'in_flight'
+       where d.id = r.id and d.lease_owner = r.lease and d.state = 'in_flight'
          and d.id = any(${results.map((r) => r.id)}::bigint[])
          -- An attempt that ends after the sandbox's wipe began records
          -- nothing: the wipe may have deleted the attempts already.

@@ -31,7 +31,7 @@ export function routesOf(routing: Routing, types: Iterable<string>): Routes {
  * and the first attempt (one transaction less per hop of a message).
  */
 export interface Handoff {
-  /** The consumer's lease owner. */
+  /** The lease the deliveries are handed off under (a claim's token). */
   owner: string;
   leaseMs: number;
   /** Hand off only when the move makes at most this many deliveries. */
