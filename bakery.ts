@@ -17,6 +17,7 @@ import {
 import { webhookSecret } from "./services/billing/webhook.ts";
 import { startBakeryMessaging } from "./services/mod.ts";
 import type { Messaging } from "./lib/workers/mod.ts";
+import type { Transport } from "./lib/queue/mod.ts";
 import { ChangeFeed, notifyChanged } from "./lib/wake/feed.ts";
 import { coalescingWaker, setOutboxWaker } from "./lib/outbox/mod.ts";
 import { bakeryMetrics } from "./services/metrics.ts";
@@ -29,7 +30,7 @@ export interface Bakery {
   /** Where the server listens, e.g. http://127.0.0.1:8000/ (behind a proxy, not `url`). */
   localUrl: string;
   deps: Deps;
-  messaging?: Messaging & { brokerUp?: () => boolean };
+  messaging?: Messaging & { transport: Transport; brokerUp?: () => boolean };
   /** Stops the server, the workers, pending webhook sends and the pool. */
   stop(): Promise<void>;
 }
@@ -71,6 +72,9 @@ export async function startBakery(options: {
     feed,
     metrics: metrics.registry,
     closing: closing.signal,
+    // As the transport says once the workers run here (below); a process
+    // without them knows only the setting.
+    redriveRepublishes: config.QUEUE === "jetstream",
   };
   const app = createApp(deps);
   const ready = Promise.withResolvers<void>();
@@ -106,6 +110,9 @@ export async function startBakery(options: {
   // Commits wake the relay after commit, not with a NOTIFY inside every
   // order transaction (lib/outbox/wake.ts says why).
   deps.brokerUp = messaging?.brokerUp;
+  if (messaging) {
+    deps.redriveRepublishes = messaging.transport.redriveRepublishes;
+  }
   const waker = coalescingWaker(sql, {
     local: messaging,
     onError: (error) => log.warn("outbox_wake_failed", { error }),

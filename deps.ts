@@ -30,6 +30,12 @@ export interface Deps {
    */
   brokerUp?: () => boolean;
   /**
+   * A redrive also hands the message to the transport again (it keeps a
+   * copy of its own: JetStream), as the transport says
+   * (lib/queue/driver.ts `redriveRepublishes`).
+   */
+  redriveRepublishes: boolean;
+  /**
    * With the workers in this process: the bulk job loop, woken when a job
    * is created (services/console/jobs.ts).
    */

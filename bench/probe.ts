@@ -20,8 +20,8 @@ import type { Sql } from "../lib/db/connect.ts";
 import { createLogger, type Logger } from "../lib/log/mod.ts";
 import { pgFaults } from "../lib/faults/mod.ts";
 import { coalescingWaker, setOutboxWaker } from "../lib/outbox/mod.ts";
-import { Dispatcher, PgQueue, type Queue } from "../lib/queue/mod.ts";
-import { PgMove, type Shortcut } from "../lib/relay/mod.ts";
+import { Dispatcher, pgTransport, type Queue } from "../lib/queue/mod.ts";
+import type { Shortcut } from "../lib/relay/mod.ts";
 import { type Messaging, startMessaging } from "../lib/workers/mod.ts";
 import { parseConfig } from "../config.ts";
 import {
@@ -159,7 +159,8 @@ export async function startProbe(options: {
          and published_at >= ${since} and source = ${service}`;
     for (const r of rows) trackOnce(r.message_id, r.type, r.aggregate_id, at);
   };
-  const inner = new PgQueue(options.sql, ROUTING);
+  const base = pgTransport({ sql: options.sql, routing: ROUTING });
+  const inner = base.queue;
   const queue: Queue = {
     publish: (messages) => {
       for (const { envelope: e } of messages) {
@@ -168,7 +169,7 @@ export async function startProbe(options: {
       return inner.publish(messages);
     },
   };
-  const direct = new PgMove(inner);
+  const direct = base.shortcut!;
   // The tap must not stand in the relay's way: the move's handoff reaches
   // the consumers only once this returns. What was handed over names its
   // messages; any others are read back on the side (their answers, if
@@ -233,8 +234,7 @@ export async function startProbe(options: {
     log,
     faults,
     senders: SENDERS,
-    queue,
-    shortcut,
+    transport: { ...base, queue, shortcut },
     dispatcher,
     subscribers: BAKERY_SUBSCRIBERS,
     pollMs: config.POLL_INTERVAL_MS,

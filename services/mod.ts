@@ -21,16 +21,16 @@ import {
   Dispatcher,
   pgPauses,
   PgQueue,
-  type Queue,
+  pgTransport,
   type Subscriber,
+  type Transport,
 } from "../lib/queue/mod.ts";
 import {
   type JetStream,
-  JetStreamQueue,
+  jetStreamTransport,
   openJetStream,
   StreamNames,
 } from "../lib/queue/jetstream/mod.ts";
-import { PgMove } from "../lib/relay/mod.ts";
 import {
   type Messaging,
   type MessagingOptions,
@@ -152,10 +152,54 @@ export async function openBakeryJetStream(
 }
 
 /**
- * Starts the relay for orders and billing and the consumers. With the relay
- * role (the default) it opens the relay's own connections on `deps.url`,
- * and closes them on stop(). With QUEUE=jetstream it opens the broker
- * (closed on stop() too), and `Messaging.brokerUp` says whether it answers.
+ * The bakery's transport (lib/queue/driver.ts), as QUEUE says: the
+ * PostgreSQL queue, or JetStream on the stream NATS_STREAM with
+ * PostgreSQL's ledger beside it. With `relay`, the relay's moves and
+ * publishes get connections of their own on `deps.url`; the transport
+ * closes whatever it opened.
+ */
+export async function openBakeryTransport(
+  deps: BakeryDeps & { url: string },
+  options: { relay: boolean },
+): Promise<Transport> {
+  const relaySql = options.relay
+    ? connect(deps.url, {
+      max: RELAY_CONNECTIONS,
+      applicationName: "bakery-relay",
+    })
+    : undefined;
+  const sql = relaySql ?? deps.sql;
+  if (deps.config.QUEUE !== "jetstream") {
+    return pgTransport({
+      sql,
+      routing: ROUTING,
+      slots: RELAY_CONNECTIONS,
+      close: async () => await relaySql?.end({ timeout: 5 }),
+    });
+  }
+  let stream: JetStream;
+  try {
+    stream = await openBakeryJetStream(deps.config, deps.log);
+  } catch (error) {
+    await relaySql?.end({ timeout: 5 });
+    throw error;
+  }
+  return jetStreamTransport({
+    stream,
+    ledger: new PgQueue(sql, ROUTING),
+    routing: ROUTING,
+    ackWaitMs: consumerLeaseMs({ timeoutMs: deps.config.DELIVERY_TIMEOUT_MS }),
+    close: async () => {
+      await relaySql?.end({ timeout: 5 });
+      await stream.close();
+    },
+  });
+}
+
+/**
+ * Starts the relay for orders and billing and the consumers, on the
+ * bakery's transport ({@link openBakeryTransport}), which stop() closes.
+ * `Messaging.brokerUp` says whether the broker answers, where there is one.
  */
 export async function startBakeryMessaging(
   deps: BakeryDeps & { url: string },
@@ -163,27 +207,11 @@ export async function startBakeryMessaging(
     MessagingOptions,
     "roles" | "onTouched" | "observeLag" | "observeDelivered" | "consumers"
   > = {},
-): Promise<Messaging & { brokerUp?: () => boolean }> {
+): Promise<Messaging & { transport: Transport; brokerUp?: () => boolean }> {
   const faults = deps.faults ?? pgFaults(deps.sql);
-  const jetstream = deps.config.QUEUE === "jetstream"
-    ? await openBakeryJetStream(deps.config, deps.log)
-    : undefined;
-  const relaySql = (extra.roles?.relay ?? true)
-    ? connect(deps.url, {
-      max: RELAY_CONNECTIONS,
-      applicationName: "bakery-relay",
-    })
-    : undefined;
-  const ledger = new PgQueue(relaySql ?? deps.sql, ROUTING);
-  const queue: Queue = jetstream
-    ? new JetStreamQueue({
-      js: jetstream.js,
-      names: jetstream.names,
-      lanes: jetstream.lanes,
-      routing: ROUTING,
-      ledger,
-    })
-    : ledger;
+  const transport = await openBakeryTransport(deps, {
+    relay: extra.roles?.relay ?? true,
+  });
   let messaging: Messaging;
   try {
     messaging = await startMessaging({
@@ -193,18 +221,7 @@ export async function startBakeryMessaging(
       faults,
       pauses: pgPauses(deps.sql),
       senders: SENDERS,
-      queue,
-      // The PostgreSQL queue shares the outboxes' database: the relay moves
-      // rows into it in one transaction, one move per connection of its own.
-      shortcut: jetstream
-        ? undefined
-        : new PgMove(ledger, { slots: RELAY_CONNECTIONS }),
-      broker: jetstream && {
-        stream: jetstream,
-        ackWaitMs: consumerLeaseMs({
-          timeoutMs: deps.config.DELIVERY_TIMEOUT_MS,
-        }),
-      },
+      transport,
       relayLeaseMs: RELAY_LEASE_MS,
       dispatcher: bakeryDispatcher({ ...deps, faults }),
       subscribers: BAKERY_SUBSCRIBERS,
@@ -222,18 +239,16 @@ export async function startBakeryMessaging(
       ...extra,
     });
   } catch (error) {
-    await relaySql?.end({ timeout: 5 });
-    await jetstream?.close();
+    await transport.close();
     throw error;
   }
-  if (!relaySql && !jetstream) return messaging;
   return {
     ...messaging,
-    brokerUp: jetstream && (() => jetstream.up()),
+    transport,
+    brokerUp: transport.up && (() => transport.up!()),
     stop: async () => {
       await messaging.stop();
-      await relaySql?.end({ timeout: 5 });
-      await jetstream?.close();
+      await transport.close();
     },
   };
 }

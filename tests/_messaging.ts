@@ -264,7 +264,8 @@ export const SUBSCRIBERS = Object.fromEntries(
 );
 
 /** What the test workers take besides startMessaging's own options. */
-export interface TestWorkersOptions extends Partial<MessagingOptions> {
+export interface TestWorkersOptions
+  extends Partial<Omit<MessagingOptions, "transport">> {
   /** The transport the relay publishes to (default postgres). */
   transport?: TransportName;
   /**
@@ -319,11 +320,13 @@ export function startTestWorkers(
         log: logger,
         faults: pgFaults(db.sql),
         senders: [SENDER],
-        queue: wrapQueue ? wrapQueue(transport.queue) : transport.queue,
-        shortcut: transport.shortcut && wrapShortcut
-          ? wrapShortcut(transport.shortcut)
-          : transport.shortcut,
-        broker: transport.broker,
+        transport: {
+          ...transport.transport,
+          queue: wrapQueue ? wrapQueue(transport.queue) : transport.queue,
+          shortcut: transport.shortcut && wrapShortcut
+            ? wrapShortcut(transport.shortcut)
+            : transport.shortcut,
+        },
         dispatcher: testDispatcher(db.sql),
         subscribers: SUBSCRIBERS,
         pollMs: 200,

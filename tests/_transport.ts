@@ -11,14 +11,16 @@ import { memoryLogger } from "../lib/log/mod.ts";
 import {
   consumerLeaseMs,
   PgQueue,
+  pgTransport,
   type Queue,
   type Routing,
+  type Transport,
 } from "../lib/queue/mod.ts";
-import { PgMove, type Shortcut } from "../lib/relay/mod.ts";
+import type { Shortcut } from "../lib/relay/mod.ts";
 import type { RedriveOptions } from "../lib/queue/dead_letters.ts";
 import {
   type JetStream,
-  JetStreamQueue,
+  jetStreamTransport,
   openJetStream,
   StreamNames,
 } from "../lib/queue/jetstream/mod.ts";
@@ -120,6 +122,8 @@ export interface TestTransportOptions {
 /** One transport, open. */
 export interface TestTransport {
   name: TransportName;
+  /** The transport, as startMessaging takes it. */
+  transport: Transport;
   /** What the relay publishes to. */
   queue: Queue;
   /** PostgreSQL: the relay's one-transaction move into `queue`. */
@@ -141,12 +145,13 @@ export async function openTestTransport(
   options: TestTransportOptions,
 ): Promise<TestTransport> {
   const { routing } = options;
-  const ledger = new PgQueue(sql, routing);
   if (name === "postgres") {
+    const transport = pgTransport({ sql, routing });
     return {
       name,
-      queue: ledger,
-      shortcut: new PgMove(ledger),
+      transport,
+      queue: transport.queue,
+      shortcut: transport.shortcut,
       redrive: {},
       close: async () => {},
     };
@@ -161,15 +166,16 @@ export async function openTestTransport(
     if (own) await dropStream(streamName);
     throw error;
   }
+  const transport = jetStreamTransport({
+    stream,
+    ledger: new PgQueue(sql, routing),
+    routing,
+    ackWaitMs,
+  });
   return {
     name,
-    queue: new JetStreamQueue({
-      js: stream.js,
-      names: stream.names,
-      lanes: stream.lanes,
-      routing,
-      ledger,
-    }),
+    transport,
+    queue: transport.queue,
     broker: { stream, ackWaitMs },
     view: new StreamView(stream),
     redrive: { republish: true },

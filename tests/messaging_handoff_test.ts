@@ -84,7 +84,7 @@ Deno.test("with an idle consumer, a commit's deliveries are handed to it and app
     const moved = () => all.filter((m) => m.rows > 0);
     await withWorkers(
       db,
-      { pollMs: 60_000, shortcut },
+      { pollMs: 60_000, wrapShortcut: () => shortcut },
       async ({ messaging }) => {
         await sleep(300); // the loops' first ticks find nothing and sleep
         await placeOrder(sql, sandboxId, "O1");

@@ -79,7 +79,7 @@ Deno.test("a commit whose relay runs in process is one move, and sends no NOTIFY
       await listener.listen(OUTBOX_CHANNEL, (payload) => heard.push(payload));
       await withWorkers(
         db,
-        { pollMs: POLL_MS, shortcut },
+        { pollMs: POLL_MS, wrapShortcut: () => shortcut },
         async ({ messaging }) => {
           const waker = coalescingWaker(sql, {
             local: messaging,

@@ -55,4 +55,11 @@ export {
   type ConsumerOptions,
   finishDeliveries,
   PgQueue,
+  pgTransport,
 } from "./postgres/mod.ts";
+export type {
+  ConsumeContext,
+  Consumers,
+  LocalConsumers,
+  Transport,
+} from "./driver.ts";

@@ -1,19 +1,16 @@
 /**
- * The consumer loops of one process: the PostgreSQL queue's, which claim
- * through this process's hand-off buffer (local_queue.ts), or over JetStream
- * the broker's, one per subscriber; the process's fair share between
- * sandboxes (lib/queue/fair_share.ts); and the closure audit beside them.
+ * The consumer loops of one process, as its transport builds them
+ * (lib/queue/driver.ts: the PostgreSQL queue's claims, reached through this
+ * process's hand-off buffer, local_queue.ts; or the broker's consumers);
+ * the process's fair share between sandboxes (lib/queue/fair_share.ts);
+ * and the closure audit beside them.
  */
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
 import { auditOnce, type AuditOptions } from "../queue/audit.ts";
 import { FairShare, type FairShareOptions } from "../queue/fair_share.ts";
 import type { PauseReader } from "../queue/pauses.ts";
-import {
-  type BrokerLoops,
-  brokerLoops,
-  type JetStream,
-} from "../queue/jetstream/mod.ts";
+import type { Transport } from "../queue/driver.ts";
 import {
   consumeOnce,
   CONSUMER_BATCH_SIZE,
@@ -28,12 +25,12 @@ export interface ConsumerLoopsOptions
   sql: Sql;
   log: Logger;
   pollMs: number;
-  /** PostgreSQL queue: consumer loops (default 4), each up to a batch. */
+  /** Consumer loops (default 4), each up to a batch (PostgreSQL queue). */
   consumers?: number;
   leaseMs?: number;
   fairShare?: Partial<FairShareOptions>;
-  /** JetStream: its consumers take the place of the PostgreSQL queue's. */
-  broker?: { stream: JetStream; ackWaitMs: number; perSubscriber?: number };
+  /** Builds the consumers themselves. */
+  transport: Transport;
   audit?: Omit<AuditOptions, "sql">;
   /** How long after a batch the audit looks (default 250 ms). */
   auditDelayMs?: number;
@@ -46,13 +43,11 @@ export interface ConsumerLoopsOptions
 }
 
 export interface ConsumerLoops {
-  /** Every loop: the consumers (or the broker's), and the audit. */
+  /** Every loop: the transport's consumers, and the audit. */
   loops: Loop[];
-  /** Over JetStream: how many broker loops run. */
-  brokerLoops?: number;
   /** The process's share between sandboxes, which its relays' handoffs keep. */
   share: FairShare;
-  /** Wakes the broker's republisher of redrives (over JetStream). */
+  /** Wakes the transport's republisher of redrives, where it has one. */
   wakeRepublisher?: () => void;
   /**
    * After the loops stopped: waits for what they left running, and sends
@@ -106,43 +101,20 @@ export async function consumerLoops(
       local.hint();
     },
   };
-  let broker: BrokerLoops | undefined;
-  if (options.broker) {
-    broker = await brokerLoops({
-      ...consumerOptions,
-      ...options.broker,
-      pollMs: options.pollMs,
-      onTouched: touched,
-    });
-  } else {
-    for (let i = 0; i < (options.consumers ?? 4); i++) {
-      const loop: Loop = new Loop({
-        name: `consumer:${i}`,
-        log,
-        pollMs: options.pollMs,
-        onTouched: touched,
-        tick: () =>
-          consumeOnce({
-            ...consumerOptions,
-            onClaimSent: () => local.claimSent(loop),
-            handed: () => local.take(loop),
-          }),
-      });
-      local.add(loop);
-    }
-  }
+  const transport = await options.transport.consumers({
+    consumer: consumerOptions,
+    count: options.consumers ?? 4,
+    pollMs: options.pollMs,
+    onTouched: touched,
+    local,
+  });
   return {
-    loops: [
-      ...local.consumers,
-      ...(broker?.loops ?? []),
-      ...(auditor ? [auditor.loop] : []),
-    ],
-    brokerLoops: broker?.loops.length,
+    loops: [...transport.loops, ...(auditor ? [auditor.loop] : [])],
     share,
-    wakeRepublisher: broker?.wakeRepublisher,
+    wakeRepublisher: transport.wakeRepublisher,
     settle: async () => {
       auditor?.cancel();
-      await broker?.settle();
+      await transport.settle();
       // Stragglers end by their timeout at the latest, and in-process
       // receivers a consumer gave up on may still be answering.
       await share.settle();

@@ -17,14 +17,12 @@ import {
   faultyQueue,
 } from "../faults/mod.ts";
 import type { AuditOptions } from "../queue/audit.ts";
+import type { Transport } from "../queue/driver.ts";
 import type { FairShareOptions } from "../queue/fair_share.ts";
-import type { JetStream } from "../queue/jetstream/mod.ts";
 import type { PauseReader } from "../queue/pauses.ts";
 import { CONSUMER_BATCH_SIZE } from "../queue/postgres/mod.ts";
-import type { Queue } from "../queue/queue.ts";
 import { consumerLeaseMs, type Subscriber } from "../queue/send.ts";
 import type { Dispatcher } from "../queue/transport.ts";
-import type { Shortcut } from "../relay/move.ts";
 import type { Loop } from "../wake/loop.ts";
 import { consumerLoops } from "./consumers.ts";
 import { wakeListener } from "./listen.ts";
@@ -45,12 +43,12 @@ export interface MessagingOptions {
   pauses?: PauseReader;
   /** Services that have an outbox. */
   senders: readonly string[];
-  queue: Queue;
   /**
-   * The queue shares the outboxes' database (PgMove over the PgQueue of
-   * `queue`): the relays move rows into it in one transaction.
+   * What carries the messages (lib/queue/driver.ts): where the relays
+   * publish or move, and what builds the consumers. Built by the caller,
+   * which also closes it.
    */
-  shortcut?: Shortcut;
+  transport: Transport;
   dispatcher: Dispatcher;
   subscribers: Readonly<Record<string, Subscriber>>;
   pollMs: number;
@@ -73,13 +71,6 @@ export interface MessagingOptions {
   auditDelayMs?: number;
   /** The process's share between sandboxes (see consumers.ts). */
   fairShare?: Partial<FairShareOptions>;
-  /**
-   * The queue is JetStream (`queue` is its JetStreamQueue): its consumers,
-   * one per subscriber, take the place of the PostgreSQL queue's, and a
-   * republisher gives redriven messages back to the broker. `ackWaitMs` is
-   * the consumers' AckWait, which their lease follows.
-   */
-  broker?: { stream: JetStream; ackWaitMs: number; perSubscriber?: number };
   /** Called after a batch changed rows of these sandboxes (live views). */
   onTouched?: (sandboxIds: string[]) => void;
   observeLag?: (seconds: number, service: string) => void;
@@ -132,7 +123,8 @@ export async function startMessaging(
       ...options,
       owner,
       log,
-      queue: faultyQueue(options.queue, options.faults, log),
+      queue: faultyQueue(options.transport.queue, options.faults, log),
+      shortcut: options.transport.shortcut,
       retryMs: options.relayRetryMs,
       leaseMs: options.relayLeaseMs,
       local,
@@ -159,7 +151,7 @@ export async function startMessaging(
   log.info("messaging_started", {
     relays: [...relays.keys()],
     consumers: local.consumers.length,
-    broker: consumers?.brokerLoops,
+    transport: options.transport.name,
   });
   return {
     owner,
@@ -172,7 +164,7 @@ export async function startMessaging(
     },
     wakeConsumers: () => local.wakeAll(),
     forget: async (sandboxIds) => {
-      await options.broker?.stream.lanes.forget(
+      await options.transport.forget(
         sandboxIds,
         Object.keys(options.subscribers),
       );

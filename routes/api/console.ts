@@ -214,7 +214,7 @@ async function runBulk(
   try {
     const result = await bulkAction(deps.sql, {
       ...ctx,
-      republish: deps.config.QUEUE === "jetstream",
+      republish: deps.redriveRepublishes,
       horizonDays: deps.config.REPLAY_HORIZON_DAYS,
     }, req);
     if (result.kind === "job") deps.jobs?.wake();
@@ -361,7 +361,7 @@ export function consoleRoutes(deps: Deps) {
           {
             sandboxId,
             actor,
-            republish: deps.config.QUEUE === "jetstream",
+            republish: deps.redriveRepublishes,
           },
           id,
           payload,

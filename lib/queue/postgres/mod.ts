@@ -1,7 +1,8 @@
 /**
  * The PostgreSQL transport, whole: the queue's tables written by a publish
  * (queue.ts, store_sql.ts), the consumers' claim and finish
- * (deliveries_sql.ts), and the consumer loop (consumer.ts).
+ * (deliveries_sql.ts), the consumer loop (consumer.ts), and all of it as
+ * one object (`pgTransport`, transport.ts).
  */
 export {
   consumeOnce,
@@ -14,3 +15,4 @@ export {
   finishDeliveries,
 } from "./deliveries_sql.ts";
 export { PgQueue } from "./queue.ts";
+export { pgTransport, type PgTransportOptions } from "./transport.ts";

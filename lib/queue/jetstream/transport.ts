@@ -1,0 +1,53 @@
+/**
+ * NATS JetStream as a transport (../driver.ts): the relay publishes to the
+ * stream and marks its rows after the PubAcks (no move in one transaction:
+ * the broker is another system), the broker's consumers deliver from the
+ * lanes, a redrive goes back to the broker, and the broker's health is the
+ * connection's. PostgreSQL keeps the ledger of deliveries either way.
+ */
+import type { Transport } from "../driver.ts";
+import type { PgQueue } from "../postgres/queue.ts";
+import type { Routing } from "../queue.ts";
+import { brokerLoops } from "./loops.ts";
+import { JetStreamQueue } from "./queue.ts";
+import type { JetStream } from "./stream.ts";
+
+export interface JetStreamTransportOptions {
+  stream: JetStream;
+  /** Where published messages and their deliveries are recorded. */
+  ledger: PgQueue;
+  routing: Routing;
+  /** The consumers' AckWait, which their lease follows. */
+  ackWaitMs: number;
+  /** Closes what the transport was given to own (its connections). */
+  close?: () => Promise<void>;
+}
+
+export function jetStreamTransport(
+  options: JetStreamTransportOptions,
+): Transport {
+  const { stream } = options;
+  return {
+    name: "jetstream",
+    queue: new JetStreamQueue({
+      js: stream.js,
+      names: stream.names,
+      lanes: stream.lanes,
+      routing: options.routing,
+      ledger: options.ledger,
+    }),
+    redriveRepublishes: true,
+    consumers: (context) =>
+      brokerLoops({
+        ...context.consumer,
+        stream,
+        ackWaitMs: options.ackWaitMs,
+        pollMs: context.pollMs,
+        onTouched: context.onTouched,
+      }),
+    forget: (sandboxIds, subscribers) =>
+      stream.lanes.forget(sandboxIds, subscribers),
+    up: () => stream.up(),
+    close: () => options.close?.() ?? stream.close(),
+  };
+}
