@@ -24,11 +24,15 @@ import type { Logger } from "../log/mod.ts";
 import {
   batchRequestSchema,
   type Envelope,
-  envelopeSchema,
   MAX_BATCH,
 } from "../outbox/envelope.ts";
 import { receiveBatch } from "./batch.ts";
-import type { InboxHandlerOptions } from "./handler.ts";
+import {
+  type InboxHandlerOptions,
+  json,
+  jsonBody,
+  parseEnvelope,
+} from "./handler.ts";
 
 /** A receiver's answer to a batch of one tenant's envelopes. */
 export type BatchReceiver = (envelopes: Envelope[]) => Promise<Response>;
@@ -49,12 +53,8 @@ export function inboxBatchHandler(options: InboxBatchHandlerOptions) {
   const inner = batchReceiver(options);
   const receiver = options.wrap ? options.wrap(inner) : inner;
   return async (request: Request): Promise<Response> => {
-    let raw: unknown;
-    try {
-      raw = await request.json();
-    } catch {
-      return json(400, { error: "malformed JSON" });
-    }
+    const raw = await jsonBody(request);
+    if (raw instanceof Response) return raw;
     const batch = batchRequestSchema.safeParse(raw);
     if (!batch.success) {
       const messages = (raw as { messages?: unknown })?.messages;
@@ -65,16 +65,13 @@ export function inboxBatchHandler(options: InboxBatchHandlerOptions) {
     const valid: Envelope[] = [];
     const malformed: Result[] = [];
     batch.data.messages.forEach((message, i) => {
-      const parsed = envelopeSchema.safeParse(message);
-      if (parsed.success) return valid.push(parsed.data);
-      const issue = parsed.error.issues[0];
+      const envelope = parseEnvelope(message);
+      if (typeof envelope !== "string") return valid.push(envelope);
       const id = (message as { messageId?: unknown })?.messageId;
       malformed.push({
         messageId: typeof id === "string" ? id : `#${i}`,
         status: 400,
-        body: {
-          error: `not an envelope: ${issue.path.join(".")}: ${issue.message}`,
-        },
+        body: { error: envelope },
       });
     });
     if (new Set(valid.map((e) => e.sandboxId)).size > 1) {
@@ -158,11 +155,4 @@ function logError(
   error: unknown,
 ) {
   log.error("receiver_error", { service, messageId: first.messageId, error });
-}
-
-function json(status: number, body: unknown): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/json" },
-  });
 }

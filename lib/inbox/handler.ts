@@ -43,20 +43,11 @@ export function inboxHandler(options: InboxHandlerOptions) {
     ? options.wrap(inboxReceiver(options))
     : inboxReceiver(options);
   return async (request: Request): Promise<Response> => {
-    let raw: unknown;
-    try {
-      raw = await request.json();
-    } catch {
-      return json(400, { error: "malformed JSON" });
-    }
-    const parsed = envelopeSchema.safeParse(raw);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      return json(400, {
-        error: `not an envelope: ${issue.path.join(".")}: ${issue.message}`,
-      });
-    }
-    return await receiver(parsed.data);
+    const body = await jsonBody(request);
+    if (body instanceof Response) return body;
+    const envelope = parseEnvelope(body);
+    if (typeof envelope === "string") return json(400, { error: envelope });
+    return await receiver(envelope);
   };
 }
 
@@ -101,7 +92,25 @@ function inboxReceiver(options: InboxHandlerOptions): Receiver {
   };
 }
 
-function json(status: number, body: unknown): Response {
+/** A request's JSON body, or the 400 that says it is not JSON. */
+export async function jsonBody(request: Request): Promise<unknown> {
+  try {
+    return await request.json();
+  } catch {
+    return json(400, { error: "malformed JSON" });
+  }
+}
+
+/** `raw` as an envelope, or why it is not one (the first issue). */
+export function parseEnvelope(raw: unknown): Envelope | string {
+  const parsed = envelopeSchema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  return `not an envelope: ${issue.path.join(".")}: ${issue.message}`;
+}
+
+/** A JSON answer. */
+export function json(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), {
     status,
     headers: { "content-type": "application/json" },
