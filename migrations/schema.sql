@@ -1453,6 +1453,35 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.actions TO queue;
 CREATE SEQUENCE queue.actions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.actions.id
 GRANT SELECT, USAGE ON SEQUENCE queue.actions_id_seq TO queue;
 
+CREATE VIEW queue.attempt_log AS
+ SELECT a.id,
+    a.sandbox_id,
+    a.delivery_id,
+    d.subscriber,
+    a.attempt,
+    a.started_at,
+    a.duration_ms,
+    a.status,
+    a.outcome,
+    a.error
+   FROM queue.attempts a
+     JOIN queue.deliveries d ON d.id = a.delivery_id
+UNION ALL
+ SELECT 0 AS id,
+    d.sandbox_id,
+    d.id AS delivery_id,
+    d.subscriber,
+    1 AS attempt,
+    d.last_started_at AS started_at,
+    d.last_duration_ms AS duration_ms,
+    d.last_status AS status,
+    'done'::text AS outcome,
+    NULL::text AS error
+   FROM queue.deliveries d
+  WHERE d.last_started_at IS NOT NULL AND d.state = 'done'::text AND d.attempts = 1;
+GRANT SELECT ON TABLE queue.attempt_log TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.attempt_log TO queue;
+
 CREATE TABLE queue.attempts (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
   sandbox_id uuid NOT NULL,
@@ -1551,7 +1580,9 @@ CREATE TABLE queue.deliveries (
   refused_by text,
   refused_at timestamp with time zone,
   audited boolean NOT NULL DEFAULT false,
-  republish_at timestamp with time zone
+  republish_at timestamp with time zone,
+  last_started_at timestamp with time zone,
+  last_duration_ms integer
 );
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_check CHECK (((state = 'in_flight'::text) = (lease_owner IS NOT NULL)));
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_check1 CHECK (((state <> 'dead'::text) OR (dead_at IS NOT NULL)));
@@ -1560,6 +1591,7 @@ ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_message_id_subscriber_key
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_pkey PRIMARY KEY (id);
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'in_flight'::text, 'done'::text, 'dead'::text, 'refused'::text])));
 CREATE INDEX deliveries_dead ON queue.deliveries USING btree (sandbox_id, dead_at, id) WHERE (state = 'dead'::text);
+CREATE INDEX deliveries_done_by_time ON queue.deliveries USING brin (last_started_at);
 CREATE INDEX deliveries_error_words ON queue.deliveries USING gin (last_error platform.gin_trgm_ops) WHERE (last_error IS NOT NULL);
 CREATE INDEX deliveries_open ON queue.deliveries USING btree (sandbox_id, id) WHERE (state = ANY (ARRAY['pending'::text, 'in_flight'::text]));
 CREATE INDEX deliveries_refused ON queue.deliveries USING btree (sandbox_id, refused_at, id) WHERE (state = 'refused'::text);

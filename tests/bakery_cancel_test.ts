@@ -117,8 +117,8 @@ Deno.test("cancel: a redelivered OrderPlaced leaves the cancelled card cancelled
       return d.state === "done" && d.attempts === before.attempts + 1;
     });
     const [attempt] = await sql`
-      select status, outcome from queue.attempts
-       where delivery_id = ${before.id} order by id desc limit 1`;
+      select status, outcome from queue.attempt_log
+       where delivery_id = ${before.id} order by attempt desc limit 1`;
     assert.deepEqual([attempt.status, attempt.outcome], [200, "done"]);
 
     // And straight to the receiver, as a consumer would post it.

@@ -51,7 +51,7 @@ async function order(client: Client, orderId: string): Promise<OrderJson> {
 /** The attempt rows of the order's deliveries to `subscriber`. */
 async function attemptsOf(sql: Sql, orderId: string, subscriber: string) {
   return await countOf(sql<{ n: number }[]>`
-    select count(*)::int as n from queue.attempts a
+    select count(*)::int as n from queue.attempt_log a
       join queue.deliveries d on d.id = a.delivery_id
      where d.aggregate_id = ${orderId} and d.subscriber = ${subscriber}`);
 }

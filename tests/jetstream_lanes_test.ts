@@ -94,7 +94,7 @@ natsTest(
             t_recv_b: 2,
             t_recv_c: 2,
           });
-          assert.equal(await count(sql, "queue.attempts"), 6);
+          assert.equal(await count(sql, "queue.attempt_log"), 6);
           for (const r of RECEIVERS) {
             assert.equal(await count(sql, `${r}.inbox`), 2);
           }

@@ -116,10 +116,10 @@ natsTest(
         // whose attempt is answered 503: a retry, and a nak with its delay.
         await waitFor("the new consumer's retry", async () => {
           await look(fresh);
-          return await count(sql, "queue.attempts") === 1;
+          return await count(sql, "queue.attempt_log") === 1;
         });
         const retry =
-          await sql`select attempt, outcome, status from queue.attempts`;
+          await sql`select attempt, outcome, status from queue.attempt_log`;
         assert.deepEqual([...retry], [{
           attempt: 2,
           outcome: "retry",
@@ -144,7 +144,7 @@ natsTest(
           return (await delivery()).state === "done";
         });
         const attempts = await sql`
-        select attempt, outcome, status from queue.attempts order by attempt`;
+        select attempt, outcome, status from queue.attempt_log order by attempt`;
         assert.deepEqual(
           attempts.map((a) => [a.attempt, a.outcome, a.status]),
           [

@@ -97,7 +97,7 @@ Deno.test("with an idle consumer, a commit's deliveries are handed to it and app
           [...RECEIVERS],
         );
         const attempts = await sql<{ outcome: string; attempt: number }[]>`
-        select outcome, attempt from queue.attempts`;
+        select outcome, attempt from queue.attempt_log`;
         assert.deepEqual(
           attempts.map((a) => [a.outcome, a.attempt]),
           RECEIVERS.map(() => ["done", 1]),

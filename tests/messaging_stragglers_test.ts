@@ -43,7 +43,7 @@ Deno.test("stragglers are recorded on their own, after one attempt each", async 
       await count(sql, "queue.deliveries", sql`attempts = 1`),
       5 * RECEIVERS.length,
     );
-    assert.equal(await count(sql, "queue.attempts"), 5 * RECEIVERS.length);
+    assert.equal(await count(sql, "queue.attempt_log"), 5 * RECEIVERS.length);
     assert.equal(await count(sql, "t_recv_b.jobs"), 5);
   });
 });

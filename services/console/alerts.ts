@@ -68,13 +68,13 @@ export async function successRates(sql: TxSql): Promise<
       first_failure: Date | null;
     }[]
   >`
-    select d.subscriber, count(*)::int as attempts,
+    select a.subscriber, count(*)::int as attempts,
            count(*) filter (where a.outcome = 'done')::int as done,
            min(a.started_at) filter (where a.outcome <> 'done')
              as first_failure
-      from queue.attempts a join queue.deliveries d on d.id = a.delivery_id
+      from queue.attempt_log a
      where a.started_at > now() - ${SUCCESS_WINDOW_MINUTES} * interval '1 minute'
-     group by d.subscriber order by d.subscriber`;
+     group by a.subscriber order by a.subscriber`;
   return rows.map((r) => ({
     subscriber: r.subscriber,
     attempts: r.attempts,

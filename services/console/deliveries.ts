@@ -232,6 +232,7 @@ export async function deliveryDetail(
       DeliveryRow[]
     >`select * from queue.deliveries where id = ${id}`;
     if (!d) return null;
+    // A first-try success has no attempt row: the log derives it.
     const attempts = await sql<{
       attempt: number;
       started_at: Date;
@@ -241,7 +242,8 @@ export async function deliveryDetail(
       error: string | null;
     }[]>`
       select attempt, started_at, duration_ms, status, outcome, error
-        from queue.attempts where delivery_id = ${id} order by id`;
+        from queue.attempt_log where delivery_id = ${id}
+       order by attempt, started_at`;
     const actions = await sql<{
       action: string;
       actor: string;
@@ -339,13 +341,13 @@ export async function receiverHealth(
         last_at: Date;
       }[]
     >`
-      select d.subscriber, count(*)::int as total,
+      select a.subscriber, count(*)::int as total,
              count(*) filter (where a.outcome = 'done')::int as ok,
              (array_agg(a.error order by a.id desc) filter (where a.error is not null))[1] as last_error,
              max(a.started_at) as last_at
-        from queue.attempts a join queue.deliveries d on d.id = a.delivery_id
+        from queue.attempt_log a
        where a.started_at > now() - ${minutes} * interval '1 minute'
-       group by d.subscriber order by d.subscriber`);
+       group by a.subscriber order by a.subscriber`);
   return healthSchema.parse(rows.map((r) => ({
     subscriber: r.subscriber,
     attempts: r.total,

@@ -1,9 +1,9 @@
 /**
  * The receivers as the console lists them: for each subscriber, its success
  * rate, last error, and its throughput and p95 latency minute by minute over
- * the last hour, read from the attempts (both transports record every
- * attempt in queue.attempts). Attempts are found by time through their
- * block range index (migrations/0006_console_watch.sql).
+ * the last hour, read from the attempts (both transports record them alike;
+ * queue.attempt_log, migrations/0014_first_try_success.sql). Attempts are found by time through their block range
+ * indexes (migrations/0006_console_watch.sql, 0014_first_try_success.sql).
  */
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
@@ -43,7 +43,7 @@ export async function receiverStatsIn(sql: TxSql): Promise<ReceiverStats[]> {
   const from = new Date(now.getTime() - (WINDOW_MINUTES - 1) * 60_000);
   // One pass: per receiver and minute, and per receiver for the hour.
   const rows = await sql<Row[]>`
-    select d.subscriber, date_trunc('minute', a.started_at) as minute,
+    select a.subscriber, date_trunc('minute', a.started_at) as minute,
            count(*)::int as attempts,
            count(*) filter (where a.outcome = 'done')::int as done,
            percentile_cont(0.95) within group (order by a.duration_ms)
@@ -52,10 +52,10 @@ export async function receiverStatsIn(sql: TxSql): Promise<ReceiverStats[]> {
               filter (where a.error is not null))[1] as last_error,
            max(a.started_at) filter (where a.error is not null)
              as last_error_at
-      from queue.attempts a join queue.deliveries d on d.id = a.delivery_id
+      from queue.attempt_log a
      where a.started_at >= ${from}
      group by grouping sets
-       ((d.subscriber, date_trunc('minute', a.started_at)), (d.subscriber))`;
+       ((a.subscriber, date_trunc('minute', a.started_at)), (a.subscriber))`;
   // Paused receivers (lib/queue/pauses.ts), of the transaction's scope.
   const paused = new Set(
     (await sql<{ subscriber: string }[]>`

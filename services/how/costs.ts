@@ -237,8 +237,8 @@ export async function costs(sql: Sql, sandboxId: string): Promise<Costs> {
       if (t.store) bytes[t.store] += m.bytes;
     }
     const [counts] = await tx.sql<{ attempts: number }[]>`
-      select count(*)::int as attempts from queue.attempts
-       where delivery_id = any(${keys.deliveries}::bigint[])`;
+      select coalesce(sum(attempts), 0)::int as attempts from queue.deliveries
+       where id = any(${keys.deliveries}::bigint[])`;
     const times = await latencies(tx, keys.orders);
     return {
       paidOrders: paid,

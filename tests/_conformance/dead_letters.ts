@@ -94,7 +94,7 @@ export const deadLetterScenarios: Scenario[] = [{
       );
       assert.ok(dead.dead_at instanceof Date);
       const attempts = await sql`
-      select attempt, started_at, status, outcome, error from queue.attempts
+      select attempt, started_at, status, outcome, error from queue.attempt_log
        where delivery_id = ${dead.id} order by attempt`;
       assert.deepEqual(
         attempts.map((a) => [a.attempt, a.status, a.outcome]),
@@ -144,7 +144,7 @@ export const deadLetterScenarios: Scenario[] = [{
       assert.equal(await count(sql, "t_recv_a.jobs"), 1);
       assert.equal(await count(sql, "t_recv_a.inbox"), 1);
       const history = await sql`
-      select attempt, outcome from queue.attempts
+      select attempt, outcome from queue.attempt_log
        where delivery_id = ${dead.id} order by attempt`;
       assert.deepEqual(
         history.map((a) => [a.attempt, a.outcome]),
@@ -190,7 +190,7 @@ export const deadLetterScenarios: Scenario[] = [{
         await placeOrder(sql, sandboxId, "O1");
         await waitForState(sql, "O1", "t_recv_a", "dead", undefined, pollMs);
         const attempts = await sql<{ started_at: Date }[]>`
-        select started_at from queue.attempts a
+        select started_at from queue.attempt_log a
           join queue.deliveries d on d.id = a.delivery_id
          where d.subscriber = 't_recv_a' order by attempt`;
         assert.equal(attempts.length, 4);
@@ -231,7 +231,7 @@ export const deadLetterScenarios: Scenario[] = [{
       assert.equal(d.id, id);
       assert.equal(d.redrives, 1);
       assert.equal(
-        await count(sql, "queue.attempts", sql`delivery_id = ${id}`),
+        await count(sql, "queue.attempt_log", sql`delivery_id = ${id}`),
         3,
       );
       if (view) {
@@ -295,7 +295,7 @@ export const deadLetterScenarios: Scenario[] = [{
       assert.ok(d.refused_at.getTime() <= Date.now() + 1000);
       // The attempt history stays.
       assert.equal(
-        await count(sql, "queue.attempts", sql`delivery_id = ${o2.id}`),
+        await count(sql, "queue.attempt_log", sql`delivery_id = ${o2.id}`),
         4,
       );
       const actions = await sql`

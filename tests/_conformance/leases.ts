@@ -252,7 +252,7 @@ export const leaseScenarios: Scenario[] = [{
         attempts: 2,
       });
       // The stale finish left no attempt behind either.
-      assert.equal(await count(sql, "queue.attempts"), 0);
+      assert.equal(await count(sql, "queue.attempt_log"), 0);
 
       assert.equal(await finishDeliveries(sql, [result(taken, 2)]), 1);
       await taken.ack();
@@ -261,7 +261,8 @@ export const leaseScenarios: Scenario[] = [{
       assert.equal(done.state, "done");
       assert.equal(done.lease_owner, null);
       assert.ok(done.done_at instanceof Date);
-      const attempts = await sql`select attempt, outcome from queue.attempts`;
+      const attempts =
+        await sql`select attempt, outcome from queue.attempt_log`;
       assert.deepEqual([...attempts], [{ attempt: 2, outcome: "done" }]);
       // Done is final.
       assert.equal(await finishDeliveries(sql, [result(taken, 2)]), 0);

@@ -55,7 +55,7 @@ export const receiverScenarios: Scenario[] = [{
         async () =>
           await count(
             sql,
-            "queue.attempts",
+            "queue.attempt_log",
             sql`outcome = 'retry' and status = 500`,
           ) >= 3,
       );
@@ -82,7 +82,7 @@ export const receiverScenarios: Scenario[] = [{
       assert.equal(job.message_id, envelope.messageId);
       assert.equal(await count(sql, "t_recv_a.inbox"), 1);
       assert.equal(
-        await count(sql, "queue.attempts", sql`outcome = 'done'`),
+        await count(sql, "queue.attempt_log", sql`outcome = 'done'`),
         3,
       );
       // Over JetStream each retry was a redelivery of the one message
@@ -109,7 +109,8 @@ export const receiverScenarios: Scenario[] = [{
       const envelope = await placeOrder(sql, sandboxId, "O1");
       await waitFor(
         "a first attempt at every receiver",
-        async () => await count(sql, "queue.attempts", sql`attempt = 1`) === 3,
+        async () =>
+          await count(sql, "queue.attempt_log", sql`attempt = 1`) === 3,
       );
       const deliveries = await sql`
         select subscriber, state, last_status, last_error from queue.deliveries

@@ -64,7 +64,7 @@ export const refusalScenarios: Scenario[] = [{
         assert.ok(d.dead_at instanceof Date);
       }
       assert.equal(
-        await count(sql, "queue.attempts", sql`outcome = 'dead'`),
+        await count(sql, "queue.attempt_log", sql`outcome = 'dead'`),
         3,
       );
       for (const r of RECEIVERS) {

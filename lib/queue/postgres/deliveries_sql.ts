@@ -296,7 +296,8 @@ export async function claimBatch(
 }
 
 /**
- * Records a batch of attempts and moves each delivery on, in one statement.
+ * Records a batch of attempts and moves each delivery on, in one statement
+ * (a first-try success in the delivery's row alone).
  * A delivery changes only while it is still leased by the claim that made
  * its attempt (the result's `lease`): a consumer that lost its lease (it was
  * too slow, another claim took over, even one of the same process) changes
@@ -380,7 +381,9 @@ function finishStatement(sql: TxSql, results: AttemptResult[]) {
              last_status = r.status,
              last_error = r.error,
              done_at = case when r.state = 'done' then now() end,
-             dead_at = case when r.state = 'dead' then now() else d.dead_at end
+             dead_at = case when r.state = 'dead' then now() else d.dead_at end,
+             last_started_at = r.started_at,
+             last_duration_ms = r.duration_ms
         from r
        where d.id = r.id and d.lease_owner = r.lease and d.state = 'in_flight'
          and d.id = any(${results.map((r) => r.id)}::bigint[])
@@ -388,11 +391,18 @@ function finishStatement(sql: TxSql, results: AttemptResult[]) {
          -- nothing: the wipe may have deleted the attempts already.
          and d.sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
       returning d.id, d.sandbox_id
+    ), attempted as (
+      -- A success at the first attempt is told by the delivery's own row
+      -- (last_started_at, last_duration_ms, last_status, done_at): it
+      -- writes no attempt row. Every other attempt keeps one.
+      insert into queue.attempts
+        (sandbox_id, delivery_id, attempt, started_at, duration_ms, status,
+         outcome, error)
+      select u.sandbox_id, r.id, r.attempt, r.started_at, r.duration_ms,
+             r.status, case r.state when 'pending' then 'retry' else r.state end,
+             r.error
+        from u join r on r.id = u.id
+       where not (r.state = 'done' and r.attempt = 1)
     )
-    insert into queue.attempts
-      (sandbox_id, delivery_id, attempt, started_at, duration_ms, status, outcome, error)
-    select u.sandbox_id, r.id, r.attempt, r.started_at, r.duration_ms, r.status,
-           case r.state when 'pending' then 'retry' else r.state end, r.error
-      from u join r on r.id = u.id
-    returning delivery_id`;
+    select id as delivery_id from u`;
 }
