@@ -199,11 +199,27 @@ export async function startProbe(options: {
     config,
     faults,
   });
+  /** A message applied (answered 200) by `subscriber`, as it is seen. */
+  const applied = (messageId: string, subscriber: string) => {
+    const t = tracked.get(messageId);
+    if (t) {
+      t.seen.add(subscriber);
+      if (t.seen.size >= t.expected) {
+        complete(messageId, t, performance.now());
+      }
+    } else {
+      const e = early.get(messageId) ?? { seen: new Set(), at: 0 };
+      e.seen.add(subscriber);
+      e.at = performance.now();
+      early.set(messageId, e);
+    }
+  };
   const dispatcher = new Dispatcher().register(
     INTERNAL_ORIGIN,
     async (request) => {
-      const messageId = request.headers.get("x-message-id") ?? "";
-      const subscriber = new URL(request.url).pathname.split("/").pop() ?? "";
+      // `/receivers/<name>` for one message, `/receivers/<name>/batch` for
+      // a batch, whose answer holds one result per message.
+      const [, , subscriber, batch] = new URL(request.url).pathname.split("/");
       running++;
       let response: Response;
       try {
@@ -212,17 +228,15 @@ export async function startProbe(options: {
         running--;
       }
       if (response.status !== 200) return response;
-      const t = tracked.get(messageId);
-      if (t) {
-        t.seen.add(subscriber);
-        if (t.seen.size >= t.expected) {
-          complete(messageId, t, performance.now());
-        }
-      } else {
-        const e = early.get(messageId) ?? { seen: new Set(), at: 0 };
-        e.seen.add(subscriber);
-        e.at = performance.now();
-        early.set(messageId, e);
+      if (!batch) {
+        applied(request.headers.get("x-message-id") ?? "", subscriber);
+        return response;
+      }
+      const { results } = await response.clone().json() as {
+        results: { messageId: string; status: number }[];
+      };
+      for (const r of results) {
+        if (r.status === 200) applied(r.messageId, subscriber);
       }
       return response;
     },
