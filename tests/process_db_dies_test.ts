@@ -26,6 +26,10 @@ import {
 /** Short retries, as the other tests of the whole bakery use. */
 const FAST = {
   RETRY_DELAYS_MS: "100,200,300",
+  // The first posts of the checkout's event after the restart may meet the
+  // pool's connections that PostgreSQL's death left behind (503): retried
+  // within seconds, not on the default schedule's half minute.
+  CHECKOUT_RETRY_DELAYS_MS: "100,200,400,800,1600,3200,6400",
   RELAY_RETRY_MS: "200",
   POLL_INTERVAL_MS: "500",
   SANDBOX_WIPE: "off",
