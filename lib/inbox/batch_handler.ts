@@ -19,7 +19,7 @@
  * a decorator may wrap (lib/faults `faultyReceiver`: 503, slow), as the
  * single endpoint's `Receiver`.
  */
-import { recordClosedRefusal, SandboxClosed } from "../db/closed.ts";
+import { SandboxClosed } from "../db/closed.ts";
 import type { Logger } from "../log/mod.ts";
 import {
   batchRequestSchema,
@@ -32,6 +32,7 @@ import {
   json,
   jsonBody,
   parseEnvelope,
+  refuseClosed,
 } from "./handler.ts";
 
 /** A receiver's answer to a batch of one tenant's envelopes. */
@@ -131,13 +132,7 @@ async function closed(
   error: SandboxClosed,
 ): Promise<Response> {
   for (const envelope of envelopes) {
-    await recordClosedRefusal(options.sql, {
-      sandboxId: envelope.sandboxId,
-      refusedBy: options.service,
-      what: "delivery",
-      key: envelope.messageId,
-      reason: error.message,
-    });
+    await refuseClosed(options, envelope, error);
   }
   return json(200, {
     results: envelopes.map((e) => ({

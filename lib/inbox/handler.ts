@@ -71,13 +71,7 @@ function inboxReceiver(options: InboxHandlerOptions): Receiver {
       if (error instanceof SandboxClosed) {
         // Nothing of a sandbox being wiped is applied; the refusal is kept
         // where the wipe leaves it, and the delivery is dead at once.
-        await recordClosedRefusal(options.sql, {
-          sandboxId: envelope.sandboxId,
-          refusedBy: options.service,
-          what: "delivery",
-          key: envelope.messageId,
-          reason: error.message,
-        });
+        await refuseClosed(options, envelope, error);
         return json(422, { reason: error.message });
       }
       options.log.error("receiver_error", {
@@ -90,6 +84,21 @@ function inboxReceiver(options: InboxHandlerOptions): Receiver {
       });
     }
   };
+}
+
+/** Records that `envelope`, of a closed sandbox, was refused, and why. */
+export async function refuseClosed(
+  options: Pick<InboxHandlerOptions, "sql" | "service">,
+  envelope: Envelope,
+  error: SandboxClosed,
+): Promise<void> {
+  await recordClosedRefusal(options.sql, {
+    sandboxId: envelope.sandboxId,
+    refusedBy: options.service,
+    what: "delivery",
+    key: envelope.messageId,
+    reason: error.message,
+  });
 }
 
 /** A request's JSON body, or the 400 that says it is not JSON. */
