@@ -9,8 +9,17 @@
 import assert from "node:assert/strict";
 import { type TestDatabase, withTestDatabase } from "./_db.ts";
 import { connect, type Sql, type TxSql } from "../lib/db/connect.ts";
-import { asOwner, asService, ConnectionLost } from "../lib/db/service.ts";
-import { ABANDON_GRACE_MS } from "../lib/db/reserved.ts";
+import {
+  asOwner,
+  asService,
+  ConnectionLost,
+  serviceStatement,
+} from "../lib/db/service.ts";
+import {
+  ABANDON_GRACE_MS,
+  ReserveTimeout,
+  reserveWithin,
+} from "../lib/db/reserved.ts";
 
 /** Terminates a server process and waits until it is gone. */
 async function terminate(admin: Sql, pid: number) {
@@ -176,5 +185,61 @@ Deno.test("a connection error that is not the transaction's own: the connection 
       clearTimeout(timer);
     }
     assert.deepEqual(await probeRows(db.sql), [8]);
+  });
+});
+
+Deno.test("a reserve that waits while its connection is terminated fails in time, and the pool goes on", async () => {
+  await withProbePool(async (db, pool) => {
+    const held = await pool.reserve();
+    const [{ pid }] = await held<{ pid: number }[]>`
+      select pg_backend_pid() as pid`;
+    // Queued behind the one connection, which then goes away: postgres.js
+    // hands the waiting reserve to the reconnect, and drops it there.
+    const waiting = reserveWithin(pool, 2000);
+    waiting.catch(() => {});
+    // `held` is not used again: a statement on it would throw outside any
+    // promise (the first defect in lib/db/reserved.ts).
+    await terminate(db.sql, pid);
+    await assert.rejects(waiting, ReserveTimeout);
+    await poolGoesOn(pool, 1);
+    const again = await reserveWithin(pool, 2000);
+    assert.deepEqual([...await again`select 2 as n`], [{ n: 2 }]);
+    again.release();
+  });
+});
+
+Deno.test("connection lost with COMMIT queued behind a statement: ConnectionLost, not a hang", async () => {
+  await withProbePool(async (db, pool) => {
+    // A parameter of a type the connection has not seen makes postgres.js
+    // describe the statement first; the COMMIT sent behind it then waits in
+    // the reserved connection's own queue, which a lost socket never
+    // empties.
+    const attempt = serviceStatement(
+      pool,
+      "orders",
+      "workers",
+      ({ sql }) => sql`select pg_sleep(${30}::float8), pg_backend_pid()`,
+    );
+    attempt.catch(() => {});
+    let pid = 0;
+    while (pid === 0) {
+      await new Promise((r) => setTimeout(r, 20));
+      const rows = await db.sql<{ pid: number }[]>`
+        select pid from pg_stat_activity
+         where application_name = 'test-lost' and query like '%pg_sleep%'`;
+      pid = rows[0]?.pid ?? 0;
+    }
+    await terminate(db.sql, pid);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const hung = new Promise((resolve) => {
+      timer = setTimeout(() => resolve("hung"), 5000);
+    });
+    const error = await Promise.race([
+      attempt.then(() => "committed", (e) => e),
+      hung,
+    ]).finally(() => clearTimeout(timer));
+    assert.ok(error instanceof ConnectionLost, String(error));
+    await poolGoesOn(pool, 9);
+    assert.deepEqual(await probeRows(db.sql), [9]);
   });
 });

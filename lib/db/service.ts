@@ -203,12 +203,12 @@ async function transaction<T>(
       commitSent = true;
       const commit = tx`commit`.execute();
       commit.catch(() => {});
-      result = await statement;
-      await begin;
-      await set;
-      done = await commit;
+      result = await conn.guard(statement);
+      await conn.guard(begin);
+      await conn.guard(set);
+      done = await conn.guard(commit);
     } else {
-      result = await fn(tx, (f) => committed.push(f));
+      result = await conn.guard(fn(tx, (f) => committed.push(f)));
       // COMMIT goes out at once, without waiting for BEGIN and the setup to
       // answer: a `fn` that sent its statements without waiting for them
       // (lib/inbox/receive.ts) costs one round trip in all. Should BEGIN or
@@ -217,9 +217,9 @@ async function transaction<T>(
       commitSent = true;
       const commit = tx`commit`.execute();
       commit.catch(() => {});
-      await begin;
-      await set;
-      done = await commit;
+      await conn.guard(begin);
+      await conn.guard(set);
+      done = await conn.guard(commit);
     }
     if (done.command !== "COMMIT") {
       throw new RolledBack(
