@@ -80,6 +80,17 @@ function startDeno(
   };
 }
 
+/**
+ * The log lines at `warn` and above, and every line of the last `tail`, as
+ * text: what a failed test prints to say what the program was doing.
+ */
+export function logTail(main: Main, tail = 40): string {
+  const keep = main.lines.filter((l, i) =>
+    i >= main.lines.length - tail || l.level === "warn" || l.level === "error"
+  );
+  return keep.map((l) => JSON.stringify(l)).join("\n");
+}
+
 /** The events of the log lines so far, in order. */
 export function events(main: Main): string[] {
   return main.lines.map((l) => String(l.event));

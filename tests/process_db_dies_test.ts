@@ -14,6 +14,7 @@ import { Client, orderSettles, payVia, placeOrderVia, signIn } from "./_app.ts";
 import {
   events,
   killAll,
+  logTail,
   type Main,
   postgresProcesses,
   postmasterPid,
@@ -112,7 +113,12 @@ Deno.test("process: the embedded PostgreSQL killed under the app comes back; wor
     const seen = live.stream.changes;
     const { orderId } = await placeOrderVia(client);
     await payVia(client, orderId);
-    const order = await orderSettles(client, orderId, "paid", 30_000);
+    const order = await orderSettles(client, orderId, "paid", 30_000)
+      .catch((error) => {
+        throw new Error(
+          `${error.message}\nthe program's log:\n${logTail(main)}`,
+        );
+      });
     assert.ok(order.deliveries.length > 0);
     await until(
       "a change on the open stream",
