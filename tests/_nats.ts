@@ -1,6 +1,6 @@
 /**
- * NATS for the JetStream tests: TEST_NATS_URL (default the machine's server
- * on 127.0.0.1:4222). When none answers, the tests that need it are
+ * NATS for the JetStream tests: TEST_NATS_URL, which `deno task test` sets to
+ * a nats-server of its own (tests/run.ts); without it, 127.0.0.1:4222. When none answers, the tests that need it are
  * registered as ignored and the reason is printed once, so the run's summary
  * counts them as skipped instead of failing or passing them.
  */

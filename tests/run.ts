@@ -4,9 +4,10 @@
  * machine's tools some tests need, installed where missing
  * (tests/_setup_tools.ts, TEST_INSTALL=off to never install); one
  * PostgreSQL for the whole run (embedded in a temporary directory, or
- * TEST_DATABASE_URL), a template database migrated once, then `deno test`,
- * whose files each clone the template (tests/_db.ts). PostgreSQL is stopped
- * at the end however the tests went. Extra arguments go to `deno test` (a
+ * TEST_DATABASE_URL), one nats-server with JetStream (unless TEST_NATS_URL),
+ * a template database migrated once, then `deno test`, whose files each
+ * clone the template (tests/_db.ts). Both servers are stopped at the end
+ * however the tests went. Extra arguments go to `deno test` (a
  * file or `--filter`), and skip the checks: whoever runs one file wants its
  * answer, not the whole tree's.
  */
@@ -18,6 +19,7 @@ import { ensureDatabase } from "../lib/db/open.ts";
 import { createLogger } from "../lib/log/mod.ts";
 import { buildIslands } from "../lib/http/islands.ts";
 import { setupTools } from "./_setup_tools.ts";
+import { NATS_SERVER, NatsServer } from "./_nats_server.ts";
 
 if (Deno.args.length === 0) await staticChecks();
 await setupTools();
@@ -47,6 +49,11 @@ const cluster = dataDir
   })
   : undefined;
 const adminUrl = external ?? cluster!.url;
+// The JetStream tests get a nats-server of this run's own, unless
+// TEST_NATS_URL names one: never the machine's, whose streams and limits
+// are someone else's.
+const natsUrl = Deno.env.get("TEST_NATS_URL");
+const nats = !natsUrl && NATS_SERVER ? await NatsServer.start() : undefined;
 const template = `bakery_template_${Deno.pid}`;
 
 let code = 1;
@@ -66,6 +73,7 @@ try {
       TEST_ADMIN_URL: adminUrl,
       TEST_TEMPLATE_DB: template,
       TEST_RUN_ID: String(Deno.pid),
+      ...(nats ? { TEST_NATS_URL: nats.url } : {}),
       // The tools are set up above; a test that starts this runner again
       // (process_private_dir_test.ts) must not try apt-get a second time.
       TEST_INSTALL: "off",
@@ -127,6 +135,7 @@ try {
     }
     await admin.end();
   }
+  await nats?.stop();
   await cluster?.stop();
   if (dataDir) await removeDataDir(dataDir);
 }
