@@ -10,6 +10,7 @@ import type { Ctx } from "./context.ts";
 import type { BenchDb } from "./server.ts";
 import { BenchChild, taskV8Flags } from "./child.ts";
 import { Progress } from "./progress.ts";
+import { PROFILE_DIR, Profiler } from "./profile.ts";
 import { sleep } from "./stats.ts";
 
 export interface DrainResult {
@@ -36,18 +37,27 @@ export async function drain(ctx: Ctx, o: {
   finishedAt: () => Promise<Date | null>;
 }): Promise<DrainResult> {
   const children: BenchChild[] = [];
+  const ports: number[] = [];
+  const profilers: Profiler[] = [];
   try {
     for (let i = 0; i < o.processes; i++) {
+      const inspect = PROFILE_DIR ? await Profiler.flag() : undefined;
+      if (inspect) ports.push(inspect.port);
       children.push(
         new BenchChild(
           "bench/worker.ts",
           [o.role],
           { BENCH_WORKER_DATABASE_URL: o.db.url },
-          taskV8Flags("worker"),
+          [...taskV8Flags("worker"), ...(inspect ? [inspect.flag] : [])],
         ),
       );
     }
     for (const c of children) await c.expect("ready");
+    for (const port of ports) {
+      const profiler = await Profiler.connect(port);
+      await profiler.start();
+      profilers.push(profiler);
+    }
     // Every drain starts with the earlier scenarios' writes on disk, so none
     // pays for writing out what ran before it (a server of
     // BENCH_DATABASE_URL may not let this role checkpoint: then it doesn't).
@@ -70,6 +80,11 @@ export async function drain(ctx: Ctx, o: {
       await sleep(pollMs);
     }
     const elapsed = (performance.now() - started) / 1000;
+    for (const [i, profiler] of profilers.entries()) {
+      await Deno.mkdir(PROFILE_DIR!, { recursive: true });
+      const file = `${PROFILE_DIR}/${o.role}-${children[i].pid}.cpuprofile`;
+      ctx.progress.note(`${file}\n${await profiler.stop(file)}`);
+    }
     const end = await o.finishedAt();
     const complete = left === 0;
     const seconds = complete && end
