@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { withTestDatabase } from "./_db.ts";
+import postgres from "postgres";
 import { connect } from "../lib/db/connect.ts";
 import {
   asBookkeeper,
@@ -31,6 +32,33 @@ Deno.test("service transactions: bookkeeping commits asynchronously, commands ke
     const [after] =
       await sql`select current_setting('synchronous_commit') as v`;
     assert.equal(after.v, server.v);
+  });
+});
+
+Deno.test("service transactions: a durable bookkeeping commit keeps synchronous_commit, and the other switches", async () => {
+  await withTestDatabase(async ({ url }) => {
+    // The test server runs with synchronous_commit off; these sessions on.
+    const sql = postgres(url, {
+      max: 1,
+      onnotice: () => {},
+      connection: { synchronous_commit: "on" },
+    });
+    try {
+      const read = (durableCommit: boolean) =>
+        bookkeepingStatement(
+          sql,
+          "queue",
+          ({ sql }) =>
+            sql<{ sync: string; seqscan: string }[]>`
+              select current_setting('synchronous_commit') as sync,
+                     current_setting('enable_seqscan') as seqscan`,
+          { durableCommit },
+        ).then(([row]) => ({ ...row }));
+      assert.deepEqual(await read(false), { sync: "off", seqscan: "off" });
+      assert.deepEqual(await read(true), { sync: "on", seqscan: "off" });
+    } finally {
+      await sql.end();
+    }
   });
 });
 

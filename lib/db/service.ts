@@ -67,6 +67,13 @@ export async function asService<T>(
      */
     bookkeeping?: boolean;
     /**
+     * Bookkeeping whose commit must reach the disk before the caller tells
+     * anyone outside PostgreSQL (the JetStream consumer acknowledges the
+     * broker after its finish): synchronous_commit stays on. The other
+     * bookkeeping switches still apply.
+     */
+    durableCommit?: boolean;
+    /**
      * Plan each statement once per connection instead of at every run
      * (plan_cache_mode force_generic_plan), for bookkeeping statements whose
      * plan does not depend on their parameters. PostgreSQL plans a
@@ -124,8 +131,11 @@ export async function asService<T>(
       const generic = bk && options.genericPlans
         ? tx`, set_config('plan_cache_mode', 'force_generic_plan', true)`
         : tx``;
+      const asynchronous = options.durableCommit
+        ? tx``
+        : tx`, set_config('synchronous_commit', 'off', true)`;
       const switches = bk
-        ? tx`, set_config('synchronous_commit', 'off', true),
+        ? tx`${asynchronous},
             set_config('enable_seqscan', 'off', true),
             set_config('enable_sort', 'off', true),
             set_config('jit', 'off', true)${generic}`
@@ -262,11 +272,11 @@ export function bookkeepingStatement<R extends readonly postgres.MaybeRow[]>(
   sql: Sql,
   service: string,
   statement: (tx: ServiceTx) => postgres.PendingQuery<R>,
-  options: { genericPlans?: boolean } = {},
+  options: { genericPlans?: boolean; durableCommit?: boolean } = {},
 ): Promise<postgres.RowList<R>> {
   return serviceStatement(sql, service, "workers", statement, {
     bookkeeping: true,
-    genericPlans: options.genericPlans,
+    ...options,
   });
 }
 
@@ -286,7 +296,11 @@ export function serviceStatement<R extends readonly postgres.MaybeRow[]>(
   service: string,
   scope: Scope,
   statement: (tx: ServiceTx) => postgres.PendingQuery<R>,
-  options: { bookkeeping?: boolean; genericPlans?: boolean } = {},
+  options: {
+    bookkeeping?: boolean;
+    genericPlans?: boolean;
+    durableCommit?: boolean;
+  } = {},
 ): Promise<postgres.RowList<R>> {
   return asService(
     sql,

@@ -171,7 +171,10 @@ export function joinedRecords(
     resultKey: (d) => takenKey(d.messageId, d.subscriber),
   });
   const finish = joined<AttemptResult, number>({
-    run: async (results) => [...await finishDeliveryIds(sql, results)],
+    // Durable: the broker is acknowledged once this returns.
+    run: async (results) => [
+      ...await finishDeliveryIds(sql, results, { durable: true }),
+    ],
     itemKey: (r) => String(r.id),
     resultKey: (id) => String(id),
   });

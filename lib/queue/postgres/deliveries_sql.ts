@@ -313,18 +313,22 @@ export async function finishDeliveries(
 /**
  * {@link finishDeliveries}, returning the ids of the deliveries finished:
  * a consumer that answers a broker for each delivery answers only for those
- * it still held (lib/queue/jetstream/consumer.ts).
+ * it still held (lib/queue/jetstream/consumer.ts). With `durable`, the
+ * commit is on disk when this returns: such a consumer acknowledges the
+ * broker next, which then forgets the message, so a finish lost in a crash
+ * would leave the delivery open with nothing left to send it.
  */
 export async function finishDeliveryIds(
   sql: Sql,
   results: AttemptResult[],
+  options: { durable?: boolean } = {},
 ): Promise<Set<number>> {
   if (results.length === 0) return new Set();
   const finished = await bookkeepingStatement(
     sql,
     "queue",
     ({ sql }) => finishStatement(sql, results),
-    GENERIC,
+    { ...GENERIC, durableCommit: options.durable },
   );
   return new Set(finished.map((r) => Number(r.delivery_id)));
 }
