@@ -6,8 +6,9 @@
  * receivers do not see it again; lanes.ts), under a fresh broker id (`<message>.<subscriber>.
  * redrive.<n>`, which the duplicate window never swallows) with the
  * envelope's message id unchanged (the receiver's inbox knows it). The mark
- * works as an outbox: claimed with a lease, cleared once the PubAck came; a
- * crash in between publishes again, and the broker id makes that one copy.
+ * works as an outbox: claimed with a lease, cleared once the PubAck came
+ * unless a later redrive marked it again; a crash in between publishes
+ * again, and the broker id makes that one copy.
  */
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
@@ -103,10 +104,14 @@ export async function republishOnce(
       seq: acks[i].seq,
     })),
   );
+  // Fenced by the redrive published: one made meanwhile (a higher count)
+  // keeps its mark, and is published on the next round.
   await bookkeepingStatement(sql, "queue", ({ sql }) =>
     sql`
-      update queue.deliveries set republish_at = null
-       where id = any(${marks.map((m) => m.id)}::bigint[])`);
+      update queue.deliveries d set republish_at = null
+        from unnest(${marks.map((m) => m.id)}::bigint[],
+                    ${marks.map((m) => m.redrives)}::int[]) as p(id, redrives)
+       where d.id = p.id and d.redrives = p.redrives`);
   return {
     more: marks.length === batch,
     touched: [...new Set(marks.map((m) => m.sandbox_id))],
