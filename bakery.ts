@@ -16,8 +16,6 @@ import {
 } from "./services/billing/gateway.ts";
 import { webhookSecret } from "./services/billing/webhook.ts";
 import { startBakeryMessaging } from "./services/mod.ts";
-import type { Messaging } from "./lib/workers/mod.ts";
-import type { Transport } from "./lib/queue/mod.ts";
 import { ChangeFeed, notifyChanged } from "./lib/wake/feed.ts";
 import { coalescingWaker, setOutboxWaker } from "./lib/outbox/mod.ts";
 import { bakeryMetrics } from "./services/metrics.ts";
@@ -30,7 +28,7 @@ export interface Bakery {
   /** Where the server listens, e.g. http://127.0.0.1:8000/ (behind a proxy, not `url`). */
   localUrl: string;
   deps: Deps;
-  messaging?: Messaging & { transport: Transport; brokerUp?: () => boolean };
+  messaging?: Awaited<ReturnType<typeof startBakeryMessaging>>;
   /** Stops the server, the workers, pending webhook sends and the pool. */
   stop(): Promise<void>;
 }
@@ -110,6 +108,7 @@ export async function startBakery(options: {
   // Commits wake the relay after commit, not with a NOTIFY inside every
   // order transaction (lib/outbox/wake.ts says why).
   deps.brokerUp = messaging?.brokerUp;
+  deps.brokerCluster = messaging?.brokerCluster;
   if (messaging) {
     deps.redriveRepublishes = messaging.transport.redriveRepublishes;
   }

@@ -67,10 +67,15 @@ const schema = z.object({
   REPLAY_HORIZON_DAYS: int(1, 3650).default(30),
   WORKERS: z.enum(["on", "off"]).default("on"),
   QUEUE: z.enum(["postgres", "jetstream"]).default("postgres"),
+  // One server, or several of one cluster, comma-separated: the client
+  // picks one and moves to another when it goes away.
   NATS_URL: z.string().trim().regex(
-    /^(nats|tls|wss?):\/\/[^\s]+$/,
-    "a nats:// URL, such as nats://127.0.0.1:4222",
+    /^(nats|tls|wss?):\/\/[^\s,]+(\s*,\s*(nats|tls|wss?):\/\/[^\s,]+)*$/,
+    "a nats:// URL, such as nats://127.0.0.1:4222, or several comma-separated",
   ).default("nats://127.0.0.1:4222"),
+  // Copies of the stream JetStream keeps, on as many servers of a cluster:
+  // 3 survives the loss of any one server. The lanes follow the stream.
+  NATS_REPLICAS: int(1, 5).default(1),
   // Stream, subject and consumer names are made from it: letters, digits,
   // dashes and underscores only (no dots, which separate subject tokens).
   NATS_STREAM: z.string().trim().regex(

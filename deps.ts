@@ -3,6 +3,7 @@
  * settings, the pool, the logger, the session store and the payment
  * gateway. Built once by bakery.ts (for main.ts and for tests).
  */
+import type { BrokerCluster } from "./lib/queue/jetstream/mod.ts";
 import type { Config } from "./config.ts";
 import type { Sql } from "./lib/db/connect.ts";
 import type { Logger } from "./lib/log/mod.ts";
@@ -29,6 +30,8 @@ export interface Deps {
    * broker answers (for /health).
    */
   brokerUp?: () => boolean;
+  /** With a broker here: its cluster as this process sees it (/health). */
+  brokerCluster?: () => BrokerCluster;
   /**
    * A redrive also hands the message to the transport again (it keeps a
    * copy of its own: JetStream), as the transport says

@@ -1,7 +1,8 @@
 /**
  * `GET /health`: 200 when the database answers within 2 s (and, with
  * QUEUE=jetstream and the workers here, the broker is connected), else 503.
- * Says which queue runs.
+ * Says which queue runs, and where there is a broker, its cluster as this
+ * process's client sees it.
  */
 import type { Context } from "hono";
 import type { Deps } from "../deps.ts";
@@ -24,11 +25,13 @@ export function health(deps: Deps) {
       ? { broker: deps.brokerUp() ? "up" : "down" }
       : {};
     const ok = up && (!deps.brokerUp || deps.brokerUp());
+    const cluster = deps.brokerCluster ? { cluster: deps.brokerCluster() } : {};
     return c.json({
       status: ok ? "ok" : "degraded",
       database: up ? "up" : "down",
       queue,
       ...broker,
+      ...cluster,
     }, ok ? 200 : 503);
   };
 }

@@ -147,6 +147,13 @@ export const healthSchema = z.strictObject({
   queue: z.enum(["postgres", "jetstream"]),
   /** With QUEUE=jetstream and the workers in this process. */
   broker: z.enum(["up", "down"]).optional(),
+  /** The same: the NATS cluster as this process's client sees it. */
+  cluster: z.strictObject({
+    server: z.string(),
+    name: z.string().nullable(),
+    servers: z.array(z.string()),
+    replicas: z.number().int().min(1),
+  }).optional(),
 });
 
 // --- How it's built ------------------------------------------------------

@@ -26,6 +26,7 @@ import {
   type Transport,
 } from "../lib/queue/mod.ts";
 import {
+  type BrokerCluster,
   type JetStream,
   jetStreamTransport,
   openJetStream,
@@ -148,6 +149,7 @@ export async function openBakeryJetStream(
       2 * (RELAY_LEASE_MS + config.RELAY_RETRY_MS),
     ),
     ackWaitMs: consumerLeaseMs({ timeoutMs: config.DELIVERY_TIMEOUT_MS }),
+    replicas: config.NATS_REPLICAS,
   }, log);
 }
 
@@ -207,7 +209,13 @@ export async function startBakeryMessaging(
     MessagingOptions,
     "roles" | "onTouched" | "observeLag" | "observeDelivered" | "consumers"
   > = {},
-): Promise<Messaging & { transport: Transport; brokerUp?: () => boolean }> {
+): Promise<
+  Messaging & {
+    transport: Transport;
+    brokerUp?: () => boolean;
+    brokerCluster?: () => BrokerCluster;
+  }
+> {
   const faults = deps.faults ?? pgFaults(deps.sql);
   const transport = await openBakeryTransport(deps, {
     relay: extra.roles?.relay ?? true,
@@ -246,6 +254,7 @@ export async function startBakeryMessaging(
     ...messaging,
     transport,
     brokerUp: transport.up && (() => transport.up!()),
+    brokerCluster: transport.cluster && (() => transport.cluster!()),
     stop: async () => {
       await messaging.stop();
       await transport.close();

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { ConfigError, parseConfig } from "../config.ts";
+import { natsServers } from "../lib/queue/jetstream/mod.ts";
 
 Deno.test("config: defaults when nothing is set", () => {
   const config = parseConfig({});
@@ -23,6 +24,26 @@ Deno.test("config: a bad value names the variable and what it expected", () => {
   assert.throws(
     () => parseConfig({ RETRY_DELAYS_MS: "1000,,5" }),
     /RETRY_DELAYS_MS must be a comma-separated list/,
+  );
+});
+
+Deno.test("config: NATS_URL takes one server or several; NATS_REPLICAS 1 to 5", () => {
+  assert.equal(parseConfig({}).NATS_REPLICAS, 1);
+  const urls =
+    "nats://10.0.0.1:4222, nats://10.0.0.2:4222,nats://10.0.0.3:4222";
+  const config = parseConfig({ NATS_URL: urls, NATS_REPLICAS: "3" });
+  assert.deepEqual(natsServers(config.NATS_URL), [
+    "nats://10.0.0.1:4222",
+    "nats://10.0.0.2:4222",
+    "nats://10.0.0.3:4222",
+  ]);
+  assert.equal(config.NATS_REPLICAS, 3);
+  for (const bad of ["nats://a:1,", "nats://a:1,,nats://b:2", "http://a:1"]) {
+    assert.throws(() => parseConfig({ NATS_URL: bad }), /NATS_URL must be/);
+  }
+  assert.throws(
+    () => parseConfig({ NATS_REPLICAS: "6" }),
+    /NATS_REPLICAS must be an integer from 1 to 5/,
   );
 });
 

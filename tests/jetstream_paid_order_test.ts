@@ -22,6 +22,13 @@ natsTest(
           database: "up",
           queue: "jetstream",
           broker: "up",
+          // One server on its own: no cluster name, no other servers.
+          cluster: {
+            server: new URL(TEST_NATS_URL).host,
+            name: null,
+            servers: [],
+            replicas: 1,
+          },
         });
         const client = t.client();
         const { orderId } = await placeOrderVia(client);

@@ -11,6 +11,7 @@
  *   lanes; publish, then mark; the broker's consumers and the redrives'
  *   republisher; the broker's health.
  */
+import type { BrokerCluster } from "./jetstream/stream.ts";
 import type { Loop } from "../wake/loop.ts";
 import type { Shortcut } from "../relay/move.ts";
 import type { ClaimedDelivery } from "./delivery.ts";
@@ -69,6 +70,8 @@ export interface Transport {
   ): Promise<void>;
   /** Whether the broker answers; absent where there is none. */
   up?(): boolean;
+  /** The broker's cluster as this process sees it; absent with no broker. */
+  cluster?(): BrokerCluster;
   /** Closes its connections (those it opened). */
   close(): Promise<void>;
 }

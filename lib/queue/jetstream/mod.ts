@@ -10,11 +10,12 @@
 export { JetStreamQueue } from "./queue.ts";
 export {
   LANE_IDLE_MS,
+  natsServers,
   openJetStream,
   StreamNames,
   type StreamSettings,
 } from "./stream.ts";
-export type { JetStream } from "./stream.ts";
+export type { BrokerCluster, JetStream } from "./stream.ts";
 export { type LaneInfo, Lanes } from "./lanes.ts";
 export {
   type BrokerLoops,

@@ -104,6 +104,11 @@ export interface StreamSettings {
   duplicateWindowMs: number;
   /** How long a consumer waits for an acknowledgement before redelivering. */
   ackWaitMs: number;
+  /**
+   * Copies of the stream on the servers of a cluster (default 1). The
+   * lanes' consumers set none of their own, so they follow the stream.
+   */
+  replicas?: number;
   /** How long delivered messages stay in the stream, for people to look at. */
   maxAgeMs?: number;
   /**
@@ -130,7 +135,26 @@ export interface JetStream {
   lanes: Lanes;
   /** True while the connection is up. */
   up(): boolean;
+  /** The cluster as this client sees it. */
+  cluster(): BrokerCluster;
   close(): Promise<void>;
+}
+
+/** The NATS servers of a URL setting: one, or several comma-separated. */
+export function natsServers(url: string): string[] {
+  return url.split(",").map((u) => u.trim()).filter((u) => u !== "");
+}
+
+/** What a client knows of the NATS cluster it is connected to. */
+export interface BrokerCluster {
+  /** The server this client is connected to. */
+  server: string;
+  /** The cluster's name; null for a server on its own. */
+  name: string | null;
+  /** The cluster's other servers, as the connected one announces them. */
+  servers: string[];
+  /** The stream's copies (NATS_REPLICAS). */
+  replicas: number;
 }
 
 /**
@@ -144,7 +168,7 @@ export async function openJetStream(
   log: Logger,
 ): Promise<JetStream> {
   const nc = await connect({
-    servers: url,
+    servers: natsServers(url),
     name: `bakery-${settings.names.stream}`,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
@@ -182,6 +206,12 @@ export async function openJetStream(
         },
       }),
       up: () => up && !nc.isClosed(),
+      cluster: () => ({
+        server: nc.getServer(),
+        name: nc.info?.cluster ?? null,
+        servers: nc.info?.connect_urls ?? [],
+        replicas: settings.replicas ?? 1,
+      }),
       close: async () => {
         if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
       },
@@ -205,6 +235,7 @@ async function ensureStream(
     storage: StorageType.File,
     duplicate_window: settings.duplicateWindowMs * NS,
     max_age: (settings.maxAgeMs ?? 7 * 86_400_000) * NS,
+    num_replicas: settings.replicas ?? 1,
   };
   try {
     await jsm.streams.info(names.stream);

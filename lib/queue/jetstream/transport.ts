@@ -48,6 +48,7 @@ export function jetStreamTransport(
     forget: (sandboxIds, subscribers) =>
       stream.lanes.forget(sandboxIds, subscribers),
     up: () => stream.up(),
+    cluster: () => stream.cluster(),
     close: () => options.close?.() ?? stream.close(),
   };
 }
