@@ -1,8 +1,8 @@
 /**
- * A nats-server of a test's own, for tests that kill or restart the broker
- * (never the machine's server that tests/_nats.ts uses): JetStream on, on
- * loopback, a free port and a store directory of its own, which a restart
- * keeps. Without a `nats-server` on PATH the tests that need one are
+ * A nats-server of its own, for the test run (tests/run.ts) and for tests
+ * that kill or restart the broker: JetStream on, on loopback, a free port
+ * and a store directory of its own, which a restart keeps, with the most
+ * durable setting the server's version has. Without a `nats-server` on PATH the tests that need one are
  * registered as ignored, and the reason is printed once.
  */
 import { connect } from "@nats-io/transport-node";
@@ -24,6 +24,25 @@ export function natsServerTest(name: string, fn: () => Promise<void>) {
   Deno.test({ name, ignore: natsServerMissing !== null, fn });
 }
 
+/**
+ * The server's most durable setting, where its version has one: an fsync
+ * after every write (`sync_interval: always`, from nats-server 2.10; 2.9
+ * refuses the field and fsyncs every two minutes). The flags that set it,
+ * or none.
+ */
+async function durableFlags(storeDir: string): Promise<string[]> {
+  const config = `${storeDir}.conf`;
+  await Deno.writeTextFile(config, "jetstream {\n  sync_interval: always\n}\n");
+  const { code } = await new Deno.Command(NATS_SERVER!, {
+    args: ["-c", config, "-t"],
+    stdout: "null",
+    stderr: "null",
+  }).output();
+  if (code === 0) return ["-c", config];
+  await Deno.remove(config);
+  return [];
+}
+
 /** A running (or stopped) nats-server with its port and store kept. */
 export class NatsServer {
   #child: Deno.ChildProcess | undefined;
@@ -32,6 +51,7 @@ export class NatsServer {
   private constructor(
     readonly port: number,
     readonly storeDir: string,
+    readonly flags: string[],
   ) {}
 
   /** The URL clients connect to. */
@@ -42,7 +62,11 @@ export class NatsServer {
   /** Starts a server on a free port and a new store; ready when it returns. */
   static async start(): Promise<NatsServer> {
     const storeDir = await Deno.makeTempDir({ prefix: "bakery-nats-" });
-    const server = new NatsServer(await freePort(), storeDir);
+    const server = new NatsServer(
+      await freePort(),
+      storeDir,
+      await durableFlags(storeDir),
+    );
     await server.restart();
     return server;
   }
@@ -52,6 +76,7 @@ export class NatsServer {
     if (this.#child) throw new Error("nats-server is still running");
     const child = new Deno.Command(NATS_SERVER!, {
       args: [
+        ...this.flags,
         "-js",
         "-a",
         "127.0.0.1",
@@ -108,5 +133,6 @@ export class NatsServer {
   async stop(): Promise<void> {
     await this.kill("SIGTERM");
     await Deno.remove(this.storeDir, { recursive: true }).catch(() => {});
+    await Deno.remove(`${this.storeDir}.conf`).catch(() => {});
   }
 }
