@@ -59,6 +59,41 @@ export class NatsServer {
     return `nats://127.0.0.1:${this.port}`;
   }
 
+  /**
+   * Starts `size` servers as one cluster on loopback (JetStream on each,
+   * named n0, n1, ...), all at once: JetStream answers only once a
+   * majority has elected its leader. Ready when it returns.
+   */
+  static async cluster(size = 3): Promise<NatsServer[]> {
+    const routes: number[] = [];
+    for (let i = 0; i < size; i++) routes.push(await freePort());
+    const servers: NatsServer[] = [];
+    for (let i = 0; i < size; i++) {
+      const storeDir = await Deno.makeTempDir({ prefix: "bakery-nats-" });
+      servers.push(
+        new NatsServer(await freePort(), storeDir, [
+          ...await durableFlags(storeDir),
+          "--name",
+          `n${i}`,
+          "--cluster_name",
+          "bakery_test",
+          "--cluster",
+          `nats://127.0.0.1:${routes[i]}`,
+          "--routes",
+          routes.filter((_, j) => j !== i)
+            .map((port) => `nats://127.0.0.1:${port}`).join(","),
+        ]),
+      );
+    }
+    try {
+      await Promise.all(servers.map((s) => s.restart()));
+    } catch (error) {
+      await Promise.all(servers.map((s) => s.stop()));
+      throw error;
+    }
+    return servers;
+  }
+
   /** Starts a server on a free port and a new store; ready when it returns. */
   static async start(): Promise<NatsServer> {
     const storeDir = await Deno.makeTempDir({ prefix: "bakery-nats-" });

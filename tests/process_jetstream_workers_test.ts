@@ -14,15 +14,7 @@ import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { freePort } from "../lib/db/embedded.ts";
 import type { Sql } from "../lib/db/connect.ts";
-import { ROUTING, SUBSCRIBERS } from "../services/routing.ts";
-import {
-  Client,
-  countOf,
-  payVia,
-  placeOrderVia,
-  signIn,
-  walkthroughOrder,
-} from "./_app.ts";
+import { countOf } from "./_app.ts";
 import { testDatabase } from "./_db.ts";
 import {
   groupProcesses,
@@ -36,15 +28,19 @@ import {
 } from "./_main.ts";
 import { testStream } from "./_nats.ts";
 import { NatsServer, natsServerTest } from "./_nats_server.ts";
+import {
+  assertClosuresClean,
+  assertPaidOnce,
+  payingLoad,
+  PER_ORDER,
+  type Progress,
+  progress,
+} from "./_paid_checks.ts";
 
 /** Six sandboxes of twenty paid orders: 120 orders, 1,200 deliveries. */
 const CLIENTS = 6;
 const PER_CLIENT = 20;
 const ORDERS = CLIENTS * PER_CLIENT;
-
-/** Deliveries one paid order makes: 3 OrderPlaced, 1 payment, 6 OrderPaid. */
-const PER_ORDER = ["OrderPlaced", "PaymentSucceeded", "OrderPaid"]
-  .reduce((n, type) => n + ROUTING[type].length, 0);
 
 /**
  * Settings of the run. A receiver's "not yet" (the kitchen's 409 for an
@@ -109,29 +105,6 @@ async function consumersOf(nats: NatsServer, stream: string) {
   }
 }
 
-interface Progress {
-  paid: number;
-  unpublished: number;
-  deliveries: number;
-  done: number;
-  dead: number;
-}
-
-async function progress(sql: Sql): Promise<Progress> {
-  const [row] = await sql<Progress[]>`
-    select (select count(*) from orders.orders where state = 'paid')::int
-             as paid,
-           ((select count(*) from orders.outbox where state <> 'published')
-            + (select count(*) from billing.outbox
-                where state <> 'published'))::int as unpublished,
-           (select count(*) from queue.deliveries)::int as deliveries,
-           (select count(*) from queue.deliveries where state = 'dead')::int
-             as dead,
-           (select count(*) from queue.deliveries where state = 'done')::int
-             as done`;
-  return row;
-}
-
 natsServerTest(
   "process: three deno task worker processes over JetStream, one SIGKILLed and the NATS server restarted under load: lost 0, doubled 0",
   async () => {
@@ -159,25 +132,13 @@ natsServerTest(
       const owners = await Promise.all(workers.map(ownerOf));
 
       // The load: each sandbox's client places and pays its orders in turn.
-      const base = `http://127.0.0.1:${port}/`;
-      const clients = Array.from({ length: CLIENTS }, () => new Client(base));
-      const sandboxes = await Promise.all(
-        clients.map((c, i) => signIn(c, `Load ${i + 1}`)),
+      const load = await payingLoad(
+        `http://127.0.0.1:${port}/`,
+        CLIENTS,
+        PER_CLIENT,
       );
-      let paid = 0;
-      const load = Promise.all(clients.map(async (client) => {
-        for (let i = 0; i < PER_CLIENT; i++) {
-          const { orderId } = await placeOrderVia(client, walkthroughOrder());
-          await payVia(client, orderId);
-          paid++;
-        }
-      }));
-      let loadFailed: unknown;
-      load.catch((error) => loadFailed = error);
-      const loading = () => {
-        if (loadFailed) throw loadFailed;
-        return true;
-      };
+      const { clients, loading } = load;
+      const paid = () => load.paid;
 
       // A worker killed while it holds leases: a relay's claim on outbox rows
       // or deliveries taken from the broker and not yet answered.
@@ -185,7 +146,7 @@ natsServerTest(
       await until(
         "the first worker to hold leases, a quarter of the orders paid",
         async () =>
-          loading() && paid >= ORDERS / 4 &&
+          loading() && paid() >= ORDERS / 4 &&
           await holdsLeases(db.sql, owners[0]),
         60_000,
       );
@@ -196,16 +157,16 @@ natsServerTest(
       // store once more orders were paid while it was away.
       await until(
         "half of the orders paid",
-        () => loading() && paid >= ORDERS / 2,
+        () => loading() && paid() >= ORDERS / 2,
       );
       await nats.kill("SIGKILL");
-      const whileDown = Math.min(ORDERS, paid + 2 * CLIENTS);
+      const whileDown = Math.min(ORDERS, paid() + 2 * CLIENTS);
       await until(
         "orders paid while the broker is down",
-        () => loading() && paid >= whileDown,
+        () => loading() && paid() >= whileDown,
       );
       await nats.restart();
-      await load;
+      await load.done;
 
       let last: Progress | undefined;
       try {
@@ -237,103 +198,7 @@ natsServerTest(
         );
       }
 
-      // Lost 0: every delivery done, one per message and subscriber.
-      const deliveries = await db.sql<
-        { subscriber: string; type: string; state: string; n: number }[]
-      >`select subscriber, type, state, count(*)::int as n
-        from queue.deliveries group by 1, 2, 3 order by 1, 2, 3`;
-      const expected = Object.entries(ROUTING)
-        .filter(([type]) =>
-          ["OrderPlaced", "PaymentSucceeded", "OrderPaid"].includes(type)
-        )
-        .flatMap(([type, subscribers]) =>
-          subscribers.map((subscriber) => ({
-            subscriber,
-            type,
-            state: "done",
-            n: ORDERS,
-          }))
-        )
-        .sort((a, b) =>
-          a.subscriber.localeCompare(b.subscriber) ||
-          a.type.localeCompare(b.type)
-        );
-      assert.deepEqual(deliveries.map((d) => ({ ...d })), expected);
-      assert.equal(
-        await countOf(db.sql`select count(*)::int as n from queue.messages`),
-        3 * ORDERS,
-      );
-
-      // Each receiver's inbox: exactly its deliveries' messages, each once,
-      // each applied (200), nothing refused.
-      for (const subscriber of SUBSCRIBERS) {
-        const inbox = db.sql(`${subscriber}.inbox`);
-        const owed = deliveries.filter((d) => d.subscriber === subscriber)
-          .reduce((n, d) => n + d.n, 0);
-        const [row] = await db.sql<
-          { rows: number; ids: number; applied: number; unmatched: number }[]
-        >`select count(*)::int as rows,
-               count(distinct message_id)::int as ids,
-               count(*) filter (where status = 200)::int as applied,
-               (select count(*) from queue.deliveries d
-                 where d.subscriber = ${subscriber}
-                   and not exists (select from ${inbox} i
-                                    where i.message_id = d.message_id))::int
-                 as unmatched
-          from ${inbox}`;
-        assert.deepEqual(
-          { subscriber, ...row },
-          { subscriber, rows: owed, ids: owed, applied: owed, unmatched: 0 },
-        );
-        assert.equal(
-          await countOf(
-            db.sql`select count(*)::int as n from ${
-              db.sql(`${subscriber}.refusals`)
-            }`,
-          ),
-          0,
-          `${subscriber} refused nothing`,
-        );
-      }
-
-      // Doubled 0: every effect once per order.
-      const effects = await db.sql<Record<string, number>[]>`
-      select
-        (select count(*) from orders.orders where state = 'paid')::int
-          as "paidOrders",
-        (select count(*) from orders.events where type = 'OrderPaid')::int
-          as "orderPaidEvents",
-        (select count(distinct order_id) from orders.events
-          where type = 'OrderPaid')::int as "ordersWithOrderPaid",
-        (select count(*) from billing.payments where state = 'succeeded')::int
-          as "payments",
-        (select count(*) from kitchen.cards where state = 'confirmed')::int
-          as "confirmedCards",
-        (select count(*) from kitchen.cards)::int as "cards",
-        (select count(*) from schedule.bookings where state = 'reserved')::int
-          as "reservedBookings",
-        (select count(*) from dispatch.stops where state = 'confirmed')::int
-          as "stops",
-        (select count(*) from crm.interactions)::int as "crmInteractions",
-        (select count(*) from customers.history)::int as "customerHistory",
-        (select count(*) from receipts.receipts)::int as "receipts",
-        (select count(distinct number) from receipts.receipts)::int
-          as "receiptNumbers"`;
-      assert.deepEqual({ ...effects[0] }, {
-        paidOrders: ORDERS,
-        orderPaidEvents: ORDERS,
-        ordersWithOrderPaid: ORDERS,
-        payments: ORDERS,
-        confirmedCards: ORDERS,
-        cards: ORDERS,
-        // Two products per order, each its own booking.
-        reservedBookings: 2 * ORDERS,
-        stops: ORDERS,
-        crmInteractions: ORDERS,
-        customerHistory: 2 * ORDERS,
-        receipts: ORDERS,
-        receiptNumbers: ORDERS,
-      });
+      await assertPaidOnce(db.sql, ORDERS);
 
       // The broker holds one message per delivery: the relay's repeats after
       // the outage were stored once.
@@ -345,22 +210,7 @@ natsServerTest(
         await nc.close();
       }
 
-      // The closure of every sandbox: everything closed, nothing owed.
-      for (const [i, client] of clients.entries()) {
-        const { status, body } = await client.json<
-          { totals: Record<string, number> }
-        >("GET", "/api/console/closure");
-        assert.equal(status, 200);
-        assert.deepEqual(body.totals, {
-          owed: 0,
-          inFlight: 0,
-          acceptedUnacked: 0,
-          closed: PER_CLIENT * PER_ORDER,
-          dead: 0,
-          refused: 0,
-          mismatch: 0,
-        }, `closure of sandbox ${sandboxes[i].sandboxId}`);
-      }
+      await assertClosuresClean(clients, PER_CLIENT);
 
       // What the kill and the outage cost, for whoever reads the run.
       const [cost] = await db.sql`
