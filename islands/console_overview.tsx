@@ -36,6 +36,7 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
     checkoutEvents,
     lastHour,
     orderViolations,
+    republished,
   } = live.data.value;
   const sending = useSignal<ReadonlySet<string>>(new Set());
   const sendError = useSignal("");
@@ -192,6 +193,17 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
               : `${orderViolations.total} messages`}{" "}
             arrived after a later version of their order had been applied
           </a>
+        </p>
+        <p data-testid="overview-republished">
+          <span class={republished.deliveries > 0 ? "tone-warn" : undefined}>
+            {republished.deliveries === 1
+              ? "1 delivery"
+              : `${republished.deliveries} deliveries`}
+          </span>{" "}
+          the broker lost were sent again from the ledger
+          {republished.copies > republished.deliveries
+            ? ` (${republished.copies} copies)`
+            : ""}
         </p>
       </section>
 

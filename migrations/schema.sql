@@ -1582,7 +1582,8 @@ CREATE TABLE queue.deliveries (
   audited boolean NOT NULL DEFAULT false,
   republish_at timestamp with time zone,
   last_started_at timestamp with time zone,
-  last_duration_ms integer
+  last_duration_ms integer,
+  republishes integer NOT NULL DEFAULT 0
 );
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_check CHECK (((state = 'in_flight'::text) = (lease_owner IS NOT NULL)));
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_check1 CHECK (((state <> 'dead'::text) OR (dead_at IS NOT NULL)));

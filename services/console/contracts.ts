@@ -386,6 +386,11 @@ export const overviewDataSchema = z.strictObject({
   /** Every receiver over the last hour, for the charts. */
   lastHour: z.array(receiverStatsSchema),
   orderViolations: z.strictObject({ total: count }),
+  /**
+   * Deliveries the broker lost that the ledger sent again (JetStream), and
+   * how many copies that took.
+   */
+  republished: z.strictObject({ deliveries: count, copies: count }),
 });
 export type OverviewData = z.infer<typeof overviewDataSchema>;
 

@@ -3,7 +3,8 @@
  * (`GET /api/console/overview`): outbox ages, closure, dead letters per
  * receiver, receiver health, payments needing a refund, test-checkout
  * events the webhook has not taken, the last hour per
- * receiver (its charts) and how many order violations there are.
+ * receiver (its charts), how many order violations there are, and how
+ * many deliveries the ledger sent again because the broker lost them.
  */
 import type { Sql } from "../../lib/db/connect.ts";
 import { outboxAges } from "./outbox.ts";
@@ -13,6 +14,22 @@ import { refundsDue } from "./refunds.ts";
 import { undeliveredCheckoutEvents } from "./checkout_events.ts";
 import { receiverStats } from "./receivers.ts";
 import { orderViolations } from "./violations.ts";
+import { asService } from "../../lib/db/service.ts";
+
+/** Deliveries of a sandbox the broker lost, sent again from the ledger. */
+async function republished(sql: Sql, sandboxId: string) {
+  const [row] = await asService(
+    sql,
+    "console",
+    { sandboxId },
+    ({ sql }) =>
+      sql<{ deliveries: number; copies: number }[]>`
+      select count(*)::int as deliveries,
+             coalesce(sum(republishes), 0)::int as copies
+        from queue.deliveries where republishes > 0`,
+  );
+  return { deliveries: row.deliveries, copies: row.copies };
+}
 
 /** The overview of one sandbox, read in parallel. */
 export async function overviewData(sql: Sql, sandboxId: string) {
@@ -25,6 +42,7 @@ export async function overviewData(sql: Sql, sandboxId: string) {
     checkoutEvents,
     lastHour,
     violations,
+    again,
   ] = await Promise.all([
     // 10 oldest rows: the overview summarises, the outbox page lists.
     outboxAges(sql, sandboxId, 10),
@@ -35,6 +53,7 @@ export async function overviewData(sql: Sql, sandboxId: string) {
     undeliveredCheckoutEvents(sql, sandboxId),
     receiverStats(sql, sandboxId),
     orderViolations(sql, sandboxId, { limit: 1 }),
+    republished(sql, sandboxId),
   ]);
   return {
     outbox,
@@ -45,5 +64,6 @@ export async function overviewData(sql: Sql, sandboxId: string) {
     checkoutEvents,
     lastHour,
     orderViolations: { total: violations.total },
+    republished: again,
   };
 }

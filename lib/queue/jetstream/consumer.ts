@@ -486,7 +486,7 @@ export class JetStreamConsumer {
  * A pending count from the broker, or 1 (there is something) for the count
  * NATS 2.9 sometimes gives, under zero, as 2^64 - 1.
  */
-function believable(pending: number): number {
+export function believable(pending: number): number {
   return pending > 2 ** 32 ? 1 : pending;
 }
 

@@ -118,29 +118,66 @@ export async function startDeliveries(
 
 /**
  * The lanes (subscriber and sandbox) with open deliveries, pending or in
- * flight, stored before `before`: each must have its consumer, or its
- * messages wait for no one (a lane whose consumer the server dropped while
- * no worker ran).
+ * flight, stored before `before`, and how many each has. Each lane must
+ * have its consumer, or its messages wait for no one (a lane whose consumer
+ * the server dropped while no worker ran); and the broker must hold at
+ * least as many messages there, or it lost some.
  */
 export async function openLanes(
   sql: Sql,
   subscribers: readonly string[],
   before: Date,
-): Promise<{ subscriber: string; sandboxId: string }[]> {
+): Promise<{ subscriber: string; sandboxId: string; open: number }[]> {
   const rows = await bookkeepingStatement(
     sql,
     "queue",
     ({ sql }) =>
-      sql<{ subscriber: string; sandbox_id: string }[]>`
-      select distinct subscriber, sandbox_id from queue.deliveries
+      sql<{ subscriber: string; sandbox_id: string; open: number }[]>`
+      select subscriber, sandbox_id, count(*)::int as open
+        from queue.deliveries
        where state in ('pending', 'in_flight')
          and subscriber = any(${subscribers as string[]}::text[])
-         and created_at < ${before}`,
+         and created_at < ${before}
+       group by subscriber, sandbox_id`,
   );
   return rows.map((r) => ({
     subscriber: r.subscriber,
     sandboxId: r.sandbox_id,
+    open: r.open,
   }));
+}
+
+/**
+ * Marks for the republisher (redrive.ts) the open deliveries of `lanes`,
+ * where the broker holds fewer messages than the ledger has open: those due
+ * for longer than `graceMs` (a message the broker still held would have
+ * reached a consumer by then) and not marked already. The broker does not
+ * say which messages it lost, so every such delivery of the lane goes again;
+ * the receivers' inboxes make a repeat harmless. Returns how many.
+ */
+export async function markLost(
+  sql: Sql,
+  lanes: readonly { subscriber: string; sandboxId: string }[],
+  graceMs: number,
+): Promise<number> {
+  if (lanes.length === 0) return 0;
+  const rows = await bookkeepingStatement(
+    sql,
+    "queue",
+    ({ sql }) =>
+      sql`
+      update queue.deliveries d
+         set republish_at = now(), republishes = d.republishes + 1
+        from unnest(${lanes.map((l) => l.subscriber)}::text[],
+                    ${lanes.map((l) => l.sandboxId)}::uuid[])
+             as l(subscriber, sandbox_id)
+       where d.subscriber = l.subscriber and d.sandbox_id = l.sandbox_id
+         and d.state in ('pending', 'in_flight')
+         and d.next_attempt_at < now() - ${graceMs} * interval '1 millisecond'
+         and d.republish_at is null
+      returning d.id`,
+  );
+  return rows.length;
 }
 
 /** How consumers record their deliveries' attempts in PostgreSQL. */

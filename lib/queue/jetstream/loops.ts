@@ -10,8 +10,8 @@ import { Loop } from "../../wake/loop.ts";
 import type { FairShare } from "../fair_share.ts";
 import type { PauseReader } from "../pauses.ts";
 import type { SendOptions } from "../send.ts";
-import { JetStreamConsumer } from "./consumer.ts";
-import { joinedRecords, openLanes } from "./deliveries_sql.ts";
+import { believable, JetStreamConsumer } from "./consumer.ts";
+import { joinedRecords, markLost, openLanes } from "./deliveries_sql.ts";
 import { bellSchema, laneKey } from "./lanes.ts";
 import { republishOnce } from "./redrive.ts";
 import type { JetStream } from "./stream.ts";
@@ -129,16 +129,33 @@ export function brokerLoops(
         );
       }
       if (looks++ % OPEN_LANES_EVERY === 0) {
-        const there = new Set(listed.map(laneKey));
-        const gone =
-          (await openLanes(options.sql, [...consumers.keys()], asked))
-            .filter((lane) => !there.has(laneKey(lane)));
+        const held = new Map(
+          listed.map((l) => [laneKey(l), believable(l.pending) + l.ackPending]),
+        );
+        const open = await openLanes(options.sql, [...consumers.keys()], asked);
+        const gone = open.filter((lane) => !held.has(laneKey(lane)));
         if (gone.length > 0) {
           log.warn("broker_lanes_made_again", { lanes: gone.length });
           await stream.lanes.ensure(gone, true);
           for (const lane of gone) {
             consumers.get(lane.subscriber)?.notify(lane.sandboxId, 1);
           }
+        }
+        // The ledger is the truth: where the broker holds fewer messages
+        // than a lane has open deliveries, it lost some (a stream deleted or
+        // made again, its storage lost, a server down with the only copy).
+        const short = open.filter((lane) =>
+          (held.get(laneKey(lane)) ?? 0) < lane.open
+        );
+        const marked = await markLost(options.sql, short, options.ackWaitMs);
+        if (marked > 0) {
+          log.warn("broker_lost_republished", {
+            lanes: short.length,
+            deliveries: marked,
+            reason:
+              "the broker holds fewer messages than these lanes have open deliveries",
+          });
+          republisher.wake();
         }
       }
       return { more: false };

@@ -1,5 +1,6 @@
 /**
- * Redrives over JetStream. A redrive makes the dead delivery pending in
+ * Redrives over JetStream, and deliveries the broker lost (loops.ts marks
+ * them the same way, counting `republishes` instead of `redrives`). A redrive makes the dead delivery pending in
  * PostgreSQL and marks it for republishing (lib/queue/dead_letters.ts), in
  * one transaction; this loop then gives the broker the stored envelope again,
  * on the lane of that delivery's subscriber and sandbox only (the other
@@ -37,6 +38,7 @@ interface MarkRow {
   message_id: string;
   subscriber: string;
   redrives: number;
+  republishes: number;
   source: string;
   envelope: Envelope;
 }
@@ -67,7 +69,7 @@ export async function republishOnce(
         from due, queue.messages m
        where d.id = due.id and m.message_id = d.message_id
       returning d.id, d.sandbox_id, d.message_id, d.subscriber, d.redrives,
-                m.source, m.envelope`,
+                d.republishes, m.source, m.envelope`,
   );
   if (marks.length === 0) {
     const [next] = await bookkeepingStatement(
@@ -91,7 +93,12 @@ export async function republishOnce(
       names.subject(m.subscriber, m.sandbox_id, m.envelope.type),
       JSON.stringify(m.envelope),
       {
-        msgID: names.messageId(m.message_id, m.subscriber, m.redrives),
+        msgID: names.messageId(
+          m.message_id,
+          m.subscriber,
+          m.redrives,
+          m.republishes,
+        ),
         headers: h,
       },
     );
@@ -104,14 +111,17 @@ export async function republishOnce(
       seq: acks[i].seq,
     })),
   );
-  // Fenced by the redrive published: one made meanwhile (a higher count)
-  // keeps its mark, and is published on the next round.
+  // Fenced by the copy published: a redrive or a republish marked
+  // meanwhile (a higher count) keeps its mark, for the next round.
   await bookkeepingStatement(sql, "queue", ({ sql }) =>
     sql`
       update queue.deliveries d set republish_at = null
         from unnest(${marks.map((m) => m.id)}::bigint[],
-                    ${marks.map((m) => m.redrives)}::int[]) as p(id, redrives)
-       where d.id = p.id and d.redrives = p.redrives`);
+                    ${marks.map((m) => m.redrives)}::int[],
+                    ${marks.map((m) => m.republishes)}::int[])
+             as p(id, redrives, republishes)
+       where d.id = p.id and d.redrives = p.redrives
+         and d.republishes = p.republishes`);
   return {
     more: marks.length === batch,
     touched: [...new Set(marks.map((m) => m.sandbox_id))],

@@ -85,10 +85,17 @@ export class StreamNames {
    * subscriber. A redrive adds its number: a fresh id that the window never
    * swallows, for the same envelope.
    */
-  messageId(messageId: string, subscriber: string, redrive?: number): string {
-    return redrive === undefined
-      ? `${messageId}.${subscriber}`
-      : `${messageId}.${subscriber}.redrive.${redrive}`;
+  messageId(
+    messageId: string,
+    subscriber: string,
+    redrive?: number,
+    again = 0,
+  ): string {
+    const first = `${messageId}.${subscriber}`;
+    if (redrive === undefined) return first;
+    const redriven = `${first}.redrive.${redrive}`;
+    // A copy sent again because the broker lost the last one.
+    return again > 0 ? `${redriven}.again.${again}` : redriven;
   }
 }
 
@@ -200,7 +207,7 @@ export async function openJetStream(
           log.error("broker_stream_made_again", {
             stream: settings.names.stream,
             message:
-              "the stream was gone while the workers ran; made again empty: what it held is lost to the broker, and those deliveries stay open",
+              "the stream was gone while the workers ran; made again empty: what it held is lost to the broker, and the ledger sends those deliveries again",
           });
           await ensureStream(jsm, settings, log);
         },
