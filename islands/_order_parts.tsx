@@ -148,6 +148,11 @@ function Entry(
                   after {span(message.createdAt, message.publishedAt)}
                 </span>
               )}
+              {message.traceId && (
+                <span class="muted" data-testid="trace-id">
+                  trace <code>{message.traceId}</code>
+                </span>
+              )}
             </>
           )}
           {entry.receivers.length > 0 && (

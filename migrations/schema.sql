@@ -436,7 +436,8 @@ CREATE TABLE billing.checkout_events (
   created_at timestamp with time zone NOT NULL DEFAULT now(),
   finished_at timestamp with time zone,
   resent_by text,
-  resent_at timestamp with time zone
+  resent_at timestamp with time zone,
+  traceparent text
 );
 ALTER TABLE billing.checkout_events ADD CONSTRAINT checkout_events_pkey PRIMARY KEY (event_id);
 ALTER TABLE billing.checkout_events ADD CONSTRAINT checkout_events_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text, 'gave_up'::text])));

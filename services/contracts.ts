@@ -99,6 +99,8 @@ export const orderViewSchema = z.strictObject({
     lastError: z.string().nullable(),
     createdAt: time,
     publishedAt: time.nullable(),
+    /** The OpenTelemetry trace id, where tracing was on (OTEL_DENO). */
+    traceId: z.string().regex(/^[0-9a-f]{32}$/).nullable(),
   })),
   deliveries: z.array(z.strictObject({
     id: z.number().int().positive(),

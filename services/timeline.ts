@@ -35,6 +35,8 @@ export interface OrderView {
     lastError: string | null;
     createdAt: string;
     publishedAt: string | null;
+    /** The trace the message belongs to, where tracing was on. */
+    traceId: string | null;
   }[];
   deliveries: {
     id: number;
@@ -84,13 +86,15 @@ export async function orderView(
        where order_id = ${orderId} order by id`;
     const messages = await sql`
       select 'orders' as service, message_id, type, state, attempts, last_error,
-             created_at, published_at
+             created_at, published_at,
+             split_part(envelope->>'traceparent', '-', 2) as trace_id
         from orders.outbox
        where message_id in (select message_id from orders.events
                              where order_id = ${orderId})
       union all
       select 'billing', message_id, type, state, attempts, last_error,
-             created_at, published_at
+             created_at, published_at,
+             split_part(envelope->>'traceparent', '-', 2)
         from billing.outbox where envelope->>'aggregateId' = ${orderId}
       order by created_at`;
     const deliveries = await sql`
@@ -155,6 +159,7 @@ export async function orderView(
         lastError: m.last_error,
         createdAt: m.created_at.toISOString(),
         publishedAt: iso(m.published_at),
+        traceId: m.trace_id || null,
       })),
       deliveries: deliveries.map((d) => ({
         id: Number(d.id),

@@ -305,6 +305,7 @@ export interface OrderJson {
     service: string;
     eventType: string;
     state: string;
+    traceId: string | null;
   }[];
   deliveries: {
     messageId: string;

@@ -67,6 +67,7 @@ function paidView(): OrderView {
     lastError: null,
     createdAt: at(ms),
     publishedAt: at(ms + 20),
+    traceId: null,
   });
   return {
     orderId: "01a22a9b-552c-77bf-8b34-aa367361b797",

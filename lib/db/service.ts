@@ -4,6 +4,7 @@
  * enforces the rest: the role reaches its own schema only, and row-level
  * security shows it only the rows of that sandbox.
  */
+import { inSpan, tracing } from "../trace/mod.ts";
 import type postgres from "postgres";
 import type { ReservedSql, Sql, TxSql } from "./connect.ts";
 import {
@@ -89,6 +90,8 @@ export async function asService<T>(
      * (see {@link bookkeepingStatement} and {@link serviceStatement}).
      */
     commitWithStatement?: boolean;
+    /** In its span already (see below). */
+    traced?: boolean;
   } = {},
 ): Promise<T> {
   if (!SERVICE_NAME.test(service)) {
@@ -103,6 +106,17 @@ export async function asService<T>(
   // longer than the statement runs: bookkeeping runs with jit off. (The
   // figures: bench/HISTORY.md, "Figures that were in the code's comments".)
   const bk = options.bookkeeping ?? false;
+  // A span for a service's own transaction in a sandbox (a command, a
+  // receiver's apply); the workers' would only bury those under their own.
+  if (tracing && !bk && !options.traced && scope !== "workers") {
+    return await inSpan(`transaction ${service}`, {
+      attributes: {
+        "db.system": "postgresql",
+        "bakery.service": service,
+        "bakery.sandbox": scope.sandboxId,
+      },
+    }, () => asService(sql, service, scope, fn, { ...options, traced: true }));
+  }
   return await transaction(
     sql,
     options.snapshot

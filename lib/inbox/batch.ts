@@ -11,6 +11,8 @@
  * was most of what a delivery cost once the request itself was in
  * process (bench/README.md).
  */
+import { inSpan } from "../trace/mod.ts";
+import { applySpan } from "./handler.ts";
 import type { Sql } from "../db/connect.ts";
 import { asService, type ServiceTx } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
@@ -70,7 +72,18 @@ export async function receiveBatch(
         }));
         continue;
       }
-      const one = await receiveInBatch(tx, envelope, apply, options);
+      const one = await inSpan(
+        `apply ${service}`,
+        applySpan(service, envelope),
+        async (span) => {
+          const one = await receiveInBatch(tx, envelope, apply, options);
+          span?.setAttributes({
+            "http.response.status_code": one.status,
+            "bakery.duplicate": one.duplicate ?? false,
+          });
+          return one;
+        },
+      );
       if (one.status === 409 || one.status === 500) {
         held.set(envelope.aggregateId, envelope.messageId);
       }

@@ -15,6 +15,7 @@
  * The step from a parsed envelope to the answer is a `Receiver`, which a
  * decorator may wrap (lib/faults `faultyReceiver`: 503, slow).
  */
+import { contextOf, inSpan } from "../trace/mod.ts";
 import type { Sql } from "../db/connect.ts";
 import { recordClosedRefusal, SandboxClosed } from "../db/closed.ts";
 import type { Logger } from "../log/mod.ts";
@@ -47,7 +48,31 @@ export function inboxHandler(options: InboxHandlerOptions) {
     if (body instanceof Response) return body;
     const envelope = parseEnvelope(body);
     if (typeof envelope === "string") return json(400, { error: envelope });
-    return await receiver(envelope);
+    return await inSpan(
+      `apply ${options.service}`,
+      applySpan(options.service, envelope),
+      async (span) => {
+        const response = await receiver(envelope);
+        span?.setAttribute("http.response.status_code", response.status);
+        return response;
+      },
+    );
+  };
+}
+
+/**
+ * A receiver's apply of one message: a span of the message's own trace
+ * (lib/trace), whichever request brought it.
+ */
+export function applySpan(service: string, envelope: Envelope) {
+  return {
+    kind: "consumer" as const,
+    parent: contextOf(envelope.traceparent),
+    attributes: {
+      "messaging.message.id": envelope.messageId,
+      "bakery.subscriber": service,
+      "bakery.event_type": envelope.type,
+    },
   };
 }
 

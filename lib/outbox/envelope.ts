@@ -3,6 +3,7 @@
  * receiver gets, byte for byte. Version 1 of the envelope format.
  */
 import { z } from "zod";
+import { currentTraceparent } from "../trace/mod.ts";
 
 /** "00".."ff", by byte value. */
 const HEX = Array.from(
@@ -63,6 +64,14 @@ export const envelopeSchema = z.object({
    * every other message, so an envelope without it is as before.
    */
   supersedes: z.array(uuid).min(1).max(MAX_SUPERSEDES).optional(),
+  /**
+   * W3C trace context of the write that made the message, where the sender
+   * traces (lib/trace): its deliveries and applies join that trace.
+   */
+  traceparent: z.string().regex(
+    /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/,
+    "a W3C traceparent",
+  ).optional(),
 }).strict().refine((e) => !e.supersedes?.includes(e.messageId), {
   path: ["supersedes"],
   message: "a message cannot supersede itself",
@@ -70,16 +79,21 @@ export const envelopeSchema = z.object({
 
 export type Envelope = z.output<typeof envelopeSchema>;
 
-/** Builds a new envelope with a fresh UUIDv7 and the current time. */
+/**
+ * Builds a new envelope with a fresh UUIDv7 and the current time, and the
+ * active trace context where tracing is on.
+ */
 export function newEnvelope(
   fields: Omit<Envelope, "messageId" | "occurredAt" | "schemaVersion"> & {
     schemaVersion?: number;
   },
 ): Envelope {
+  const traceparent = currentTraceparent();
   return {
     messageId: uuidv7(),
     occurredAt: new Date().toISOString(),
     schemaVersion: 1,
+    ...(traceparent ? { traceparent } : {}),
     ...fields,
   };
 }

@@ -4,6 +4,13 @@
  * needs said. The deliveries of one aggregate to one subscriber go in order,
  * different ones in parallel.
  */
+import {
+  contextOf,
+  endSpan,
+  startSpan,
+  tracing,
+  withSpan,
+} from "../trace/mod.ts";
 import type { Logger } from "../log/mod.ts";
 import type { Outcome } from "./classify.ts";
 import type { AttemptResult, ClaimedDelivery } from "./delivery.ts";
@@ -82,12 +89,43 @@ export async function send(
     // `judged` reads its list when it is called: a batch may have left its
     // stragglers to a list of their own meanwhile (tests/
     // messaging_stragglers_test.ts).
+    // Each attempt is a span of its message's trace (lib/trace); a
+    // batch's request goes out in its first message's.
+    const spans = tracing ? group.map(attemptSpan) : [];
+    const end = (r: AttemptResult) => {
+      const i = tracing ? group.findIndex((d) => d.id === r.id) : -1;
+      endSpan(spans[i], {
+        "bakery.outcome": r.state,
+        ...(r.status === null ? {} : { "http.response.status_code": r.status }),
+      }, r.state !== "done");
+      judged(r);
+    };
     if (key.startsWith("batch\u0000")) {
-      for (const r of await attemptBatch(options, group)) judged(r);
+      const results = await withSpan(
+        spans[0],
+        () => attemptBatch(options, group),
+      );
+      for (const r of results) end(r);
     } else {
-      for (const d of group) judged(await attempt(options, d));
+      for (const [i, d] of group.entries()) {
+        end(await withSpan(spans[i], () => attempt(options, d)));
+      }
     }
   }));
+}
+
+/** A delivery attempt's span, in the trace of the write that made it. */
+function attemptSpan(d: ClaimedDelivery) {
+  if (!tracing) return undefined;
+  return startSpan(`deliver ${d.subscriber}`, {
+    parent: contextOf(d.envelope.traceparent),
+    attributes: {
+      "messaging.message.id": d.messageId,
+      "bakery.subscriber": d.subscriber,
+      "bakery.event_type": d.type,
+      "bakery.attempt": d.attempt,
+    },
+  });
 }
 
 /** Logs what a recorded batch needs said, and observes the delivered. */

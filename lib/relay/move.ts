@@ -6,6 +6,7 @@
  * skipped; a row whose lease expired (a relay that claimed it the long way
  * and died) is due again and moved.
  */
+import { tracing } from "../trace/mod.ts";
 import type { Sql } from "../db/connect.ts";
 import type { ClaimedDelivery } from "../queue/delivery.ts";
 import type { PgQueue } from "../queue/postgres/queue.ts";
@@ -25,6 +26,8 @@ export interface Moved {
   sandboxIds: string[];
   /** Seconds from each row's creation to its publish. */
   lagSeconds: number[];
+  /** The moved messages' trace contexts, where tracing is on (lib/trace). */
+  traceparents: string[];
   /**
    * Other moves of this outbox held every slot (see PgMove's `slots`):
    * nothing was looked at, and rows may well be due.
@@ -101,6 +104,7 @@ export class PgMove implements Shortcut {
     const statement = {
       service,
       limit,
+      traces: tracing,
       slots: this.slots,
       routes: routesOf(this.queue.routing, Object.keys(this.queue.routing)),
       ...options,
@@ -122,6 +126,7 @@ export class PgMove implements Shortcut {
       published: row.published,
       sandboxIds: row.sandbox_ids ?? [],
       lagSeconds: row.lags ?? [],
+      traceparents: row.traceparents ?? [],
       busy: row.busy,
       handed: (row.handed ?? []).map((h) => ({
         id: Number(h.id),

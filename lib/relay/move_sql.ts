@@ -34,6 +34,7 @@ export interface MoveRow {
   published: number;
   sandbox_ids: string[] | null;
   lags: number[] | null;
+  traceparents: string[] | null;
   notified: number;
   busy: boolean;
   handed: HandedRow[] | null;
@@ -50,6 +51,8 @@ export interface MoveStatement {
   skip: readonly string[];
   /** Skip message ids the queue has already (slower; see PgMove). */
   repeats: boolean;
+  /** Return the moved messages' trace contexts (tracing is on). */
+  traces?: boolean;
   wokenBy?: string;
   handoff?: Handoff;
 }
@@ -112,6 +115,12 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
                (select array_agg(distinct sandbox_id) from moved) as sandbox_ids,
                (select array_agg(date_part('epoch', now() - created_at))
                   from moved) as lags,
+               ${
+      m.traces
+        ? sql`(select array_agg(envelope->>'traceparent') from moved
+                 where envelope ? 'traceparent')`
+        : sql`null::text[]`
+    } as traceparents,
                (select count(*)::int from woken) as notified,
                not exists (select from slot) as busy,
                ${

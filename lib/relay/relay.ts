@@ -16,6 +16,7 @@
  * they are claimed and published again, and the transport ignores the
  * duplicate. So the worst case is a duplicate, never a loss.
  */
+import { inSpan, linksTo, recordSpan, ROOT_CONTEXT } from "../trace/mod.ts";
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
 import { PartialPublish, type Queue } from "../queue/queue.ts";
@@ -78,7 +79,18 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
   const limit = options.batchSize ?? 1000;
   const diverted = await options.queue.diverted?.() ?? [];
   const move = async () => {
+    const startTime = Date.now();
     const moved = await shortcut.move(service, limit, { skip: diverted });
+    if (moved.rows > 0) {
+      recordSpan(`relay move ${service}`, {
+        startTime,
+        attributes: {
+          "bakery.service": service,
+          "messaging.batch.message_count": moved.rows,
+        },
+        links: linksTo(moved.traceparents),
+      });
+    }
     if (options.observeLag) {
       for (const lag of moved.lagSeconds) options.observeLag(lag, service);
     }
@@ -154,9 +166,18 @@ async function claimPublishMark(
   let unmarked: ReadonlySet<string> = new Set();
   let nextDueAt: Date | undefined;
   try {
-    await options.queue.publish(
-      claimed.map((row) => ({ source: service, envelope: row.envelope })),
-    );
+    await inSpan(`relay publish ${service}`, {
+      kind: "producer",
+      parent: ROOT_CONTEXT,
+      attributes: {
+        "bakery.service": service,
+        "messaging.batch.message_count": claimed.length,
+      },
+      links: linksTo(claimed.map((row) => row.envelope.traceparent)),
+    }, () =>
+      options.queue.publish(
+        claimed.map((row) => ({ source: service, envelope: row.envelope })),
+      ));
   } catch (error) {
     if (!(error instanceof PartialPublish)) {
       await fail(

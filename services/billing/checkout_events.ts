@@ -7,6 +7,7 @@
  * (the setting CHECKOUT_RETRY_DELAYS_MS). After the last retry the event is a row in
  * state `gave_up` that the console shows, never only a log line.
  */
+import { contextOf, currentTraceparent, inSpan } from "../../lib/trace/mod.ts";
 import Stripe from "stripe";
 import type { Sql } from "../../lib/db/connect.ts";
 import { asService, type ServiceTx } from "../../lib/db/service.ts";
@@ -39,8 +40,10 @@ export async function enqueueCheckoutEvent(
   event: { id: string },
 ): Promise<void> {
   await tx.sql`
-    insert into billing.checkout_events (event_id, sandbox_id, payment_id, payload)
-    values (${event.id}, ${sandboxId}, ${paymentId}, ${JSON.stringify(event)})`;
+    insert into billing.checkout_events
+      (event_id, sandbox_id, payment_id, payload, traceparent)
+    values (${event.id}, ${sandboxId}, ${paymentId}, ${JSON.stringify(event)},
+            ${currentTraceparent() ?? null})`;
 }
 
 interface Claimed {
@@ -48,6 +51,7 @@ interface Claimed {
   sandbox_id: string;
   payload: string;
   attempts: number;
+  traceparent: string | null;
   lease_token: string;
 }
 
@@ -120,7 +124,8 @@ export class CheckoutSender {
            set lease_token = gen_random_uuid(), attempts = e.attempts + 1,
                next_attempt_at = now() + ${LEASE_MS} * interval '1 millisecond'
           from due where e.event_id = due.event_id
-        returning e.event_id, e.sandbox_id, e.payload, e.attempts, e.lease_token`,
+        returning e.event_id, e.sandbox_id, e.payload, e.attempts, e.lease_token,
+                  e.traceparent`,
     );
     await Promise.all(claimed.map((event) => this.#deliver(event)));
     const [next] = await asService(
@@ -141,7 +146,16 @@ export class CheckoutSender {
 
   async #deliver(event: Claimed): Promise<void> {
     const { log } = this.#options;
-    const answer = await this.#post(event.payload);
+    // In the pay request's trace: the webhook's request and the payment's
+    // message join it.
+    const answer = await inSpan("checkout webhook", {
+      kind: "producer",
+      parent: contextOf(event.traceparent ?? undefined),
+      attributes: {
+        "bakery.checkout_event": event.event_id,
+        "bakery.attempt": event.attempts,
+      },
+    }, () => this.#post(event.payload));
     if (answer.ok) {
       await this.#finish(event, {
         state: "delivered",

@@ -81,6 +81,7 @@ function addMoved(a: Moved, b: Moved): Moved {
     published: a.published + b.published,
     sandboxIds: [...new Set([...a.sandboxIds, ...b.sandboxIds])],
     lagSeconds: [...a.lagSeconds, ...b.lagSeconds],
+    traceparents: [...a.traceparents, ...b.traceparents],
     busy: a.rows + b.rows === 0 && (a.busy || b.busy),
     handed: [...a.handed, ...b.handed],
   };

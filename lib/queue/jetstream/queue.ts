@@ -90,6 +90,8 @@ export class JetStreamQueue implements Queue {
         const data = JSON.stringify(envelope);
         const h = headers();
         h.set(SOURCE_HEADER, source);
+        // W3C trace context, as a header, for whoever reads the stream.
+        if (envelope.traceparent) h.set("traceparent", envelope.traceparent);
         const acks = await Promise.all(
           (routing[envelope.type] ?? []).map(async (subscriber) => {
             const ack = await js.publish(

@@ -89,6 +89,7 @@ export async function republishOnce(
   const acks = await Promise.all(marks.map((m) => {
     const h = headers();
     h.set(SOURCE_HEADER, m.source);
+    if (m.envelope.traceparent) h.set("traceparent", m.envelope.traceparent);
     return js.publish(
       names.subject(m.subscriber, m.sandbox_id, m.envelope.type),
       JSON.stringify(m.envelope),
