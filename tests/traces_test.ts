@@ -87,8 +87,8 @@ Deno.test("traces: each paid order's payment is one trace that reaches all six r
       new Set(
         otlp.spans.filter((s) =>
           s.traceId === traceId && s.name.startsWith("apply ") &&
-          attribute(s, "bakery.event_type") === "OrderPaid"
-        ).map((s) => attribute(s, "bakery.subscriber")),
+          attribute(s, "outbox.event_type") === "OrderPaid"
+        ).map((s) => attribute(s, "messaging.destination.name")),
       );
     for (const order of orders) {
       // The timeline shows the trace of each message; the payment's and
@@ -120,7 +120,7 @@ Deno.test("traces: each paid order's payment is one trace that reaches all six r
       );
       const attempts = new Set(
         inTrace.filter((s) => s.name.startsWith("deliver "))
-          .map((s) => attribute(s, "bakery.subscriber")),
+          .map((s) => attribute(s, "messaging.destination.name")),
       );
       for (const r of receivers) assert.ok(attempts.has(r), `deliver ${r}`);
       // The relay's move that carried the payment links to its trace.

@@ -112,8 +112,8 @@ export async function asService<T>(
     return await inSpan(`transaction ${service}`, {
       attributes: {
         "db.system": "postgresql",
-        "bakery.service": service,
-        "bakery.sandbox": scope.sandboxId,
+        "outbox.service": service,
+        "outbox.tenant": scope.sandboxId,
       },
     }, () => asService(sql, service, scope, fn, { ...options, traced: true }));
   }

@@ -79,7 +79,7 @@ export async function receiveBatch(
           const one = await receiveInBatch(tx, envelope, apply, options);
           span?.setAttributes({
             "http.response.status_code": one.status,
-            "bakery.duplicate": one.duplicate ?? false,
+            "outbox.duplicate": one.duplicate ?? false,
           });
           return one;
         },

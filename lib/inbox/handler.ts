@@ -70,8 +70,8 @@ export function applySpan(service: string, envelope: Envelope) {
     parent: contextOf(envelope.traceparent),
     attributes: {
       "messaging.message.id": envelope.messageId,
-      "bakery.subscriber": service,
-      "bakery.event_type": envelope.type,
+      "messaging.destination.name": service,
+      "outbox.event_type": envelope.type,
     },
   };
 }

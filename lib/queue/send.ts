@@ -95,7 +95,7 @@ export async function send(
     const end = (r: AttemptResult) => {
       const i = tracing ? group.findIndex((d) => d.id === r.id) : -1;
       endSpan(spans[i], {
-        "bakery.outcome": r.state,
+        "outbox.outcome": r.state,
         ...(r.status === null ? {} : { "http.response.status_code": r.status }),
       }, r.state !== "done");
       judged(r);
@@ -121,9 +121,9 @@ function attemptSpan(d: ClaimedDelivery) {
     parent: contextOf(d.envelope.traceparent),
     attributes: {
       "messaging.message.id": d.messageId,
-      "bakery.subscriber": d.subscriber,
-      "bakery.event_type": d.type,
-      "bakery.attempt": d.attempt,
+      "messaging.destination.name": d.subscriber,
+      "outbox.event_type": d.type,
+      "outbox.attempt": d.attempt,
     },
   });
 }

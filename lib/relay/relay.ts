@@ -85,7 +85,7 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
       recordSpan(`relay move ${service}`, {
         startTime,
         attributes: {
-          "bakery.service": service,
+          "outbox.service": service,
           "messaging.batch.message_count": moved.rows,
         },
         links: linksTo(moved.traceparents),
@@ -170,7 +170,7 @@ async function claimPublishMark(
       kind: "producer",
       parent: ROOT_CONTEXT,
       attributes: {
-        "bakery.service": service,
+        "outbox.service": service,
         "messaging.batch.message_count": claimed.length,
       },
       links: linksTo(claimed.map((row) => row.envelope.traceparent)),

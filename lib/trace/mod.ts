@@ -30,7 +30,7 @@ export const tracing: boolean = (() => {
   }
 })();
 
-const tracer = trace.getTracer("outbox-bakery");
+const tracer = trace.getTracer("outbox");
 
 export type Attributes = Record<string, string | number | boolean>;
 
