@@ -96,6 +96,12 @@ e2e.test(
         database: "up",
         queue: "jetstream",
         broker: "up",
+        cluster: {
+          server: new URL(TEST_NATS_URL).host,
+          name: null,
+          servers: [],
+          replicas: 1,
+        },
       });
       // The stream has one message per delivery, and one more per redrive,
       // on the kitchen's subjects only: OrderPlaced redriven once, OrderPaid
