@@ -8,7 +8,8 @@ import type { Deps } from "../../deps.ts";
 import { HttpError } from "../../lib/http/errors.ts";
 import { parseOr400, readJson, text } from "../../lib/http/validate.ts";
 import { placeOrderSchema } from "../../services/orders/schema.ts";
-import { placeOrder } from "../../services/orders/place.ts";
+import { placedTraceparent, placeOrder } from "../../services/orders/place.ts";
+import { contextOf, inSpan, tracing } from "../../lib/trace/mod.ts";
 import { cancelOrder } from "../../services/orders/cancel.ts";
 import { orderView } from "../../services/timeline.ts";
 import { ensureSession, requireSession } from "./session.ts";
@@ -69,13 +70,23 @@ export function orderRoutes(deps: Deps) {
           `order ${order.orderId} is ${order.state}; it cannot be paid`,
         );
       }
-      const result = await deps.gateway.pay({
-        sandboxId: session.sandboxId,
-        orderId: order.orderId,
-        amountCents: order.totalCents,
-        card,
-        returnUrl: new URL(`/orders/${order.orderId}`, c.req.url).toString(),
-      });
+      // Paying goes on in the order's trace (lib/trace): a paid order is
+      // one trace, from the request that placed it to every receiver.
+      const placed = tracing
+        ? await placedTraceparent(deps.sql, session.sandboxId, order.orderId)
+        : undefined;
+      const parent = placed ? contextOf(placed) : undefined;
+      const result = await inSpan("pay", {
+        parent,
+        attributes: { "bakery.order": order.orderId },
+      }, () =>
+        deps.gateway.pay({
+          sandboxId: session.sandboxId,
+          orderId: order.orderId,
+          amountCents: order.totalCents,
+          card,
+          returnUrl: new URL(`/orders/${order.orderId}`, c.req.url).toString(),
+        }));
       return c.json(result, 202);
     },
     cancel: async (c: Context) => {

@@ -180,3 +180,26 @@ async function placedBefore(
     created: false,
   };
 }
+
+/**
+ * The trace context of the request that placed `orderId`, as its
+ * OrderPlaced keeps it (lib/trace), where tracing was on: paying joins the
+ * order's trace, so that a paid order is one trace.
+ */
+export async function placedTraceparent(
+  sql: Sql,
+  sandboxId: string,
+  orderId: string,
+): Promise<string | undefined> {
+  const [row] = await asService(
+    sql,
+    "orders",
+    { sandboxId },
+    ({ sql }) =>
+      sql<{ traceparent: string | null }[]>`
+      select o.envelope->>'traceparent' as traceparent
+        from orders.events e join orders.outbox o using (message_id)
+       where e.order_id = ${orderId} and e.type = 'OrderPlaced'`,
+  );
+  return row?.traceparent ?? undefined;
+}
