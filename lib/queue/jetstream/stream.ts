@@ -253,7 +253,7 @@ async function ensureStream(
   }
   // One durable per subscriber for all sandboxes, as before the lanes: it
   // would take every new message too. Deleted when it has nothing open; one
-  // with messages open is left to be drained (README, Scale).
+  // with messages open is left to be drained (docs/scale.md).
   for (const subscriber of settings.subscribers) {
     let info;
     try {
