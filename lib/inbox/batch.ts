@@ -11,7 +11,7 @@
  * was most of what a delivery cost once the request itself was in
  * process (bench/README.md).
  */
-import { inSpan } from "../trace/mod.ts";
+import { inSpan, tracing } from "../trace/mod.ts";
 import { applySpan } from "./handler.ts";
 import type { Sql } from "../db/connect.ts";
 import { asService, type ServiceTx } from "../db/service.ts";
@@ -72,11 +72,12 @@ export async function receiveBatch(
         }));
         continue;
       }
-      const one = await inSpan(
+      const receive = () => receiveInBatch(tx, envelope, apply, options);
+      const one = !tracing ? await receive() : await inSpan(
         `apply ${service}`,
         applySpan(service, envelope),
         async (span) => {
-          const one = await receiveInBatch(tx, envelope, apply, options);
+          const one = await receive();
           span?.setAttributes({
             "http.response.status_code": one.status,
             "outbox.duplicate": one.duplicate ?? false,

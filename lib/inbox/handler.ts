@@ -15,7 +15,7 @@
  * The step from a parsed envelope to the answer is a `Receiver`, which a
  * decorator may wrap (lib/faults `faultyReceiver`: 503, slow).
  */
-import { contextOf, inSpan } from "../trace/mod.ts";
+import { contextOf, inSpan, tracing } from "../trace/mod.ts";
 import type { Sql } from "../db/connect.ts";
 import { recordClosedRefusal, SandboxClosed } from "../db/closed.ts";
 import type { Logger } from "../log/mod.ts";
@@ -48,6 +48,7 @@ export function inboxHandler(options: InboxHandlerOptions) {
     if (body instanceof Response) return body;
     const envelope = parseEnvelope(body);
     if (typeof envelope === "string") return json(400, { error: envelope });
+    if (!tracing) return await receiver(envelope);
     return await inSpan(
       `apply ${options.service}`,
       applySpan(options.service, envelope),

@@ -16,7 +16,13 @@
  * they are claimed and published again, and the transport ignores the
  * duplicate. So the worst case is a duplicate, never a loss.
  */
-import { inSpan, linksTo, recordSpan, ROOT_CONTEXT } from "../trace/mod.ts";
+import {
+  inSpan,
+  linksTo,
+  recordSpan,
+  ROOT_CONTEXT,
+  tracing,
+} from "../trace/mod.ts";
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
 import { PartialPublish, type Queue } from "../queue/queue.ts";
@@ -81,7 +87,7 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
   const move = async () => {
     const startTime = Date.now();
     const moved = await shortcut.move(service, limit, { skip: diverted });
-    if (moved.rows > 0) {
+    if (tracing && moved.rows > 0) {
       recordSpan(`relay move ${service}`, {
         startTime,
         attributes: {
@@ -166,7 +172,11 @@ async function claimPublishMark(
   let unmarked: ReadonlySet<string> = new Set();
   let nextDueAt: Date | undefined;
   try {
-    await inSpan(`relay publish ${service}`, {
+    const publish = () =>
+      options.queue.publish(
+        claimed.map((row) => ({ source: service, envelope: row.envelope })),
+      );
+    await (!tracing ? publish() : inSpan(`relay publish ${service}`, {
       kind: "producer",
       parent: ROOT_CONTEXT,
       attributes: {
@@ -174,10 +184,7 @@ async function claimPublishMark(
         "messaging.batch.message_count": claimed.length,
       },
       links: linksTo(claimed.map((row) => row.envelope.traceparent)),
-    }, () =>
-      options.queue.publish(
-        claimed.map((row) => ({ source: service, envelope: row.envelope })),
-      ));
+    }, publish));
   } catch (error) {
     if (!(error instanceof PartialPublish)) {
       await fail(
