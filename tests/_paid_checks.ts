@@ -5,6 +5,7 @@
  * nothing.
  */
 import assert from "node:assert/strict";
+import { until } from "./_main.ts";
 import type { Sql } from "../lib/db/connect.ts";
 import { ROUTING, SUBSCRIBERS } from "../services/routing.ts";
 import {
@@ -75,6 +76,36 @@ export async function progress(sql: Sql): Promise<Progress> {
            (select count(*) from queue.deliveries where state = 'done')::int
              as done`;
   return row;
+}
+
+/**
+ * Waits until `orders` paid orders are the only ones and have settled:
+ * every outbox row published, every delivery made and done. A dead letter
+ * fails at once (it stays dead). On failure the error says what was last
+ * seen, and what `explain` adds.
+ */
+export async function allSettled(
+  sql: Sql,
+  orders: number,
+  ms = 90_000,
+  explain: () => Promise<string> = () => Promise.resolve(""),
+) {
+  let last: Progress | undefined;
+  try {
+    await until("every delivery of every paid order to be done", async () => {
+      last = await progress(sql);
+      if (last.dead > 0) throw new Error("a delivery is dead");
+      return last.paid === orders && last.unpublished === 0 &&
+        last.deliveries === orders * PER_ORDER &&
+        last.done === last.deliveries;
+    }, ms);
+  } catch (error) {
+    throw new Error(
+      `${(error as Error).message}; last seen: ${
+        JSON.stringify(last)
+      }${await explain()}`,
+    );
+  }
 }
 
 /** Lost 0 and doubled 0 for `orders` paid orders, the only ones made. */

@@ -13,6 +13,7 @@ import { until } from "./_main.ts";
 import { testStream } from "./_nats.ts";
 import { NatsServer, natsServerTest } from "./_nats_server.ts";
 import {
+  allSettled,
   assertClosuresClean,
   assertPaidOnce,
   payingLoad,
@@ -57,11 +58,7 @@ natsServerTest(
         await nats.restart();
         await kitchen(false);
 
-        await until("every delivery to be done", async () => {
-          const p = await progress(t.sql);
-          if (p.dead > 0) throw new Error(`dead letters: ${JSON.stringify(p)}`);
-          return p.done === ORDERS * PER_ORDER;
-        }, 90_000);
+        await allSettled(t.sql, ORDERS);
         await assertPaidOnce(t.sql, ORDERS);
         await assertClosuresClean(load.clients, ORDERS);
         // It was the ledger that sent them again, and the log says why.
@@ -100,10 +97,7 @@ natsServerTest(
       await withTestBakery(async (t) => {
         const load = await payingLoad(t.url, 1, 1);
         await load.done;
-        await until("every delivery to be done", async () => {
-          const p = await progress(t.sql);
-          return p.deliveries === PER_ORDER && p.done === PER_ORDER;
-        }, 30_000);
+        await allSettled(t.sql, 1, 30_000);
         // What a PostgreSQL crash before its WAL flush would leave of a
         // finish the broker had been acknowledged for: the row as the
         // attempt began, the message gone from the broker.

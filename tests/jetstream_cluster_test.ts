@@ -14,12 +14,10 @@ import { until } from "./_main.ts";
 import { testStream } from "./_nats.ts";
 import { NatsServer, natsServerTest } from "./_nats_server.ts";
 import {
+  allSettled,
   assertClosuresClean,
   assertPaidOnce,
   payingLoad,
-  PER_ORDER,
-  type Progress,
-  progress,
 } from "./_paid_checks.ts";
 
 const CLIENTS = 3;
@@ -69,24 +67,7 @@ natsServerTest(
         await killed(await leaderOf(servers, stream), ORDERS / 2);
         await load.done;
 
-        let last: Progress | undefined;
-        await until(
-          "every delivery of every paid order to be done",
-          async () => {
-            last = await progress(t.sql);
-            if (last.dead > 0) {
-              throw new Error(`a delivery is dead: ${JSON.stringify(last)}`);
-            }
-            return last.paid === ORDERS && last.unpublished === 0 &&
-              last.deliveries === ORDERS * PER_ORDER &&
-              last.done === last.deliveries;
-          },
-          90_000,
-        ).catch((error) => {
-          throw new Error(
-            `${error.message}; last seen: ${JSON.stringify(last)}`,
-          );
-        });
+        await allSettled(t.sql, ORDERS);
         await assertPaidOnce(t.sql, ORDERS);
         await assertClosuresClean(load.clients, PER_CLIENT);
       }, {

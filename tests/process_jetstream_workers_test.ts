@@ -29,12 +29,11 @@ import {
 import { testStream } from "./_nats.ts";
 import { NatsServer, natsServerTest } from "./_nats_server.ts";
 import {
+  allSettled,
   assertClosuresClean,
   assertPaidOnce,
   payingLoad,
   PER_ORDER,
-  type Progress,
-  progress,
 } from "./_paid_checks.ts";
 
 /** Six sandboxes of twenty paid orders: 120 orders, 1,200 deliveries. */
@@ -168,35 +167,17 @@ natsServerTest(
       await nats.restart();
       await load.done;
 
-      let last: Progress | undefined;
-      try {
-        await until(
-          "every delivery of every paid order to be done",
-          async () => {
-            last = await progress(db.sql);
-            // A dead letter stays dead: no need to wait any longer.
-            if (last.dead > 0) throw new Error("a delivery is dead");
-            return last.paid === ORDERS && last.unpublished === 0 &&
-              last.deliveries === ORDERS * PER_ORDER &&
-              last.done === last.deliveries;
-          },
-          90_000,
-        );
-      } catch (error) {
+      await allSettled(db.sql, ORDERS, 90_000, async () => {
         const open = await db.sql`
           select d.id, d.subscriber, d.type, d.state, d.attempts,
                  d.lease_owner, d.last_status, d.last_error, d.created_at,
                  d.next_attempt_at
             from queue.deliveries d where d.state <> 'done'
            order by d.id limit 10`;
-        throw new Error(
-          `${(error as Error).message}; last seen: ${
-            JSON.stringify(last)
-          }; open: ${JSON.stringify(open)}; workers: ${
-            JSON.stringify(owners)
-          }; consumers: ${JSON.stringify(await consumersOf(nats, stream))}`,
-        );
-      }
+        return `; open: ${JSON.stringify(open)}; workers: ${
+          JSON.stringify(owners)
+        }; consumers: ${JSON.stringify(await consumersOf(nats, stream))}`;
+      });
 
       await assertPaidOnce(db.sql, ORDERS);
 
