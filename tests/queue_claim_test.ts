@@ -1,6 +1,7 @@
 /**
  * The PostgreSQL queue's claim (lib/queue/postgres/deliveries_sql.ts):
- * round-robin across the sandboxes of its round, a full batch when there is
+ * round-robin across the sandboxes of its round, one lane of each where the
+ * lane has enough (so that it travels as a batch), a full batch when there is
  * work enough, and no row locked that the batch does not take. A row lock
  * is a write of the row, and a lock left behind by a committed claim stays
  * visible as the row's xmax: a pending delivery with an xmax was locked by
@@ -59,7 +60,7 @@ function perSandbox(claimed: { sandboxId: string }[]) {
   return counts;
 }
 
-Deno.test("a claim takes round-robin from each sandbox and locks only the rows it takes", async () => {
+Deno.test("a claim takes round-robin from each sandbox, a lane at a time, and locks only the rows it takes", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
     // Three deliveries an order: 12, 3 and 3 due.
@@ -74,14 +75,25 @@ Deno.test("a claim takes round-robin from each sandbox and locks only the rows i
     assert.equal(counts.get(one), 3);
     assert.equal(counts.get(two), 3);
     assert.equal(counts.get(big), 4);
-    // The oldest of `big` first.
+    // `big` gives one lane, its oldest first, so that they travel as one
+    // batch; `one` and `two`, whose lanes hold one each, give every lane.
+    const fromBig = claimed.filter((d) => d.sandboxId === big);
+    assert.equal(new Set(fromBig.map((d) => d.subscriber)).size, 1);
     const [oldest] = await sql<{ ids: number[] }[]>`
       select array_agg(id order by id) as ids from (
-        select id from queue.deliveries where sandbox_id = ${big}
+        select id from queue.deliveries
+         where sandbox_id = ${big} and subscriber = ${fromBig[0].subscriber}
          order by id limit 4) x`;
-    assert.deepEqual(
-      claimed.filter((d) => d.sandboxId === big).map((d) => d.id),
-      oldest.ids.map(Number),
+    assert.deepEqual(fromBig.map((d) => d.id), oldest.ids.map(Number));
+    const [first] = await sql<{ subscriber: string }[]>`
+      select subscriber from queue.deliveries where sandbox_id = ${big}
+       order by id limit 1`;
+    assert.equal(fromBig[0].subscriber, first.subscriber);
+    assert.equal(
+      new Set(
+        claimed.filter((d) => d.sandboxId === one).map((d) => d.subscriber),
+      ).size,
+      3,
     );
     assert.equal(await lockedAndLeft(sql), 0);
   });

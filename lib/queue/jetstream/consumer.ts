@@ -63,9 +63,9 @@ export interface JetStreamConsumerOptions extends SendOptions {
   share: FairShare;
   /** The consumer's AckWait: the lease of an attempt. */
   ackWaitMs: number;
-  /** Messages in flight (or asked for) at most (default 20). */
+  /** Messages in flight (or asked for) at most (default 50). */
   window?: number;
-  /** Messages taken by one fetch at most (default 10). */
+  /** Messages taken by one fetch at most (default 25). */
   batch?: number;
   /** How long a fetch waits for what it asked (JetStream's minimum: 1 s). */
   expiresMs?: number;
@@ -147,8 +147,8 @@ export class JetStreamConsumer {
 
   constructor(options: JetStreamConsumerOptions) {
     this.#options = options;
-    this.#batch = options.batch ?? 10;
-    this.#window = options.window ?? 20;
+    this.#batch = options.batch ?? 25;
+    this.#window = options.window ?? 50;
     this.#records = options.records ??
       joinedRecords(options.sql, options.owner, options.ackWaitMs);
   }

@@ -19,7 +19,7 @@ import {
 
 export interface ConsumerOptions extends SendOptions {
   sql: Sql;
-  /** Deliveries per claim; 10 (the default) keeps a batch's lock time short. */
+  /** Deliveries per claim (default CONSUMER_BATCH_SIZE). */
   batchSize?: number;
   /** Must outlast the timeout; default 4 x timeout, at least 10 s. */
   leaseMs?: number;
@@ -53,8 +53,12 @@ export interface ConsumerOptions extends SendOptions {
   handed?: () => ClaimedDelivery[] | undefined;
 }
 
-/** Deliveries per claim, unless a consumer says otherwise. */
-export const CONSUMER_BATCH_SIZE = 10;
+/**
+ * Deliveries per claim, unless a consumer says otherwise. A claim takes a
+ * lane of each sandbox it visits (ten at most), so a claim of 100 carries
+ * batches of about ten per request; chosen by measurement (bench/HISTORY.md).
+ */
+export const CONSUMER_BATCH_SIZE = 100;
 
 /**
  * One claim-deliver-record round; after a full batch that finished whole,

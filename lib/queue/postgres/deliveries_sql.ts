@@ -96,19 +96,22 @@ interface ClaimRow {
  * Round-robin across sandboxes: `ring` walks the sandboxes that have open
  * deliveries, in id order from the one after `round.after` and wrapping,
  * each found by one lookup in the open deliveries' index (up to
- * ROUND_SANDBOXES of them); the picks take each one's oldest due
- * deliveries, no more than the process may still hold of that sandbox, and
- * none for a lane of `round.closed` (held in full, or paused: a lane that is
- * always full); `due` takes the first of each sandbox, then the second of
- * each, and so on. Each pick locks its rows (FOR UPDATE SKIP LOCKED, a
- * write each), so they are taken in two steps: first an even part of the
- * batch from each sandbox, then, if the batch is not full, the rest from
- * those that gave their whole part. Ten sandboxes with work lock ten rows
- * for a batch of ten, not a hundred. Rows a pick locked but `due` left stay
- * as they were. When nothing was claimed, the
- * next due time leaves out the sandboxes the process holds its share of:
- * their rows wait until it finishes some (and wakes its consumers), not in
- * a loop of empty claims.
+ * ROUND_SANDBOXES of them). From each, the picks take one lane: the
+ * subscriber of its oldest due delivery, oldest first, so that what a
+ * sandbox gives travels as one batch (one request, one receiver
+ * transaction); where that lane runs out, the sandbox's other lanes fill
+ * its part. No pick takes more than the process may still hold of the
+ * sandbox, and none takes a lane of `round.closed` (held in full, or
+ * paused: a lane that is always full); `due` takes the first of each
+ * sandbox, then the second of each, and so on. Each pick locks its rows
+ * (FOR UPDATE SKIP LOCKED, a write each), so they are taken in two steps:
+ * first an even part of the batch from each sandbox, then, if the batch is
+ * not full, the rest from those that gave their whole part. Ten sandboxes
+ * with work lock about a batch's worth of rows, not ten batches. Rows a
+ * pick locked but `due` left stay as they were. When nothing was claimed,
+ * the next due time leaves out the sandboxes the process holds its share
+ * of: their rows wait until it finishes some (and wakes its consumers), not
+ * in a loop of empty claims.
  */
 function claimStatement(
   sql: TxSql,
@@ -176,16 +179,32 @@ function claimStatement(
         from ring r
         left join totals t on t.sandbox_id = r.sandbox_id
         cross join (select count(*)::int as n from ring) k
-    ), first_picks as (
-      select c.sandbox_id, p.id, p.rank, c.n
+    ), heads as (
+      -- Each sandbox's oldest due delivery names the lane it gives this
+      -- claim: its picks are of one subscriber, so that they travel as one
+      -- batch (one request, one receiver transaction).
+      select c.sandbox_id, c.n, c.room, c.part, h.id, h.subscriber
         from caps c
+        cross join lateral (
+          select d.id, d.subscriber from queue.deliveries d
+           where ${pickable(sql`c.sandbox_id`)} and least(c.room, c.part) > 0
+           order by d.id
+           limit 1
+           for update skip locked
+        ) h
+    ), first_picks as (
+      select h.sandbox_id, h.id, 1::bigint as rank, h.n from heads h
+      union all
+      select h.sandbox_id, p.id, 1 + p.rank, h.n
+        from heads h
         cross join lateral (
           -- FOR UPDATE and a window function cannot share a query level.
           select q.id, row_number() over (order by q.id) as rank from (
             select d.id from queue.deliveries d
-             where ${pickable(sql`c.sandbox_id`)}
+             where ${pickable(sql`h.sandbox_id`)}
+               and d.subscriber = h.subscriber and d.id > h.id
              order by d.id
-             limit least(c.room, c.part)
+             limit least(h.room, h.part) - 1
              for update skip locked
           ) q
         ) p
@@ -195,19 +214,40 @@ function claimStatement(
       select sandbox_id, count(*)::int as taken, max(id) as last
         from first_picks group by sandbox_id
     ), more_picks as (
-      -- The batch not yet full: the rest from the sandboxes that gave all
-      -- they were asked (they may have more), round-robin still.
-      select p.id, g.taken + p.rank as rank, c.n
-        from caps c
-        join given g on g.sandbox_id = c.sandbox_id
-                    and g.taken = least(c.room, c.part)
+      -- The batch not yet full: more of the same lane from the sandboxes
+      -- whose lane gave all it was asked (it may have more) ...
+      select p.id, g.taken + p.rank as rank, h.n
+        from heads h
+        join given g on g.sandbox_id = h.sandbox_id
+                    and g.taken = least(h.room, h.part)
         cross join short
         cross join lateral (
           select q.id, row_number() over (order by q.id) as rank from (
             select d.id from queue.deliveries d
-             where ${pickable(sql`c.sandbox_id`)} and d.id > g.last
+             where ${pickable(sql`h.sandbox_id`)}
+               and d.subscriber = h.subscriber and d.id > g.last
              order by d.id
-             limit greatest(0, least(c.room - g.taken, short.n))
+             limit greatest(0, least(h.room - g.taken, short.n))
+             for update skip locked
+          ) q
+        ) p
+       where short.n > 0
+      union all
+      -- ... and from those whose lane ran out, their part from other
+      -- lanes, oldest first: a sandbox with one delivery to each of six
+      -- receivers gives all six to one claim.
+      select p.id, g.taken + p.rank as rank, h.n
+        from heads h
+        join given g on g.sandbox_id = h.sandbox_id
+                    and g.taken < least(h.room, h.part)
+        cross join short
+        cross join lateral (
+          select q.id, row_number() over (order by q.id) as rank from (
+            select d.id from queue.deliveries d
+             where ${pickable(sql`h.sandbox_id`)}
+               and d.subscriber <> h.subscriber
+             order by d.id
+             limit greatest(0, least(least(h.room, h.part) - g.taken, short.n))
              for update skip locked
           ) q
         ) p
