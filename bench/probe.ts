@@ -285,8 +285,8 @@ export async function startProbe(options: {
 /** Open outbox rows and open deliveries: the work not yet done. */
 export async function backlog(sql: Sql): Promise<number> {
   const [row] = await sql<{ n: number }[]>`
-    select (select count(*) from orders.outbox where state <> 'published')
-         + (select count(*) from billing.outbox where state <> 'published')
+    select (select count(*) from orders.outbox)
+         + (select count(*) from billing.outbox)
          + (select count(*) from queue.deliveries
              where state in ('pending', 'in_flight')) as n`;
   return Number(row.n);

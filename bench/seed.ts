@@ -133,9 +133,9 @@ export interface ConsoleSeed {
 }
 
 /**
- * A console's world: `history` delivered messages (published outbox row,
- * queue message, one done delivery with its attempt, and the receiver's
- * inbox row) over `sandboxCount` sandboxes; then, in the first sandbox,
+ * A console's world: `history` delivered messages (queue message, one done
+ * delivery with its attempt, and the receiver's inbox row) over
+ * `sandboxCount` sandboxes; then, in the first sandbox,
  * `pending` outbox rows not yet published and `dead` dead letters.
  */
 export async function consoleWorld(sql: Sql, o: {
@@ -151,16 +151,10 @@ export async function consoleWorld(sql: Sql, o: {
     await seedOrders(tx, o.history, o.sandboxCount);
     step("history: orders");
     await seedOrderRows(tx);
-    step("history: outbox");
     // History envelopes are compact (no order snapshot): nothing reads them.
+    // Published, they live in the queue alone: the outbox holds what is owed.
     const small = tx`jsonb_build_object('messageId', seed.message_id,
       'type', 'OrderPlaced', 'aggregateId', seed.order_id, 'sandboxId', seed.sandbox_id)`;
-    await tx`
-      insert into orders.outbox (sandbox_id, message_id, type, envelope, state,
-                                 created_at, next_attempt_at, published_at)
-      select sandbox_id, message_id, 'OrderPlaced', ${small}, 'published',
-             now() - (${o.history} - g) * interval '100 ms', now(), now()
-        from seed order by g`;
     step("history: messages");
     await tx`
       insert into queue.messages (message_id, sandbox_id, source, type, aggregate_id,

@@ -215,37 +215,23 @@ CREATE OR REPLACE FUNCTION platform.create_outbox(s text)
  LANGUAGE plpgsql
 AS $function$
 begin
-  -- Outbox row states (lib/outbox/states.ts mirrors this CHECK):
-  --   pending   : waiting to be published; the relay claims it once
-  --               next_attempt_at has come. Moved out by the relay's claim.
-  --   claimed   : a relay holds the lease until lease_expires_at (which is
-  --               also next_attempt_at, so an expired lease is simply due
-  --               again). Moved out by that relay: to published after the
-  --               queue has the message, back to pending after a failed
-  --               publish; or by another relay's claim once the lease expired.
-  --   published : the queue has the message. Final.
   execute format($ddl$
     create table %1$I.outbox (
-      id bigint generated always as identity primary key,
+      id bigint generated always as identity,
       sandbox_id uuid not null,
-      message_id uuid not null unique,
+      message_id uuid primary key,
       type text not null,
       envelope jsonb not null,
       state text not null default 'pending'
-        check (state in ('pending', 'claimed', 'published')),
+        check (state in ('pending', 'claimed')),
       attempts int not null default 0,
       last_error text,
       created_at timestamptz not null default now(),
       next_attempt_at timestamptz not null default now(),
       lease_owner text,
       lease_expires_at timestamptz,
-      published_at timestamptz,
-      check ((state = 'published') = (published_at is not null)),
       check ((state = 'claimed') = (lease_owner is not null))
     );
-    -- The relay's work list: only unpublished rows, oldest first.
-    create index outbox_unpublished on %1$I.outbox (id)
-      where state <> 'published';
     create trigger outbox_immutable before update on %1$I.outbox
       for each row execute function platform.forbid_envelope_change();
 
@@ -348,11 +334,53 @@ CREATE OR REPLACE FUNCTION platform.open_outbox_to_relay(s text)
 AS $function$
 begin
   execute format('grant usage on schema %I to relay', s);
-  execute format('grant select, update on %I.outbox to relay', s);
+  execute format('grant select, update, delete on %I.outbox to relay', s);
   perform platform.guard_envelope(format('%I.outbox', s)::regclass,
     'outbox_immutable');
 end $function$;
 GRANT EXECUTE ON FUNCTION platform.open_outbox_to_relay(s text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION platform.outbox_to_owed_only(s text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  c record;
+  copied int;
+  deleted int;
+begin
+  execute format($q$
+    insert into queue.messages
+      (message_id, sandbox_id, source, type, aggregate_id, envelope,
+       published_at)
+    select message_id, sandbox_id, %1$L, type,
+           coalesce(envelope->>'aggregateId', ''), envelope, published_at
+      from %1$I.outbox where state = 'published'
+    on conflict (message_id) do nothing$q$, s);
+  get diagnostics copied = row_count;
+  execute format('delete from %I.outbox where state = ''published''', s);
+  get diagnostics deleted = row_count;
+  raise notice '%.outbox: % published rows left for queue.messages (% copied)',
+    s, deleted, copied;
+  for c in
+    select conname from pg_constraint
+     where conrelid = format('%I.outbox', s)::regclass
+       and contype in ('c', 'u', 'p')
+  loop
+    execute format('alter table %I.outbox drop constraint %I', s, c.conname);
+  end loop;
+  execute format('drop index if exists %I.outbox_unpublished', s);
+  execute format('drop index if exists %I.outbox_by_aggregate', s);
+  execute format($ddl$
+    alter table %1$I.outbox
+      drop column published_at,
+      add primary key (message_id),
+      add check (state in ('pending', 'claimed')),
+      add check ((state = 'claimed') = (lease_owner is not null))
+  $ddl$, s);
+  perform platform.open_outbox_to_relay(s);
+end $function$;
+GRANT EXECUTE ON FUNCTION platform.outbox_to_owed_only(s text) TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION platform.refuse(code text, message text)
  RETURNS boolean
@@ -462,17 +490,12 @@ CREATE TABLE billing.outbox (
   created_at timestamp with time zone NOT NULL DEFAULT now(),
   next_attempt_at timestamp with time zone NOT NULL DEFAULT now(),
   lease_owner text,
-  lease_expires_at timestamp with time zone,
-  published_at timestamp with time zone
+  lease_expires_at timestamp with time zone
 );
-ALTER TABLE billing.outbox ADD CONSTRAINT outbox_check CHECK (((state = 'published'::text) = (published_at IS NOT NULL)));
-ALTER TABLE billing.outbox ADD CONSTRAINT outbox_check1 CHECK (((state = 'claimed'::text) = (lease_owner IS NOT NULL)));
-ALTER TABLE billing.outbox ADD CONSTRAINT outbox_message_id_key UNIQUE (message_id);
-ALTER TABLE billing.outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
-ALTER TABLE billing.outbox ADD CONSTRAINT outbox_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'claimed'::text, 'published'::text])));
-CREATE INDEX outbox_by_aggregate ON billing.outbox USING btree (((envelope ->> 'aggregateId'::text)));
+ALTER TABLE billing.outbox ADD CONSTRAINT outbox_check CHECK (((state = 'claimed'::text) = (lease_owner IS NOT NULL)));
+ALTER TABLE billing.outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE billing.outbox ADD CONSTRAINT outbox_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'claimed'::text])));
 CREATE INDEX outbox_retry ON billing.outbox USING btree (sandbox_id, next_attempt_at) WHERE ((state = 'pending'::text) AND (attempts > 0));
-CREATE INDEX outbox_unpublished ON billing.outbox USING btree (id) WHERE (state <> 'published'::text);
 CREATE TRIGGER outbox_immutable BEFORE UPDATE OF envelope, message_id ON billing.outbox FOR EACH ROW EXECUTE FUNCTION platform.forbid_envelope_change();
 ALTER TABLE billing.outbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON billing.outbox AS PERMISSIVE FOR ALL TO PUBLIC
@@ -480,7 +503,7 @@ CREATE POLICY sandbox_isolation ON billing.outbox AS PERMISSIVE FOR ALL TO PUBLI
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE billing.outbox TO billing;
 GRANT SELECT ON TABLE billing.outbox TO console;
-GRANT SELECT, UPDATE ON TABLE billing.outbox TO relay;
+GRANT SELECT, UPDATE, DELETE ON TABLE billing.outbox TO relay;
 CREATE SEQUENCE billing.outbox_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of billing.outbox.id
 GRANT SELECT, USAGE ON SEQUENCE billing.outbox_id_seq TO billing;
 
@@ -1092,16 +1115,12 @@ CREATE TABLE lab_sender.outbox (
   created_at timestamp with time zone NOT NULL DEFAULT now(),
   next_attempt_at timestamp with time zone NOT NULL DEFAULT now(),
   lease_owner text,
-  lease_expires_at timestamp with time zone,
-  published_at timestamp with time zone
+  lease_expires_at timestamp with time zone
 );
-ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_check CHECK (((state = 'published'::text) = (published_at IS NOT NULL)));
-ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_check1 CHECK (((state = 'claimed'::text) = (lease_owner IS NOT NULL)));
-ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_message_id_key UNIQUE (message_id);
-ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
-ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'claimed'::text, 'published'::text])));
+ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_check CHECK (((state = 'claimed'::text) = (lease_owner IS NOT NULL)));
+ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'claimed'::text])));
 CREATE INDEX outbox_retry ON lab_sender.outbox USING btree (sandbox_id, next_attempt_at) WHERE ((state = 'pending'::text) AND (attempts > 0));
-CREATE INDEX outbox_unpublished ON lab_sender.outbox USING btree (id) WHERE (state <> 'published'::text);
 CREATE TRIGGER outbox_immutable BEFORE UPDATE OF envelope, message_id ON lab_sender.outbox FOR EACH ROW EXECUTE FUNCTION platform.forbid_envelope_change();
 ALTER TABLE lab_sender.outbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON lab_sender.outbox AS PERMISSIVE FOR ALL TO PUBLIC
@@ -1109,7 +1128,7 @@ CREATE POLICY sandbox_isolation ON lab_sender.outbox AS PERMISSIVE FOR ALL TO PU
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE lab_sender.outbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_sender.outbox TO lab_sender;
-GRANT SELECT, UPDATE ON TABLE lab_sender.outbox TO relay;
+GRANT SELECT, UPDATE, DELETE ON TABLE lab_sender.outbox TO relay;
 CREATE SEQUENCE lab_sender.outbox_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of lab_sender.outbox.id
 GRANT SELECT, USAGE ON SEQUENCE lab_sender.outbox_id_seq TO lab_sender;
 
@@ -1284,16 +1303,12 @@ CREATE TABLE orders.outbox (
   created_at timestamp with time zone NOT NULL DEFAULT now(),
   next_attempt_at timestamp with time zone NOT NULL DEFAULT now(),
   lease_owner text,
-  lease_expires_at timestamp with time zone,
-  published_at timestamp with time zone
+  lease_expires_at timestamp with time zone
 );
-ALTER TABLE orders.outbox ADD CONSTRAINT outbox_check CHECK (((state = 'published'::text) = (published_at IS NOT NULL)));
-ALTER TABLE orders.outbox ADD CONSTRAINT outbox_check1 CHECK (((state = 'claimed'::text) = (lease_owner IS NOT NULL)));
-ALTER TABLE orders.outbox ADD CONSTRAINT outbox_message_id_key UNIQUE (message_id);
-ALTER TABLE orders.outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
-ALTER TABLE orders.outbox ADD CONSTRAINT outbox_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'claimed'::text, 'published'::text])));
+ALTER TABLE orders.outbox ADD CONSTRAINT outbox_check CHECK (((state = 'claimed'::text) = (lease_owner IS NOT NULL)));
+ALTER TABLE orders.outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (message_id);
+ALTER TABLE orders.outbox ADD CONSTRAINT outbox_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'claimed'::text])));
 CREATE INDEX outbox_retry ON orders.outbox USING btree (sandbox_id, next_attempt_at) WHERE ((state = 'pending'::text) AND (attempts > 0));
-CREATE INDEX outbox_unpublished ON orders.outbox USING btree (id) WHERE (state <> 'published'::text);
 CREATE TRIGGER outbox_immutable BEFORE UPDATE OF envelope, message_id ON orders.outbox FOR EACH ROW EXECUTE FUNCTION platform.forbid_envelope_change();
 ALTER TABLE orders.outbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON orders.outbox AS PERMISSIVE FOR ALL TO PUBLIC
@@ -1301,7 +1316,7 @@ CREATE POLICY sandbox_isolation ON orders.outbox AS PERMISSIVE FOR ALL TO PUBLIC
   WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
 GRANT SELECT ON TABLE orders.outbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.outbox TO orders;
-GRANT SELECT, UPDATE ON TABLE orders.outbox TO relay;
+GRANT SELECT, UPDATE, DELETE ON TABLE orders.outbox TO relay;
 CREATE SEQUENCE orders.outbox_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of orders.outbox.id
 GRANT SELECT, USAGE ON SEQUENCE orders.outbox_id_seq TO orders;
 

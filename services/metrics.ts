@@ -34,9 +34,7 @@ export function bakeryMetrics(sql: Sql) {
         const out = [];
         for (const service of SENDERS) {
           const [r] = await sql<{ n: number }[]>`
-            select count(*)::int as n from ${
-            sql(`${service}.outbox`)
-          } where state <> 'published'`;
+            select count(*)::int as n from ${sql(`${service}.outbox`)}`;
           out.push({ labels: { service }, value: r.n });
         }
         return out;
@@ -53,7 +51,7 @@ export function bakeryMetrics(sql: Sql) {
           const [r] = await sql<{ age: number | null }[]>`
             select extract(epoch from now() - min(created_at))::float8 as age
               from ${sql(`${service}.outbox`)}
-             where state <> 'published' and next_attempt_at <= now()`;
+             where next_attempt_at <= now()`;
           out.push({ labels: { service }, value: r.age ?? 0 });
         }
         return out;

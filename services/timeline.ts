@@ -84,18 +84,31 @@ export async function orderView(
     const events = await sql`
       select type, version, at, message_id from orders.events
        where order_id = ${orderId} order by id`;
+    // What a sender still owes is in its outbox; what it published, in the
+    // queue's copy (the outbox row goes when the copy is stored, or, the
+    // long way, just after: then the copy is what counts).
+    const copied = sql`not exists (
+      select from queue.messages m where m.message_id = o.message_id)`;
     const messages = await sql`
       select 'orders' as service, message_id, type, state, attempts, last_error,
-             created_at, published_at,
+             created_at, null::timestamptz as published_at,
              split_part(envelope->>'traceparent', '-', 2) as trace_id
-        from orders.outbox
+        from orders.outbox o
        where message_id in (select message_id from orders.events
                              where order_id = ${orderId})
+         and ${copied}
       union all
       select 'billing', message_id, type, state, attempts, last_error,
-             created_at, published_at,
+             created_at, null,
              split_part(envelope->>'traceparent', '-', 2)
-        from billing.outbox where envelope->>'aggregateId' = ${orderId}
+        from billing.outbox o
+       where envelope->>'aggregateId' = ${orderId} and ${copied}
+      union all
+      select source, message_id, type, 'published', 0, null,
+             (envelope->>'occurredAt')::timestamptz, published_at,
+             split_part(envelope->>'traceparent', '-', 2)
+        from queue.messages
+       where aggregate_id = ${orderId} and source in ('orders', 'billing')
       order by created_at`;
     const deliveries = await sql`
       select id, message_id, type, subscriber, state, attempts, last_status,

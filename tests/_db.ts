@@ -64,3 +64,16 @@ export async function withTestDatabase(
     await db.drop();
   }
 }
+
+/** An empty database (not cloned from the migrated template). */
+export async function emptyDatabase(fn: (url: string) => Promise<void>) {
+  const name = `t_empty_${Deno.pid}_${crypto.randomUUID().slice(0, 8)}`;
+  await ensureDatabase(adminUrl(), name);
+  try {
+    await fn(withDatabase(adminUrl(), name));
+  } finally {
+    const admin = connect(adminUrl(), { max: 1 });
+    await admin`drop database if exists ${admin(name)} with (force)`;
+    await admin.end();
+  }
+}

@@ -67,9 +67,8 @@ export async function progress(sql: Sql): Promise<Progress> {
   const [row] = await sql<Progress[]>`
     select (select count(*) from orders.orders where state = 'paid')::int
              as paid,
-           ((select count(*) from orders.outbox where state <> 'published')
-            + (select count(*) from billing.outbox
-                where state <> 'published'))::int as unpublished,
+           ((select count(*) from orders.outbox)
+            + (select count(*) from billing.outbox))::int as unpublished,
            (select count(*) from queue.deliveries)::int as deliveries,
            (select count(*) from queue.deliveries where state = 'dead')::int
              as dead,

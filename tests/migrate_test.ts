@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { withTestDatabase } from "./_db.ts";
+import { emptyDatabase, withTestDatabase } from "./_db.ts";
 import { connect } from "../lib/db/connect.ts";
 import {
   migrate,
@@ -8,22 +8,6 @@ import {
   readMigrations,
 } from "../lib/db/migrate.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
-import { adminUrl } from "./_db.ts";
-import { ensureDatabase } from "../lib/db/open.ts";
-import { withDatabase } from "../lib/db/connect.ts";
-
-/** An empty database (not cloned from the migrated template). */
-async function emptyDatabase(fn: (url: string) => Promise<void>) {
-  const name = `t_empty_${Deno.pid}_${crypto.randomUUID().slice(0, 8)}`;
-  await ensureDatabase(adminUrl(), name);
-  try {
-    await fn(withDatabase(adminUrl(), name));
-  } finally {
-    const admin = connect(adminUrl(), { max: 1 });
-    await admin`drop database if exists ${admin(name)} with (force)`;
-    await admin.end();
-  }
-}
 
 Deno.test("migrations apply on an empty database, then re-running is a no-op", async () => {
   await emptyDatabase(async (url) => {

@@ -1,7 +1,7 @@
 /**
  * console: the operator console's read models (services/console) with a
- * large history: 1,000,000 delivered messages over 100 sandboxes (outbox
- * row published, queue message, done delivery with its attempt, inbox row),
+ * large history: 1,000,000 delivered messages over 100 sandboxes (queue
+ * message, done delivery with its attempt, inbox row),
  * and in the sandbox the console reads, 10,000 pending outbox rows and
  * 1,000 dead letters. Each API is called 200 times in a row (one warm-up
  * call first): outbox ages, the dead-letter list, closure, the

@@ -3,7 +3,7 @@
  * Into the PostgreSQL queue, due rows are moved in one transaction
  * (`PgMove`, the relay's shortcut); to any other transport (JetStream), and
  * for sandboxes with a relay fault on, rows are claimed with a lease,
- * published, then marked (`relayOnce` takes both paths). Rows parked by the
+ * published, then deleted (`relayOnce` takes both paths). Rows parked by the
  * loop guard wait until the sender's next command or an operator's release
  * (`releaseParked`).
  */

@@ -1,7 +1,7 @@
 /**
  * The relay's shortcut into the PostgreSQL queue. The queue lives in the
  * outboxes' database, so due rows are moved in one statement and one
- * transaction: marked published with their messages and deliveries stored,
+ * transaction: deleted with their messages and deliveries stored,
  * or nothing happens (lib/relay/move_sql.ts). Rows another relay holds are
  * skipped; a row whose lease expired (a relay that claimed it the long way
  * and died) is due again and moved.
@@ -18,7 +18,7 @@ export { MOVE_SLOT_LOCK } from "./move_sql.ts";
 
 /** What one move from an outbox into the queue did. */
 export interface Moved {
-  /** Outbox rows marked published. */
+  /** Outbox rows moved (and deleted). */
   rows: number;
   /** Of those, messages the queue did not have yet. */
   published: number;

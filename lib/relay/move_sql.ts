@@ -1,6 +1,6 @@
 /**
  * The relay's one-transaction move into the PostgreSQL queue, as one
- * statement: due outbox rows are marked published, and their messages and
+ * statement: due outbox rows are deleted, and their messages and
  * deliveries stored (lib/queue/postgres/store_sql.ts), together or not at
  * all. The envelope never leaves the database.
  */
@@ -75,8 +75,8 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
         ), due as (
           -- Not the rows of a sandbox being wiped: its wipe deletes them,
           -- and stored in the queue they would outlive it.
-          select o.id from ${table} o
-           where o.state <> 'published' and o.next_attempt_at <= now()
+          select o.message_id, o.id from ${table} o
+           where o.next_attempt_at <= now()
              and o.sandbox_id <> all(${m.skip as string[]}::uuid[])
              and o.sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
              and exists (select from slot)
@@ -84,10 +84,9 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
            limit ${limit}
            for update skip locked
         ), moved as (
-          update ${table} o
-             set state = 'published', published_at = now(),
-                 lease_owner = null, lease_expires_at = null
-           where o.id = any(array(select id from due))
+          -- Owed no more: the queue's copy is stored in this statement.
+          delete from ${table} o
+           where o.message_id = any(array(select message_id from due))
           returning o.id, o.sandbox_id, o.message_id, o.type, o.envelope,
                     o.created_at
         ), ${

@@ -1,6 +1,6 @@
 /**
- * Queries on a service's outbox for the relay: claim with a lease, mark
- * published, and record a failed publish. Each runs in its own transaction as
+ * Queries on a service's outbox for the relay: claim with a lease, delete
+ * what was published, and record a failed publish. Each runs in its own transaction as
  * the service, for every sandbox; marking and failing are fenced by the lease.
  * And an operator's release of parked rows, in the caller's transaction.
  */
@@ -73,8 +73,9 @@ export async function claimOutbox(
     return sql<{ rows: ClaimedJson[] | null; parked: string[] | null }[]>`
       with due as (
         -- Not the rows of a sandbox being wiped (see lib/relay/move_sql.ts).
-        select id, sandbox_id, state = 'claimed' as taken_over from ${table}
-         where state <> 'published' and next_attempt_at <= now() ${only}
+        select id, message_id, sandbox_id, state = 'claimed' as taken_over
+          from ${table}
+         where next_attempt_at <= now() ${only}
            and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
          order by id
          limit ${limit}
@@ -87,7 +88,7 @@ export async function claimOutbox(
         do update set rearms = ${guardTable}.rearms + 1
         returning sandbox_id, rearms
       ), over as (
-        select due.id from due
+        select due.message_id from due
           join guard on guard.sandbox_id = due.sandbox_id
          where due.taken_over and guard.rearms > ${guardLimit}
       ), parked as (
@@ -96,7 +97,7 @@ export async function claimOutbox(
                last_error = ${LEASE_RAN_OUT},
                next_attempt_at = 'infinity',
                lease_owner = null, lease_expires_at = null
-         where o.id in (select id from over)
+         where o.message_id in (select message_id from over)
         returning o.sandbox_id
       ), claimed as (
         update ${table} o
@@ -105,7 +106,8 @@ export async function claimOutbox(
                lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
                next_attempt_at = now() + ${leaseMs} * interval '1 millisecond'
           from due
-         where o.id = due.id and due.id not in (select id from over)
+         where o.message_id = due.message_id
+           and due.message_id not in (select message_id from over)
         returning o.id, o.sandbox_id, o.envelope
       )
       select (select json_agg(json_build_object('id', id,
@@ -130,20 +132,22 @@ interface ClaimedJson {
   envelope: Envelope;
 }
 
-/** Marks rows published; only rows still leased by `owner` change. */
+/**
+ * Deletes the rows of published messages, owed no more; only rows still
+ * leased by `owner` go. The transport holds the message's durable copy:
+ * queue.messages, where the publish stored it (both transports do).
+ */
 export async function markPublished(
   sql: Sql,
   service: string,
   owner: string,
-  ids: number[],
+  messageIds: string[],
 ): Promise<number> {
-  if (ids.length === 0) return 0;
+  if (messageIds.length === 0) return 0;
   return await asBookkeeper(sql, service, async ({ sql }) => {
     const rows = await sql`
-      update ${sql(`${service}.outbox`)}
-         set state = 'published', published_at = now(),
-             lease_owner = null, lease_expires_at = null
-       where id = any(${ids}::bigint[])
+      delete from ${sql(`${service}.outbox`)}
+       where message_id = any(${messageIds}::uuid[])
          and lease_owner = ${owner} and state = 'claimed'
       returning id`;
     return rows.length;
@@ -151,7 +155,7 @@ export async function markPublished(
 }
 
 export interface FailedPublish {
-  ids: number[];
+  messageIds: string[];
   sandboxIds: string[];
   error: string;
   retryMs: number;
@@ -173,7 +177,7 @@ export async function failPublish(
   owner: string,
   failed: FailedPublish,
 ): Promise<string[]> {
-  if (failed.ids.length === 0) return [];
+  if (failed.messageIds.length === 0) return [];
   return await asBookkeeper(sql, service, async ({ sql }) => {
     const sandboxes = [...new Set(failed.sandboxIds)];
     const guard = await sql<{ sandbox_id: string; rearms: number }[]>`
@@ -197,7 +201,7 @@ export async function failPublish(
                then 'infinity'::timestamptz
                else now() + ${failed.retryMs} * interval '1 millisecond' end,
              lease_owner = null, lease_expires_at = null
-       where id = any(${failed.ids}::bigint[])
+       where message_id = any(${failed.messageIds}::uuid[])
          and lease_owner = ${owner} and state = 'claimed'`;
     return parked;
   });
@@ -214,7 +218,7 @@ export async function nextOutboxDue(
     ({ sql }) =>
       sql<{ at: Date | null }[]>`
       select min(next_attempt_at) as at from ${sql(`${service}.outbox`)}
-       where state <> 'published' and next_attempt_at < 'infinity'
+       where next_attempt_at < 'infinity'
          and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])`,
   );
   return row.at;
@@ -233,7 +237,7 @@ export interface ParkedTarget {
  * in the caller's transaction, whose role may update the outbox (the relay)
  * and whose sandbox policy decides whose rows it sees. Fenced: only rows
  * still parked change, so a row that a command flushed meanwhile, or that
- * was published, is not counted. Attempts and the last error stay, so the
+ * was published (and so deleted), is not counted. Attempts and the last error stay, so the
  * row still says why it waited; should the publish fail again, the guard,
  * whose allowance for the day is still used up, parks it again at once.
  * Returns how many rows it released.

@@ -2,15 +2,16 @@
  * The relay: what a service owes goes from its outbox to the transport.
  *
  * Into the PostgreSQL queue, which shares the outboxes' database, due rows
- * are moved in one transaction (move.ts): marked published with their
- * messages and deliveries stored, both or neither.
+ * are moved in one transaction (move.ts): deleted from the outbox with
+ * their messages and deliveries stored, both or neither.
  *
  * To any other transport (JetStream), and for the rows of sandboxes with a
  * relay fault on, the long way:
  *
  * 1. Claim due rows (a lease, in the service's transaction, committed).
  * 2. Publish the batch (the transport ignores ids it already has).
- * 3. Mark the rows published, fenced by the lease.
+ * 3. Delete the rows, owed no more, fenced by the lease (the transport's
+ *    publish stored the message's durable copy in queue.messages).
  *
  * A crash between 2 and 3 leaves the rows claimed; when the lease expires
  * they are claimed and published again, and the transport ignores the
@@ -211,7 +212,7 @@ async function claimPublishMark(
     sql,
     service,
     owner,
-    sent.map((r) => r.id),
+    sent.map((r) => r.envelope.messageId),
   );
   if (options.observeLag) {
     const now = Date.now();
@@ -239,7 +240,7 @@ async function fail(options: RelayOptions, rows: ClaimedRow[], error: string) {
   const { sql, service, owner, log } = options;
   log.warn("relay_error", { service, rows: rows.length, error });
   const parked = await failPublish(sql, service, owner, {
-    ids: rows.map((r) => r.id),
+    messageIds: rows.map((r) => r.envelope.messageId),
     sandboxIds: rows.map((r) => r.sandboxId),
     error,
     retryMs: options.retryMs,

@@ -43,7 +43,7 @@ export async function oldestReadyAges(
       select min(created_at) as oldest,
              extract(epoch from now() - min(created_at))::float8 as age
         from ${sql(`${service}.outbox`)}
-       where state <> 'published' and next_attempt_at <= now()`;
+       where next_attempt_at <= now()`;
     if (r.oldest && r.age !== null) {
       out.push({ service, ageSeconds: r.age, createdAt: r.oldest });
     }

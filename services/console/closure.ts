@@ -57,12 +57,11 @@ export async function closure(
       SUBSCRIBERS.map((s) => [s, zero()]),
     );
     for (const service of SENDERS) {
-      // A row the queue has already (published, not yet marked: the relay
-      // publishes, then marks) is counted by its deliveries, not twice.
+      // A row the queue has already (published, not yet deleted: the long
+      // way publishes, then deletes) is counted by its deliveries, not twice.
       const owed = await sql<{ type: string; n: number }[]>`
         select type, count(*)::int as n from ${sql(`${service}.outbox`)} o
-         where state <> 'published'
-           and not exists (
+         where not exists (
              select from queue.messages m where m.message_id = o.message_id)
          group by type`;
       for (const { type, n } of owed) {
@@ -144,7 +143,7 @@ export async function closureRows(
           select message_id, type, envelope->>'aggregateId' as order_id, state,
                  attempts, last_error, created_at
             from ${sql(`${service}.outbox`)}
-           where state <> 'published' and type = any(${types}::text[])
+           where type = any(${types}::text[])
            order by id limit ${limit}`;
         out.push(...rows.map((r) => ({
           messageId: r.message_id,

@@ -78,7 +78,7 @@ export async function outboxAges(
     async ({ sql }) => {
       // Per sender three statements, all six sent at once: one scan of the
       // pending rows grouped by type and age bucket (folded per type here),
-      // the oldest rows through the pending index, and the oldest parked
+      // the oldest rows (the outbox holds only what is owed), and the oldest parked
       // rows through the retry index (parked rows are among those that
       // wait: pending, attempted), which a burst of new rows cannot crowd
       // out of the list as it can out of the oldest.
@@ -89,7 +89,7 @@ export async function outboxAges(
           with p as (
             select type, next_attempt_at,
                    date_part('epoch', now() - created_at) as age
-              from ${table} where state <> 'published'
+              from ${table}
           )
           select ${service}::text as service, type,
                  -- width_bucket: 0 below the first bound, i in
@@ -108,7 +108,6 @@ export async function outboxAges(
                  attempts, last_error, next_attempt_at,
                  next_attempt_at <= now() as ready
             from ${table}
-           where state <> 'published'
            order by id limit ${limit}`,
           sql<ParkedRow[]>`
           select ${service}::text as service, message_id, type,

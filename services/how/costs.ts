@@ -138,18 +138,32 @@ async function measure(
     select count(*)::int as rows,
            coalesce(sum(pg_column_size(x.*)), 0)::bigint as bytes
       from ${sql(t.table)} x where ${where}`;
-  return { rows: row.rows, bytes: Number(row.bytes) };
+  if (t.store !== "outbox") return { rows: row.rows, bytes: Number(row.bytes) };
+  // An outbox row is deleted once its message is published: it was written
+  // all the same, once for each message the queue has from this sender.
+  const [sent] = await sql<{ n: number }[]>`
+    select count(*)::int as n from queue.messages
+     where source = ${t.service}
+       and aggregate_id = any(${keys.orders}::text[])`;
+  return { rows: row.rows + sent.n, bytes: Number(row.bytes) };
 }
 
 /** The paid orders, their messages and those messages' deliveries. */
 async function paidKeys({ sql }: ServiceTx): Promise<Keys> {
   const orders = (await sql<{ id: string }[]>`
     select id from orders.orders where state = 'paid'`).map((r) => r.id);
-  const messages: string[] = [];
+  // What the senders published (the queue's copies), and what they still
+  // owe (their outboxes).
+  const messages = (await sql<{ message_id: string }[]>`
+    select message_id from queue.messages
+     where source = any(${[...SENDERS]}::text[])
+       and aggregate_id = any(${orders}::text[])`).map((r) => r.message_id);
   for (const sender of SENDERS) {
     const rows = await sql<{ message_id: string }[]>`
-      select message_id from ${sql(`${sender}.outbox`)}
-       where envelope ->> 'aggregateId' = any(${orders}::text[])`;
+      select message_id from ${sql(`${sender}.outbox`)} o
+       where envelope ->> 'aggregateId' = any(${orders}::text[])
+         and not exists (
+           select from queue.messages m where m.message_id = o.message_id)`;
     messages.push(...rows.map((r) => r.message_id));
   }
   const deliveries = (await sql<{ id: string }[]>`
@@ -172,10 +186,10 @@ async function latencies({ sql }: ServiceTx, orders: string[]) {
               from billing.stripe_events e
              where e.order_id::text = p.order_id and e.status = 200
            )::float8 as webhook_ms
-      from (select envelope ->> 'aggregateId' as order_id, message_id
-              from orders.outbox
-             where type = 'OrderPaid'
-               and envelope ->> 'aggregateId' = any(${orders}::text[])) p`;
+      from (select aggregate_id as order_id, message_id
+              from queue.messages
+             where source = 'orders' and type = 'OrderPaid'
+               and aggregate_id = any(${orders}::text[])) p`;
   const paidIds = starts.map((s) => s.message_id);
   const arrived = new Map<string, { n: number; last: number }>();
   const receivers = ROUTING.OrderPaid ?? [];
@@ -251,8 +265,8 @@ export async function costs(sql: Sql, sandboxId: string): Promise<Costs> {
           queue: per(bytes.queue, paid),
           inbox: per(bytes.inbox, paid),
         },
-        // Counted from the outboxes, which hold every message sent on
-        // either transport.
+        // Counted from the queue's copies and the outboxes, which between
+        // them hold every message sent on either transport.
         messages: per(keys.messages.length, paid),
         deliveries: per(keys.deliveries.length, paid),
         attempts: per(counts.attempts, paid),

@@ -90,14 +90,24 @@ async function sandboxFigures(
     let retrying = 0;
     for (const service of SENDERS) {
       if (last) {
+        // Owed, in the outbox; published, in the queue's copy (the gap is
+        // from the message's creation to its publish).
         const rows = await sql`
           select message_id, type, state, attempts, last_error, created_at,
+                 null::timestamptz as published_at, null::float8 as gap_ms
+            from ${sql(`${service}.outbox`)} o
+           where envelope ->> 'aggregateId' = ${last.id}
+             and not exists (
+               select from queue.messages m where m.message_id = o.message_id)
+          union all
+          select message_id, type, 'published', 0, null, created_at,
                  published_at,
                  (extract(epoch from published_at - created_at) * 1000)::float8
-                   as gap_ms
-            from ${sql(`${service}.outbox`)}
-           where envelope ->> 'aggregateId' = ${last.id}
-           order by id`;
+            from (select message_id, type, published_at,
+                         (envelope->>'occurredAt')::timestamptz as created_at
+                    from queue.messages
+                   where aggregate_id = ${last.id} and source = ${service}) m
+           order by created_at`;
         for (const r of rows) {
           outbox.push({
             service,
@@ -123,7 +133,7 @@ async function sandboxFigures(
                count(*) filter (where next_attempt_at <> 'infinity')::int
                  as retrying
           from ${sql(`${service}.outbox`)}
-         where state <> 'published' and attempts > 0`;
+         where attempts > 0`;
       parked += w.parked;
       retrying += w.retrying;
     }

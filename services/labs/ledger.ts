@@ -262,8 +262,7 @@ export async function figures(sql: Sql, sandboxId: string) {
     ({ sql }) =>
       sql<{ orders: number; pending: number }[]>`
       select (select count(*)::int from lab_sender.orders) as orders,
-             (select count(*)::int from lab_sender.outbox
-               where state <> 'published') as pending`,
+             (select count(*)::int from lab_sender.outbox) as pending`,
   );
   const [receiver] = await asService(
     sql,

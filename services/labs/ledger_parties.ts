@@ -212,7 +212,7 @@ export class LabRelay {
 
   /**
    * Sends each held row to the receiver. An answer (applied, or refused
-   * with 422: a final word either way) marks the row published; no answer
+   * with 422: a final word either way) deletes the row, owed no more; no answer
    * (the receiver rolled back, the acknowledgement was lost) keeps it
    * pending with the error, as a failed publish does.
    */
@@ -228,7 +228,7 @@ export class LabRelay {
         }
       } catch (error) {
         await failPublish(this.sql, SENDER, this.owner, {
-          ids: [row.id],
+          messageIds: [row.envelope.messageId],
           sandboxIds: [row.sandboxId],
           error: (error as Error).message,
           retryMs: RETRY_MS,
@@ -236,7 +236,9 @@ export class LabRelay {
         });
         continue;
       }
-      await markPublished(this.sql, SENDER, this.owner, [row.id]);
+      await markPublished(this.sql, SENDER, this.owner, [
+        row.envelope.messageId,
+      ]);
     }
   }
 

@@ -191,14 +191,18 @@ export async function placedTraceparent(
   sandboxId: string,
   orderId: string,
 ): Promise<string | undefined> {
+  // Still owed, in the outbox; published, in the queue's copy. Read as the
+  // console, the role that may read both, inside the sandbox.
   const [row] = await asService(
     sql,
-    "orders",
+    "console",
     { sandboxId },
     ({ sql }) =>
       sql<{ traceparent: string | null }[]>`
-      select o.envelope->>'traceparent' as traceparent
-        from orders.events e join orders.outbox o using (message_id)
+      select coalesce(o.envelope, m.envelope)->>'traceparent' as traceparent
+        from orders.events e
+        left join orders.outbox o using (message_id)
+        left join queue.messages m using (message_id)
        where e.order_id = ${orderId} and e.type = 'OrderPlaced'`,
   );
   return row?.traceparent ?? undefined;

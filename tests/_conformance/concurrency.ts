@@ -143,7 +143,7 @@ export const concurrencyScenarios: Scenario[] = [{
     const total = MESSAGES * RECEIVERS.length;
     // The sender: every row published once, none retried.
     assert.equal(
-      await count(sql, `${SENDER}.outbox`, sql`state = 'published'`),
+      await count(sql, "queue.messages", sql`source = ${SENDER}`),
       MESSAGES,
     );
     assert.equal(
@@ -184,6 +184,13 @@ export const concurrencyScenarios: Scenario[] = [{
         sql`state = 'done' and attempts = 1`,
       ),
       total,
+      JSON.stringify(
+        await sql`select attempts, last_status, subscriber, count(*)::int as n,
+                         min(a.error) as error, min(a.status) as status
+                    from queue.deliveries d left join queue.attempts a
+                      on a.delivery_id = d.id
+                   where d.attempts > 1 group by 1, 2, 3`,
+      ),
     );
     const [attempts] = await sql<{ n: number; deliveries: number }[]>`
       select count(*)::int as n, count(distinct delivery_id)::int as deliveries
@@ -202,8 +209,8 @@ export const concurrencyScenarios: Scenario[] = [{
       const [{ matched }] = await sql<{ matched: number }[]>`
         select count(*)::int as matched
           from ${sql(r + ".jobs")} j
-          join t_sender.outbox o
-            on o.message_id = j.message_id and o.envelope->>'aggregateId' = j.order_id`;
+          join queue.messages m
+            on m.message_id = j.message_id and m.aggregate_id = j.order_id`;
       assert.equal(matched, MESSAGES, r);
     }
     const answers = processes.flatMap((p) => p.answers);
