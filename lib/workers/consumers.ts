@@ -16,7 +16,7 @@ import {
   CONSUMER_BATCH_SIZE,
   type ConsumerOptions,
 } from "../queue/postgres/mod.ts";
-import type { SendOptions } from "../queue/send.ts";
+import { BATCH_REQUEST_MAX, type SendOptions } from "../queue/send.ts";
 import { Loop } from "../wake/loop.ts";
 import type { LocalQueue } from "./local_queue.ts";
 
@@ -69,14 +69,18 @@ export async function consumerLoops(
   const slots = (options.consumers ?? 4) * CONSUMER_BATCH_SIZE;
   const perSandbox = Math.max(CONSUMER_BATCH_SIZE, Math.floor(slots / 2));
   // By default a sandbox may hold half of the process's consumers'
-  // batches, and half of that for one subscriber, every batch may be left
-  // running on its own, and a batch waits 250 ms for its slowest deliveries:
+  // batches, and half of that for one subscriber, and a batch waits 250 ms
+  // for its slowest deliveries:
   // longer than a delivery takes on a loaded machine, far shorter than a
   // slow receiver's timeout.
   const share = new FairShare({
     perSandbox,
     perLane: Math.ceil(perSandbox / 2),
-    maxDetached: slots,
+    // Stragglers left running are requests still open at a receiver: a few
+    // requests' worth, not every batch's, or a loaded receiver has more
+    // requests waiting than connections and they time out after their
+    // commit (tests/_conformance/concurrency.ts).
+    maxDetached: (options.consumers ?? 4) * BATCH_REQUEST_MAX,
     stragglerMs: 250,
     ...options.fairShare,
   });

@@ -107,6 +107,10 @@ export const concurrencyScenarios: Scenario[] = [{
         }),
         // Nothing here should fail; a retry would show up as a second attempt.
         retryDelaysMs: [50, 50, 50],
+        // Ownership is what is tested, not speed: on a loaded machine a
+        // batch of ten may wait past the tests' usual 2 s, and a timeout
+        // would be a retry (the production timeout is 5 s).
+        timeoutMs: 10_000,
       })
     );
     const stops: (() => Promise<void>)[] = [];
