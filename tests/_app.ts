@@ -255,6 +255,24 @@ export async function countOf(
   return row.n;
 }
 
+/**
+ * The messages `service` wrote, owed or published, as a subquery to name
+ * after `from` with an alias: its outbox rows, and the copies in
+ * queue.messages of those already published (the outbox row is deleted
+ * then). Columns: message_id, sandbox_id, type, envelope.
+ */
+export function sentBy(sql: Sql, service: string) {
+  return sql`(
+    select message_id, sandbox_id, type, envelope from ${
+    sql(`${service}.outbox`)
+  } o
+     where not exists (
+       select from queue.messages m where m.message_id = o.message_id)
+    union all
+    select message_id, sandbox_id, type, envelope from queue.messages
+     where source = ${service})`;
+}
+
 /** Tables that a command (order, payment, session) writes to. */
 export const COMMAND_TABLES = [
   "platform.sandboxes",
@@ -279,8 +297,12 @@ export async function rowCounts(
 ): Promise<Record<string, number | string>> {
   const counts: Record<string, number | string> = {};
   for (const table of tables) {
+    // An outbox counts the messages written to it, published or not.
+    const from = table.endsWith(".outbox")
+      ? sql`${sentBy(sql, table.slice(0, -".outbox".length))} x`
+      : sql`${sql(table)}`;
     counts[table] = await countOf(
-      sql<{ n: number }[]>`select count(*)::int as n from ${sql(table)}`,
+      sql<{ n: number }[]>`select count(*)::int as n from ${from}`,
     );
   }
   const days = await sql<{ key: string; qty: number }[]>`

@@ -8,6 +8,7 @@ import {
   eventually,
   orderSettles,
   placeOrderVia,
+  sentBy,
   withTestBakery,
 } from "./_app.ts";
 
@@ -47,7 +48,7 @@ Deno.test("declined card: payment_failed, nothing paid; paying again succeeds", 
     assert.equal(await paidMessages(), 0);
     assert.equal(
       await countOf(sql<{ n: number }[]>`
-        select count(*)::int as n from orders.outbox
+        select count(*)::int as n from ${sentBy(sql, "orders")} o
          where type = 'OrderPaid' and envelope->>'aggregateId' = ${orderId}`),
       0,
     );

@@ -7,6 +7,7 @@ import type { Sql } from "../lib/db/connect.ts";
 import {
   countOf,
   rowCounts,
+  sentBy,
   walkthroughOrder,
   withTestBakery,
 } from "./_app.ts";
@@ -25,7 +26,8 @@ async function ordersOfKey(sql: Sql, key: string) {
 
 async function placedMessages(sql: Sql) {
   return await countOf(sql<{ n: number }[]>`
-    select count(*)::int as n from orders.outbox where type = 'OrderPlaced'`);
+    select count(*)::int as n from ${sentBy(sql, "orders")} o
+     where type = 'OrderPlaced'`);
 }
 
 Deno.test("idempotency: the same key twice gives the same order (201, then 200)", async () => {
@@ -90,8 +92,8 @@ Deno.test("idempotency: ten concurrent posts with one key place one order", asyn
       orders: 1,
     });
     const placed = await t.sql`
-      select envelope->>'aggregateId' as order_id from orders.outbox
-       where type = 'OrderPlaced'`;
+      select envelope->>'aggregateId' as order_id
+        from ${sentBy(t.sql, "orders")} o where type = 'OrderPlaced'`;
     assert.deepEqual(placed.map((p) => p.order_id), [orderId]);
     // The capacity was taken once, not ten times.
     const taken = await t.sql`

@@ -11,6 +11,7 @@ import {
   countOf,
   orderSettles,
   placeOrderVia,
+  sentBy,
   walkthroughOrder,
   withTestBakery,
 } from "./_app.ts";
@@ -111,7 +112,7 @@ Deno.test("paid order: every receiver applies OrderPaid exactly once", async () 
     ]]);
     assert.equal(
       await countOf(sql<{ n: number }[]>`
-        select count(*)::int as n from billing.outbox
+        select count(*)::int as n from ${sentBy(sql, "billing")} o
          where type = 'PaymentSucceeded' and envelope->>'aggregateId' = ${orderId}`),
       1,
     );

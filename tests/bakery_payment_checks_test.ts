@@ -16,6 +16,7 @@ import {
   paymentIntentEvent,
   placeOrderVia,
   postWebhook,
+  sentBy,
   signIn,
   TEST_WEBHOOK_SECRET,
   walkthroughOrder,
@@ -108,7 +109,7 @@ Deno.test("payments: a charge of another amount or currency is a refund due, sho
     // No PaymentSucceeded: the orders service was never told it was paid.
     assert.equal(
       await countOf(sql<{ n: number }[]>`
-        select count(*)::int as n from billing.outbox`),
+        select count(*)::int as n from ${sentBy(sql, "billing")} o`),
       0,
     );
     for (const ids of [short, dollars]) {
@@ -143,7 +144,7 @@ Deno.test("payments: a charge of another amount or currency is a refund due, sho
     );
     assert.equal(
       await countOf(sql<{ n: number }[]>`
-        select count(*)::int as n from billing.outbox`),
+        select count(*)::int as n from ${sentBy(sql, "billing")} o`),
       0,
     );
     assert.equal((await refundsOf(client)).length, 3);
@@ -234,7 +235,7 @@ Deno.test("payments: a payment id of another sandbox is a 422 and a recorded ref
     );
     assert.equal(
       await countOf(sql<{ n: number }[]>`
-        select count(*)::int as n from billing.outbox`),
+        select count(*)::int as n from ${sentBy(sql, "billing")} o`),
       0,
     );
   });

@@ -13,6 +13,7 @@ import {
   paymentIntentEvent,
   placeOrderVia,
   postWebhook,
+  sentBy,
   TEST_WEBHOOK_SECRET,
   withTestBakery,
 } from "./_app.ts";
@@ -97,12 +98,12 @@ Deno.test("webhook: one event sent five times at once is applied once", async ()
     );
     assert.match(recorded.outcome, /PaymentSucceeded sent/);
     assert.equal(
-      await n(sql`select count(*)::int as n from billing.outbox
+      await n(sql`select count(*)::int as n from ${sentBy(sql, "billing")} o
                    where type = 'PaymentSucceeded'`),
       1,
     );
     assert.equal(
-      await n(sql`select count(*)::int as n from orders.outbox
+      await n(sql`select count(*)::int as n from ${sentBy(sql, "orders")} o
                    where type = 'OrderPaid'`),
       1,
     );
@@ -149,7 +150,7 @@ Deno.test("webhook: unverifiable events are a 400 and record nothing", async () 
       stripeEvents: await countOf(sql<{ n: number }[]>`
         select count(*)::int as n from billing.stripe_events`),
       billingOutbox: await countOf(sql<{ n: number }[]>`
-        select count(*)::int as n from billing.outbox`),
+        select count(*)::int as n from ${sentBy(sql, "billing")} o`),
       payment: (await sql`
         select state, updated_at from billing.payments where id = ${ids.paymentId}`)
         .map((p) => `${p.state} ${p.updated_at.toISOString()}`)[0],
@@ -250,7 +251,7 @@ Deno.test("webhook: another event for a settled payment changes nothing", async 
     assert.equal(events.length, 3);
     assert.equal(
       await countOf(sql<{ n: number }[]>`
-        select count(*)::int as n from billing.outbox`),
+        select count(*)::int as n from ${sentBy(sql, "billing")} o`),
       1,
     );
     const [payment] = await sql`

@@ -13,7 +13,7 @@ import Stripe from "stripe";
 import type { Sql } from "../lib/db/connect.ts";
 import { StripeGateway } from "../services/billing/gateway.ts";
 import { handleStripeWebhook } from "../services/billing/webhook.ts";
-import { countOf, TEST_WEBHOOK_SECRET } from "./_app.ts";
+import { countOf, sentBy, TEST_WEBHOOK_SECRET } from "./_app.ts";
 import { withTestDatabase } from "./_db.ts";
 
 /** How long the stripe client waits for an answer. */
@@ -171,7 +171,7 @@ Deno.test("stripe: checkout.session.expired closes the payment, and the order ca
       assert.match(closed.failure_reason, /expired/);
       // The orders service hears of it as of a declined card.
       const [sent] = await db.sql<{ type: string }[]>`
-        select envelope->>'type' as type from billing.outbox
+        select envelope->>'type' as type from ${sentBy(db.sql, "billing")} o
          where envelope->>'aggregateId' = ${request.orderId}`;
       assert.equal(sent.type, "PaymentFailed");
 
