@@ -283,18 +283,12 @@ export async function trial(
   }
 }
 
-/** The senders' outbox rows published, and when the last one was. */
+/** The senders' messages published, and when the last one was. */
 async function lastPublished(sql: Sql): Promise<{ n: number; at: Date }> {
-  let n = 0;
-  let at = new Date(0);
-  for (const service of SENDERS) {
-    const [row] = await sql<{ n: number; at: Date | null }[]>`
-      select count(*)::int as n, max(published_at) as at
-        from ${sql(`${service}.outbox`)} where state = 'published'`;
-    n += row.n;
-    if (row.at && row.at > at) at = row.at;
-  }
-  return { n, at };
+  const [row] = await sql<{ n: number; at: Date | null }[]>`
+    select count(*)::int as n, max(published_at) as at from queue.messages
+     where source = any(${[...SENDERS]}::text[])`;
+  return { n: row.n, at: row.at ?? new Date(0) };
 }
 
 async function dropStream(name: string) {

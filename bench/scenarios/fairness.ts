@@ -343,9 +343,9 @@ async function deliveriesOf(sql: Sql, sandboxId: string, type: string) {
 async function openWork(sql: Sql, sandboxId: string): Promise<number> {
   const [row] = await sql<{ n: number }[]>`
     select (select count(*) from orders.outbox
-             where sandbox_id = ${sandboxId} and state <> 'published')
+             where sandbox_id = ${sandboxId})
          + (select count(*) from billing.outbox
-             where sandbox_id = ${sandboxId} and state <> 'published')
+             where sandbox_id = ${sandboxId})
          + (select count(*) from queue.deliveries
              where sandbox_id = ${sandboxId}
                and state in ('pending', 'in_flight')) as n`;

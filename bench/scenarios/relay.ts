@@ -80,12 +80,13 @@ export async function relay(ctx: Ctx): Promise<Figure[]> {
       total: rows,
       remaining: async () => {
         const [row] = await db.sql<{ n: number }[]>`
-          select count(*)::int as n from orders.outbox where state <> 'published'`;
+          select count(*)::int as n from orders.outbox`;
         return row.n;
       },
       finishedAt: async () => {
         const [row] = await db.sql<{ at: Date | null }[]>`
-          select max(published_at) as at from orders.outbox`;
+          select max(published_at) as at from queue.messages
+           where source = 'orders'`;
         return row.at;
       },
     });
