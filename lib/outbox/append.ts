@@ -96,9 +96,11 @@ export function outboxWrites(
        where ${gate}
       returning id
     ), outbox_flush as (
+      -- By the message id, the key: the table has no other index to find
+      -- a row by, besides outbox_retry, which holds only waiting rows.
       update ${table} set next_attempt_at = now()
-       where id = any(array(
-         select id from ${table}
+       where message_id = any(array(
+         select message_id from ${table}
           where state = 'pending' and attempts > 0 and next_attempt_at > now()
             and sandbox_id = any(${sandboxes}::uuid[]) and ${gate}
           for update skip locked))
