@@ -239,6 +239,10 @@ Deno.test("labs: the daily wipe removes both labs' rows", async () => {
       poisonOrders: 1,
       receiverRemembers: true,
     });
+    // Published rows leave the outbox; one still owed, for the wipe to find.
+    await t.sql`
+      insert into lab_sender.outbox (sandbox_id, message_id, type, envelope)
+      values (${sandboxId}, gen_random_uuid(), 'OrderCreated', '{}')`;
     const tables = [
       "lab_sender.orders",
       "lab_sender.outbox",

@@ -195,8 +195,12 @@ Deno.test("process: with DATABASE_URL, a server that goes away gives 503, and SI
       return res.status === 503;
     });
     const status = await stopWithin(main, "SIGINT", 10_000);
-    assert.equal(status?.code, 0, "stopped within 10 s, exit 0");
     await main.stdoutDone;
+    assert.equal(
+      status?.code,
+      0,
+      `stopped within 10 s, exit 0; the program's log:\n${logTail(main)}`,
+    );
     assert.ok(!events(main).includes("postgres_restarting"));
   } finally {
     if (main) await killAll(main);

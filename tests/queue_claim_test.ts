@@ -124,3 +124,31 @@ Deno.test("a claim fills its batch from a sandbox with more when the others of i
     assert.equal((await claimTen(sql)).length, 0);
   });
 });
+
+Deno.test("a lane gives a claim no more than its share; the sandbox's other lanes fill the rest", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    // Ten orders: three lanes of ten due deliveries each.
+    const id = await sandboxWithOrders(sql, "busy", 10);
+    await new PgMove(new PgQueue(sql, ROUTING)).move(SENDER, 100);
+    const [first] = await sql<{ subscriber: string }[]>`
+      select subscriber from queue.deliveries where sandbox_id = ${id}
+       order by id limit 1`;
+
+    const { claimed } = await claimBatch(sql, "consumer-1", {
+      limit: 100,
+      leaseMs: 60_000,
+      round: { after: null, perSandbox: 12, perLane: 4 },
+    });
+    // The sandbox's share, no more; the oldest lane its own share, and the
+    // other lanes the rest, so that a slow lane cannot take it all.
+    assert.equal(claimed.length, 12);
+    const lanes = new Map<string, number>();
+    for (const d of claimed) {
+      lanes.set(d.subscriber, (lanes.get(d.subscriber) ?? 0) + 1);
+    }
+    assert.equal(lanes.get(first.subscriber), 4);
+    assert.equal(lanes.size, 3);
+    assert.equal(await lockedAndLeft(sql), 0);
+  });
+});

@@ -11,11 +11,7 @@ import { auditOnce, type AuditOptions } from "../queue/audit.ts";
 import { FairShare, type FairShareOptions } from "../queue/fair_share.ts";
 import type { PauseReader } from "../queue/pauses.ts";
 import type { Transport } from "../queue/driver.ts";
-import {
-  consumeOnce,
-  CONSUMER_BATCH_SIZE,
-  type ConsumerOptions,
-} from "../queue/postgres/mod.ts";
+import { consumeOnce, type ConsumerOptions } from "../queue/postgres/mod.ts";
 import { BATCH_REQUEST_MAX, type SendOptions } from "../queue/send.ts";
 import { Loop } from "../wake/loop.ts";
 import type { LocalQueue } from "./local_queue.ts";
@@ -66,21 +62,20 @@ export async function consumerLoops(
     auditor?.wakeSoon();
     options.onTouched?.(ids);
   };
-  const slots = (options.consumers ?? 4) * CONSUMER_BATCH_SIZE;
-  const perSandbox = Math.max(CONSUMER_BATCH_SIZE, Math.floor(slots / 2));
-  // By default a sandbox may hold half of the process's consumers'
-  // batches, and half of that for one subscriber, and a batch waits 250 ms
-  // for its slowest deliveries:
-  // longer than a delivery takes on a loaded machine, far shorter than a
-  // slow receiver's timeout.
+  // The share counts requests, not claims: a claim takes up to 100, but a
+  // sandbox may hold half of the consumers' requests' worth (20 with the
+  // default 4 consumers), and half of that for one subscriber, and as many
+  // may be left running as stragglers. Counted in claims, one sandbox's
+  // slow receiver held every consumer and another sandbox's paid order
+  // waited 4 s (tests/fairness_test.ts). A batch waits 250 ms for its
+  // slowest deliveries: longer than a delivery takes on a loaded machine,
+  // far shorter than a slow receiver's timeout.
+  const slots = (options.consumers ?? 4) * BATCH_REQUEST_MAX;
+  const perSandbox = Math.max(BATCH_REQUEST_MAX, Math.floor(slots / 2));
   const share = new FairShare({
     perSandbox,
     perLane: Math.ceil(perSandbox / 2),
-    // Stragglers left running are requests still open at a receiver: a few
-    // requests' worth, not every batch's, or a loaded receiver has more
-    // requests waiting than connections and they time out after their
-    // commit (tests/_conformance/concurrency.ts).
-    maxDetached: (options.consumers ?? 4) * BATCH_REQUEST_MAX,
+    maxDetached: slots,
     stragglerMs: 250,
     ...options.fairShare,
   });

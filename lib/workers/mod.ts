@@ -20,7 +20,7 @@ import type { AuditOptions } from "../queue/audit.ts";
 import type { Transport } from "../queue/driver.ts";
 import type { FairShareOptions } from "../queue/fair_share.ts";
 import type { PauseReader } from "../queue/pauses.ts";
-import { CONSUMER_BATCH_SIZE } from "../queue/postgres/mod.ts";
+import { BATCH_REQUEST_MAX } from "../queue/send.ts";
 import { consumerLeaseMs, type Subscriber } from "../queue/send.ts";
 import type { Dispatcher } from "../queue/transport.ts";
 import type { Loop } from "../wake/loop.ts";
@@ -106,7 +106,8 @@ export async function startMessaging(
   await options.pauses?.();
   const log = options.log.child({ owner });
   // How this process's consumers are woken, and what its relays hand them.
-  const local = new LocalQueue(CONSUMER_BATCH_SIZE);
+  // Handoffs are joined up to one request's worth, as the share counts.
+  const local = new LocalQueue(BATCH_REQUEST_MAX);
   let stopping = false;
   const consumers = (options.roles?.consume ?? true)
     ? await consumerLoops({

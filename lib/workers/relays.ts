@@ -10,7 +10,7 @@ import type { Logger } from "../log/mod.ts";
 import type { FairShare } from "../queue/fair_share.ts";
 import type { PauseReader } from "../queue/pauses.ts";
 import type { Queue } from "../queue/queue.ts";
-import { CONSUMER_BATCH_SIZE } from "../queue/postgres/mod.ts";
+import { BATCH_REQUEST_MAX } from "../queue/send.ts";
 import { claimLease } from "../queue/delivery.ts";
 import type { Shortcut } from "../relay/move.ts";
 import { relayOnce } from "../relay/relay.ts";
@@ -69,7 +69,8 @@ export function relayLoops(options: RelayLoopsOptions): Map<string, Loop> {
           // A move that hands off is a claim: a lease of its own.
           owner: claimLease(owner),
           leaseMs: options.handoffLeaseMs,
-          max: CONSUMER_BATCH_SIZE,
+          // A small move only: one request's worth, as the share counts.
+          max: BATCH_REQUEST_MAX,
           // The pairs as last read (a move must not wait on the consumers'
           // pool), and what the share holds in full.
           closed: share.closed(options.pauses?.known()),

@@ -88,6 +88,7 @@ export async function consumeOnce(
     round: {
       after: share.after,
       perSandbox: share.perSandbox,
+      perLane: share.perLane,
       held: share.held(),
       closed: share.closed(paused),
     },

@@ -60,6 +60,11 @@ export interface Round {
   after: string | null;
   /** Deliveries of one sandbox that the process may hold at once. */
   perSandbox: number;
+  /**
+   * Deliveries of one sandbox to one subscriber (a lane) that the process
+   * may hold at once; perSandbox when absent.
+   */
+  perLane?: number;
   /** What the process holds, per sandbox and subscriber; none when absent. */
   held?: HeldLanes;
   /**
@@ -121,6 +126,7 @@ function claimStatement(
   const open = sql`state in ('pending', 'in_flight')`;
   const closed = (round.closed ?? NOTHING_CLOSED).lanes;
   const held = round.held ?? NOTHING_HELD;
+  const perLane = round.perLane ?? round.perSandbox;
   const served = subscribers
     ? sql`and d.subscriber in ${sql(subscribers as string[])}`
     : sql``;
@@ -179,7 +185,7 @@ function claimStatement(
         from ring r
         left join totals t on t.sandbox_id = r.sandbox_id
         cross join (select count(*)::int as n from ring) k
-    ), heads as (
+    ), chosen as (
       -- Each sandbox's oldest due delivery names the lane it gives this
       -- claim: its picks are of one subscriber, so that they travel as one
       -- batch (one request, one receiver transaction).
@@ -192,6 +198,17 @@ function claimStatement(
            limit 1
            for update skip locked
         ) h
+    ), heads as (
+      -- What the lane may give: no more than the process may still hold of
+      -- it (lane_room, at least 1: a lane held in full is closed), nor
+      -- than the sandbox's part (take).
+      select x.*, least(x.lane_room, x.part) as take from (
+        select ch.*,
+               least(ch.room, ${perLane} - coalesce(hl.n, 0)) as lane_room
+          from chosen ch
+          left join held hl on hl.sandbox_id = ch.sandbox_id
+                           and hl.subscriber = ch.subscriber
+      ) x
     ), first_picks as (
       select h.sandbox_id, h.id, 1::bigint as rank, h.n from heads h
       union all
@@ -204,7 +221,7 @@ function claimStatement(
              where ${pickable(sql`h.sandbox_id`)}
                and d.subscriber = h.subscriber and d.id > h.id
              order by d.id
-             limit least(h.room, h.part) - 1
+             limit h.take - 1
              for update skip locked
           ) q
         ) p
@@ -215,11 +232,12 @@ function claimStatement(
         from first_picks group by sandbox_id
     ), more_picks as (
       -- The batch not yet full: more of the same lane from the sandboxes
-      -- whose lane gave all it was asked (it may have more) ...
+      -- whose lane gave all it was asked (it may have more) and may give
+      -- more ...
       select p.id, g.taken + p.rank as rank, h.n
         from heads h
         join given g on g.sandbox_id = h.sandbox_id
-                    and g.taken = least(h.room, h.part)
+                    and g.taken = h.take and g.taken < h.lane_room
         cross join short
         cross join lateral (
           select q.id, row_number() over (order by q.id) as rank from (
@@ -227,19 +245,21 @@ function claimStatement(
              where ${pickable(sql`h.sandbox_id`)}
                and d.subscriber = h.subscriber and d.id > g.last
              order by d.id
-             limit greatest(0, least(h.room - g.taken, short.n))
+             limit greatest(0, least(h.lane_room - g.taken, short.n))
              for update skip locked
           ) q
         ) p
        where short.n > 0
       union all
-      -- ... and from those whose lane ran out, their part from other
-      -- lanes, oldest first: a sandbox with one delivery to each of six
-      -- receivers gives all six to one claim.
+      -- ... and from those whose lane ran out or is at its share, their
+      -- part from other lanes, oldest first: a sandbox with one delivery to
+      -- each of six receivers gives all six to one claim, and a slow lane
+      -- does not take a sandbox's whole share.
       select p.id, g.taken + p.rank as rank, h.n
         from heads h
         join given g on g.sandbox_id = h.sandbox_id
                     and g.taken < least(h.room, h.part)
+                    and not (g.taken = h.take and g.taken < h.lane_room)
         cross join short
         cross join lateral (
           select q.id, row_number() over (order by q.id) as rank from (
