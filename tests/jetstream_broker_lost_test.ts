@@ -100,15 +100,25 @@ natsServerTest(
         await allSettled(t.sql, 1, 30_000);
         // What a PostgreSQL crash before its WAL flush would leave of a
         // finish the broker had been acknowledged for: the row as the
-        // attempt began, the message gone from the broker.
+        // attempt began, the message gone from the broker, and nothing the
+        // closure audit counted of it since (it counts done rows only).
         const [lost] = await t.sql<{ id: string }[]>`
-          update queue.deliveries
+          with lost as (
+            select id, sandbox_id, subscriber, audited from queue.deliveries
+             where subscriber = 'kitchen' and type = 'OrderPaid'
+          ), uncounted as (
+            update queue.closure_counts c set closed = c.closed - 1
+              from lost
+             where lost.audited and c.sandbox_id = lost.sandbox_id
+               and c.subscriber = lost.subscriber
+          )
+          update queue.deliveries d
              set state = 'in_flight', done_at = null, audited = false,
                  lease_owner = 'a process that crashed',
                  lease_expires_at = now() - interval '1 minute',
                  next_attempt_at = now() - interval '1 minute'
-           where subscriber = 'kitchen' and type = 'OrderPaid'
-           returning id`;
+            from lost where d.id = lost.id
+           returning d.id`;
         await until("the lost finish to be done again", async () => {
           const [row] = await t.sql<{ state: string; republishes: number }[]>`
             select state, republishes from queue.deliveries

@@ -74,9 +74,12 @@ export const ABANDON_GRACE_MS = 1000;
 /**
  * How long a reserve may wait for a connection. Well above what a busy pool
  * makes anyone wait (a statement of the relay or the consumers takes
- * milliseconds), and above the pool's 10 s connect timeout.
+ * milliseconds). A reserve stranded by a restart costs its loop this long
+ * and then a retry, which may strand once more: at 15 s, two in a row kept
+ * a paid order from settling for 30 s after the server came back. A
+ * connect slower than this fails the reserve, and the loop tries again.
  */
-export const RESERVE_TIMEOUT_MS = 15_000;
+export const RESERVE_TIMEOUT_MS = 5_000;
 
 /** A reserve that was not served in time (see {@link RESERVE_TIMEOUT_MS}). */
 export class ReserveTimeout extends Error {
