@@ -219,11 +219,25 @@ Deno.test({
            and subscriber = any(${others}) and state = 'done'`);
       // The kitchen takes 6 s a delivery and times out at 5 s: its own
       // deliveries wait for their retries, the other five receivers do not.
-      await eventually(
-        "A's OrderPaid at its five other receivers",
-        async () => await done() === 30 * others.length,
-        15_000,
-      );
+      try {
+        await eventually(
+          "A's OrderPaid at its five other receivers",
+          async () => await done() === 30 * others.length,
+          15_000,
+        );
+      } catch (e) {
+        console.log(JSON.stringify(
+          await t
+            .sql`select subscriber, type, state, lease_owner is not null as leased,
+                             count(*)::int as n, max(attempts) as a,
+                             min(last_error) as err
+                        from queue.deliveries group by 1, 2, 3, 4 order by 1, 2, 3`,
+        ));
+        console.log(
+          JSON.stringify(t.lines.filter((l) => l.level !== "info").slice(-20)),
+        );
+        throw e;
+      }
       console.log(
         `A's other receivers done ${
           Math.round(performance.now() - paidAt)

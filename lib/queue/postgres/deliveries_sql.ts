@@ -221,7 +221,7 @@ function claimStatement(
              where ${pickable(sql`h.sandbox_id`)}
                and d.subscriber = h.subscriber and d.id > h.id
              order by d.id
-             limit h.take - 1
+             limit greatest(0, h.take - 1)
              for update skip locked
           ) q
         ) p
