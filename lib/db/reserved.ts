@@ -76,7 +76,7 @@ export const ABANDON_GRACE_MS = 1000;
  * makes anyone wait (a statement of the relay or the consumers takes
  * milliseconds). A reserve stranded by a restart costs its loop this long
  * and then a retry, which may strand once more: at 15 s, two in a row kept
- * a paid order from settling for 30 s after the server came back. A
+ * a message from being delivered for 30 s after the server came back. A
  * connect slower than this fails the reserve, and the loop tries again.
  */
 export const RESERVE_TIMEOUT_MS = 5_000;

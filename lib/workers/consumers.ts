@@ -66,7 +66,7 @@ export async function consumerLoops(
   // sandbox may hold half of the consumers' requests' worth (20 with the
   // default 4 consumers), and half of that for one subscriber, and as many
   // may be left running as stragglers. Counted in claims, one sandbox's
-  // slow receiver held every consumer and another sandbox's paid order
+  // slow receiver held every consumer and another sandbox's message
   // waited 4 s (tests/fairness_test.ts). A batch waits 250 ms for its
   // slowest deliveries: longer than a delivery takes on a loaded machine,
   // far shorter than a slow receiver's timeout.
