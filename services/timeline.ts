@@ -200,3 +200,30 @@ export async function orderView(
     };
   }, { snapshot: true });
 }
+
+/**
+ * The trace context of the request that placed `orderId`, as its
+ * OrderPlaced keeps it (lib/trace), where tracing was on: paying joins the
+ * order's trace, so that a paid order is one trace.
+ */
+export async function placedTraceparent(
+  sql: Sql,
+  sandboxId: string,
+  orderId: string,
+): Promise<string | undefined> {
+  // Still owed, in the orders outbox; published, in the queue's copy. Read
+  // here, with the order's other views across services, as the console.
+  const [row] = await asService(
+    sql,
+    "console",
+    { sandboxId },
+    ({ sql }) =>
+      sql<{ traceparent: string | null }[]>`
+      select coalesce(o.envelope, m.envelope)->>'traceparent' as traceparent
+        from orders.events e
+        left join orders.outbox o using (message_id)
+        left join queue.messages m using (message_id)
+       where e.order_id = ${orderId} and e.type = 'OrderPlaced'`,
+  );
+  return row?.traceparent ?? undefined;
+}
