@@ -7,6 +7,7 @@ import type { ServiceTx } from "../lib/db/service.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import {
   inboxBatchHandler,
+  inStatement,
   NotYet,
   receiveBatch,
   Refused,
@@ -127,6 +128,87 @@ Deno.test("batch: refused, not yet and applied messages each get their own answe
     assert.deepEqual(again[0].body, answers[0].body);
     assert.equal(await count(db.sql, "t_recv_a.jobs"), 3);
     assert.equal(await count(db.sql, "t_recv_a.refusals"), 1);
+  });
+});
+
+/**
+ * The same job, given as one unsent statement: the batch sends these
+ * without waiting between messages. `refuse` throws before anything is
+ * sent; `break` makes the statement itself fail (a null key).
+ */
+function applyAsStatement(tx: ServiceTx, envelope: Envelope) {
+  const { behave } = envelope.payload as { behave?: string };
+  if (behave === "refuse") throw new Refused("this order contradicts itself");
+  const orderId = behave === "break" ? null : envelope.messageId;
+  return inStatement(
+    tx,
+    tx.sql`
+      insert into t_recv_a.jobs (order_id, sandbox_id, message_id)
+      values (${orderId}, ${envelope.sandboxId}, ${envelope.messageId})
+      returning order_id`,
+    { job: envelope.messageId },
+  );
+}
+
+Deno.test("batch of statements: a repeat, a failed statement and a refusal mid-batch each get their own answer, and the rest commit once", async () => {
+  await withTestDatabase(async (db) => {
+    await createTestServices(db.sql);
+    const sandboxId = await createSandbox(db.sql);
+    const first = message(sandboxId);
+    const [applied] = await receiveBatch(
+      db.sql,
+      RECEIVER,
+      [first],
+      applyAsStatement,
+      options,
+    );
+    assert.equal(applied.status, 200);
+    const broken = crypto.randomUUID();
+    const batch = [
+      message(sandboxId),
+      first, // a repeat: its inbox row fails the statement, in mid-flight
+      message(sandboxId),
+      message(sandboxId, "break", broken, 1),
+      message(sandboxId, undefined, broken, 2),
+      message(sandboxId, "refuse"),
+      message(sandboxId),
+    ];
+    const answers = await receiveBatch(
+      db.sql,
+      RECEIVER,
+      batch,
+      applyAsStatement,
+      options,
+    );
+    assert.deepEqual(
+      answers.map((a) => [a.messageId, a.status, a.duplicate]),
+      [
+        [batch[0].messageId, 200, false],
+        [first.messageId, 200, true],
+        [batch[2].messageId, 200, false],
+        [batch[3].messageId, 500, false],
+        [batch[4].messageId, 409, false],
+        [batch[5].messageId, 422, false],
+        [batch[6].messageId, 200, false],
+      ],
+    );
+    assert.deepEqual(answers[1].body, applied.body);
+    assert.match(String(answers[3].body.error), /null value/);
+    const jobs = await db.sql<{ message_id: string }[]>`
+      select message_id from t_recv_a.jobs`;
+    assert.deepEqual(
+      new Set(jobs.map((j) => j.message_id)),
+      new Set([first, batch[0], batch[2], batch[6]].map((m) => m.messageId)),
+    );
+    const [{ n: starts }] = await db.sql<{ n: number }[]>`
+      select count(distinct applied_at)::int as n from t_recv_a.jobs
+       where message_id <> ${first.messageId}`;
+    assert.equal(starts, 1);
+    const [repeat] = await db.sql<{ repeats: number }[]>`
+      select repeats from t_recv_a.inbox where message_id = ${first.messageId}`;
+    assert.equal(repeat.repeats, 1);
+    assert.equal(await count(db.sql, "t_recv_a.refusals"), 1);
+    assert.equal(await count(db.sql, "t_recv_a.inbox"), 5);
   });
 });
 

@@ -60,45 +60,166 @@ export async function receiveBatch(
     throw new TypeError("a batch holds the messages of one tenant");
   }
   return await asService(sql, service, { sandboxId }, async (tx) => {
-    const answers: BatchAnswer[] = [];
-    /** Aggregates with a message held back, and that message. */
-    const held = new Map<string, string>();
-    for (const envelope of envelopes) {
-      const before = held.get(envelope.aggregateId);
-      if (before) {
-        answers.push(answer(envelope, 409, {
-          reason:
-            `not yet: message ${before} of the same aggregate, earlier in this batch, was not applied`,
-        }));
-        continue;
-      }
-      const receive = () => receiveInBatch(tx, envelope, apply, options);
-      const one = !tracing ? await receive() : await inSpan(
-        `apply ${service}`,
-        applySpan(service, envelope),
-        async (span) => {
-          const one = await receive();
-          span?.setAttributes({
-            "http.response.status_code": one.status,
-            "outbox.duplicate": one.duplicate ?? false,
-          });
-          return one;
-        },
-      );
-      if (one.status === 409 || one.status === 500) {
-        held.set(envelope.aggregateId, envelope.messageId);
-      }
-      answers.push(one);
+    const batch: Batch = {
+      tx,
+      envelopes,
+      apply,
+      options,
+      answers: new Array(envelopes.length),
+      held: new Map(),
+    };
+    // One span a message needs each message's own round trips.
+    let next = 0;
+    while (next < envelopes.length) {
+      next = tracing ? await traced(batch, next) : await flight(batch, next);
     }
-    return answers;
+    return batch.answers;
   });
 }
 
+/** A batch being applied: its transaction, and the answers so far. */
+interface Batch {
+  tx: ServiceTx;
+  envelopes: readonly Envelope[];
+  apply: Apply;
+  options: ReceiveOptions;
+  answers: BatchAnswer[];
+  /** Aggregates with a message held back, and that message. */
+  held: Map<string, string>;
+}
+
+/**
+ * The answer for a message of an aggregate held back earlier in the batch,
+ * if it is one: it must not overtake the message that was not applied.
+ */
+function heldBack(batch: Batch, envelope: Envelope): BatchAnswer | undefined {
+  const before = batch.held.get(envelope.aggregateId);
+  if (!before) return undefined;
+  return answer(envelope, 409, {
+    reason:
+      `not yet: message ${before} of the same aggregate, earlier in this batch, was not applied`,
+  });
+}
+
+/** Notes `one` as the answer at `index`, holding its aggregate back if due. */
+function settle(batch: Batch, index: number, one: BatchAnswer) {
+  batch.answers[index] = one;
+  if (one.status === 409 || one.status === 500) {
+    batch.held.set(batch.envelopes[index].aggregateId, one.messageId);
+  }
+}
+
+/**
+ * Applies the batch from `from` on without waiting between messages: each
+ * message's SAVEPOINT, effect, inbox row and RELEASE go out behind the
+ * previous message's, so a batch whose receiver gives its effect as a
+ * statement costs one round trip, not three a message. An `apply` that
+ * reads first is waited for, inside its savepoint, as before.
+ *
+ * The first message that fails ends the flight. When a statement failed,
+ * the transaction is aborted and everything sent after it failed with it:
+ * ROLLBACK TO SAVEPOINT takes the transaction back to just before that
+ * message (the later SAVEPOINTs never took), and the message is judged as
+ * on its own. Returns where the next flight starts: after that message, so
+ * the later ones go again.
+ */
+async function flight(batch: Batch, from: number): Promise<number> {
+  const { tx, envelopes } = batch;
+  const sent: { index: number; done: Promise<unknown[]> }[] = [];
+  /** Where the flight stopped before sending a message's inbox row. */
+  let stop: { index: number; error?: unknown; alone?: boolean } | undefined;
+  for (let i = from; i < envelopes.length; i++) {
+    const envelope = envelopes[i];
+    const held = heldBack(batch, envelope);
+    if (held) {
+      batch.answers[i] = held;
+      continue;
+    }
+    if (beyondHorizon(envelope, batch.options) || envelope.supersedes) {
+      stop = { index: i, alone: true };
+      break;
+    }
+    const savepoint = quiet(tx.sql`savepoint message`.execute());
+    let outcome: Awaited<ReturnType<Apply>>;
+    try {
+      outcome = await batch.apply(tx, envelope);
+    } catch (error) {
+      stop = { index: i, error };
+      break;
+    }
+    const record = quiet(
+      inboxRecord(tx, envelope, outcome, { watchOrder: true }).execute(),
+    );
+    const release = quiet(tx.sql`release savepoint message`.execute());
+    sent.push({ index: i, done: Promise.all([savepoint, record, release]) });
+  }
+  const settled = await Promise.allSettled(sent.map((s) => s.done));
+  for (const [k, { index }] of sent.entries()) {
+    const result = settled[k];
+    if (result.status === "fulfilled") {
+      const [{ outcome }] = result.value[1] as { outcome: Answer }[];
+      batch.answers[index] = answer(envelopes[index], 200, outcome);
+      continue;
+    }
+    await backOut(tx);
+    settle(batch, index, await failed(tx, envelopes[index], result.reason));
+    return index + 1;
+  }
+  if (!stop) return envelopes.length;
+  const envelope = envelopes[stop.index];
+  if (stop.alone) {
+    settle(batch, stop.index, await receiveInBatch(batch, envelope));
+  } else {
+    await backOut(tx);
+    settle(batch, stop.index, await failed(tx, envelope, stop.error));
+  }
+  return stop.index + 1;
+}
+
+/** Back to just before the failed message's SAVEPOINT, which then goes. */
+async function backOut(tx: ServiceTx) {
+  const rollback = quiet(tx.sql`rollback to savepoint message`.execute());
+  await tx.sql`release savepoint message`;
+  await rollback;
+}
+
+/** `p`, with its failure handled until someone awaits it. */
+function quiet<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => {});
+  return p;
+}
+
+type Answer = Record<string, unknown>;
+
+/** The batch from `from` on, a message at a time, each in its span. */
+async function traced(batch: Batch, from: number): Promise<number> {
+  const envelope = batch.envelopes[from];
+  const held = heldBack(batch, envelope);
+  if (held) {
+    batch.answers[from] = held;
+    return from + 1;
+  }
+  const service = batch.tx.service;
+  const one = await inSpan(
+    `apply ${service}`,
+    applySpan(service, envelope),
+    async (span) => {
+      const one = await receiveInBatch(batch, envelope);
+      span?.setAttributes({
+        "http.response.status_code": one.status,
+        "outbox.duplicate": one.duplicate ?? false,
+      });
+      return one;
+    },
+  );
+  settle(batch, from, one);
+  return from + 1;
+}
+
+/** One message in a savepoint of its own, waiting for each statement. */
 async function receiveInBatch(
-  tx: ServiceTx,
+  { tx, apply, options }: Batch,
   envelope: Envelope,
-  apply: Apply,
-  options: ReceiveOptions,
 ): Promise<BatchAnswer> {
   if (beyondHorizon(envelope, options)) {
     return await refuseIn(tx, envelope, horizonReason(options));
@@ -118,22 +239,32 @@ async function receiveInBatch(
       return answer(envelope, 200, row.outcome, repeatOf !== undefined);
     });
   } catch (error) {
-    // The savepoint is rolled back: the effect is gone, the transaction
-    // goes on. A repeat failed on the inbox's key (or its effect now
-    // refuses or says not yet): the first answer stands.
-    const seen = await storedAnswerIn(tx, envelope);
-    if (seen) return seen;
-    const refused = refusalOf(error);
-    if (refused) return await refuseIn(tx, envelope, refused.message);
-    if (error instanceof NotYet) {
-      return answer(envelope, 409, { reason: error.message });
-    }
-    if (!isStatementError(error)) throw error;
-    return {
-      ...answer(envelope, 500, { error: (error as Error).message }),
-      error,
-    };
+    return await failed(tx, envelope, error);
   }
+}
+
+/**
+ * The answer for a message whose savepoint was rolled back: the effect is
+ * gone, the transaction goes on. A repeat failed on the inbox's key (or its
+ * effect now refuses or says not yet): the first answer stands.
+ */
+async function failed(
+  tx: ServiceTx,
+  envelope: Envelope,
+  error: unknown,
+): Promise<BatchAnswer> {
+  const seen = await storedAnswerIn(tx, envelope);
+  if (seen) return seen;
+  const refused = refusalOf(error);
+  if (refused) return await refuseIn(tx, envelope, refused.message);
+  if (error instanceof NotYet) {
+    return answer(envelope, 409, { reason: error.message });
+  }
+  if (!isStatementError(error)) throw error;
+  return {
+    ...answer(envelope, 500, { error: (error as Error).message }),
+    error,
+  };
 }
 
 /**
