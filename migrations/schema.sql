@@ -1613,7 +1613,7 @@ CREATE INDEX deliveries_error_words ON queue.deliveries USING gin (last_error pl
 CREATE INDEX deliveries_open ON queue.deliveries USING btree (sandbox_id, id) WHERE (state = ANY (ARRAY['pending'::text, 'in_flight'::text]));
 CREATE INDEX deliveries_refused ON queue.deliveries USING btree (sandbox_id, refused_at, id) WHERE (state = 'refused'::text);
 CREATE INDEX deliveries_republish ON queue.deliveries USING btree (republish_at) WHERE (republish_at IS NOT NULL);
-CREATE INDEX deliveries_unaudited ON queue.deliveries USING btree (id) WHERE ((state = 'done'::text) AND (NOT audited));
+CREATE INDEX deliveries_unaudited ON queue.deliveries USING btree (subscriber, id) WHERE ((state = 'done'::text) AND (NOT audited));
 ALTER TABLE queue.deliveries ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON queue.deliveries AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
