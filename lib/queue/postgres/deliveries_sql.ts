@@ -420,21 +420,11 @@ export async function finishAndClaim(
 }
 
 function finishStatement(sql: TxSql, results: AttemptResult[]) {
+  // The results are a FROM item of the update, not a CTE: each is then
+  // one look-up by primary key. As a CTE scanned for each row, they cost
+  // a comparison per pair, a fifth of the statement at a batch of 100.
   return sql`
-    with r as (
-      select * from unnest(
-        ${results.map((r) => r.id)}::bigint[],
-        ${results.map((r) => r.lease)}::text[],
-        ${results.map((r) => r.state)}::text[],
-        ${results.map((r) => r.attempt)}::int[],
-        ${results.map((r) => r.status)}::int[],
-        ${results.map((r) => r.error)}::text[],
-        ${results.map((r) => r.delayMs)}::int[],
-        ${results.map((r) => r.startedAt.toISOString())}::timestamptz[],
-        ${results.map((r) => r.durationMs)}::int[])
-        as r(id, lease, state, attempt, status, error, delay_ms, started_at,
-             duration_ms)
-    ), u as (
+    with u as (
       update queue.deliveries d
          set state = r.state,
              lease_owner = null,
@@ -448,13 +438,24 @@ function finishStatement(sql: TxSql, results: AttemptResult[]) {
              dead_at = case when r.state = 'dead' then now() else d.dead_at end,
              last_started_at = r.started_at,
              last_duration_ms = r.duration_ms
-        from r
+        from unnest(
+          ${results.map((r) => r.id)}::bigint[],
+          ${results.map((r) => r.lease)}::text[],
+          ${results.map((r) => r.state)}::text[],
+          ${results.map((r) => r.attempt)}::int[],
+          ${results.map((r) => r.status)}::int[],
+          ${results.map((r) => r.error)}::text[],
+          ${results.map((r) => r.delayMs)}::int[],
+          ${results.map((r) => r.startedAt.toISOString())}::timestamptz[],
+          ${results.map((r) => r.durationMs)}::int[])
+          as r(id, lease, state, attempt, status, error, delay_ms,
+               started_at, duration_ms)
        where d.id = r.id and d.lease_owner = r.lease and d.state = 'in_flight'
-         and d.id = any(${results.map((r) => r.id)}::bigint[])
          -- An attempt that ends after the sandbox's wipe began records
          -- nothing: the wipe may have deleted the attempts already.
          and d.sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
-      returning d.id, d.sandbox_id
+      returning d.id, d.sandbox_id, r.state, r.attempt, r.started_at,
+                r.duration_ms, r.status, r.error
     ), attempted as (
       -- A success at the first attempt is told by the delivery's own row
       -- (last_started_at, last_duration_ms, last_status, done_at): it
@@ -462,11 +463,10 @@ function finishStatement(sql: TxSql, results: AttemptResult[]) {
       insert into queue.attempts
         (sandbox_id, delivery_id, attempt, started_at, duration_ms, status,
          outcome, error)
-      select u.sandbox_id, r.id, r.attempt, r.started_at, r.duration_ms,
-             r.status, case r.state when 'pending' then 'retry' else r.state end,
-             r.error
-        from u join r on r.id = u.id
-       where not (r.state = 'done' and r.attempt = 1)
+      select sandbox_id, id, attempt, started_at, duration_ms, status,
+             case state when 'pending' then 'retry' else state end, error
+        from u
+       where not (state = 'done' and attempt = 1)
     )
     select id as delivery_id from u`;
 }
