@@ -7,7 +7,7 @@ import type { Config } from "./config.ts";
 import type { Deps } from "./deps.ts";
 import { connect, type Sql } from "./lib/db/connect.ts";
 import type { Logger } from "./lib/log/mod.ts";
-import { SessionStore } from "./lib/http/session.ts";
+import { SessionStore } from "./kit/http/session.ts";
 import { createApp } from "./app.tsx";
 import {
   type PaymentGateway,
@@ -40,7 +40,8 @@ export async function startBakery(options: {
   sql?: Sql;
 }): Promise<Bakery> {
   const { config, log } = options;
-  const sql = options.sql ?? connect(options.databaseUrl);
+  const sql = options.sql ??
+    connect(options.databaseUrl, { applicationName: "bakery" });
   const secret = await webhookSecret(
     config.STRIPE_WEBHOOK_SECRET,
     config.DATA_DIR,

@@ -7,7 +7,7 @@ import type { BrokerCluster } from "./lib/queue/jetstream/mod.ts";
 import type { Config } from "./config.ts";
 import type { Sql } from "./lib/db/connect.ts";
 import type { Logger } from "./lib/log/mod.ts";
-import type { SessionStore } from "./lib/http/session.ts";
+import type { SessionStore } from "./kit/http/session.ts";
 import type { PaymentGateway } from "./services/billing/gateway.ts";
 import type { ChangeFeed } from "./lib/wake/feed.ts";
 import type { Registry } from "./lib/metrics/mod.ts";

@@ -6,10 +6,10 @@
  */
 import { loadConfig } from "./config.ts";
 import { createLogger } from "./lib/log/mod.ts";
-import { openDatabase } from "./lib/db/open.ts";
+import { openDatabase } from "./kit/postgres/open.ts";
 import { connect } from "./lib/db/connect.ts";
-import { migrate } from "./lib/db/migrate.ts";
-import { buildIslands } from "./lib/http/islands.ts";
+import { migrate } from "./kit/postgres/migrate.ts";
+import { buildIslands } from "./kit/http/islands.ts";
 import { onShutdown, runUntilSignal } from "./lib/process.ts";
 import { startBakery } from "./bakery.ts";
 
@@ -26,7 +26,7 @@ await runUntilSignal(log, async () => {
   if (db.cluster) {
     onShutdown(() => db.cluster!.stop(), { name: "postgres", bounded: true });
   }
-  const sql = connect(db.url);
+  const sql = connect(db.url, { applicationName: "bakery" });
   onShutdown(() => sql.end({ timeout: 5 }), { name: "pool" });
   await migrate(sql, log);
   const islands = await buildIslands();

@@ -5,7 +5,7 @@
  * from `go` to the end of the drain, writes `<dir>/<role>-<pid>.cpuprofile`
  * (open it in Chromium's DevTools) and prints where the self time went.
  */
-import { freePort } from "../lib/db/embedded.ts";
+import { freePort } from "../kit/postgres/embedded.ts";
 
 /** The profile directory asked for, or undefined. */
 export const PROFILE_DIR: string | undefined = Deno.env.get("BENCH_PROFILE") ||

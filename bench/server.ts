@@ -5,9 +5,12 @@
  * once; every scenario gets a fresh database cloned from it and dropped after.
  */
 import { connect, type Sql, withDatabase } from "../lib/db/connect.ts";
-import { type EmbeddedCluster, startEmbedded } from "../lib/db/embedded.ts";
-import { removeDataDir } from "../lib/db/embedded_layout.ts";
-import { migrate } from "../lib/db/migrate.ts";
+import {
+  type EmbeddedCluster,
+  startEmbedded,
+} from "../kit/postgres/embedded.ts";
+import { removeDataDir } from "../kit/postgres/embedded_layout.ts";
+import { migrate } from "../kit/postgres/migrate.ts";
 import { createLogger } from "../lib/log/mod.ts";
 import { parentPid } from "./procfs.ts";
 

@@ -1,6 +1,6 @@
 /** The page shell shared by the storefront and the console. */
 import type { ComponentChildren } from "preact";
-import { islandsScriptSrc } from "../lib/http/islands.ts";
+import { islandsScriptSrc } from "../kit/http/islands.ts";
 
 /** What a page gives the shell. */
 export interface LayoutProps {

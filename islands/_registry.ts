@@ -3,7 +3,7 @@
  * from this table, and pages render islands through `Island`, which accepts
  * only these names with their props.
  */
-import { createIsland, type IslandRegistry } from "../lib/http/islands.ts";
+import { createIsland, type IslandRegistry } from "../kit/http/islands.ts";
 import AddToCart from "./add_to_cart.tsx";
 import BasketLink from "./basket_link.tsx";
 import Cart from "./cart.tsx";

@@ -1,5 +1,5 @@
 -- The schema of a freshly migrated database, read from the catalog by
--- lib/db/schema_dump.ts. Do not edit: change the migrations, run
+-- kit/postgres/schema_dump.ts. Do not edit: change the migrations, run
 -- `deno task schema`, and review the change to this file with them
 -- (tests/schema_test.ts fails while the two differ). Objects are owned by
 -- the user who migrated, to whom the roles are also granted when it is not

@@ -1,5 +1,5 @@
 /** `GET /checkout`: the basket and the form that places the order. */
-import { html } from "../lib/http/render.ts";
+import { html } from "../kit/http/render.ts";
 import { Layout } from "../components/layout.tsx";
 import { StorefrontNav } from "../components/storefront_nav.tsx";
 import { Island } from "../islands/_registry.ts";

@@ -1,5 +1,5 @@
 /** `GET /`: the menu, with a basket beside it. */
-import { html } from "../lib/http/render.ts";
+import { html } from "../kit/http/render.ts";
 import { Layout } from "../components/layout.tsx";
 import { MenuCard } from "../components/menu_card.tsx";
 import { StorefrontNav } from "../components/storefront_nav.tsx";

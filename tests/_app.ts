@@ -6,7 +6,7 @@
 import { type Config, parseConfig } from "../config.ts";
 import type { Deps } from "../deps.ts";
 import type { Sql } from "../lib/db/connect.ts";
-import { SessionStore } from "../lib/http/session.ts";
+import { SessionStore } from "../kit/http/session.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { type Bakery, startBakery } from "../bakery.ts";
 import { TestModeGateway } from "../services/billing/gateway.ts";

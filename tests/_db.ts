@@ -3,7 +3,7 @@
  * tests/run.ts migrated once: isolated, and ready in milliseconds.
  */
 import { connect, type Sql, withDatabase } from "../lib/db/connect.ts";
-import { ensureDatabase } from "../lib/db/open.ts";
+import { ensureDatabase } from "../kit/postgres/open.ts";
 
 export interface TestDatabase {
   url: string;

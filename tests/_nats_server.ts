@@ -7,7 +7,7 @@
  */
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { freePort } from "../lib/db/embedded.ts";
+import { freePort } from "../kit/postgres/embedded.ts";
 import { findOnPath } from "./_setup_tools.ts";
 
 /** The nats-server binary found on PATH, or null. */

@@ -4,7 +4,7 @@
  * session's cookie never works again.
  */
 import assert from "node:assert/strict";
-import { COOKIE } from "../lib/http/session_middleware.ts";
+import { COOKIE } from "../kit/http/session_middleware.ts";
 import { countOf, placeOrderVia, withTestBakery } from "./_app.ts";
 
 /** GET `path` with nothing but the given session cookie. */

@@ -5,7 +5,7 @@
  * replaced by the next start.
  */
 import assert from "node:assert/strict";
-import { ClusterBusyError, startEmbedded } from "../lib/db/embedded.ts";
+import { ClusterBusyError, startEmbedded } from "../kit/postgres/embedded.ts";
 import { connect } from "../lib/db/connect.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 
@@ -163,7 +163,7 @@ Deno.test("embedded: a second start on a running directory is refused", async ()
 /** Starts the cluster of `dataDir` in a child process that then waits. */
 function spawnOwner(dataDir: string) {
   const script = `
-    import { startEmbedded } from "./lib/db/embedded.ts";
+    import { startEmbedded } from "./kit/postgres/embedded.ts";
     import { createLogger } from "./lib/log/mod.ts";
     const cluster = await startEmbedded({
       dataDir: Deno.env.get("OWNER_DATA_DIR"),

@@ -5,7 +5,7 @@
  * `/metrics` with METRICS_TOKEN set needs `Authorization: Bearer <token>`.
  */
 import assert from "node:assert/strict";
-import { COOKIE } from "../lib/http/session_middleware.ts";
+import { COOKIE } from "../kit/http/session_middleware.ts";
 import { type Client, withTestBakery } from "./_app.ts";
 
 const SECURE = `__Host-${COOKIE}`;

@@ -6,7 +6,7 @@ import {
   createIsland,
   PROPS_ATTR,
   serializeProps,
-} from "../lib/http/islands.ts";
+} from "../kit/http/islands.ts";
 
 function Echo(props: { text: string; n: number }) {
   return h("p", { class: "echo" }, props.text);

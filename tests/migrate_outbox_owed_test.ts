@@ -5,7 +5,11 @@
  */
 import assert from "node:assert/strict";
 import { connect } from "../lib/db/connect.ts";
-import { migrate, MIGRATIONS_DIR, readMigrations } from "../lib/db/migrate.ts";
+import {
+  migrate,
+  MIGRATIONS_DIR,
+  readMigrations,
+} from "../kit/postgres/migrate.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { uuidv7 } from "../lib/outbox/envelope.ts";
 import { emptyDatabase } from "./_db.ts";

@@ -6,7 +6,7 @@ import {
   MigrationError,
   MIGRATIONS_DIR,
   readMigrations,
-} from "../lib/db/migrate.ts";
+} from "../kit/postgres/migrate.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 
 Deno.test("migrations apply on an empty database, then re-running is a no-op", async () => {
@@ -33,7 +33,7 @@ Deno.test("two processes migrating at once apply each file once", async () => {
   await emptyDatabase(async (url) => {
     const script = `
       import { connect } from "./lib/db/connect.ts";
-      import { migrate } from "./lib/db/migrate.ts";
+      import { migrate } from "./kit/postgres/migrate.ts";
       import { createLogger } from "./lib/log/mod.ts";
       const sql = connect(Deno.env.get("URL"), { max: 1 });
       const applied = await migrate(sql, createLogger("error"));

@@ -9,8 +9,8 @@ import {
   migrate,
   UNRELEASED,
   UnreleasedSchemaError,
-} from "../lib/db/migrate.ts";
-import { ensureDatabase } from "../lib/db/open.ts";
+} from "../kit/postgres/migrate.ts";
+import { ensureDatabase } from "../kit/postgres/open.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { adminUrl } from "./_db.ts";
 import { ROOT } from "./_main.ts";

@@ -12,7 +12,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { z } from "zod";
 import { createApp } from "../app.tsx";
 import { bakeryOpenApi } from "../routes/api/openapi.ts";
-import { openApiPath } from "../lib/http/openapi.ts";
+import { openApiPath } from "../kit/http/openapi.ts";
 import { placeOrderSchema } from "../services/orders/schema.ts";
 import { bulkSchema } from "../routes/api/console.ts";
 import { testDeps, walkthroughOrder, withTestBakery } from "./_app.ts";

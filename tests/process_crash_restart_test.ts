@@ -7,7 +7,7 @@
  * still there after the last.
  */
 import assert from "node:assert/strict";
-import { freePort } from "../lib/db/embedded.ts";
+import { freePort } from "../kit/postgres/embedded.ts";
 import { Client, signIn } from "./_app.ts";
 import {
   killAll,

@@ -6,8 +6,8 @@
  * does not own, gone: it answers 503 and still stops within 10 s.
  */
 import assert from "node:assert/strict";
-import { freePort, startEmbedded } from "../lib/db/embedded.ts";
-import { ensureDatabase } from "../lib/db/open.ts";
+import { freePort, startEmbedded } from "../kit/postgres/embedded.ts";
+import { ensureDatabase } from "../kit/postgres/open.ts";
 import { withDatabase } from "../lib/db/connect.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { Client, orderSettles, payVia, placeOrderVia, signIn } from "./_app.ts";

@@ -12,7 +12,7 @@
 import assert from "node:assert/strict";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { freePort } from "../lib/db/embedded.ts";
+import { freePort } from "../kit/postgres/embedded.ts";
 import type { Sql } from "../lib/db/connect.ts";
 import { countOf } from "./_app.ts";
 import { testDatabase } from "./_db.ts";

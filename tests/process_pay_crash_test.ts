@@ -8,7 +8,7 @@
  * (billing.checkout_events), not held in memory.
  */
 import assert from "node:assert/strict";
-import { freePort } from "../lib/db/embedded.ts";
+import { freePort } from "../kit/postgres/embedded.ts";
 import {
   Client,
   type OrderJson,

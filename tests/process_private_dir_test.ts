@@ -7,8 +7,8 @@
  * binaries and the cluster have to be where it can (docs/operations.md).
  */
 import assert from "node:assert/strict";
-import { freePort } from "../lib/db/embedded.ts";
-import { removeDataDir, ROOT_HOME } from "../lib/db/embedded_layout.ts";
+import { freePort } from "../kit/postgres/embedded.ts";
+import { removeDataDir, ROOT_HOME } from "../kit/postgres/embedded_layout.ts";
 import {
   events,
   killAll,

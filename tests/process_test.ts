@@ -5,7 +5,7 @@
  * with DATABASE_URL it uses that database.
  */
 import assert from "node:assert/strict";
-import { freePort } from "../lib/db/embedded.ts";
+import { freePort } from "../kit/postgres/embedded.ts";
 import { testDatabase } from "./_db.ts";
 import {
   events,

@@ -1,10 +1,10 @@
 /**
- * lib/http/rate_limit.ts's window on a clock of our own: a key's minute
+ * kit/http/rate_limit.ts's window on a clock of our own: a key's minute
  * opens with its first request, a refused request counts against no key,
  * Retry-After counts down to the window's end, and ended windows are swept.
  */
 import assert from "node:assert/strict";
-import { RateLimiter } from "../lib/http/rate_limit.ts";
+import { RateLimiter } from "../kit/http/rate_limit.ts";
 
 Deno.test("rate limiter: a fixed minute per key, opened by its first request", () => {
   let now = 1_000_000;

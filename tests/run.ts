@@ -12,12 +12,12 @@
  * answer, not the whole tree's.
  */
 import { connect, withDatabase } from "../lib/db/connect.ts";
-import { startEmbedded } from "../lib/db/embedded.ts";
-import { removeDataDir } from "../lib/db/embedded_layout.ts";
-import { migrate } from "../lib/db/migrate.ts";
-import { ensureDatabase } from "../lib/db/open.ts";
+import { startEmbedded } from "../kit/postgres/embedded.ts";
+import { removeDataDir } from "../kit/postgres/embedded_layout.ts";
+import { migrate } from "../kit/postgres/migrate.ts";
+import { ensureDatabase } from "../kit/postgres/open.ts";
 import { createLogger } from "../lib/log/mod.ts";
-import { buildIslands } from "../lib/http/islands.ts";
+import { buildIslands } from "../kit/http/islands.ts";
 import { setupTools } from "./_setup_tools.ts";
 import { NATS_SERVER, NatsServer } from "./_nats_server.ts";
 

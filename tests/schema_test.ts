@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { connect } from "../lib/db/connect.ts";
-import { dumpSchema, SCHEMA_FILE } from "../lib/db/schema_dump.ts";
+import { dumpSchema, SCHEMA_FILE } from "../kit/postgres/schema_dump.ts";
 import { withTestDatabase } from "./_db.ts";
 import { lineDiff } from "./_line_diff.ts";
 

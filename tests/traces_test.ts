@@ -6,7 +6,7 @@
  * in each of the six receivers; the order's timeline shows the trace id.
  */
 import assert from "node:assert/strict";
-import { freePort } from "../lib/db/embedded.ts";
+import { freePort } from "../kit/postgres/embedded.ts";
 import { ROUTING } from "../services/routing.ts";
 import {
   Client,

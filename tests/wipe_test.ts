@@ -5,7 +5,7 @@ import { wipeDue } from "../services/wipe.ts";
 import { placeOrder } from "../services/orders/place.ts";
 import { setFault } from "../lib/faults/mod.ts";
 import { SandboxClosed } from "../lib/db/closed.ts";
-import { SessionStore } from "../lib/http/session.ts";
+import { SessionStore } from "../kit/http/session.ts";
 import type { Sql } from "../lib/db/connect.ts";
 import { eventually, withTestBakery } from "./_app.ts";
 

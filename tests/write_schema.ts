@@ -2,16 +2,16 @@
  * `deno task schema`: rewrites migrations/schema.sql from a freshly migrated
  * database. It migrates a new database (on an embedded PostgreSQL in a
  * temporary directory, or on TEST_DATABASE_URL's server), dumps its schema
- * (lib/db/schema_dump.ts) and drops it again. Review the change to the file
+ * (kit/postgres/schema_dump.ts) and drops it again. Review the change to the file
  * with the migration that made it; tests/schema_test.ts fails until the
  * file and a migrated database agree.
  */
 import { connect, withDatabase } from "../lib/db/connect.ts";
-import { startEmbedded } from "../lib/db/embedded.ts";
-import { removeDataDir } from "../lib/db/embedded_layout.ts";
-import { migrate } from "../lib/db/migrate.ts";
-import { ensureDatabase } from "../lib/db/open.ts";
-import { dumpSchema, SCHEMA_FILE } from "../lib/db/schema_dump.ts";
+import { startEmbedded } from "../kit/postgres/embedded.ts";
+import { removeDataDir } from "../kit/postgres/embedded_layout.ts";
+import { migrate } from "../kit/postgres/migrate.ts";
+import { ensureDatabase } from "../kit/postgres/open.ts";
+import { dumpSchema, SCHEMA_FILE } from "../kit/postgres/schema_dump.ts";
 import { createLogger } from "../lib/log/mod.ts";
 
 const log = createLogger("warn");

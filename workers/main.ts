@@ -10,7 +10,7 @@
 import { loadConfig } from "../config.ts";
 import { createLogger } from "../lib/log/mod.ts";
 import { connect } from "../lib/db/connect.ts";
-import { migrate } from "../lib/db/migrate.ts";
+import { migrate } from "../kit/postgres/migrate.ts";
 import { notifyChanged } from "../lib/wake/feed.ts";
 import { coalescingWaker, setOutboxWaker } from "../lib/outbox/mod.ts";
 import { onShutdown, runUntilSignal } from "../lib/process.ts";

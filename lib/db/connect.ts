@@ -26,7 +26,7 @@ export function connect(url: string, options: ConnectOptions = {}): Sql {
     onnotice: () => {},
     idle_timeout: 30,
     connect_timeout: 10,
-    connection: { application_name: options.applicationName ?? "bakery" },
+    connection: { application_name: options.applicationName ?? "outbox" },
   });
 }
 

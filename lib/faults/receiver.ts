@@ -12,7 +12,7 @@ import type { Envelope } from "../outbox/envelope.ts";
 import { type FaultReader, isOn } from "./switches.ts";
 
 export interface ReceiverFaults {
-  /** For the answer: "Kitchen refuses deliveries". */
+  /** For the answer: "Billing refuses deliveries". */
   label: string;
   /** The switch that makes the receiver answer 503. */
   refuses?: string;

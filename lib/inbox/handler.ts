@@ -30,7 +30,7 @@ export interface InboxHandlerOptions {
   sql: Sql;
   /** The receiving service: its role, schema and inbox. */
   service: string;
-  /** For answers: "Kitchen failed: ...". */
+  /** For answers: "Billing failed: ...". */
   label: string;
   apply: Apply;
   replayHorizonDays: number;

@@ -53,7 +53,7 @@ export class EffectStatement {
  * ```ts
  * return inStatement(
  *   tx,
- *   tx.sql`update kitchen.cards set ... where version < ${v} returning 1`,
+ *   tx.sql`update billing.invoices set ... where version < ${v} returning 1`,
  *   { card: "confirmed" },
  *   { ignored: "stale" },
  * );

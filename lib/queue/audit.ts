@@ -18,7 +18,7 @@ export interface AuditOptions {
   sql: Sql;
   /** A role that may read every subscriber's inbox. */
   reader: string;
-  /** The inbox table of a subscriber (`kitchen` -> `kitchen.inbox`). */
+  /** The inbox table of a subscriber (`billing` -> `billing.inbox`). */
   inboxOf: (subscriber: string) => string;
   subscribers: readonly string[];
   /** Deliveries per batch; 1000 keeps each statement short. */

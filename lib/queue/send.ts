@@ -26,7 +26,7 @@ export interface Subscriber {
    * request per delivery.
    */
   batchUrl?: string;
-  /** Used in error text: "Kitchen answered 503". */
+  /** Used in error text: "Billing answered 503". */
   label: string;
 }
 

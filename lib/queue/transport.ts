@@ -28,7 +28,7 @@ export class Dispatcher {
   /** Requests an in-process handler is still answering. */
   #running = new Set<Promise<unknown>>();
 
-  /** Serves requests to `origin` (e.g. `http://bakery.internal`) in process. */
+  /** Serves requests to `origin` (e.g. `http://app.internal`) in process. */
   register(origin: string, handler: Handler): this {
     this.#local.set(new URL(origin).origin, handler);
     return this;

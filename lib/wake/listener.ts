@@ -58,7 +58,7 @@ export class Listener {
           max_lifetime: 0,
           fetch_types: false,
           onnotice: () => {},
-          connection: { application_name: "bakery-listener" },
+          connection: { application_name: "outbox-listener" },
           // postgres.js passes these through to the connection; they are not
           // in its types.
           ...{

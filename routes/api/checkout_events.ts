@@ -5,8 +5,8 @@
 import type { Context } from "hono";
 import { z } from "zod";
 import type { Deps } from "../../deps.ts";
-import { HttpError } from "../../lib/http/errors.ts";
-import { parseOr400 } from "../../lib/http/validate.ts";
+import { HttpError } from "../../kit/http/errors.ts";
+import { parseOr400 } from "../../kit/http/validate.ts";
 import {
   sendCheckoutEventAgain,
   undeliveredCheckoutEvents,

@@ -6,8 +6,8 @@
 import type { Context } from "hono";
 import { z } from "zod";
 import type { Deps } from "../../deps.ts";
-import { HttpError } from "../../lib/http/errors.ts";
-import { parseOr400, readJson, text } from "../../lib/http/validate.ts";
+import { HttpError } from "../../kit/http/errors.ts";
+import { parseOr400, readJson, text } from "../../kit/http/validate.ts";
 import { DELIVERY_STATES, TooManySupersessions } from "../../lib/queue/mod.ts";
 import { outboxAges } from "../../services/console/outbox.ts";
 import {

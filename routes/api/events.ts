@@ -7,9 +7,9 @@
  */
 import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
-import { HttpError } from "../../lib/http/errors.ts";
-import { sseResponse } from "../../lib/http/sse.ts";
-import type { StreamCap } from "../../lib/http/stream_cap.ts";
+import { HttpError } from "../../kit/http/errors.ts";
+import { sseResponse } from "../../kit/http/sse.ts";
+import type { StreamCap } from "../../kit/http/stream_cap.ts";
 import { requireSession } from "./session.ts";
 
 const COALESCE_MS = 200;

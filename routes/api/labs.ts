@@ -5,8 +5,8 @@
  */
 import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
-import { HttpError } from "../../lib/http/errors.ts";
-import { parseOr400, readJson } from "../../lib/http/validate.ts";
+import { HttpError } from "../../kit/http/errors.ts";
+import { parseOr400, readJson } from "../../kit/http/validate.ts";
 import {
   figures,
   findScenario,

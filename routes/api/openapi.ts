@@ -14,7 +14,7 @@ import {
   named,
   openApiDocument,
   type Operation,
-} from "../../lib/http/openapi.ts";
+} from "../../kit/http/openapi.ts";
 import { stripeEventSchema } from "../../services/billing/payments.ts";
 import { placeOrderSchema } from "../../services/orders/schema.ts";
 import { queueLabSchema } from "../../services/labs/queue_lab.ts";
@@ -40,7 +40,7 @@ import {
   violationsQuery,
 } from "./console.ts";
 
-/** The edge's one error shape (lib/http/errors.ts). */
+/** The edge's one error shape (kit/http/errors.ts). */
 export const errorSchema = z.strictObject({
   error: z.string(),
   /**

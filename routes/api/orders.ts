@@ -5,8 +5,8 @@
 import type { Context } from "hono";
 import { z } from "zod";
 import type { Deps } from "../../deps.ts";
-import { HttpError } from "../../lib/http/errors.ts";
-import { parseOr400, readJson, text } from "../../lib/http/validate.ts";
+import { HttpError } from "../../kit/http/errors.ts";
+import { parseOr400, readJson, text } from "../../kit/http/validate.ts";
 import { placeOrderSchema } from "../../services/orders/schema.ts";
 import { placeOrder } from "../../services/orders/place.ts";
 import { placedTraceparent } from "../../services/timeline.ts";

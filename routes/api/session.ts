@@ -6,12 +6,12 @@
 import type { Context } from "hono";
 import { z } from "zod";
 import type { Deps } from "../../deps.ts";
-import { HttpError } from "../../lib/http/errors.ts";
-import { parseOr400, readJson, text } from "../../lib/http/validate.ts";
+import { HttpError } from "../../kit/http/errors.ts";
+import { parseOr400, readJson, text } from "../../kit/http/validate.ts";
 import {
   clearSessionCookie,
   useSession,
-} from "../../lib/http/session_middleware.ts";
+} from "../../kit/http/session_middleware.ts";
 import { createSandbox, renameSandbox } from "../../services/sandboxes.ts";
 
 export const signInSchema = z.object({

@@ -7,14 +7,14 @@
  * `GET /api/console/actions`.
  */
 import type { Deps } from "../../deps.ts";
-import { html } from "../../lib/http/render.ts";
+import { html } from "../../kit/http/render.ts";
 import { ConsolePage } from "../../components/console_page.tsx";
 import {
   actionsQuerySchema,
   listActions,
   type OperatorAction,
 } from "../../services/console/actions.ts";
-import { parseOr400 } from "../../lib/http/validate.ts";
+import { parseOr400 } from "../../kit/http/validate.ts";
 import type { ConsoleRender } from "./_guard.ts";
 
 const VERB: Record<OperatorAction["action"], string> = {

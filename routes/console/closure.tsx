@@ -3,7 +3,7 @@
  * rows, with what each state means. Twin of `GET /api/console/closure`.
  */
 import type { Deps } from "../../deps.ts";
-import { html } from "../../lib/http/render.ts";
+import { html } from "../../kit/http/render.ts";
 import { ConsolePage } from "../../components/console_page.tsx";
 import {
   CLOSURE_KEYS,

@@ -4,8 +4,8 @@
  */
 import { z } from "zod";
 import type { Deps } from "../../deps.ts";
-import { html } from "../../lib/http/render.ts";
-import { parseOr400 } from "../../lib/http/validate.ts";
+import { html } from "../../kit/http/render.ts";
+import { parseOr400 } from "../../kit/http/validate.ts";
 import { ConsolePage } from "../../components/console_page.tsx";
 import { CLOSURE_WORDS } from "../../components/console_format.ts";
 import { Island } from "../../islands/_registry.ts";

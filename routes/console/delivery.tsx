@@ -3,8 +3,8 @@
  * operator actions. Twin of `GET /api/console/deliveries/:id`.
  */
 import type { Deps } from "../../deps.ts";
-import { HttpError } from "../../lib/http/errors.ts";
-import { html } from "../../lib/http/render.ts";
+import { HttpError } from "../../kit/http/errors.ts";
+import { html } from "../../kit/http/render.ts";
 import { ConsolePage } from "../../components/console_page.tsx";
 import { Island } from "../../islands/_registry.ts";
 import { deliveryDetail } from "../../services/console/deliveries.ts";

@@ -4,7 +4,7 @@
  * `GET /api/console/receivers/:name`.
  */
 import type { Deps } from "../../deps.ts";
-import { html } from "../../lib/http/render.ts";
+import { html } from "../../kit/http/render.ts";
 import { ConsolePage } from "../../components/console_page.tsx";
 import { Island } from "../../islands/_registry.ts";
 import { readFaults } from "../../services/console/faults.ts";

@@ -1,6 +1,6 @@
 /** `GET /console`: the overview. Twin of `GET /api/console/overview`. */
 import type { Deps } from "../../deps.ts";
-import { html } from "../../lib/http/render.ts";
+import { html } from "../../kit/http/render.ts";
 import { ConsolePage } from "../../components/console_page.tsx";
 import { Island } from "../../islands/_registry.ts";
 import { overviewData } from "../../services/console/overview.ts";

@@ -4,7 +4,7 @@
  * `GET /api/console/order-violations`.
  */
 import type { Deps } from "../../deps.ts";
-import { html } from "../../lib/http/render.ts";
+import { html } from "../../kit/http/render.ts";
 import { ConsolePage } from "../../components/console_page.tsx";
 import { Island } from "../../islands/_registry.ts";
 import { orderViolations } from "../../services/console/violations.ts";

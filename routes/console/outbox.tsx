@@ -1,6 +1,6 @@
 /** `GET /console/outbox`: the oldest pending rows. Twin of `GET /api/console/outbox`. */
 import type { Deps } from "../../deps.ts";
-import { html } from "../../lib/http/render.ts";
+import { html } from "../../kit/http/render.ts";
 import { ConsolePage } from "../../components/console_page.tsx";
 import { Island } from "../../islands/_registry.ts";
 import { outboxAges } from "../../services/console/outbox.ts";

@@ -3,7 +3,7 @@
  * charts. Twin of `GET /api/console/receivers`.
  */
 import type { Deps } from "../../deps.ts";
-import { html } from "../../lib/http/render.ts";
+import { html } from "../../kit/http/render.ts";
 import { ConsolePage } from "../../components/console_page.tsx";
 import { Island } from "../../islands/_registry.ts";
 import { receiverStats } from "../../services/console/receivers.ts";

@@ -3,8 +3,8 @@
  * link to its page. Twin of `GET /api/console/search?q=`.
  */
 import type { Deps } from "../../deps.ts";
-import { html } from "../../lib/http/render.ts";
-import { parseOr400 } from "../../lib/http/validate.ts";
+import { html } from "../../kit/http/render.ts";
+import { parseOr400 } from "../../kit/http/validate.ts";
 import { ConsolePage } from "../../components/console_page.tsx";
 import { search } from "../../services/console/search.ts";
 import { searchQuery } from "../api/console.ts";

@@ -10,9 +10,9 @@
  */
 import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
-import { html } from "../../lib/http/render.ts";
-import { readForm } from "../../lib/http/validate.ts";
-import { clearSessionCookie } from "../../lib/http/session_middleware.ts";
+import { html } from "../../kit/http/render.ts";
+import { readForm } from "../../kit/http/validate.ts";
+import { clearSessionCookie } from "../../kit/http/session_middleware.ts";
 import { Layout } from "../../components/layout.tsx";
 import { Island } from "../../islands/_registry.ts";
 import { signIn, signInSchema } from "../api/session.ts";

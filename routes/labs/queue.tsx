@@ -6,8 +6,8 @@
  */
 import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
-import { html } from "../../lib/http/render.ts";
-import { parseOr400, readForm } from "../../lib/http/validate.ts";
+import { html } from "../../kit/http/render.ts";
+import { parseOr400, readForm } from "../../kit/http/validate.ts";
 import { ConsolePage, type Operator } from "../../components/console_page.tsx";
 import { QueueTimeline } from "../../components/queue_timeline.tsx";
 import {

@@ -5,7 +5,7 @@
  */
 import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
-import { HttpError } from "../../lib/http/errors.ts";
+import { HttpError } from "../../kit/http/errors.ts";
 import { orderIdParam } from "../api/orders.ts";
 import { requireSession } from "../api/session.ts";
 import { type OrderView, orderView } from "../../services/timeline.ts";

@@ -1,7 +1,7 @@
 /**
  * `POST /webhooks/stripe`: the raw body is verified, then recorded once. The
  * app refuses a body over `WEBHOOK_MAX_BODY` before this handler reads it
- * (lib/http/body_limit.ts).
+ * (kit/http/body_limit.ts).
  */
 import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";

@@ -7,7 +7,7 @@
  */
 import Stripe from "stripe";
 import type { Sql } from "../../lib/db/connect.ts";
-import { HttpError } from "../../lib/http/errors.ts";
+import { HttpError } from "../../kit/http/errors.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import { createPayment, CURRENCY, setCheckoutUrl } from "./open_payment.ts";
 import { randomHex } from "../../lib/hash.ts";

@@ -9,7 +9,7 @@ import { asService } from "../../lib/db/service.ts";
 import { append, newEnvelope } from "../../lib/outbox/mod.ts";
 import { z } from "zod";
 import { CURRENCY, type PaymentState } from "./open_payment.ts";
-import { text } from "../../lib/http/validate.ts";
+import { text } from "../../kit/http/validate.ts";
 
 const uuid = z.string().uuid();
 

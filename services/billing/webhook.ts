@@ -7,7 +7,7 @@
  */
 import Stripe from "stripe";
 import type { Sql } from "../../lib/db/connect.ts";
-import { HttpError } from "../../lib/http/errors.ts";
+import { HttpError } from "../../kit/http/errors.ts";
 import { recordClosedRefusal, SandboxClosed } from "../../lib/db/closed.ts";
 import {
   type EventOutcome,

@@ -1,7 +1,7 @@
 /** Cancelling an unpaid order: OrderCancelled, in one orders transaction. */
 import type { Sql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
-import { HttpError } from "../../lib/http/errors.ts";
+import { HttpError } from "../../kit/http/errors.ts";
 import { append, newEnvelope } from "../../lib/outbox/mod.ts";
 import {
   linesOf,

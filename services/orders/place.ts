@@ -7,7 +7,7 @@
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { sha256HexSync } from "../../lib/hash.ts";
 import { asService, serviceStatement } from "../../lib/db/service.ts";
-import { HttpError } from "../../lib/http/errors.ts";
+import { HttpError } from "../../kit/http/errors.ts";
 import {
   type Envelope,
   newEnvelope,

@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { menuItem } from "../menu.ts";
-import { text } from "../../lib/http/validate.ts";
+import { text } from "../../kit/http/validate.ts";
 
 /** More of one item than a kitchen would take from one customer. */
 export const MAX_QTY = 50;

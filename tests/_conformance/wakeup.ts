@@ -17,7 +17,7 @@ const POLL_MS = 60_000;
 async function listenerPids(sql: Sql): Promise<number[]> {
   const rows = await sql<{ pid: number }[]>`
     select pid from pg_stat_activity
-     where application_name = 'bakery-listener'
+     where application_name = 'outbox-listener'
        and datname = current_database()`;
   return rows.map((r) => r.pid);
 }
@@ -58,7 +58,7 @@ export const wakeupScenarios: Scenario[] = [{
 
       const [{ killed }] = await sql<{ killed: boolean }[]>`
       select pg_terminate_backend(pid) as killed from pg_stat_activity
-       where application_name = 'bakery-listener'
+       where application_name = 'outbox-listener'
          and datname = current_database()`;
       assert.equal(killed, true);
       await waitFor("the listener to reconnect", async () => {

@@ -16,7 +16,7 @@
  * on. Stored after the PubAcks, not before, so that while the broker is away
  * the closure says owed, not in flight. A consumer may take a message before
  * its delivery's row is stored: it makes that row itself (deliveries_sql.ts).
- * Each message names the service it came from in its `Bakery-Source`
+ * Each message names the service it came from in its `Outbox-Source`
  * header, for people reading the stream.
  */
 import type { JetStreamClient } from "@nats-io/jetstream";
@@ -27,7 +27,7 @@ import type { StreamNames } from "./stream.ts";
 import { type Lanes, ringAll } from "./lanes.ts";
 
 /** The header that names the service whose outbox a message came from. */
-export const SOURCE_HEADER = "Bakery-Source";
+export const SOURCE_HEADER = "Outbox-Source";
 
 export interface JetStreamQueueOptions {
   js: JetStreamClient;

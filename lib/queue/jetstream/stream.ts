@@ -4,7 +4,7 @@
  * `<stream>.to.<subscriber>.<sandbox>.<type>`, and one durable pull consumer
  * per lane (a subscriber and a sandbox), filtered to that lane's subjects
  * and made when the lane first has a message (lanes.ts). Every name is made
- * from the stream's, so that several bakeries (or test runs) share one NATS
+ * from the stream's, so that several apps (or test runs) share one NATS
  * server without seeing each other's messages.
  */
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -176,7 +176,7 @@ export async function openJetStream(
 ): Promise<JetStream> {
   const nc = await connect({
     servers: natsServers(url),
-    name: `bakery-${settings.names.stream}`,
+    name: `outbox-${settings.names.stream}`,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
   });

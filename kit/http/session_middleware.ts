@@ -1,7 +1,7 @@
 /**
  * Sessions and CSRF on a Hono app. The middleware loads the session of the
  * cookie (if any) into the context, then refuses state-changing requests
- * that may be cross-site (lib/http/csrf.ts).
+ * that may be cross-site (kit/http/csrf.ts).
  *
  * Over https (the request's URL, or a `siteOrigin` with https when a TLS
  * proxy stands in front) the cookie is `__Host-bakery_session`, Secure, and

@@ -3,11 +3,11 @@
  * in order, each in its own transaction, recorded with a checksum in
  * `public.schema_migrations`. Every transaction first takes one advisory lock,
  * so processes that start together apply each file exactly once.
- * `migrations/schema.sql` is the schema they make (lib/db/schema_dump.ts).
+ * `migrations/schema.sql` is the schema they make (kit/postgres/schema_dump.ts).
  */
-import type { Sql } from "./connect.ts";
-import { sha256Hex } from "../hash.ts";
-import type { Logger } from "../log/mod.ts";
+import type { Sql } from "../../lib/db/connect.ts";
+import { sha256Hex } from "../../lib/hash.ts";
+import type { Logger } from "../../lib/log/mod.ts";
 
 /** One advisory lock key for the whole migration history ("bakery migrations"). */
 const LOCK_KEY = 7_316_024_001;

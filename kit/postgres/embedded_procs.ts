@@ -4,7 +4,7 @@
  * (its cwd), whatever its title says. A zombie (exited, not yet reaped) has
  * no cwd and runs nothing; it counts as gone.
  */
-import type { Logger } from "../log/mod.ts";
+import type { Logger } from "../../lib/log/mod.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -4,8 +4,8 @@
  * at sign-out, at rotation (sign-in issues a new token), or after
  * `idleMinutes` without a request.
  */
-import type { Sql } from "../db/connect.ts";
-import { sha256Hex } from "../hash.ts";
+import type { Sql } from "../../lib/db/connect.ts";
+import { sha256Hex } from "../../lib/hash.ts";
 
 export interface Session {
   /** SHA-256 of the cookie token, hex; never sent to the browser. */

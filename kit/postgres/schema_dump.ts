@@ -13,7 +13,7 @@
  * Deterministic: no OIDs, database name or locale in it; the user who
  * migrated owns everything and is named nowhere.
  */
-import type { Sql } from "./connect.ts";
+import type { Sql } from "../../lib/db/connect.ts";
 import { MIGRATIONS_DIR } from "./migrate.ts";
 import { type PrivilegeRow, readCatalog, readRoles } from "./schema_catalog.ts";
 import { groupBy, readTables, renderTables } from "./schema_tables.ts";
@@ -23,7 +23,7 @@ export const SCHEMA_FILE = new URL("schema.sql", MIGRATIONS_DIR);
 
 const HEADER =
   `-- The schema of a freshly migrated database, read from the catalog by
--- lib/db/schema_dump.ts. Do not edit: change the migrations, run
+-- kit/postgres/schema_dump.ts. Do not edit: change the migrations, run
 -- \`deno task schema\`, and review the change to this file with them
 -- (tests/schema_test.ts fails while the two differ). Objects are owned by
 -- the user who migrated, to whom the roles are also granted when it is not

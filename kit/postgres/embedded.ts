@@ -8,14 +8,14 @@
  * Layout of the data directory:
  * - `pg/`: the cluster (initdb'd on first start, reused after), or as root a
  *   link to it when the `postgres` user cannot reach it here
- *   (lib/db/embedded_layout.ts);
+ *   (kit/postgres/embedded_layout.ts);
  * - `postgres.password`: the generated superuser password (mode 0600);
  * - `lock`: held with an exclusive flock by the process that owns the
  *   cluster; the kernel releases it when that process dies, however it dies;
  * - `owner.json`: the pid and port of the current owner, for people.
  */
-import type { Logger } from "../log/mod.ts";
-import { randomHex } from "../hash.ts";
+import type { Logger } from "../../lib/log/mod.ts";
+import { randomHex } from "../../lib/hash.ts";
 import { resolveLayout } from "./embedded_layout.ts";
 import { settleCluster, sweepCluster } from "./embedded_procs.ts";
 import { initCluster, type Postmaster, spawnPostmaster } from "./postmaster.ts";

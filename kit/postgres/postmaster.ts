@@ -3,7 +3,7 @@
  * initdb, spawn, ready when its lock file says so (as pg_ctl decides), and a
  * stop that ends within a bound whatever state the server is in.
  */
-import type { Logger } from "../log/mod.ts";
+import type { Logger } from "../../lib/log/mod.ts";
 import type { Layout } from "./embedded_layout.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,12 +1,12 @@
 /**
- * The catalog queries behind the schema dump (lib/db/schema_dump.ts). Each
+ * The catalog queries behind the schema dump (kit/postgres/schema_dump.ts). Each
  * returns plain rows, ordered by name in the "C" collation so that the dump
  * does not depend on the database's locale. "The project's schemas" are
  * every schema of the database but PostgreSQL's own (pg_*,
  * information_schema); objects that belong to an extension are left out, as
  * pg_dump leaves them out.
  */
-import type { TxSql } from "./connect.ts";
+import type { TxSql } from "../../lib/db/connect.ts";
 
 /** A privilege granted on one object, one row per privilege. */
 export interface PrivilegeRow {
@@ -36,7 +36,7 @@ export function fragments(sql: TxSql) {
 
 /**
  * Reads the project's schemas, privileges, owners, types, functions and
- * comments (the tables are lib/db/schema_tables.ts's).
+ * comments (the tables are kit/postgres/schema_tables.ts's).
  */
 export async function readCatalog(sql: TxSql) {
   const { ns, own, rel } = fragments(sql);

@@ -2,9 +2,9 @@
  * Where the database comes from: `DATABASE_URL` when it is set, otherwise an
  * embedded cluster in the data directory with a database named `bakery`.
  */
-import { connect, withDatabase } from "./connect.ts";
+import { connect, withDatabase } from "../../lib/db/connect.ts";
 import { type EmbeddedCluster, startEmbedded } from "./embedded.ts";
-import type { Logger } from "../log/mod.ts";
+import type { Logger } from "../../lib/log/mod.ts";
 
 export interface OpenedDatabase {
   url: string;

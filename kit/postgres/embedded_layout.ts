@@ -15,7 +15,7 @@
  */
 import { createRequire } from "node:module";
 import process from "node:process";
-import type { Logger } from "../log/mod.ts";
+import type { Logger } from "../../lib/log/mod.ts";
 
 /** Where root keeps what the `postgres` user must reach. */
 export const ROOT_HOME = "/var/lib/outbox-bakery";

@@ -1,9 +1,9 @@
 /**
  * The catalog queries of the dump's tables, views, composite types and
  * sequences: columns, constraints, indexes, triggers, row-level security and
- * policies. Ordered as lib/db/schema_catalog.ts orders its own.
+ * policies. Ordered as kit/postgres/schema_catalog.ts orders its own.
  */
-import type { TxSql } from "./connect.ts";
+import type { TxSql } from "../../lib/db/connect.ts";
 import { fragments } from "./schema_catalog.ts";
 
 /** Reads the project's relations and what hangs off each. */
