@@ -20,6 +20,7 @@ import { ChangeFeed, notifyChanged } from "./lib/wake/feed.ts";
 import { coalescingWaker, setOutboxWaker } from "./lib/outbox/mod.ts";
 import { bakeryMetrics } from "./services/metrics.ts";
 import { scheduleWipes } from "./services/wipe.ts";
+import { scheduleRetention } from "./services/retention.ts";
 import { startJobLoop } from "./services/console/jobs.ts";
 
 export interface Bakery {
@@ -121,6 +122,9 @@ export async function startBakery(options: {
   const stopWipes = config.WORKERS === "on" && config.SANDBOX_WIPE === "on"
     ? scheduleWipes(sql, log, { transport: messaging })
     : () => Promise.resolve();
+  const stopRetention = config.WORKERS === "on" && config.RETENTION === "on"
+    ? scheduleRetention(sql, log, config)
+    : () => Promise.resolve();
   log.info("listening", {
     url: selfUrl,
     workers: config.WORKERS,
@@ -135,6 +139,7 @@ export async function startBakery(options: {
       // Event streams never end by themselves; the server waits for them.
       closing.abort();
       await stopWipes();
+      await stopRetention();
       // Before the server: a post under way needs the webhook to answer.
       // What is not sent stays in billing.checkout_events for the next start.
       await gateway.stop();

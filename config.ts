@@ -83,6 +83,10 @@ const schema = z.object({
     "1 to 64 letters, digits, dashes or underscores",
   ).default("BAKERY"),
   SANDBOX_WIPE: z.enum(["on", "off"]).default("on"),
+  // Finished work is removed this many days after the replay horizon
+  // (services/retention.ts).
+  RETENTION: z.enum(["on", "off"]).default("on"),
+  RETENTION_MARGIN_DAYS: int(0, 3650).default(7),
   RATE_LIMIT_PER_MINUTE: int(0, 1_000_000).default(600),
   // The console's alerts (services/console/alerts.ts) and the same rules for
   // Prometheus (ops/prometheus/alerts.yml, written with these defaults).

@@ -582,6 +582,7 @@ ALTER TABLE crm.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE crm.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE crm.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON crm.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
+CREATE INDEX inbox_received_by_time ON crm.inbox USING brin (received_at);
 ALTER TABLE crm.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON crm.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -690,6 +691,7 @@ ALTER TABLE customers.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE customers.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE customers.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON customers.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
+CREATE INDEX inbox_received_by_time ON customers.inbox USING brin (received_at);
 ALTER TABLE customers.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON customers.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -754,6 +756,7 @@ ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON dispatch.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
+CREATE INDEX inbox_received_by_time ON dispatch.inbox USING brin (received_at);
 ALTER TABLE dispatch.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON dispatch.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -856,6 +859,7 @@ ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON kitchen.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
+CREATE INDEX inbox_received_by_time ON kitchen.inbox USING brin (received_at);
 ALTER TABLE kitchen.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON kitchen.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -920,6 +924,7 @@ ALTER TABLE lab_printer.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id)
 ALTER TABLE lab_printer.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE lab_printer.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON lab_printer.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
+CREATE INDEX inbox_received_by_time ON lab_printer.inbox USING brin (received_at);
 ALTER TABLE lab_printer.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON lab_printer.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -1019,6 +1024,7 @@ ALTER TABLE lab_receiver.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id
 ALTER TABLE lab_receiver.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE lab_receiver.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON lab_receiver.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
+CREATE INDEX inbox_received_by_time ON lab_receiver.inbox USING brin (received_at);
 ALTER TABLE lab_receiver.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON lab_receiver.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -1213,6 +1219,7 @@ ALTER TABLE orders.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE orders.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE orders.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON orders.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
+CREATE INDEX inbox_received_by_time ON orders.inbox USING brin (received_at);
 ALTER TABLE orders.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON orders.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -1636,6 +1643,7 @@ CREATE TABLE queue.messages (
 ALTER TABLE queue.messages ADD CONSTRAINT messages_pkey PRIMARY KEY (message_id);
 CREATE INDEX messages_by_aggregate ON queue.messages USING btree (aggregate_id);
 CREATE INDEX messages_by_sandbox ON queue.messages USING btree (sandbox_id, published_at);
+CREATE INDEX messages_published_by_time ON queue.messages USING brin (published_at);
 CREATE TRIGGER messages_immutable BEFORE UPDATE OF envelope, message_id ON queue.messages FOR EACH ROW EXECUTE FUNCTION platform.forbid_envelope_change();
 ALTER TABLE queue.messages ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON queue.messages AS PERMISSIVE FOR ALL TO PUBLIC
@@ -1754,6 +1762,7 @@ ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON receipts.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
+CREATE INDEX inbox_received_by_time ON receipts.inbox USING brin (received_at);
 ALTER TABLE receipts.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON receipts.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
@@ -1856,6 +1865,7 @@ ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_repeats_check CHECK ((repeats >= 0));
 ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 CREATE INDEX inbox_by_aggregate ON schedule.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
+CREATE INDEX inbox_received_by_time ON schedule.inbox USING brin (received_at);
 ALTER TABLE schedule.inbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sandbox_isolation ON schedule.inbox AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))

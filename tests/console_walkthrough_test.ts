@@ -152,8 +152,19 @@ Deno.test("console walkthrough: the kitchen refuses, the operator redrives, ever
     const closure = await client.json<{
       totals: Record<string, number>;
       bySubscriber: Record<string, Record<string, number>>;
+      retention: Record<string, unknown>;
     }>("GET", "/api/console/closure");
     assert.equal(closure.status, 200);
+    // What is kept, and for how long: the horizon plus the margin.
+    assert.deepEqual(closure.body.retention, {
+      on: true,
+      replayHorizonDays: 30,
+      marginDays: 7,
+      keptDays: 37,
+    });
+    const page = await client.fetch("/console/closure");
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /removed <strong>37 days<\/strong>/);
     const { totals, bySubscriber } = closure.body;
     assert.deepEqual(
       {

@@ -20,6 +20,7 @@ import {
   CLOSURE_STATES,
   closureRows,
 } from "../../services/console/closure.ts";
+import { retentionSettings } from "../../services/retention.ts";
 import { kitchenBoard } from "../../services/console/board.ts";
 import { readFaults, writeFaults } from "../../services/console/faults.ts";
 import { FAULT_NAMES } from "../../services/faults.ts";
@@ -423,7 +424,10 @@ export function consoleRoutes(deps: Deps) {
     },
     closure: async (c: Context) => {
       const { sandboxId } = requireOperator(c);
-      return c.json(await closure(sql, sandboxId));
+      return c.json({
+        ...await closure(sql, sandboxId),
+        retention: retentionSettings(deps.config),
+      });
     },
     closureRows: async (c: Context) => {
       const { sandboxId } = requireOperator(c);

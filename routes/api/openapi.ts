@@ -450,7 +450,7 @@ const CONSOLE: [string, Operation][] = [
   }),
   con("GET /api/console/closure", {
     summary: "Every obligation's state, in all and per receiver",
-    answers: ok("Closure", contracts.closureDataSchema),
+    answers: ok("Closure", contracts.closurePageSchema),
   }),
   con("GET /api/console/closure/rows", {
     summary: "The obligations behind one cell of the closure matrix",

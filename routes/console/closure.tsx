@@ -11,10 +11,12 @@ import {
 } from "../../components/console_format.ts";
 import { Island } from "../../islands/_registry.ts";
 import { closure } from "../../services/console/closure.ts";
+import type { Retention } from "../../services/console/contracts.ts";
+import { retentionSettings } from "../../services/retention.ts";
 import type { ConsoleRender } from "./_guard.ts";
 
 /** Renders the matrix and the legend. */
-export function closurePage({ sql }: Deps): ConsoleRender {
+export function closurePage({ sql, config }: Deps): ConsoleRender {
   return async (_c, operator) => {
     const initial = await closure(sql, operator.sandboxId);
     return html(
@@ -35,8 +37,33 @@ export function closurePage({ sql }: Deps): ConsoleRender {
               </div>
             ))}
           </dl>
+          <Kept retention={retentionSettings(config)} />
         </section>
       </ConsolePage>,
     );
   };
+}
+
+/** What is kept of finished work, and for how long. */
+function Kept({ retention: r }: { retention: Retention }) {
+  if (!r.on) {
+    return (
+      <p data-testid="retention">
+        Nothing finished is removed (RETENTION=off): every delivery, attempt and
+        inbox row stays until the sandbox is wiped.
+      </p>
+    );
+  }
+  return (
+    <p data-testid="retention">
+      Done deliveries with their attempts, the queue's copies of messages and
+      the inboxes' rows are removed <strong>{r.keptDays} days</strong>{" "}
+      after they finish: the replay horizon of {r.replayHorizonDays}{" "}
+      days, past which a receiver refuses a message it has not seen, plus a
+      margin of{" "}
+      {r.marginDays}. The closed counts stay. Dead and refused deliveries, those
+      an operator acted on, and the inbox row of any message still open or dead
+      stay as long as they are.
+    </p>
+  );
 }

@@ -110,6 +110,23 @@ export const closureDataSchema = z.strictObject({
 });
 export type ClosureData = z.infer<typeof closureDataSchema>;
 
+/** What is kept of finished work, and for how long (services/retention.ts). */
+export const retentionSchema = z.strictObject({
+  /** False: nothing finished is ever removed (RETENTION=off). */
+  on: z.boolean(),
+  replayHorizonDays: count,
+  marginDays: count,
+  /** The horizon plus the margin: finished work older than this goes. */
+  keptDays: count,
+});
+export type Retention = z.infer<typeof retentionSchema>;
+
+/** `GET /api/console/closure`: the matrix, and what is kept. */
+export const closurePageSchema = closureDataSchema.extend({
+  retention: retentionSchema,
+});
+export type ClosurePage = z.infer<typeof closurePageSchema>;
+
 /** One obligation behind a cell of the closure matrix. */
 export const closureRowSchema = z.strictObject({
   messageId: z.string(),
@@ -575,7 +592,7 @@ export const CONSOLE_TWINS = {
   "/api/console/deliveries": deliveriesDataSchema,
   "/api/console/deliveries/:id": deliveryDetailDataSchema,
   "/api/console/dead-letters": deadLettersDataSchema,
-  "/api/console/closure": closureDataSchema,
+  "/api/console/closure": closurePageSchema,
   "/api/console/closure/rows": closureRowsDataSchema,
   "/api/console/faults": faultsDataSchema,
   "/api/console/receivers": receiversDataSchema,

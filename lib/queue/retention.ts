@@ -1,0 +1,128 @@
+/**
+ * Retention: finished work is kept for as long as a sender may still send
+ * it again, then removed. A receiver refuses a message older than its
+ * replay horizon before it looks at its inbox (lib/inbox `beyondHorizon`),
+ * so once the horizon has passed, neither the message's inbox row nor its
+ * history is needed to keep it from being applied twice. The caller sets
+ * `before` to the horizon plus a margin.
+ *
+ * What goes, older than `before`:
+ * - done deliveries the closure audit has counted, with their attempts;
+ * - the queue's copy of a message (the published outbox row) once none of
+ *   its deliveries is left;
+ * - inbox rows of messages no sender may retry: a message with a delivery
+ *   still open, or dead (an operator may redrive it), keeps its row.
+ *
+ * What stays: dead and refused deliveries, and any delivery an operator
+ * acted on (queue.actions), the audit found missing (queue.mismatches) or
+ * superseded (queue.supersessions); those are the rows that say why.
+ *
+ * Each batch is one short transaction of its own, rows taken with SKIP
+ * LOCKED: no long lock, and work in flight is never waited for.
+ */
+import type { Sql } from "../db/connect.ts";
+import { asOwner } from "../db/service.ts";
+
+export interface RetentionOptions {
+  /** Rows finished (received, published) before this moment may go. */
+  before: Date;
+  /** The subscribers whose inboxes are pruned: `<subscriber>.inbox`. */
+  subscribers: readonly string[];
+  /** Rows per transaction (default 1,000). */
+  batch?: number;
+}
+
+/** How many rows a pass removed, by table. */
+export interface Pruned {
+  deliveries: number;
+  attempts: number;
+  messages: number;
+  /** Inbox rows, by subscriber. */
+  inboxes: Record<string, number>;
+}
+
+const SUBSCRIBER = /^[a-z][a-z_]{1,30}$/;
+
+/** Removes what is older than `before`, batch by batch, until none is left. */
+export async function pruneHistory(
+  sql: Sql,
+  options: RetentionOptions,
+): Promise<Pruned> {
+  const batch = options.batch ?? 1_000;
+  const before = options.before;
+  const pruned: Pruned = {
+    deliveries: 0,
+    attempts: 0,
+    messages: 0,
+    inboxes: {},
+  };
+  await untilDone(batch, () =>
+    asOwner(sql, async (tx) => {
+      // Done deliveries finish in about the order they started, so the
+      // block range index on last_started_at finds the old ones.
+      const ids = (await tx<{ id: string }[]>`
+        select d.id from queue.deliveries d
+         where d.state = 'done' and d.audited
+           and d.last_started_at < ${before} and d.done_at < ${before}
+           and not exists (select from queue.actions a where a.delivery_id = d.id)
+           and not exists (select from queue.mismatches m where m.delivery_id = d.id)
+           and not exists (
+             select from queue.supersessions s where s.delivery_id = d.id)
+         limit ${batch}
+         for update skip locked`).map((r) => r.id);
+      if (ids.length === 0) return 0;
+      const attempts = await tx`
+        delete from queue.attempts where delivery_id = any(${ids}::bigint[])`;
+      const deliveries = await tx`
+        delete from queue.deliveries where id = any(${ids}::bigint[])`;
+      pruned.attempts += attempts.count;
+      pruned.deliveries += deliveries.count;
+      return ids.length;
+    }));
+  await untilDone(batch, () =>
+    asOwner(sql, async (tx) => {
+      const gone = await tx`
+        delete from queue.messages where message_id = any(array(
+          select m.message_id from queue.messages m
+           where m.published_at < ${before}
+             and not exists (
+               select from queue.deliveries d where d.message_id = m.message_id)
+             and not exists (
+               select from queue.supersessions s where s.message_id = m.message_id)
+           limit ${batch}
+           for update skip locked))`;
+      pruned.messages += gone.count;
+      return gone.count;
+    }));
+  for (const subscriber of options.subscribers) {
+    if (!SUBSCRIBER.test(subscriber)) {
+      throw new TypeError(`not a subscriber name: ${subscriber}`);
+    }
+    const inbox = `${subscriber}.inbox`;
+    pruned.inboxes[subscriber] = 0;
+    await untilDone(batch, () =>
+      asOwner(sql, async (tx) => {
+        const gone = await tx`
+          delete from ${tx(inbox)} where message_id = any(array(
+            select i.message_id from ${tx(inbox)} i
+             where i.received_at < ${before}
+               and not exists (
+                 select from queue.deliveries d
+                  where d.message_id = i.message_id
+                    and d.subscriber = ${subscriber}
+                    and d.state in ('pending', 'in_flight', 'dead'))
+             limit ${batch}
+             for update skip locked))`;
+        pruned.inboxes[subscriber] += gone.count;
+        return gone.count;
+      }));
+  }
+  return pruned;
+}
+
+/** Runs `pass` until it removes less than a full batch. */
+async function untilDone(batch: number, pass: () => Promise<number>) {
+  while (await pass() >= batch) {
+    // Another batch: each is a transaction of its own.
+  }
+}
