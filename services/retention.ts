@@ -11,6 +11,7 @@ import type { Sql } from "../lib/db/connect.ts";
 import type { Logger } from "../lib/log/mod.ts";
 import { type Pruned, pruneHistory } from "../lib/queue/retention.ts";
 import type { Retention } from "./console/contracts.ts";
+import { every } from "./every.ts";
 import { SUBSCRIBERS } from "./routing.ts";
 
 const DAY_MS = 86_400_000;
@@ -45,18 +46,12 @@ export function scheduleRetention(
   config: Config,
   options: { everyMs?: number } = {},
 ): () => Promise<void> {
-  let running: Promise<unknown> = Promise.resolve();
-  const run = () => {
-    running = pruneOld(sql, config).then(
-      (pruned) => log.info("retention_pass", { ...pruned }),
-      (error) => log.warn("retention_failed", { error }),
-    );
-  };
-  const timer = setInterval(run, options.everyMs ?? 60 * 60_000);
-  const first = setTimeout(run, 60_000);
-  return async () => {
-    clearInterval(timer);
-    clearTimeout(first);
-    await running;
-  };
+  return every(
+    () =>
+      pruneOld(sql, config).then(
+        (pruned) => log.info("retention_pass", { ...pruned }),
+        (error) => log.warn("retention_failed", { error }),
+      ),
+    { everyMs: options.everyMs ?? 60 * 60_000, firstMs: 60_000 },
+  );
 }

@@ -36,6 +36,7 @@
 import type { Sql, TxSql } from "../lib/db/connect.ts";
 import { asOwner } from "../lib/db/service.ts";
 import type { Logger } from "../lib/log/mod.ts";
+import { every } from "./every.ts";
 
 /** Children before parents, so foreign keys never stop a delete. */
 const FIRST = [
@@ -305,16 +306,8 @@ export function scheduleWipes(
   log: Logger,
   options: { everyMs?: number; transport?: WipedTransport } = {},
 ): () => Promise<void> {
-  let running: Promise<unknown> = Promise.resolve();
-  const run = () => {
-    running = wipeDue(sql, log, { transport: options.transport })
-      .catch(() => {});
-  };
-  const timer = setInterval(run, options.everyMs ?? 15 * 60_000);
-  const first = setTimeout(run, 1000);
-  return async () => {
-    clearInterval(timer);
-    clearTimeout(first);
-    await running;
-  };
+  return every(
+    () => wipeDue(sql, log, { transport: options.transport }),
+    { everyMs: options.everyMs ?? 15 * 60_000, firstMs: 1000 },
+  );
 }
