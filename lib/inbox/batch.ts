@@ -1,9 +1,10 @@
 /**
  * The idempotent receiver, for a batch: several messages of one tenant
- * applied in one transaction of the receiver, each in a savepoint of its
- * own with its inbox row. A message that fails (not yet, refused,
- * malformed, an error) rolls back its savepoint alone and gets its own
- * answer; the rest commit together, once. Per message the contract is the
+ * applied in one transaction of the receiver. The batch goes first under
+ * one savepoint; should a message fail, the batch goes back to it and each
+ * message gets a savepoint of its own with its inbox row. A message that
+ * fails (not yet, refused, malformed, an error) then rolls back its
+ * savepoint alone and gets its own answer; the rest commit together, once. Per message the contract is the
  * single receiver's ({@link receiveOnce}): the inbox row and the effect
  * commit together or not at all, and a repeat gets the first answer.
  *
