@@ -4,6 +4,7 @@
  * senders. Everything generic comes from lib/.
  */
 import { connect, type Sql } from "../lib/db/connect.ts";
+import { renewablePool } from "../lib/db/reserved.ts";
 import type { Logger } from "../lib/log/mod.ts";
 import type { Config } from "../config.ts";
 import {
@@ -164,11 +165,14 @@ export async function openBakeryTransport(
   deps: BakeryDeps & { url: string },
   options: { relay: boolean },
 ): Promise<Transport> {
+  // Renewable: two connections are few enough that a server restart can
+  // leave both held for good (lib/db/reserved.ts).
   const relaySql = options.relay
-    ? connect(deps.url, {
-      max: RELAY_CONNECTIONS,
-      applicationName: "bakery-relay",
-    })
+    ? renewablePool(() =>
+      connect(deps.url, {
+        max: RELAY_CONNECTIONS,
+        applicationName: "bakery-relay",
+      }), deps.log)
     : undefined;
   const sql = relaySql ?? deps.sql;
   if (deps.config.QUEUE !== "jetstream") {

@@ -17,6 +17,8 @@ import {
 } from "../lib/db/service.ts";
 import {
   ABANDON_GRACE_MS,
+  RENEW_AFTER_TIMEOUTS,
+  renewablePool,
   ReserveTimeout,
   reserveWithin,
 } from "../lib/db/reserved.ts";
@@ -205,6 +207,35 @@ Deno.test("a reserve that waits while its connection is terminated fails in time
     const again = await reserveWithin(pool, 2000);
     assert.deepEqual([...await again`select 2 as n`], [{ n: 2 }]);
     again.release();
+  });
+});
+
+Deno.test("a renewable pool whose connections are all held for good opens a new pool, and service transactions go on", async () => {
+  await withTestDatabase(async (db) => {
+    let made = 0;
+    const pool = renewablePool(() => {
+      made++;
+      return connect(db.url, { max: 1, applicationName: "test-renew" });
+    });
+    try {
+      // The only connection, held and never given back: what a reserve
+      // that postgres.js dropped does to a pool.
+      const stuck = await pool.reserve();
+      for (let i = 0; i < RENEW_AFTER_TIMEOUTS; i++) {
+        await assert.rejects(reserveWithin(pool, 200), ReserveTimeout);
+      }
+      assert.equal(made, 2);
+      const [{ n }] = await asService(
+        pool,
+        "orders",
+        "workers",
+        async ({ sql }) => await sql<{ n: number }[]>`select 3 as n`,
+      );
+      assert.equal(n, 3);
+      stuck.release();
+    } finally {
+      await pool.end({ timeout: 5 });
+    }
   });
 });
 

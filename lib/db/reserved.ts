@@ -32,6 +32,7 @@
  * connection it may still get later is given back at once.
  */
 import postgres from "postgres";
+import type { Logger } from "../log/mod.ts";
 import type { ReservedSql, Sql } from "./connect.ts";
 
 /** What postgres.js's connection offers that is used here. */
@@ -102,16 +103,60 @@ export async function reserveWithin(
     timer = setTimeout(() => reject(new ReserveTimeout(ms)), ms);
   });
   try {
-    return await Promise.race([reserving, late]);
+    const reserved = await Promise.race([reserving, late]);
+    renewals.get(pool)?.served();
+    return reserved;
   } catch (error) {
     // Served after all, later: nobody is waiting for it any more.
     if (error instanceof ReserveTimeout) {
       reserving.then((reserved) => reserved.release(), () => {});
+      renewals.get(pool)?.timedOut();
     }
     throw error;
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Reserves in a row that may time out before a {@link renewablePool} is
+ * replaced. One may be a busy pool; two in a row, at 5 s each, are not.
+ */
+export const RENEW_AFTER_TIMEOUTS = 2;
+
+const renewals = new WeakMap<
+  Sql,
+  { served(): void; timedOut(): void }
+>();
+
+/**
+ * A pool that replaces itself when its reserves keep timing out. A server
+ * restart can leave every connection of a small pool held by reserves that
+ * postgres.js dropped (the third defect above): the pool then never serves
+ * again, and a loop that retries on it waits for ever. After
+ * {@link RENEW_AFTER_TIMEOUTS} timeouts in a row, `make` opens a new pool,
+ * which takes every statement and reserve from then on; the old one is
+ * ended without waiting for it. `end()` ends the pool in use.
+ */
+export function renewablePool(make: () => Sql, log?: Logger): Sql {
+  let current = make();
+  let timeouts = 0;
+  const pool = new Proxy(current, {
+    apply: (_target, self, args) => Reflect.apply(current, self, args),
+    get: (_target, key) => Reflect.get(current, key),
+  });
+  renewals.set(pool, {
+    served: () => timeouts = 0,
+    timedOut: () => {
+      if (++timeouts < RENEW_AFTER_TIMEOUTS) return;
+      timeouts = 0;
+      const old = current;
+      current = make();
+      log?.warn("pool_renewed", { after: RENEW_AFTER_TIMEOUTS });
+      old.end({ timeout: 1 }).catch(() => {});
+    },
+  });
+  return pool;
 }
 
 let ended: Sql | undefined;
