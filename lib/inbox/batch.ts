@@ -153,9 +153,7 @@ async function whole(batch: Batch): Promise<boolean> {
     }
     return true;
   }
-  const rollback = quiet(tx.sql`rollback to savepoint batch`.execute());
-  await tx.sql`release savepoint batch`;
-  await rollback;
+  await backOut(tx, "batch");
   return false;
 }
 
@@ -211,7 +209,7 @@ async function flight(batch: Batch, from: number): Promise<number> {
       batch.answers[index] = answer(envelopes[index], 200, outcome);
       continue;
     }
-    await backOut(tx);
+    await backOut(tx, "message");
     settle(batch, index, await failed(tx, envelopes[index], result.reason));
     return index + 1;
   }
@@ -220,16 +218,19 @@ async function flight(batch: Batch, from: number): Promise<number> {
   if (stop.alone) {
     settle(batch, stop.index, await receiveInBatch(batch, envelope));
   } else {
-    await backOut(tx);
+    await backOut(tx, "message");
     settle(batch, stop.index, await failed(tx, envelope, stop.error));
   }
   return stop.index + 1;
 }
 
-/** Back to just before the failed message's SAVEPOINT, which then goes. */
-async function backOut(tx: ServiceTx) {
-  const rollback = quiet(tx.sql`rollback to savepoint message`.execute());
-  await tx.sql`release savepoint message`;
+/** Back to the savepoint `name` (the batch's, or the failed message's), which then goes. */
+async function backOut(tx: ServiceTx, name: "batch" | "message") {
+  const savepoint = tx.sql(name);
+  const rollback = quiet(
+    tx.sql`rollback to savepoint ${savepoint}`.execute(),
+  );
+  await tx.sql`release savepoint ${savepoint}`;
   await rollback;
 }
 
