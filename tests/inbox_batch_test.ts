@@ -212,6 +212,47 @@ Deno.test("batch of statements: a repeat, a failed statement and a refusal mid-b
   });
 });
 
+Deno.test("batches of the same messages at once (a delivery sent twice): each message applied once, each batch answered", async () => {
+  await withTestDatabase(async (db) => {
+    await createTestServices(db.sql);
+    const sandboxId = await createSandbox(db.sql);
+    // Reads before its effect, as the kitchen does: the batch waits for
+    // each message's read, while the inbox rows sent before it may fail.
+    const readFirst = async (tx: ServiceTx, e: Envelope) => {
+      await tx.sql`select count(*) from t_recv_a.jobs`;
+      return inStatement(
+        tx,
+        tx.sql`insert into t_recv_a.jobs (order_id, sandbox_id, message_id)
+          values (${e.messageId}, ${e.sandboxId}, ${e.messageId})`,
+        { job: e.messageId },
+      );
+    };
+    const batches: Envelope[][] = [];
+    for (let round = 0; round < 8; round++) {
+      const batch = Array.from({ length: 10 }, () => message(sandboxId));
+      batches.push(batch);
+      // The second copy starts a few messages in, so that the two meet
+      // at different places of the batch from round to round.
+      const [whole, tail] = await Promise.all([
+        receiveBatch(db.sql, RECEIVER, batch, readFirst, options),
+        receiveBatch(db.sql, RECEIVER, batch.slice(round), readFirst, options),
+      ]);
+      for (const answers of [whole, tail]) {
+        assert.deepEqual(answers.map((a) => a.status), answers.map(() => 200));
+      }
+      // Each message was new to exactly one of the two.
+      for (const e of batch.slice(round)) {
+        const firsts = [whole, tail].flat().filter((a) =>
+          a.messageId === e.messageId && !a.duplicate
+        );
+        assert.equal(firsts.length, 1, `message ${e.messageId}`);
+      }
+    }
+    assert.equal(await count(db.sql, "t_recv_a.jobs"), 80);
+    assert.equal(await count(db.sql, "t_recv_a.inbox"), 80);
+  });
+});
+
 Deno.test("batch endpoint: a lost answer is answered from the inbox when the batch comes again; bad input is refused before anything is applied", async () => {
   await withTestDatabase(async (db) => {
     await createTestServices(db.sql);

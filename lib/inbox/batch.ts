@@ -199,7 +199,10 @@ async function flight(batch: Batch, from: number): Promise<number> {
       inboxRecord(tx, envelope, outcome, { watchOrder: true }).execute(),
     );
     const release = quiet(tx.sql`release savepoint message`.execute());
-    sent.push({ index: i, done: Promise.all([savepoint, record, release]) });
+    // Read once the flight is sent: quiet until then, for a failure may
+    // come back while a later message's `apply` is still being awaited.
+    const done = quiet(Promise.all([savepoint, record, release]));
+    sent.push({ index: i, done });
   }
   const settled = await Promise.allSettled(sent.map((s) => s.done));
   for (const [k, { index }] of sent.entries()) {
