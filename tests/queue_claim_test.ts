@@ -9,6 +9,7 @@
  */
 import assert from "node:assert/strict";
 import type { Sql } from "../lib/db/connect.ts";
+import { FairShare } from "../lib/queue/fair_share.ts";
 import { PgQueue } from "../lib/queue/mod.ts";
 import { claimBatch } from "../lib/queue/postgres/deliveries_sql.ts";
 import { PgMove } from "../lib/relay/mod.ts";
@@ -150,5 +151,48 @@ Deno.test("a lane gives a claim no more than its share; the sandbox's other lane
     assert.equal(lanes.get(first.subscriber), 4);
     assert.equal(lanes.size, 3);
     assert.equal(await lockedAndLeft(sql), 0);
+  });
+});
+
+Deno.test("claims of one process at once take turns: together they keep the sandbox's share", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    await sandboxWithOrders(sql, "busy", 10);
+    await new PgMove(new PgQueue(sql, ROUTING)).move(SENDER, 100);
+    const share = new FairShare({
+      perSandbox: 12,
+      perLane: 4,
+      maxDetached: 0,
+      stragglerMs: 250,
+    });
+    // Four consumers of one process claim at the same moment. Each claim
+    // must read what the ones before it hold, or each would take a share.
+    const claims = await Promise.all(
+      Array.from(
+        { length: 4 },
+        (_, i) =>
+          share.claiming(() =>
+            claimBatch(sql, `consumer-${i}`, {
+              limit: 100,
+              leaseMs: 60_000,
+              round: {
+                after: null,
+                perSandbox: share.perSandbox,
+                perLane: share.perLane,
+                held: share.held(),
+                closed: share.closed(),
+              },
+            })
+          ),
+      ),
+    );
+    const claimed = claims.flatMap((c) => c.claimed);
+    assert.equal(claimed.length, 12);
+    const lanes = new Map<string, number>();
+    for (const d of claimed) {
+      lanes.set(d.subscriber, (lanes.get(d.subscriber) ?? 0) + 1);
+    }
+    assert.deepEqual([...lanes.values()], [4, 4, 4]);
+    assert.equal(share.held().counts.reduce((a, b) => a + b, 0), 12);
   });
 });

@@ -22,8 +22,8 @@
  * handoffs alike: a handoff is held from the moment it is handed over, so a
  * sandbox whose receiver is slow cannot fill its whole share through the
  * relay, with its other receivers' deliveries left waiting behind it.
- * Claims that run at the same time in one process see the same held
- * counts, so the caps are soft by up to a batch per consumer.
+ * Claims in one process take turns ({@link FairShare.claiming}): each
+ * sees what the one before it took, so the caps hold.
  */
 
 /** Settings of a {@link FairShare}. */
@@ -89,12 +89,33 @@ export class FairShare {
   #held = new Map<string, { lane: Lane; n: number }>();
   #detached = 0;
   #running = new Set<Promise<void>>();
+  /** The claim whose turn it is, or the last one's end. */
+  #turn: Promise<unknown> = Promise.resolve();
 
   constructor(options: FairShareOptions) {
     this.perSandbox = options.perSandbox;
     this.perLane = options.perLane;
     this.maxDetached = options.maxDetached;
     this.stragglerMs = options.stragglerMs;
+  }
+
+  /**
+   * Runs `claim` once the process's claims before it are done, and holds
+   * what it took before the next one starts. Two claims that ran at once
+   * would both read the same held counts, and a slow lane could then fill
+   * its sandbox's whole share, two claims' worth at a time. A claim is one
+   * statement, a few milliseconds, so the wait is short.
+   */
+  claiming<T extends { claimed: readonly Lane[] }>(
+    claim: () => Promise<T>,
+  ): Promise<T> {
+    const mine = this.#turn.then(async () => {
+      const batch = await claim();
+      this.hold(batch.claimed);
+      return batch;
+    });
+    this.#turn = mine.catch(() => {});
+    return mine;
   }
 
   /** Counts claimed deliveries as held. */

@@ -98,7 +98,9 @@ export async function consumeOnce(
   const handed = options.handed?.();
   let batch = handed
     ? { claimed: handed, nextDueAt: null }
-    : await claimBatch(options.sql, options.owner, claim());
+    : await share.claiming(() =>
+      claimBatch(options.sql, options.owner, claim())
+    );
   const touched = new Set<string>();
   // Wake for the earliest retry a batch scheduled: waiting for the poll
   // would turn a 1 s retry into a 5 s one (POLL_INTERVAL_MS).
@@ -106,7 +108,6 @@ export async function consumeOnce(
   for (let round = 1; batch.claimed.length > 0; round++) {
     if (batch.after !== undefined) share.after = batch.after;
     const claimed = batch.claimed;
-    if (round > 1 || !handed) share.hold(claimed);
     // A batch cut short by the share is as good as full: there is more to
     // claim once it is done, and waiting for a wake-up or the poll left a
     // slow sandbox's other receivers seconds behind.
@@ -122,12 +123,16 @@ export async function consumeOnce(
     const chain = full && !late && round < rounds;
     let finished: number;
     if (chain) {
-      ({ finished, next: batch } = await finishAndClaim(
-        options.sql,
-        options.owner,
-        results,
-        claim(),
-      ));
+      const both = await share.claiming(async () => {
+        const { finished, next } = await finishAndClaim(
+          options.sql,
+          options.owner,
+          results,
+          claim(),
+        );
+        return { finished, claimed: next.claimed, next };
+      });
+      ({ finished, next: batch } = both);
     } else {
       finished = await finishDeliveries(options.sql, results);
     }
