@@ -74,10 +74,6 @@ export async function consumeOnce(
   const batchSize = options.batchSize ?? CONSUMER_BATCH_SIZE;
   const leaseMs = consumerLeaseMs(options);
   const rounds = options.batchesPerTick ?? 5;
-  // As last read (a write of this pool shows at once, a resume elsewhere
-  // once its NOTIFY was read): a tick never waits on a pool connection for
-  // them. A pause that lands during a tick is obeyed from the next one.
-  const paused = options.pauses?.known();
   // Deliveries to the subscribers this consumer serves, only: consumers of
   // different subscribers can share the queue.
   const subscribers = Object.keys(options.subscribers);
@@ -90,7 +86,12 @@ export async function consumeOnce(
       perSandbox: share.perSandbox,
       perLane: share.perLane,
       held: share.held(),
-      closed: share.closed(paused),
+      // As last read, when the claim is made: a pause written through this
+      // pool shows at once, another process's within a read (its resume at
+      // once, by NOTIFY). Read per claim, not per tick: a claim that waited
+      // its turn, or came late in a tick, must not take a lane paused
+      // meanwhile. It never waits on a pool connection.
+      closed: share.closed(options.pauses?.known()),
     },
     onSent: options.onClaimSent,
   });
