@@ -59,11 +59,16 @@ export async function closure(
     for (const service of SENDERS) {
       // A row the queue has already (published, not yet deleted: the long
       // way publishes, then deletes) is counted by its deliveries, not twice.
+      // One look-up by key per outbox row (the LIMIT keeps the planner from
+      // hashing every message instead: 190 ms with a million of them, where
+      // the outbox held 10,000).
       const owed = await sql<{ type: string; n: number }[]>`
-        select type, count(*)::int as n from ${sql(`${service}.outbox`)} o
-         where not exists (
-             select from queue.messages m where m.message_id = o.message_id)
-         group by type`;
+        select o.type, count(*)::int as n from ${sql(`${service}.outbox`)} o
+          left join lateral (
+            select 1 as found from queue.messages m
+             where m.message_id = o.message_id limit 1) m on true
+         where m.found is null
+         group by o.type`;
       for (const { type, n } of owed) {
         for (const subscriber of ROUTING[type] ?? []) {
           bySubscriber[subscriber].owed += n;
