@@ -9,7 +9,7 @@ import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { orderSettles, payVia, placeOrderVia, withTestBakery } from "./_app.ts";
 import { dropStream, natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
-import { openTestStream } from "./_transport.ts";
+import { openTestStream } from "./core/_transport.ts";
 
 natsTest(
   "over JetStream a stream deleted at runtime is made again, and the next paid order reaches its receivers",

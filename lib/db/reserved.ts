@@ -17,7 +17,7 @@
  * fails it at once (CONNECTION_ENDED), and `release()` does nothing: the pool
  * has already counted the connection as closed and opens a new one when it
  * needs one. Both are internals of the pinned version; the tests in
- * tests/service_connection_test.ts fail the day they change.
+ * tests/core/service_connection_test.ts fail the day they change.
  *
  * Nor does it settle a statement that waits in a reserved connection's own
  * queue (behind one that must be described first, say) when the socket
