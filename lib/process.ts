@@ -75,11 +75,25 @@ export function shutdown(log: Logger): Promise<void> {
  * rejects every statement that was in flight on the socket. Whatever it was
  * part of is retried by its lease or the next poll, so the process carries
  * on, and the log says which statement it was (postgres.js keeps its text
- * on the error, not enumerable). Any other unhandled rejection still ends
- * the process, as Deno ends it by default.
+ * on the error, not enumerable). Once shutdown has begun, every unhandled
+ * rejection and uncaught error is logged, and the stop goes on. Any other unhandled rejection
+ * still ends the process, as Deno ends it by default.
  */
 export function survivingConnectionLoss(log: Logger) {
+  globalThis.addEventListener("error", (event) => {
+    if (!stopping) return;
+    event.preventDefault();
+    log.error("uncaught_during_shutdown", { error: event.error });
+  });
   globalThis.addEventListener("unhandledrejection", (event) => {
+    if (stopping) {
+      // A step left behind (its time was up) may still fail in pieces, a
+      // pool's statements as its server goes: the stop goes on, and its
+      // exit says how the stop went, not how what was abandoned ended.
+      event.preventDefault();
+      log.error("unhandled_during_shutdown", { error: event.reason });
+      return;
+    }
     if (!isConnectionError(event.reason)) return;
     event.preventDefault();
     const error = event.reason as Error & { query?: unknown };

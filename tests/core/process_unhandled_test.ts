@@ -55,3 +55,37 @@ Deno.test("process: any other unhandled rejection still ends the process", async
   assert.match(stderr, /a bug/);
   assert.ok(!lines.some((l) => l.event === "still_running"));
 });
+
+Deno.test("process: during shutdown, a rejection left by an abandoned step is logged and the stop still ends well", async () => {
+  const program = `
+    import { onShutdown, shutdown, survivingConnectionLoss } from ${
+    JSON.stringify(PROCESS)
+  };
+    import { createLogger } from ${JSON.stringify(LOG)};
+    const log = createLogger("info");
+    survivingConnectionLoss(log);
+    onShutdown(() => {
+      Promise.reject(new TypeError("left behind"));
+      setTimeout(() => {
+        throw new Error("thrown behind");
+      }, 0);
+      return new Promise((r) => setTimeout(r, 50));
+    }, { name: "leaky" });
+    await shutdown(log);
+    console.log(JSON.stringify({ event: "stopped" }));
+  `;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--ext=ts", program],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const lines = new TextDecoder().decode(out.stdout).split("\n")
+    .filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  for (
+    const event of ["unhandled_during_shutdown", "uncaught_during_shutdown"]
+  ) {
+    assert.ok(lines.some((l) => l.event === event), JSON.stringify(lines));
+  }
+  assert.ok(lines.some((l) => l.event === "stopped"));
+});
