@@ -10,17 +10,8 @@ import assert from "node:assert/strict";
 const PROCESS = new URL("../../lib/process.ts", import.meta.url).href;
 const LOG = new URL("../../lib/log/mod.ts", import.meta.url).href;
 
-/** Runs a child that rejects one promise with `error`, unawaited. */
-async function childRejecting(error: string) {
-  const program = `
-    import { survivingConnectionLoss } from ${JSON.stringify(PROCESS)};
-    import { createLogger } from ${JSON.stringify(LOG)};
-    survivingConnectionLoss(createLogger("info"));
-    const error = ${error};
-    Promise.reject(error);
-    await new Promise((r) => setTimeout(r, 50));
-    console.log(JSON.stringify({ event: "still_running" }));
-  `;
+/** Runs `program` in a child Deno: its exit code, JSON log lines and stderr. */
+async function runChild(program: string) {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["eval", "--ext=ts", program],
     stdout: "piped",
@@ -33,6 +24,19 @@ async function childRejecting(error: string) {
     lines,
     stderr: new TextDecoder().decode(out.stderr),
   };
+}
+
+/** Runs a child that rejects one promise with `error`, unawaited. */
+function childRejecting(error: string) {
+  return runChild(`
+    import { survivingConnectionLoss } from ${JSON.stringify(PROCESS)};
+    import { createLogger } from ${JSON.stringify(LOG)};
+    survivingConnectionLoss(createLogger("info"));
+    const error = ${error};
+    Promise.reject(error);
+    await new Promise((r) => setTimeout(r, 50));
+    console.log(JSON.stringify({ event: "still_running" }));
+  `);
 }
 
 Deno.test("process: a statement that fails unawaited as its connection closes is logged with its text, and the process goes on", async () => {
@@ -74,14 +78,8 @@ Deno.test("process: during shutdown, a rejection left by an abandoned step is lo
     await shutdown(log);
     console.log(JSON.stringify({ event: "stopped" }));
   `;
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["eval", "--ext=ts", program],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const lines = new TextDecoder().decode(out.stdout).split("\n")
-    .filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  const { code, lines, stderr } = await runChild(program);
+  assert.equal(code, 0, stderr);
   for (
     const event of ["unhandled_during_shutdown", "uncaught_during_shutdown"]
   ) {
