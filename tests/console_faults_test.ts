@@ -151,6 +151,17 @@ Deno.test("faults: while the queue refuses sends, OrderPlaced waits in the outbo
       first = await outbox(client);
       return first.pending >= 1 && first.backingOff >= 1 &&
         first.oldest[0]?.attempts >= 1;
+    }).catch(async (error) => {
+      // This wait has failed in full runs only, never alone: say whether the
+      // message went out anyway, and what the bakery logged.
+      const published = await countOf(t.sql<{ n: number }[]>`
+        select count(*)::int as n from queue.messages`);
+      console.log(JSON.stringify({
+        outbox: first,
+        published,
+        log: t.lines.slice(-40),
+      }));
+      throw error;
     });
     const o = first!;
     assert.equal(o.pending, 1);
