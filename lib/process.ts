@@ -76,8 +76,9 @@ export function shutdown(log: Logger): Promise<void> {
  * part of is retried by its lease or the next poll, so the process carries
  * on, and the log says which statement it was (postgres.js keeps its text
  * on the error, not enumerable). Once shutdown has begun, every unhandled
- * rejection and uncaught error is logged, and the stop goes on. Any other unhandled rejection
- * still ends the process, as Deno ends it by default.
+ * rejection and uncaught error is logged, and the stop goes on. Before it,
+ * any other unhandled rejection ends the process, as Deno ends it by
+ * default.
  */
 export function survivingConnectionLoss(log: Logger) {
   globalThis.addEventListener("error", (event) => {

@@ -124,16 +124,16 @@ export async function consumeOnce(
     const chain = full && !late && round < rounds;
     let finished: number;
     if (chain) {
-      const both = await share.claiming(async () => {
-        const { finished, next } = await finishAndClaim(
+      // The finish and the next claim are one statement: it takes its turn.
+      ({ finished, next: batch } = await share.claiming(async () => {
+        const done = await finishAndClaim(
           options.sql,
           options.owner,
           results,
           claim(),
         );
-        return { finished, claimed: next.claimed, next };
-      });
-      ({ finished, next: batch } = both);
+        return { ...done, claimed: done.next.claimed };
+      }));
     } else {
       finished = await finishDeliveries(options.sql, results);
     }
