@@ -5,7 +5,8 @@
  * of OrderPlaced's receivers having applied it (target, issue 19: p50 <= the
  * peer's, graphile-worker's add_job to its task starting).
  *
- * Then with notifications lost: the LISTEN connection is pointed at another
+ * Then woken by NOTIFY alone, as a relay in another process is (same
+ * targets). Then with notifications lost: the LISTEN connection is pointed at another
  * database of the same server, where no notification of this one arrives,
  * the commit does not wake the relay in process (as for a sender in another
  * process), and the poll interval is short; the delay is then the poll's. Target:
@@ -121,6 +122,43 @@ export async function wakeup(ctx: Ctx): Promise<Figure[]> {
       }),
     );
 
+    // The same with the relay out of the commit's reach, as when orders are
+    // placed by another process: the waker's NOTIFY wakes it.
+    progress.step(
+      `wakeup: ${w.samples} orders one at a time, woken by NOTIFY only`,
+    );
+    const heard = await startProbe({ url: db.url, sql, localWake: false });
+    let notified: Sample[];
+    try {
+      await oneAtATime(ctx, heard, source, w.warmup, () => 5, 10_000);
+      notified = await oneAtATime(
+        ctx,
+        heard,
+        source,
+        w.samples,
+        () => 5 + random() * 20,
+        10_000,
+      );
+    } finally {
+      await heard.stop();
+    }
+    const nc = summarize(notified.map((s) => s.claimMs));
+    const na = summarize(notified.map((s) => s.appliedMs));
+    progress.note(
+      `by NOTIFY: claim p50 ${nc.p50?.toFixed(2)} ms; applied p50 ${
+        na.p50?.toFixed(2)
+      } ms`,
+    );
+    figures.push(
+      figure("notified_claim_p50", nc.p50, "ms", {
+        target: atMost(2, "<= 2 ms"),
+      }),
+      figure("notified_applied_p50", na.p50, "ms", {
+        baseline: baseline(ctx, "peer.wakeup_p50", "ms"),
+        target: ratioAtMost(1, "<= peer.wakeup_p50"),
+      }),
+    );
+
     progress.step(
       `wakeup: ${w.blockedSamples} orders with notifications lost, poll ${w.blockedPollMs} ms`,
     );
@@ -176,6 +214,8 @@ export async function wakeup(ctx: Ctx): Promise<Figure[]> {
         "placeOrder commit answered -> the relay hands the claimed row to the queue (claim committed, faults read)",
       applied:
         "placeOrder commit answered -> kitchen, schedule and customers all answered 200",
+      notified:
+        "the commit does not wake the relay in process: it hears the after-commit waker's NOTIFY, as a relay in another process would",
       lost:
         "LISTEN connection on another database of the same server: no notification arrives",
     };

@@ -2,7 +2,8 @@
  * The after-commit waker (lib/outbox/wake.ts): the in-process relay is woken
  * at every call; other processes get coalesced NOTIFYs, at least one after
  * every wake, never two of a service at the same time, each sent without
- * waiting for the WAL flush, and none for a service whose relay runs here.
+ * waiting for the WAL flush, and none for a service whose relay runs here;
+ * an idle service is heard at once.
  */
 import assert from "node:assert/strict";
 import { withTestDatabase } from "../_db.ts";
@@ -92,6 +93,31 @@ Deno.test("coalescingWaker: the NOTIFY's synchronous_commit off ends with its st
       assert.deepEqual(heard, ["orders"]);
     } finally {
       await one.end();
+    }
+  });
+});
+
+Deno.test("coalescingWaker: a quiet service's wake is heard at once; wakes within its window share one more at the window's end", async () => {
+  await withTestDatabase(async ({ sql, url }) => {
+    const listener = connect(url, { max: 1 });
+    const heard: number[] = [];
+    try {
+      await listener.listen(OUTBOX_CHANNEL, () => heard.push(Date.now()));
+      const waker = coalescingWaker(sql, { windowMs: 1_000 });
+      const t0 = Date.now();
+      waker.wake("orders");
+      await sleep(300);
+      // Heard long before the window ends.
+      assert.equal(heard.length, 1);
+      assert.ok(heard[0] - t0 < 300, `heard after ${heard[0] - t0} ms`);
+      waker.wake("orders");
+      waker.wake("orders");
+      await waker.flush();
+      await sleep(100);
+      assert.equal(heard.length, 2);
+      assert.ok(heard[1] - t0 >= 1_000, `heard after ${heard[1] - t0} ms`);
+    } finally {
+      await listener.end();
     }
   });
 });
