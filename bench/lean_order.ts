@@ -7,7 +7,7 @@
  * services/orders/orders_sql.ts capacityTake, after the order row rather
  * than after the key). The same isolation as the real
  * order: the orders service's role, the sandbox, row-level security; the
- * same outbox write with its flush, the same wake-up, the same round trip.
+ * same outbox write, the same wake-up, the same round trip.
  * It answers "would the schema change of bench/HISTORY.md (round of 997b4b9) meet
  * the write target?" with a figure.
  */

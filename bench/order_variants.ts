@@ -5,20 +5,19 @@
  * services/orders/orders_sql.ts newOrderStatement (the idempotency key, the
  * capacity, the order, its line, its event; one round trip with its COMMIT,
  * the orders role, the sandbox and its row-level security), where the
- * outbox row, its flush and its wake-up are replaced by `tail`:
+ * outbox row and its wake-up are replaced by `tail`:
  *
  * - nothing: what the order costs without its outbox (the write scenario's
  *   `orders_8_without_outbox`);
  * - `graphile_worker.add_job` with the OrderPlaced envelope as payload: the
  *   order as a graphile-worker user would write it (the peer scenario);
  * - one row of the envelope in `bench.bare_outbox`, a table with a primary
- *   key and nothing else (no other index, no state, no flush, no wake-up):
+ *   key and nothing else (no other index, no state, no wake-up):
  *   the floor of any outbox that writes its message in the order's
  *   transaction (the write scenario's `orders_8_bare_row`);
  * - the outbox row alone, in `orders.outbox` itself (its indexes, checks
- *   and policy), without the flush of the sandbox's waiting rows and
- *   without the wake-up: what those two cost beside the row (the write
- *   scenario's `orders_8_outbox_row_alone`).
+ *   and policy), without the wake-up: what the wake-up costs beside the
+ *   row (the write scenario's `orders_8_outbox_row_alone`).
  *
  * If newOrderStatement changes, this copy must follow it; the write
  * scenario's `orders_8` and `orders_8_without_outbox` are read side by side.
@@ -42,7 +41,7 @@ type Tail = (
   placed: Fragment,
 ) => { ctes: Fragment | null; value: Fragment };
 
-/** No outbox row, no flush, no wake-up. */
+/** No outbox row, no wake-up. */
 const NOTHING: Tail = (tx) => ({ ctes: null, value: tx.sql`null::int` });
 
 /**
@@ -59,7 +58,7 @@ const ADD_JOB: Tail = (tx, envelope, placed) => ({
 
 /**
  * The envelope as one row of `table`, written with the order, and nothing
- * else: no flush, no wake-up.
+ * else: no wake-up.
  */
 function rowIn(table: "bench.bare_outbox" | "orders.outbox"): Tail {
   return (tx, envelope, placed) => ({
@@ -146,7 +145,7 @@ async function placeWith(sql: Sql, source: OrderSource, tail: Tail) {
   if (!answer[0]?.claimed) throw new Error("bench order not placed");
 }
 
-/** The order without its outbox row, the flush and the wake-up. */
+/** The order without its outbox row and the wake-up. */
 export function placeWithoutOutbox(sql: Sql, source: OrderSource) {
   return placeWith(sql, source, NOTHING);
 }
@@ -156,7 +155,7 @@ export function placeWithBareRow(sql: Sql, source: OrderSource) {
   return placeWith(sql, source, BARE_ROW);
 }
 
-/** The order with its outbox row alone: no flush, no wake-up. */
+/** The order with its outbox row alone: no wake-up. */
 export function placeWithOutboxRowAlone(sql: Sql, source: OrderSource) {
   return placeWith(sql, source, OUTBOX_ROW);
 }

@@ -12,8 +12,8 @@
  *    deliveries is sent twice), then places and pays `slowOrders` orders.
  * 2. plain: the queue refuses A's sends ("queueRefusesSends") while A places
  *    and pays `plainOrders` orders; then the switch goes off and one more
- *    paid order of A (each command flushes its sandbox's waiting rows) puts
- *    them all in the queue at once.
+ *    paid order of A (the relay takes a sandbox's waiting rows with its new
+ *    ones) puts them all in the queue at once.
  *
  * Once A's backlog is in the queue, sandbox B (no fault) places and pays
  * `quietOrders` orders one after another. Each is placed, its OrderPlaced
@@ -109,8 +109,8 @@ export async function fairness(ctx: Ctx): Promise<Figure[]> {
     await setFault(env.sql, sandboxA, refuses, true);
     await paidOrders(env, a, f.plainOrders);
     await setFault(env.sql, sandboxA, refuses, false);
-    // Its two commands flush A's waiting rows (due at the relay's next
-    // retry, or parked by the loop guard): all of them are due at once.
+    // The relay takes A's waiting rows (due at its next retry, or parked by
+    // the loop guard) with these two commands' rows, all at once.
     await pay(env.sql, await place(env.sql, a));
     await until(
       "A's rows in the queue",

@@ -10,7 +10,7 @@
  * inside every order transaction (the same placeOrder on a pool without
  * the waker, where the outbox sends its NOTIFY in the transaction) shows
  * what that choice is worth, and a fourth, the same order transaction
- * without the outbox row, its flush and the wake-up (bench/order_variants.ts
+ * without the outbox row and the wake-up (bench/order_variants.ts
  * placeWithoutOutbox), what the outbox itself costs; a fifth, an order of a
  * leaner schema (bench/lean_order.ts: three writes instead of eight), what
  * that schema change would be worth; a sixth, the order row alone in the
@@ -19,8 +19,8 @@
  * apart; a seventh, the order with its envelope in a table that has a
  * primary key and nothing else (bench/order_variants.ts placeWithBareRow),
  * the most the outbox's own cost could come down to; an eighth, the order
- * with its row in orders.outbox but without the flush and the wake-up
- * (placeWithOutboxRowAlone), what those two cost beside the row. The order
+ * with its row in orders.outbox but without the wake-up
+ * (placeWithOutboxRowAlone), what the wake-up costs beside the row. The order
  * and the three runs its cost is read against are measured interleaved
  * (see `interleaved`). The targets (issue 19): orders_8 >= 1.5 x the
  * peer's order with graphile-worker's add_job (peer.order_add_job_8), and
@@ -47,9 +47,8 @@ import { sleep } from "../stats.ts";
 
 /**
  * Deletes orders.outbox rows every 100 ms, as a relay that keeps up would
- * once it published them, without its CPU. Without it every order's
- * outbox "flush" (lib/outbox/append.ts) scans a pending set that only
- * grows.
+ * once it published them, without its CPU. Without it the outbox would
+ * only grow, which no running bakery's does.
  */
 function sweeper(sql: Sql) {
   let running = true;
@@ -118,15 +117,15 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
       what: " (no outbox row, no wake-up)",
       figure: "_without_outbox",
       note:
-        "the same order transaction without the outbox row, its flush and the wake-up (what the outbox costs; not the target)",
+        "the same order transaction without the outbox row and the wake-up (what the outbox costs; not the target)",
       op: placeWithoutOutbox,
     },
     rowAlone: {
       label: "o",
-      what: " (the outbox row alone: no flush, no wake-up)",
+      what: " (the outbox row alone: no wake-up)",
       figure: "_outbox_row_alone",
       note:
-        "the same order transaction with its envelope as a row of orders.outbox itself (its indexes, checks and policy), without the flush of the sandbox's waiting rows and without the wake-up: what those two cost beside the row",
+        "the same order transaction with its envelope as a row of orders.outbox itself (its indexes, checks and policy), without the wake-up: what the wake-up costs beside the row",
       op: placeWithOutboxRowAlone,
     },
     lean: {
@@ -134,7 +133,7 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
       what: " (a lean order: three writes)",
       figure: "_lean_schema",
       note:
-        "a leaner order schema, measured without adopting it: three writes (the order row carrying its lines and idempotency key, the capacity, the outbox row standing for the event) with the same isolation, outbox flush and wake-up",
+        "a leaner order schema, measured without adopting it: three writes (the order row carrying its lines and idempotency key, the capacity, the outbox row standing for the event) with the same isolation, outbox row and wake-up",
       op: placeLeanOrder,
       setup: createLeanOrders,
     },
@@ -143,7 +142,7 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
       what: " (a bare outbox row)",
       figure: "_bare_row",
       note:
-        "the same order transaction with its envelope as one row of a table that has a primary key and nothing else (bench.bare_outbox: no other index, no state, no flush, no wake-up): the floor of any outbox that writes its message in the order's transaction",
+        "the same order transaction with its envelope as one row of a table that has a primary key and nothing else (bench.bare_outbox: no other index, no state, no wake-up): the floor of any outbox that writes its message in the order's transaction",
       op: placeWithBareRow,
       setup: createBareOutbox,
     },
@@ -337,7 +336,7 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
       "orders_8_bare_row read against the same order without its outbox: the outbox cost's ceiling, what the target's ratio could be at best",
   }));
   // The same for the outbox row alone: the row with its indexes, without
-  // the flush and the wake-up.
+  // the wake-up.
   figures.push(
     figure("orders_8_outbox_row_alone_cost", rates.rowAlone, "orders/s", {
       baseline: {
@@ -346,7 +345,7 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
         unit: "orders/s",
       },
       note:
-        "orders_8_outbox_row_alone read against the same order without its outbox: the row in orders.outbox with its indexes, without the flush and the wake-up",
+        "orders_8_outbox_row_alone read against the same order without its outbox: the row in orders.outbox with its indexes, without the wake-up",
     }),
   );
   figures.push(figure("orders_8_vs_outbox_plain", w8, "orders/s", {
@@ -368,15 +367,15 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
       "as bakery.ts: coalescingWaker on the pool (after commit, one NOTIFY per service per 2 ms)",
     listener: `one LISTEN ${OUTBOX_CHANNEL} connection, no relay running`,
     sweeper:
-      "pending outbox rows marked published every 100 ms, as a relay that keeps up would (see lib/outbox/append.ts flush)",
+      "pending outbox rows marked published every 100 ms, as a relay that keeps up would",
     withoutOutbox:
-      "orders_8_without_outbox: bench/order_variants.ts placeWithoutOutbox, the order statement of services/orders/orders_sql.ts without the outbox row, its flush and the wake-up",
+      "orders_8_without_outbox: bench/order_variants.ts placeWithoutOutbox, the order statement of services/orders/orders_sql.ts without the outbox row and the wake-up",
     leanSchema:
       "orders_8_lean_schema: bench/lean_order.ts placeLeanOrder, into bench.lean_orders (row-level security, the orders role), orders.day_counts and orders.outbox in one statement, one round trip",
     bareRow:
       "orders_8_bare_row: bench/order_variants.ts placeWithBareRow, the order statement with the envelope inserted into bench.bare_outbox (primary key only, the sandbox policy, the orders role)",
     outboxRowAlone:
-      "orders_8_outbox_row_alone: bench/order_variants.ts placeWithOutboxRowAlone, the order statement with the envelope inserted into orders.outbox, without outbox_flush and without the wake-up",
+      "orders_8_outbox_row_alone: bench/order_variants.ts placeWithOutboxRowAlone, the order statement with the envelope inserted into orders.outbox, without the wake-up",
     rowOnly:
       "orders_8_row_only: bench/orders.ts placeOrderRowOnly, one INSERT of the order row through serviceStatement (BEGIN, role and sandbox, the INSERT, COMMIT in one round trip)",
     notificationsReceived: notifications,

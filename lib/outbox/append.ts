@@ -26,10 +26,11 @@ export interface AppendOptions {
 export type Fragment = postgres.PendingQuery<postgres.Row[]>;
 
 /**
- * Writes `envelopes` into `<service>.outbox` in the caller's transaction, and
- * flushes the service's outbox: rows of this sandbox that wait for a retry
- * (or were parked by the loop guard) become due now, so every command of a
- * service also retries what it still owes, oldest first.
+ * Writes `envelopes` into `<service>.outbox` in the caller's transaction.
+ * The relay that takes them also takes what their sandbox still owes (rows
+ * waiting for a retry, or parked by the loop guard), oldest first: every
+ * command of a service also retries what it owes (lib/relay/outbox_sql.ts
+ * `dueOrOwed`).
  *
  * @example
  * ```ts
@@ -50,12 +51,12 @@ export async function append(
 }
 
 /**
- * What {@link append} writes, as two common table expressions for a
- * statement of the caller's own (`outbox_rows` and `outbox_flush`, in this
- * order, to follow `with` or a comma), so that a command can write its own
- * rows and its messages in one statement. `when`, a condition that may name
- * the caller's earlier expressions, decides whether they write anything at
- * all (for example: only if the caller's own insert made a row). Once the
+ * What {@link append} writes, as a common table expression for a statement
+ * of the caller's own (`outbox_rows`, to follow `with` or a comma), so that
+ * a command can write its own rows and its messages in one statement.
+ * `when`, a condition that may name the caller's earlier expressions,
+ * decides whether it writes anything at all (for example: only if the
+ * caller's own insert made a row). Once the
  * statement has appended, the caller calls {@link wakeAfterAppend}.
  *
  * The envelopes are validated here (zod), before any SQL is sent.
@@ -78,16 +79,9 @@ export function outboxWrites(
   for (const e of envelopes) envelopeSchema.parse(e);
   const { sql } = tx;
   const table = sql(`${tx.service}.outbox`);
-  const sandboxes = [...new Set(envelopes.map((e) => e.sandboxId))];
   const gate = when ?? sql`true`;
-  // The new rows: the envelopes as one jsonb array, unpacked by the server
-  // (the columns are copies of envelope fields). The flush: its UPDATE sees
-  // the table as it was before this statement, so it touches only older
-  // rows that wait for a retry or were parked. It skips rows that another
-  // transaction holds: two commands flushing the same waiting rows in
-  // different orders deadlocked (PostgreSQL 40P01, a 500 for one of them,
-  // seen with ten concurrent orders while the queue refused sends), and a
-  // row held by another flush, or by a relay's claim, is being seen to.
+  // The envelopes as one jsonb array, unpacked by the server (the columns
+  // are copies of envelope fields).
   return sql`
     outbox_rows as (
       insert into ${table} (sandbox_id, message_id, type, envelope)
@@ -95,15 +89,6 @@ export function outboxWrites(
         from jsonb_array_elements(${sql.json(envelopes as never)}) as e
        where ${gate}
       returning id
-    ), outbox_flush as (
-      -- By the message id, the key: the table has no other index to find
-      -- a row by, besides outbox_retry, which holds only waiting rows.
-      update ${table} set next_attempt_at = now()
-       where message_id = any(array(
-         select message_id from ${table}
-          where state = 'pending' and attempts > 0 and next_attempt_at > now()
-            and sandbox_id = any(${sandboxes}::uuid[]) and ${gate}
-          for update skip locked))
     )`;
 }
 

@@ -6,6 +6,7 @@
  */
 import type { Sql } from "../db/connect.ts";
 import { bookkeepingStatement } from "../db/service.ts";
+import { dueOrOwed } from "./outbox_sql.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 import { QUEUE_CHANNEL } from "../queue/channel.ts";
 import {
@@ -76,7 +77,7 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
           -- Not the rows of a sandbox being wiped: its wipe deletes them,
           -- and stored in the queue they would outlive it.
           select o.message_id, o.id from ${table} o
-           where o.next_attempt_at <= now()
+           where ${dueOrOwed(sql, service)}
              and o.sandbox_id <> all(${m.skip as string[]}::uuid[])
              and o.sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
              and exists (select from slot)

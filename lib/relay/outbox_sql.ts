@@ -7,6 +7,7 @@
 import type { Sql, TxSql } from "../db/connect.ts";
 import { asBookkeeper } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
+import type { Fragment } from "../outbox/append.ts";
 
 export interface ClaimedRow {
   id: number;
@@ -42,6 +43,26 @@ export const LEASE_RAN_OUT =
   "the relay's lease ran out before it marked the row published";
 
 /**
+ * Which rows of an outbox (aliased `o`) a relay takes: those due, and with
+ * them what a sandbox still owes once it has sent something new. Rows that
+ * wait for a retry, or that the loop guard parked, go as soon as their
+ * sandbox's next message does, oldest first, in the same batch: each new
+ * command of a sender also retries what it owes. The relay does this, not
+ * the command, so that an order pays for its own row alone
+ * (bench/HISTORY.md). The new rows' sandboxes are looked up only when a
+ * waiting row is met, through the retry index.
+ */
+export function dueOrOwed(sql: TxSql, service: string): Fragment {
+  const table = sql(`${service}.outbox`);
+  return sql`(o.next_attempt_at <= now()
+    or (o.state = 'pending' and o.attempts > 0
+        and o.sandbox_id = any(array(
+          select n.sandbox_id from ${table} n
+           where n.state = 'pending' and n.attempts = 0
+             and n.next_attempt_at <= now()))))`;
+}
+
+/**
  * Claims up to `limit` due rows, oldest first, skipping rows that another
  * relay holds. Rows whose lease has expired are due again (the lease expiry
  * is written into next_attempt_at), so a dead relay's rows are taken over.
@@ -74,8 +95,8 @@ export async function claimOutbox(
       with due as (
         -- Not the rows of a sandbox being wiped (see lib/relay/move_sql.ts).
         select id, message_id, sandbox_id, state = 'claimed' as taken_over
-          from ${table}
-         where next_attempt_at <= now() ${only}
+          from ${table} o
+         where ${dueOrOwed(sql, service)} ${only}
            and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
          order by id
          limit ${limit}

@@ -118,8 +118,8 @@ export function isOrderRefusal(
 /**
  * A whole new order in one statement: records the idempotency key, takes
  * every line's `qty` from its day's capacity, and inserts the order, its
- * lines, its OrderPlaced event and the outbox row (with the outbox flush,
- * lib/outbox/append.ts). Each step writes only if the one before it did:
+ * lines, its OrderPlaced event and the outbox row (lib/outbox/append.ts).
+ * Each step writes only if the one before it did:
  *
  * - the key: a concurrent request with the same key waits on it until the
  *   first commits, then finds it taken (`claimed` false) and writes nothing;

@@ -81,7 +81,7 @@ async function paymentSucceeded(tx: ServiceTx, envelope: Envelope) {
     );
   }
   // The row is locked: the next version is this one plus one. The state,
-  // the event and the outbox row (with its flush) are one statement.
+  // the event and the outbox row are one statement.
   const version = order.version + 1;
   const paid = newEnvelope({
     type: "OrderPaid",

@@ -1,8 +1,8 @@
 /**
  * lib/outbox/append.ts as a part of the caller's own statement: the outbox
- * rows and the flush write only when the caller's condition holds, in the
- * same statement as the caller's own rows; envelopes are validated before
- * any SQL goes out.
+ * rows are written only when the caller's condition holds, in the same
+ * statement as the caller's own rows, and nothing else is touched;
+ * envelopes are validated before any SQL goes out.
  */
 import assert from "node:assert/strict";
 import { withTestDatabase } from "../_db.ts";
@@ -43,14 +43,15 @@ Deno.test("outboxWrites: the order and its outbox row in one statement, or neith
       (await sql`select next_attempt_at <= now() as due from t_sender.outbox
                   where message_id = ${old.messageId}`)[0].due;
 
-    // The id is taken: no order, so no outbox row and no flush.
+    // The id is taken: no order, so no outbox row.
     assert.equal(await insertOrder("O0"), false);
     const [{ n: after0 }] = await sql`
       select count(*)::int as n from t_sender.outbox`;
     assert.equal(after0, 1);
     assert.equal(await due(), false);
 
-    // A new order: its row, and the older row is due again.
+    // A new order: its row. The older row still waits: the relay takes it
+    // with the new one (tests/core/relay_move_test.ts).
     assert.equal(await insertOrder("O1"), true);
     const rows = await sql`
       select envelope->>'aggregateId' as id, type, state
@@ -59,7 +60,7 @@ Deno.test("outboxWrites: the order and its outbox row in one statement, or neith
       ["O0", "OrderPlaced", "pending"],
       ["O1", "OrderPlaced", "pending"],
     ]);
-    assert.equal(await due(), true);
+    assert.equal(await due(), false);
   });
 });
 

@@ -15,7 +15,12 @@ import {
   SENDER,
 } from "./_messaging.ts";
 import { PgQueue } from "../../lib/queue/mod.ts";
-import { MOVE_SLOT_LOCK, PgMove, relayOnce } from "../../lib/relay/mod.ts";
+import {
+  claimOutbox,
+  MOVE_SLOT_LOCK,
+  PgMove,
+  relayOnce,
+} from "../../lib/relay/mod.ts";
 import {
   faultyQueue,
   pgFaults,
@@ -319,6 +324,51 @@ Deno.test("move slots: with every slot of an outbox held by other moves, a move 
     assert.equal(
       await count(sql, "queue.messages", sql`source = ${SENDER}`),
       3,
+    );
+  });
+});
+
+Deno.test("a sandbox's new message takes what the sandbox owes along, oldest first, on both of the relay's ways", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    const a = await createSandbox(sql, "a");
+    const b = await createSandbox(sql, "b");
+    // A failed publish leaves a row waiting an hour; the loop guard parks
+    // one for good. Each sandbox has one of either.
+    const [waiting] = await placeOrders(sql, a, ["A0"]);
+    const [parked] = await placeOrders(sql, b, ["B0"]);
+    await sql`update t_sender.outbox
+                 set attempts = 1, next_attempt_at = now() + interval '1 hour'
+               where message_id = ${waiting.messageId}`;
+    await sql`update t_sender.outbox
+                 set attempts = 1, next_attempt_at = 'infinity'
+               where message_id = ${parked.messageId}`;
+    const move = new PgMove(new PgQueue(sql, ROUTING));
+    const claim = () =>
+      claimOutbox(sql, SENDER, { owner: "t", limit: 10, leaseMs: 60_000 });
+    // Nothing new: nothing is due.
+    assert.equal((await move.move(SENDER, 10)).rows, 0);
+    assert.deepEqual((await claim()).rows, []);
+
+    // A's next command: the move takes A's waiting row first, then the new
+    // one; B's parked row stays.
+    const [a1] = await placeOrders(sql, a, ["A1"]);
+    const moved = await move.move(SENDER, 10);
+    assert.equal(moved.rows, 2);
+    assert.deepEqual(await publishedIds(sql), [
+      waiting.messageId,
+      a1.messageId,
+    ]);
+    const [{ left }] = await sql`
+      select array_agg(message_id)::text[] as left from t_sender.outbox`;
+    assert.deepEqual(left, [parked.messageId]);
+
+    // B's next command: the long way's claim takes the parked row with it.
+    const [b1] = await placeOrders(sql, b, ["B1"]);
+    const claimed = await claim();
+    assert.deepEqual(
+      claimed.rows.map((r) => r.envelope.messageId),
+      [parked.messageId, b1.messageId],
     );
   });
 });
