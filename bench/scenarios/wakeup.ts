@@ -80,22 +80,25 @@ export async function wakeup(ctx: Ctx): Promise<Figure[]> {
       `wakeup: ${w.samples} orders one at a time, notifications on`,
     );
     const source = new OrderSource(sql, "wakeup");
-    const probe = await startProbe({ url: db.url, sql });
-    let hinted: Sample[];
-    try {
-      // Warm-up: every pooled connection has prepared its statements.
-      await oneAtATime(ctx, probe, source, w.warmup, () => 5, 10_000);
-      hinted = await oneAtATime(
-        ctx,
-        probe,
-        source,
-        w.samples,
-        () => 5 + random() * 20,
-        10_000,
-      );
-    } finally {
-      await probe.stop();
-    }
+    /** `w.samples` orders, after a warm-up, through a probe of its own. */
+    const sampled = async (localWake: boolean) => {
+      const probe = await startProbe({ url: db.url, sql, localWake });
+      try {
+        // Warm-up: every pooled connection has prepared its statements.
+        await oneAtATime(ctx, probe, source, w.warmup, () => 5, 10_000);
+        return await oneAtATime(
+          ctx,
+          probe,
+          source,
+          w.samples,
+          () => 5 + random() * 20,
+          10_000,
+        );
+      } finally {
+        await probe.stop();
+      }
+    };
+    const hinted = await sampled(true);
     const claim = summarize(hinted.map((s) => s.claimMs));
     const applied = summarize(hinted.map((s) => s.appliedMs));
     progress.note(
@@ -127,21 +130,7 @@ export async function wakeup(ctx: Ctx): Promise<Figure[]> {
     progress.step(
       `wakeup: ${w.samples} orders one at a time, woken by NOTIFY only`,
     );
-    const heard = await startProbe({ url: db.url, sql, localWake: false });
-    let notified: Sample[];
-    try {
-      await oneAtATime(ctx, heard, source, w.warmup, () => 5, 10_000);
-      notified = await oneAtATime(
-        ctx,
-        heard,
-        source,
-        w.samples,
-        () => 5 + random() * 20,
-        10_000,
-      );
-    } finally {
-      await heard.stop();
-    }
+    const notified = await sampled(false);
     const nc = summarize(notified.map((s) => s.claimMs));
     const na = summarize(notified.map((s) => s.appliedMs));
     progress.note(
