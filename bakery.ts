@@ -75,6 +75,7 @@ export async function startBakery(options: {
     // As the transport says once the workers run here (below); a process
     // without them knows only the setting.
     redriveRepublishes: config.QUEUE === "jetstream",
+    started: false,
   };
   const app = createApp(deps);
   const ready = Promise.withResolvers<void>();
@@ -125,6 +126,7 @@ export async function startBakery(options: {
   const stopRetention = config.WORKERS === "on" && config.RETENTION === "on"
     ? scheduleRetention(sql, log, config)
     : () => Promise.resolve();
+  deps.started = true;
   log.info("listening", {
     url: selfUrl,
     workers: config.WORKERS,

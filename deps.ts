@@ -30,6 +30,12 @@ export interface Deps {
    * broker answers (for /health).
    */
   brokerUp?: () => boolean;
+  /**
+   * Set once the process has started all it runs (the server listens
+   * first, so that the test checkout can post to it): until then /health
+   * answers 503, "starting".
+   */
+  started?: boolean;
   /** With a broker here: its cluster as this process sees it (/health). */
   brokerCluster?: () => BrokerCluster;
   /**

@@ -24,10 +24,11 @@ export function health(deps: Deps) {
     const broker = deps.brokerUp
       ? { broker: deps.brokerUp() ? "up" : "down" }
       : {};
-    const ok = up && (!deps.brokerUp || deps.brokerUp());
+    const starting = deps.started === false;
+    const ok = !starting && up && (!deps.brokerUp || deps.brokerUp());
     const cluster = deps.brokerCluster ? { cluster: deps.brokerCluster() } : {};
     return c.json({
-      status: ok ? "ok" : "degraded",
+      status: starting ? "starting" : ok ? "ok" : "degraded",
       database: up ? "up" : "down",
       queue,
       ...broker,

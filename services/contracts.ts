@@ -144,7 +144,7 @@ export const webhookAnswerSchema = z.strictObject({
 
 /** `GET /health`: 200 when all is up, 503 (the same shape) when not. */
 export const healthSchema = z.strictObject({
-  status: z.enum(["ok", "degraded"]),
+  status: z.enum(["ok", "starting", "degraded"]),
   database: z.enum(["up", "down"]),
   queue: z.enum(["postgres", "jetstream"]),
   /** With QUEUE=jetstream and the workers in this process. */

@@ -1,6 +1,7 @@
 /**
- * `GET /health` tells whether the database answers, and the app's fallbacks
- * answer unknown API routes with JSON and unknown pages with HTML.
+ * `GET /health` tells whether the process has started and the database
+ * answers, and the app's fallbacks answer unknown API routes with JSON and
+ * unknown pages with HTML.
  */
 import assert from "node:assert/strict";
 import { createApp } from "../app.tsx";
@@ -50,6 +51,20 @@ Deno.test("health: 200 while the database answers, 503 once it is gone", async (
   } finally {
     await db.drop();
   }
+});
+
+Deno.test('health: 503 "starting" until the process has started all it runs', async () => {
+  await withTestDatabase(async ({ sql }) => {
+    const deps = { ...testDeps(sql), started: false };
+    const app = createApp(deps);
+    const starting = await app.fetch(new Request("http://x/health"));
+    assert.equal(starting.status, 503);
+    assert.equal((await starting.json()).status, "starting");
+    deps.started = true;
+    const up = await app.fetch(new Request("http://x/health"));
+    assert.equal(up.status, 200);
+    assert.equal((await up.json()).status, "ok");
+  });
 });
 
 Deno.test("health: a request that needs the database while it is gone is a 503 with Retry-After, not a 500", async () => {

@@ -279,11 +279,12 @@ const OPERATIONS_OPS: [string, Operation][] = [
   ),
   op("GET /health", {
     tag: "operations",
-    summary: "Whether the database (and the broker) answer",
+    summary:
+      "Whether the process has started and the database (and the broker) answer",
     answers: {
       200: { description: "Up", body: named("Health", wire.healthSchema) },
       503: {
-        description: "The database or the broker is down",
+        description: "Still starting, or the database or the broker is down",
         body: named("Health", wire.healthSchema),
       },
     },
