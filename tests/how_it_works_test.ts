@@ -339,6 +339,16 @@ Deno.test("a row the queue refused: today's re-arms of this sandbox and its wait
     await eventually("two re-arms", async () => {
       page = await get<HowItWorks>(client, "/api/how-it-works");
       return page.sandbox!.loopGuard.rearmsToday.orders >= 2;
+    }).catch(async (error) => {
+      // Say where the row went: published past the switch, or never tried.
+      console.log(JSON.stringify({
+        outbox: await t.sql`select id, state, attempts, next_attempt_at,
+          now() as now, last_error, lease_owner from orders.outbox`,
+        guard: await t.sql`select * from orders.relay_guard`,
+        published: await t.sql`select count(*)::int from queue.messages`,
+        log: t.lines.slice(-40),
+      }));
+      throw error;
     });
     const [guard] = await t.sql<{ rearms: number }[]>`
       select rearms from orders.relay_guard`;

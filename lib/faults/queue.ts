@@ -43,6 +43,7 @@ export function faultyQueue(
 ): Queue {
   return {
     diverted: () => faults.sandboxesWith(NAMES),
+    divertedQuery: (sql) => faults.sandboxesWithQuery(sql, NAMES),
     publish: async (messages: OutgoingMessage[]) => {
       const active = await faults([
         ...new Set(messages.map((m) => m.envelope.sandboxId)),

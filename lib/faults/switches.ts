@@ -3,7 +3,8 @@
  * at run time by the decorators of this folder, which wrap the transport,
  * the dispatcher and the receivers' handlers.
  */
-import type { Sql } from "../db/connect.ts";
+import type { Sql, TxSql } from "../db/connect.ts";
+import type { Fragment } from "../outbox/append.ts";
 import { isSandboxClosedError, SandboxClosed } from "../db/closed.ts";
 
 /** The switches each sandbox has on: sandbox id -> names. */
@@ -15,6 +16,12 @@ export interface FaultReader {
   (sandboxIds: string[]): Promise<ActiveFaults>;
   /** Every sandbox that has one of `names` on. */
   sandboxesWith(names: readonly string[]): Promise<string[]>;
+  /**
+   * The same, as a subquery for a statement of the caller's. Read in that
+   * statement's snapshot, it sees every switch turned on before the rows
+   * the statement reads were written; a list read beforehand may not.
+   */
+  sandboxesWithQuery(sql: TxSql, names: readonly string[]): Fragment;
 }
 
 /** The cache of one pool: every enabled switch, and when it was read. */
@@ -90,6 +97,9 @@ export function pgFaults(sql: Sql, ttlMs = 250): FaultReader {
       }
       return out;
     },
+    sandboxesWithQuery: (sql: TxSql, names: readonly string[]) =>
+      sql`select sandbox_id from platform.faults
+           where enabled and name = any(${names as string[]})`,
   });
 }
 

@@ -4,6 +4,8 @@
  * transport has already is not stored again, so that the relay may publish
  * first and mark its outbox rows second.
  */
+import type { TxSql } from "../db/connect.ts";
+import type { Fragment } from "../outbox/append.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 
 /** Event type -> the subscribers that get it. */
@@ -27,6 +29,12 @@ export interface Queue {
    * acts on them (lib/faults), so the relay's shortcut leaves their rows.
    */
   diverted?(): Promise<string[]>;
+  /**
+   * The same sandboxes, as a subquery the shortcut runs in its own
+   * statement: a switch turned on before a row was written is then always
+   * seen, where `diverted`, read before the statement, can be a moment old.
+   */
+  divertedQuery?(sql: TxSql): Fragment;
 }
 
 /**

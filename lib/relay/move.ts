@@ -7,7 +7,8 @@
  * and died) is due again and moved.
  */
 import { tracing } from "../trace/mod.ts";
-import type { Sql } from "../db/connect.ts";
+import type { Sql, TxSql } from "../db/connect.ts";
+import type { Fragment } from "../outbox/append.ts";
 import type { ClaimedDelivery } from "../queue/delivery.ts";
 import type { PgQueue } from "../queue/postgres/queue.ts";
 import { type Handoff, routesOf } from "../queue/postgres/store_sql.ts";
@@ -46,6 +47,12 @@ export interface MoveOptions {
    * those the queue diverts, where a decorator acts (lib/faults).
    */
   skip?: readonly string[];
+  /**
+   * The same as a subquery of sandbox ids, run in the move's own snapshot
+   * (`Queue.divertedQuery`): a switch turned on before a row was written is
+   * then seen, however late the list above was read.
+   */
+  skipQuery?: (sql: TxSql) => Fragment;
   /**
    * The process that wakes its own consumers after the move: the move's
    * NOTIFY names it, and that process's listener skips it.

@@ -4,7 +4,8 @@
  * deliveries stored (lib/queue/postgres/store_sql.ts), together or not at
  * all. The envelope never leaves the database.
  */
-import type { Sql } from "../db/connect.ts";
+import type { Sql, TxSql } from "../db/connect.ts";
+import type { Fragment } from "../outbox/append.ts";
 import { bookkeepingStatement } from "../db/service.ts";
 import { dueOrOwed } from "./outbox_sql.ts";
 import type { Envelope } from "../outbox/envelope.ts";
@@ -50,6 +51,8 @@ export interface MoveStatement {
   routes: Routes;
   /** Sandboxes whose rows are left to the long way. */
   skip: readonly string[];
+  /** The same, as a subquery run in this statement's snapshot. */
+  skipQuery?: (sql: TxSql) => Fragment;
   /** Skip message ids the queue has already (slower; see PgMove). */
   repeats: boolean;
   /** Return the moved messages' trace contexts (tracing is on). */
@@ -67,6 +70,9 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
   const { service, limit, handoff, repeats } = m;
   return bookkeepingStatement(sql, "relay", ({ sql }) => {
     const table = sql(`${service}.outbox`);
+    const skipQuery = m.skipQuery
+      ? sql`and o.sandbox_id <> all(array(${m.skipQuery(sql)}))`
+      : sql``;
     return sql<MoveRow[]>`
         with slot as materialized (
           select s from generate_series(0, ${m.slots - 1}) as s
@@ -79,6 +85,7 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
           select o.message_id, o.id from ${table} o
            where ${dueOrOwed(sql, service)}
              and o.sandbox_id <> all(${m.skip as string[]}::uuid[])
+             ${skipQuery}
              and o.sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
              and exists (select from slot)
            order by o.id

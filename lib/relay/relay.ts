@@ -87,7 +87,10 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
   const diverted = await options.queue.diverted?.() ?? [];
   const move = async () => {
     const startTime = Date.now();
-    const moved = await shortcut.move(service, limit, { skip: diverted });
+    const moved = await shortcut.move(service, limit, {
+      skip: diverted,
+      skipQuery: options.queue.divertedQuery,
+    });
     if (tracing && moved.rows > 0) {
       recordSpan(`relay move ${service}`, {
         startTime,

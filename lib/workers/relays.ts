@@ -53,6 +53,8 @@ export function relayLoops(options: RelayLoopsOptions): Map<string, Loop> {
   const inner = options.queue;
   const queue: Queue = {
     diverted: inner.diverted && (() => inner.diverted!()),
+    divertedQuery: inner.divertedQuery &&
+      ((sql) => inner.divertedQuery!(sql)),
     publish: async (messages) => {
       const published = await inner.publish(messages);
       if (published > 0) local.hint();

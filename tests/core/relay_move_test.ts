@@ -114,6 +114,43 @@ Deno.test("a move publishes due rows oldest first with their deliveries, in batc
   });
 });
 
+Deno.test("a move leaves a sandbox whose switch went on after the relay read the list", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    const sandbox = await createSandbox(sql, "late");
+    const queue = new PgQueue(sql, ROUTING);
+    const shortcut = new PgMove(queue);
+    const faulty = faultyQueue(
+      queue,
+      pgFaults(sql),
+      memoryLogger("warn").logger,
+    );
+    // The relay read the list before the switch went on; the row was
+    // written after it. The move's own look at the switches sees it.
+    const stale = await faulty.diverted!();
+    assert.deepEqual(stale, []);
+    await setFault(sql, sandbox, RELAY_FAULTS.queueRefusesSends, true);
+    await placeOrders(sql, sandbox, ["L1"]);
+    const moved = await shortcut.move(SENDER, 10, {
+      skip: stale,
+      skipQuery: faulty.divertedQuery,
+    });
+    assert.equal(moved.rows, 0);
+    assert.equal(await count(sql, "queue.messages"), 0);
+    assert.equal(
+      await count(sql, `${SENDER}.outbox`, sql`sandbox_id = ${sandbox}`),
+      1,
+    );
+
+    // Switched off, the same move takes it.
+    await setFault(sql, sandbox, RELAY_FAULTS.queueRefusesSends, false);
+    const after = await shortcut.move(SENDER, 10, {
+      skipQuery: faulty.divertedQuery,
+    });
+    assert.equal(after.rows, 1);
+  });
+});
+
 Deno.test("a message the queue already has is not published twice, and its row is still marked", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
