@@ -41,6 +41,15 @@ async function publishedIds(sql: Sql): Promise<string[]> {
   return rows.map((r) => r.message_id);
 }
 
+/** The move into a PgQueue, and the fault decorator of the same queue. */
+function faultyMove(sql: Sql) {
+  const queue = new PgQueue(sql, ROUTING);
+  return {
+    shortcut: new PgMove(queue),
+    faulty: faultyQueue(queue, pgFaults(sql), memoryLogger("warn").logger),
+  };
+}
+
 Deno.test("a move publishes due rows oldest first with their deliveries, in batches, and leaves faulted sandboxes alone", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
@@ -49,14 +58,8 @@ Deno.test("a move publishes due rows oldest first with their deliveries, in batc
     const placed = await placeOrders(sql, calm, ["A1", "A2", "A3", "A4", "A5"]);
     await placeOrders(sql, faulted, ["F1", "F2"]);
     await setFault(sql, faulted, RELAY_FAULTS.queueRefusesSends, true);
-    const queue = new PgQueue(sql, ROUTING);
-    const shortcut = new PgMove(queue);
     // The faulty transport diverts the faulted sandbox: the move skips it.
-    const faulty = faultyQueue(
-      queue,
-      pgFaults(sql),
-      memoryLogger("warn").logger,
-    );
+    const { shortcut, faulty } = faultyMove(sql);
     const skip = await faulty.diverted!();
     assert.deepEqual(skip, [faulted]);
 
@@ -118,13 +121,7 @@ Deno.test("a move leaves a sandbox whose switch went on after the relay read the
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
     const sandbox = await createSandbox(sql, "late");
-    const queue = new PgQueue(sql, ROUTING);
-    const shortcut = new PgMove(queue);
-    const faulty = faultyQueue(
-      queue,
-      pgFaults(sql),
-      memoryLogger("warn").logger,
-    );
+    const { shortcut, faulty } = faultyMove(sql);
     // The relay read the list before the switch went on; the row was
     // written after it. The move's own look at the switches sees it.
     const stale = await faulty.diverted!();
