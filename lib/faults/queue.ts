@@ -42,8 +42,10 @@ export function faultyQueue(
   log: Logger,
 ): Queue {
   return {
-    diverted: () => faults.sandboxesWith(NAMES),
-    divertedQuery: (sql) => faults.sandboxesWithQuery(sql, NAMES),
+    diverted: {
+      list: () => faults.sandboxesWith(NAMES),
+      query: (sql) => faults.sandboxesWithQuery(sql, NAMES),
+    },
     publish: async (messages: OutgoingMessage[]) => {
       const active = await faults([
         ...new Set(messages.map((m) => m.envelope.sandboxId)),

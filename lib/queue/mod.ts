@@ -35,6 +35,7 @@ export {
   setPaused,
 } from "./pauses.ts";
 export {
+  type Diverted,
   type OutgoingMessage,
   PartialPublish,
   type Queue,

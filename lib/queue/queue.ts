@@ -17,6 +17,18 @@ export interface OutgoingMessage {
   envelope: Envelope;
 }
 
+/** The sandboxes a queue diverts from the relay's shortcut, two ways. */
+export interface Diverted {
+  /** As they are now: the sandboxes whose rows the long way claims. */
+  list(): Promise<string[]>;
+  /**
+   * As a subquery of sandbox ids that the shortcut runs in its own
+   * statement: a switch turned on before a row was written is then always
+   * seen, where a list read before the statement can be a moment old.
+   */
+  query(sql: TxSql): Fragment;
+}
+
 /** A transport: PostgreSQL (lib/queue/postgres) or JetStream (jetstream/). */
 export interface Queue {
   /**
@@ -28,13 +40,7 @@ export interface Queue {
    * The sandboxes whose messages must come through `publish`: a decorator
    * acts on them (lib/faults), so the relay's shortcut leaves their rows.
    */
-  diverted?(): Promise<string[]>;
-  /**
-   * The same sandboxes, as a subquery the shortcut runs in its own
-   * statement: a switch turned on before a row was written is then always
-   * seen, where `diverted`, read before the statement, can be a moment old.
-   */
-  divertedQuery?(sql: TxSql): Fragment;
+  diverted?: Diverted;
 }
 
 /**

@@ -44,15 +44,12 @@ export interface Moved {
 export interface MoveOptions {
   /**
    * Sandboxes whose rows are left to the long way (claim, publish, mark):
-   * those the queue diverts, where a decorator acts (lib/faults).
+   * those the queue diverts, where a decorator acts (lib/faults). A
+   * subquery of sandbox ids (`Diverted.query`), run in the move's own
+   * snapshot: a switch turned on before a row was written is always seen,
+   * where a list read before the move could be a moment old.
    */
-  skip?: readonly string[];
-  /**
-   * The same as a subquery of sandbox ids, run in the move's own snapshot
-   * (`Queue.divertedQuery`): a switch turned on before a row was written is
-   * then seen, however late the list above was read.
-   */
-  skipQuery?: (sql: TxSql) => Fragment;
+  skip?: (sql: TxSql) => Fragment;
   /**
    * The process that wakes its own consumers after the move: the move's
    * NOTIFY names it, and that process's listener skips it.
@@ -115,7 +112,6 @@ export class PgMove implements Shortcut {
       slots: this.slots,
       routes: routesOf(this.queue.routing, Object.keys(this.queue.routing)),
       ...options,
-      skip: options.skip ?? [],
     };
     // Without ON CONFLICT first: a message id the queue has already is rare
     // (a publish the long way whose mark was lost), and skipping repeats

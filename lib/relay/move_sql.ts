@@ -49,10 +49,8 @@ export interface MoveStatement {
   /** Move slots of this outbox (see PgMove's `slots`). */
   slots: number;
   routes: Routes;
-  /** Sandboxes whose rows are left to the long way. */
-  skip: readonly string[];
-  /** The same, as a subquery run in this statement's snapshot. */
-  skipQuery?: (sql: TxSql) => Fragment;
+  /** Sandboxes whose rows are left to the long way, as a subquery. */
+  skip?: (sql: TxSql) => Fragment;
   /** Skip message ids the queue has already (slower; see PgMove). */
   repeats: boolean;
   /** Return the moved messages' trace contexts (tracing is on). */
@@ -70,8 +68,8 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
   const { service, limit, handoff, repeats } = m;
   return bookkeepingStatement(sql, "relay", ({ sql }) => {
     const table = sql(`${service}.outbox`);
-    const skipQuery = m.skipQuery
-      ? sql`and o.sandbox_id <> all(array(${m.skipQuery(sql)}))`
+    const skip = m.skip
+      ? sql`and o.sandbox_id <> all(array(${m.skip(sql)}))`
       : sql``;
     return sql<MoveRow[]>`
         with slot as materialized (
@@ -84,8 +82,7 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
           -- and stored in the queue they would outlive it.
           select o.message_id, o.id from ${table} o
            where ${dueOrOwed(sql, service)}
-             and o.sandbox_id <> all(${m.skip as string[]}::uuid[])
-             ${skipQuery}
+             ${skip}
              and o.sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
              and exists (select from slot)
            order by o.id

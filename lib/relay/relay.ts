@@ -84,13 +84,10 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
   const { shortcut, service } = options;
   if (!shortcut) return await claimPublishMark(options);
   const limit = options.batchSize ?? 1000;
-  const diverted = await options.queue.diverted?.() ?? [];
+  const skip = options.queue.diverted?.query;
   const move = async () => {
     const startTime = Date.now();
-    const moved = await shortcut.move(service, limit, {
-      skip: diverted,
-      skipQuery: options.queue.divertedQuery,
-    });
+    const moved = await shortcut.move(service, limit, { skip });
     if (tracing && moved.rows > 0) {
       recordSpan(`relay move ${service}`, {
         startTime,
@@ -136,6 +133,9 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
     );
   }
   let slow: TickResult = { more: false };
+  // Read after the moves, not before: they need no list, and a late one
+  // only sends a row to the long way at the relay's next round.
+  const diverted = await options.queue.diverted?.list() ?? [];
   if (diverted.length > 0) {
     slow = await claimPublishMark(options, diverted);
   } else if (first.rows === 0) {

@@ -52,9 +52,7 @@ export function relayLoops(options: RelayLoopsOptions): Map<string, Loop> {
   const { local, owner, log } = options;
   const inner = options.queue;
   const queue: Queue = {
-    diverted: inner.diverted && (() => inner.diverted!()),
-    divertedQuery: inner.divertedQuery &&
-      ((sql) => inner.divertedQuery!(sql)),
+    diverted: inner.diverted,
     publish: async (messages) => {
       const published = await inner.publish(messages);
       if (published > 0) local.hint();

@@ -60,8 +60,8 @@ Deno.test("a move publishes due rows oldest first with their deliveries, in batc
     await setFault(sql, faulted, RELAY_FAULTS.queueRefusesSends, true);
     // The faulty transport diverts the faulted sandbox: the move skips it.
     const { shortcut, faulty } = faultyMove(sql);
-    const skip = await faulty.diverted!();
-    assert.deepEqual(skip, [faulted]);
+    assert.deepEqual(await faulty.diverted!.list(), [faulted]);
+    const skip = faulty.diverted!.query;
 
     const first = await shortcut.move(SENDER, 3, { skip });
     assert.equal(first.rows, 3);
@@ -110,27 +110,25 @@ Deno.test("a move publishes due rows oldest first with their deliveries, in batc
 
     // Once the fault is off, the next move takes them.
     await setFault(sql, faulted, RELAY_FAULTS.queueRefusesSends, false);
-    assert.deepEqual(await faulty.diverted!(), []);
+    assert.deepEqual(await faulty.diverted!.list(), []);
     const fourth = await shortcut.move(SENDER, 10);
     assert.equal(fourth.rows, 2);
     assert.equal(await count(sql, "queue.messages"), 7);
   });
 });
 
-Deno.test("a move leaves a sandbox whose switch went on after the relay read the list", async () => {
+Deno.test("a move reads the switches in its own snapshot: one turned on just before a row leaves that row", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
     const sandbox = await createSandbox(sql, "late");
     const { shortcut, faulty } = faultyMove(sql);
-    // The relay read the list before the switch went on; the row was
-    // written after it. The move's own look at the switches sees it.
-    const stale = await faulty.diverted!();
-    assert.deepEqual(stale, []);
+    // A list read before the switch went on is empty: the move must not
+    // depend on one, however shortly before it was read.
+    assert.deepEqual(await faulty.diverted!.list(), []);
     await setFault(sql, sandbox, RELAY_FAULTS.queueRefusesSends, true);
     await placeOrders(sql, sandbox, ["L1"]);
     const moved = await shortcut.move(SENDER, 10, {
-      skip: stale,
-      skipQuery: faulty.divertedQuery,
+      skip: faulty.diverted!.query,
     });
     assert.equal(moved.rows, 0);
     assert.equal(await count(sql, "queue.messages"), 0);
@@ -142,7 +140,7 @@ Deno.test("a move leaves a sandbox whose switch went on after the relay read the
     // Switched off, the same move takes it.
     await setFault(sql, sandbox, RELAY_FAULTS.queueRefusesSends, false);
     const after = await shortcut.move(SENDER, 10, {
-      skipQuery: faulty.divertedQuery,
+      skip: faulty.diverted!.query,
     });
     assert.equal(after.rows, 1);
   });
