@@ -22,9 +22,8 @@
  * If newOrderStatement changes, this copy must follow it; the write
  * scenario's `orders_8` and `orders_8_without_outbox` are read side by side.
  */
-import type { Sql } from "../lib/db/connect.ts";
+import type { Fragment, Sql } from "../lib/db/connect.ts";
 import { serviceStatement, type ServiceTx } from "../lib/db/service.ts";
-import type { Fragment } from "../lib/outbox/append.ts";
 import type { Envelope } from "../lib/outbox/envelope.ts";
 import {
   bySku,

@@ -9,6 +9,9 @@ export type Sql = postgres.Sql;
 /** A postgres.js transaction handle. */
 export type TxSql = postgres.TransactionSql;
 
+/** A piece of SQL to embed in a statement of the caller's. */
+export type Fragment = postgres.PendingQuery<postgres.Row[]>;
+
 /** A connection taken from the pool until released (lib/db/service.ts). */
 export type ReservedSql = postgres.ReservedSql;
 

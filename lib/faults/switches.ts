@@ -3,8 +3,7 @@
  * at run time by the decorators of this folder, which wrap the transport,
  * the dispatcher and the receivers' handlers.
  */
-import type { Sql, TxSql } from "../db/connect.ts";
-import type { Fragment } from "../outbox/append.ts";
+import type { Fragment, Sql, TxSql } from "../db/connect.ts";
 import { isSandboxClosedError, SandboxClosed } from "../db/closed.ts";
 
 /** The switches each sandbox has on: sandbox id -> names. */

@@ -2,9 +2,8 @@
  * The idempotent receiver: apply a message once, in the receiver's own
  * transaction, keyed by its message id.
  */
-import type { Sql } from "../db/connect.ts";
+import type { Fragment, Sql } from "../db/connect.ts";
 import { asService, RolledBack, type ServiceTx } from "../db/service.ts";
-import type { Fragment } from "../outbox/append.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 import { refusalOf } from "./errors.ts";
 import { alreadyApplied, claimSuperseded } from "./supersedes.ts";

@@ -3,7 +3,7 @@
  * The rows commit or roll back with the caller's own change: that is the
  * whole promise of the transactional outbox.
  */
-import type postgres from "postgres";
+import type { Fragment } from "../db/connect.ts";
 import type { ServiceTx } from "../db/service.ts";
 import { type Envelope, envelopeSchema } from "./envelope.ts";
 
@@ -21,9 +21,6 @@ export interface AppendOptions {
    */
   notify?: boolean;
 }
-
-/** A piece of SQL made with the transaction's `sql`, to be put in another. */
-export type Fragment = postgres.PendingQuery<postgres.Row[]>;
 
 /**
  * Writes `envelopes` into `<service>.outbox` in the caller's transaction.

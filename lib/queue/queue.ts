@@ -4,8 +4,7 @@
  * transport has already is not stored again, so that the relay may publish
  * first and mark its outbox rows second.
  */
-import type { TxSql } from "../db/connect.ts";
-import type { Fragment } from "../outbox/append.ts";
+import type { Fragment, TxSql } from "../db/connect.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 
 /** Event type -> the subscribers that get it. */

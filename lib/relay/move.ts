@@ -7,8 +7,7 @@
  * and died) is due again and moved.
  */
 import { tracing } from "../trace/mod.ts";
-import type { Sql, TxSql } from "../db/connect.ts";
-import type { Fragment } from "../outbox/append.ts";
+import type { Fragment, Sql, TxSql } from "../db/connect.ts";
 import type { ClaimedDelivery } from "../queue/delivery.ts";
 import type { PgQueue } from "../queue/postgres/queue.ts";
 import { type Handoff, routesOf } from "../queue/postgres/store_sql.ts";

@@ -4,8 +4,7 @@
  * deliveries stored (lib/queue/postgres/store_sql.ts), together or not at
  * all. The envelope never leaves the database.
  */
-import type { Sql, TxSql } from "../db/connect.ts";
-import type { Fragment } from "../outbox/append.ts";
+import type { Fragment, Sql, TxSql } from "../db/connect.ts";
 import { bookkeepingStatement } from "../db/service.ts";
 import { dueOrOwed } from "./outbox_sql.ts";
 import type { Envelope } from "../outbox/envelope.ts";

@@ -4,10 +4,9 @@
  * the service, for every sandbox; marking and failing are fenced by the lease.
  * And an operator's release of parked rows, in the caller's transaction.
  */
-import type { Sql, TxSql } from "../db/connect.ts";
+import type { Fragment, Sql, TxSql } from "../db/connect.ts";
 import { asBookkeeper } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
-import type { Fragment } from "../outbox/append.ts";
 
 export interface ClaimedRow {
   id: number;

@@ -4,8 +4,7 @@
  * what a publish gives it; the relay's move (lib/relay/move_sql.ts) inserts,
  * in the same statement, the outbox rows it marks published.
  */
-import type { TxSql } from "../../db/connect.ts";
-import type { Fragment } from "../../outbox/append.ts";
+import type { Fragment, TxSql } from "../../db/connect.ts";
 import { type Closed, NOTHING_CLOSED } from "../fair_share.ts";
 import type { Routing } from "../queue.ts";
 
