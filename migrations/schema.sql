@@ -175,6 +175,8 @@ begin
     -- message received.
     create index inbox_by_aggregate on %1$I.inbox (aggregate_id, aggregate_version)
       where aggregate_id is not null;
+    -- Retention's scan for rows past the replay horizon, in block ranges.
+    create index inbox_received_by_time on %1$I.inbox using brin (received_at);
 
     -- Every instruction the receiver refused, and why.
     create table %1$I.refusals (
@@ -1446,6 +1448,13 @@ CREATE TABLE platform.wipes (
   error text
 );
 ALTER TABLE platform.wipes ADD CONSTRAINT wipes_pkey PRIMARY KEY (cutoff);
+
+CREATE TABLE public.messaging_migrations (
+  name text NOT NULL,
+  checksum text NOT NULL,
+  applied_at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE public.messaging_migrations ADD CONSTRAINT messaging_migrations_pkey PRIMARY KEY (name);
 
 CREATE TABLE public.schema_migrations (
   name text NOT NULL,

@@ -2,12 +2,14 @@ import assert from "node:assert/strict";
 import { emptyDatabase, withTestDatabase } from "./_db.ts";
 import { connect } from "../lib/db/connect.ts";
 import {
+  coreMigrationNames,
   migrate,
   MigrationError,
   MIGRATIONS_DIR,
   readMigrations,
 } from "../kit/postgres/migrate.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
+import { messagingMigrations } from "../lib/schema.ts";
 
 Deno.test("migrations apply on an empty database, then re-running is a no-op", async () => {
   await emptyDatabase(async (url) => {
@@ -17,7 +19,10 @@ Deno.test("migrations apply on an empty database, then re-running is a no-op", a
       assert.ok(files.length >= 1);
       const { logger } = memoryLogger();
       const first = await migrate(sql, logger);
-      assert.deepEqual(first, files.map((f) => f.name));
+      assert.deepEqual(first, [
+        ...files.map((f) => f.name),
+        ...await coreMigrationNames(),
+      ]);
       const second = await migrate(sql, logger);
       assert.deepEqual(second, []);
       const [{ count }] =
@@ -52,8 +57,12 @@ Deno.test("two processes migrating at once apply each file once", async () => {
     const appliedA: string[] = JSON.parse(new TextDecoder().decode(a.stdout));
     const appliedB: string[] = JSON.parse(new TextDecoder().decode(b.stdout));
     const files = (await readMigrations(MIGRATIONS_DIR)).map((f) => f.name);
+    const core = await coreMigrationNames();
     // Every file applied by exactly one of the two processes.
-    assert.deepEqual([...appliedA, ...appliedB].sort(), files);
+    assert.deepEqual(
+      [...appliedA, ...appliedB].sort(),
+      [...files, ...core].sort(),
+    );
     const sql = connect(url, { max: 1 });
     const rows =
       await sql`select name from public.schema_migrations order by name`;
@@ -80,5 +89,36 @@ Deno.test("a failing migration leaves the database as it was and names the file"
     const [m] =
       await sql`select count(*)::int as n from public.schema_migrations where name = '9999_broken.sql'`;
     assert.equal(m.n, 0);
+  });
+});
+
+Deno.test("a database migrated before the core had its own migrations takes the core's later ones", async () => {
+  await emptyDatabase(async (url) => {
+    const sql = connect(url, { max: 2 });
+    try {
+      const { logger } = memoryLogger();
+      await migrate(sql, logger);
+      // As the app's files alone left it: the core's objects, no history;
+      // and one inbox without retention's index, as one made later had.
+      await sql`drop table public.messaging_migrations`;
+      await sql`drop index kitchen.inbox_received_by_time`;
+      const [{ n: inboxes }] = await sql<{ n: number }[]>`
+        select count(*)::int as n from pg_class where relname = 'inbox'`;
+      assert.deepEqual(await migrate(sql, logger), await coreMigrationNames());
+      const names = await sql<{ name: string }[]>`
+        select name from public.messaging_migrations order by name`;
+      assert.deepEqual(
+        names.map((r) => r.name),
+        (await messagingMigrations()).map((f) => f.name).sort(),
+      );
+      // Every inbox has retention's index (lib/inbox/migrations/0002).
+      const [{ n: indexed }] = await sql<{ n: number }[]>`
+        select count(*)::int as n from pg_class
+         where relname = 'inbox_received_by_time'`;
+      assert.ok(inboxes > 0);
+      assert.equal(indexed, inboxes);
+    } finally {
+      await sql.end();
+    }
   });
 });

@@ -1,20 +1,40 @@
 /**
- * Forward-only migrations: numbered plain SQL files (`0001_name.sql`), applied
- * in order, each in its own transaction, recorded with a checksum in
- * `public.schema_migrations`. Every transaction first takes one advisory lock,
- * so processes that start together apply each file exactly once.
- * `migrations/schema.sql` is the schema they make (kit/postgres/schema_dump.ts).
+ * The app's migrations: numbered plain SQL files (`0001_name.sql`) in
+ * `migrations/`, applied by lib/db/migrate.ts's runner and recorded in
+ * `public.schema_migrations`; then the messaging core's own
+ * (lib/schema.ts). `migrations/schema.sql` is the schema they make
+ * (kit/postgres/schema_dump.ts).
  */
 import type { Sql } from "../../lib/db/connect.ts";
-import { sha256Hex } from "../../lib/hash.ts";
+import {
+  applyMigrations,
+  MigrationError,
+  type MigrationFile,
+  readMigrations,
+} from "../../lib/db/migrate.ts";
 import type { Logger } from "../../lib/log/mod.ts";
+import { messagingMigrations, migrateMessaging } from "../../lib/schema.ts";
 
-/** One advisory lock key for the whole migration history ("bakery migrations"). */
-const LOCK_KEY = 7_316_024_001;
+export { MigrationError, type MigrationFile, readMigrations };
 
-/** A migration file failed; the database is as it was before that file. */
-export class MigrationError extends Error {
-  override name = "MigrationError";
+/** The app's history, and one advisory lock key for all of it. */
+const HISTORY = { table: "public.schema_migrations", lockKey: 7_316_024_001 };
+
+/**
+ * The app's file that completes the messaging core's first version: the
+ * app's early files made the core's tables themselves, before lib/ had
+ * migrations of its own.
+ */
+const CORE_MADE_BY = "0019_retention_indexes.sql";
+
+/** The core's version that the app's own files made. */
+const CORE_BASELINE = 1;
+
+/** The core's files that {@link migrate} applies after the app's own. */
+export async function coreMigrationNames(): Promise<string[]> {
+  return (await messagingMigrations())
+    .filter((f) => f.version > CORE_BASELINE)
+    .map((f) => f.name);
 }
 
 /** The database user may not create the roles and schemas the program needs. */
@@ -57,28 +77,6 @@ export const UNRELEASED: readonly string[] = [
   "0019_broker_redrives.sql",
 ];
 
-export interface MigrationFile {
-  name: string;
-  sql: string;
-}
-
-/** Reads `NNNN_name.sql` files from a folder, in order. */
-export async function readMigrations(
-  dir: URL | string,
-): Promise<MigrationFile[]> {
-  const files: MigrationFile[] = [];
-  for await (const entry of Deno.readDir(dir)) {
-    if (entry.isFile && /^\d{4}_[a-z0-9_]+\.sql$/.test(entry.name)) {
-      const base = dir instanceof URL ? dir : new URL(`file://${dir}/`);
-      files.push({
-        name: entry.name,
-        sql: await Deno.readTextFile(new URL(entry.name, base)),
-      });
-    }
-  }
-  return files.sort((a, b) => a.name.localeCompare(b.name));
-}
-
 /** The migrations folder of this project. */
 export const MIGRATIONS_DIR = new URL("../../migrations/", import.meta.url);
 
@@ -96,49 +94,20 @@ export async function migrate(
   await assertPrivileges(sql);
   await assertNotUnreleased(sql);
   const all = files ?? await readMigrations(MIGRATIONS_DIR);
-  const applied: string[] = [];
-  for (const file of all) {
-    const checksum = await sha256Hex(file.sql);
-    const done = await sql.begin(async (tx) => {
-      await tx`select pg_advisory_xact_lock(${LOCK_KEY})`;
-      await tx`create table if not exists public.schema_migrations (
-        name text primary key,
-        checksum text not null,
-        applied_at timestamptz not null default now()
-      )`;
-      const [row] = await tx<{ checksum: string }[]>`
-        select checksum from public.schema_migrations where name = ${file.name}`;
-      if (row) {
-        if (row.checksum !== checksum) {
-          log.warn("migration_changed", { file: file.name });
-        }
-        return false;
-      }
-      try {
-        // A migration is a trusted file of many statements: the simple query
-        // protocol runs it whole. No value from outside is ever part of it.
-        await tx.unsafe(file.sql);
-      } catch (error) {
-        throw new MigrationError(
-          `migration ${file.name} failed: ${(error as Error).message}`,
-          { cause: error },
-        );
-      }
-      await tx`insert into public.schema_migrations (name, checksum)
-        values (${file.name}, ${checksum})`;
-      return true;
-    });
-    if (done) {
-      applied.push(file.name);
-      log.info("migration_applied", { file: file.name });
-    }
+  const applied = await applyMigrations(sql, log, HISTORY, all);
+  // The app's own files made the messaging core's first version; the
+  // core's later versions are its own to apply (lib/schema.ts).
+  if (all.some((f) => f.name === CORE_MADE_BY)) {
+    applied.push(
+      ...await migrateMessaging(sql, log, { baseline: CORE_BASELINE }),
+    );
   }
   return applied;
 }
 
 async function assertNotUnreleased(sql: Sql) {
   const found = await sql.begin(async (tx) => {
-    await tx`select pg_advisory_xact_lock(${LOCK_KEY})`;
+    await tx`select pg_advisory_xact_lock(${HISTORY.lockKey})`;
     const [table] = await tx<{ t: string | null }[]>`
       select to_regclass('public.schema_migrations')::text as t`;
     if (!table.t) return [];

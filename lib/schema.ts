@@ -1,0 +1,92 @@
+/**
+ * The messaging core's own schema. Each part ships its versioned migrations
+ * beside its code, applied in this order (each needs the ones before it):
+ *
+ * - tenancy (lib/db/migrations): the `platform` schema, the roles `relay`,
+ *   `queue` and `console`, the tenant policy every table carries, the
+ *   tenants' registry with its wipe gate, fault switches, and the refusals
+ *   of closed tenants;
+ * - outbox (lib/outbox/migrations): `platform.create_outbox_with_indexes`,
+ *   which gives a sender's schema its outbox;
+ * - inbox (lib/inbox/migrations): `platform.create_inbox`, which gives a
+ *   receiver's schema its inbox;
+ * - queue (lib/queue/migrations): the PostgreSQL queue, schema `queue`.
+ *
+ * The history is `public.messaging_migrations`, one row per file, named
+ * `<part>/<file>`. An application's own migrations make its services'
+ * roles and schemas, then call the two functions for each.
+ */
+import type { Sql } from "./db/connect.ts";
+import {
+  applyMigrations,
+  type MigrationFile,
+  readMigrations,
+  recordMigrations,
+} from "./db/migrate.ts";
+import type { Logger } from "./log/mod.ts";
+
+/** The core's parts, in the order they are applied. */
+export const MESSAGING_PARTS = ["tenancy", "outbox", "inbox", "queue"] as const;
+export type MessagingPart = typeof MESSAGING_PARTS[number];
+
+const FOLDERS: Record<MessagingPart, URL> = {
+  tenancy: new URL("./db/migrations/", import.meta.url),
+  outbox: new URL("./outbox/migrations/", import.meta.url),
+  inbox: new URL("./inbox/migrations/", import.meta.url),
+  queue: new URL("./queue/migrations/", import.meta.url),
+};
+
+/** Where the core's history is kept, and the lock its migrations take. */
+export const MESSAGING_HISTORY = {
+  table: "public.messaging_migrations",
+  lockKey: 7_316_024_002,
+};
+
+export interface MigrateMessagingOptions {
+  /** The parts to apply, in the core's order (default: all of them). */
+  parts?: readonly MessagingPart[];
+  /**
+   * Every part's files up to this version are there already, made another
+   * way (an application whose own migrations made them before the core had
+   * its own): recorded as applied, not run.
+   */
+  baseline?: number;
+}
+
+/** The core's migration files, named `<part>/<file>`, in the order applied. */
+export async function messagingMigrations(
+  parts: readonly MessagingPart[] = MESSAGING_PARTS,
+): Promise<(MigrationFile & { part: MessagingPart; version: number })[]> {
+  const all = [];
+  for (const part of MESSAGING_PARTS) {
+    if (!parts.includes(part)) continue;
+    for (const file of await readMigrations(FOLDERS[part])) {
+      all.push({
+        part,
+        version: Number(file.name.slice(0, 4)),
+        name: `${part}/${file.name}`,
+        sql: file.sql,
+      });
+    }
+  }
+  return all;
+}
+
+/**
+ * Brings the core's schema up to date in the database of `sql`, whose user
+ * must be able to create roles and schemas. Returns the files applied by
+ * this call.
+ */
+export async function migrateMessaging(
+  sql: Sql,
+  log: Logger,
+  options: MigrateMessagingOptions = {},
+): Promise<string[]> {
+  const files = await messagingMigrations(options.parts);
+  const baseline = options.baseline ?? 0;
+  if (baseline > 0) {
+    const made = files.filter((f) => f.version <= baseline);
+    await recordMigrations(sql, MESSAGING_HISTORY, made);
+  }
+  return await applyMigrations(sql, log, MESSAGING_HISTORY, files);
+}
