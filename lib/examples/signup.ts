@@ -1,0 +1,153 @@
+/**
+ * The core on a plain database, with two made-up services: `accounts` signs
+ * a user up and owes a SignupCompleted message; `mailer` receives it and
+ * sends the welcome email once. Quoted by lib/README.md, and run by the
+ * suite (tests/core/example_test.ts).
+ *
+ *     deno run -A lib/examples/signup.ts postgres://user@host/empty_db
+ */
+import { connect, type Sql } from "../db/connect.ts";
+import { asService } from "../db/service.ts";
+import { pgFaults } from "../faults/mod.ts";
+import { type Apply, inboxBatchHandler, inboxHandler } from "../inbox/mod.ts";
+import { createLogger, type Logger } from "../log/mod.ts";
+import { append, newEnvelope } from "../outbox/mod.ts";
+import { Dispatcher, pgTransport } from "../queue/mod.ts";
+import { migrateMessaging } from "../schema.ts";
+import { startMessaging } from "../workers/mod.ts";
+
+/** A service: a role of its own and a schema it works in. */
+async function createService(sql: Sql, name: string) {
+  // Roles belong to the cluster: another database may have made it.
+  await sql`create role ${sql(name)} nologin`.catch((e) => {
+    if (!["42710", "23505"].includes(e.code)) throw e;
+  });
+  await sql`grant ${sql(name)} to current_user`;
+  await sql`create schema if not exists ${sql(name)}`;
+  await sql`grant usage on schema ${sql(name)}, platform to ${sql(name)}`;
+  await sql`grant select on platform.sandboxes, platform.faults
+            to ${sql(name)}`;
+  await sql`alter default privileges in schema ${sql(name)}
+            grant select, insert, update, delete on tables to ${sql(name)}`;
+}
+
+/** The mailer's effect, in its inbox's transaction: once per message id. */
+const sendWelcome: Apply = async (tx, envelope) => {
+  const { email } = envelope.payload as { email: string };
+  await tx.sql`insert into mailer.welcome_emails (email, sandbox_id, message_id)
+               values (${email}, ${envelope.sandboxId}, ${envelope.messageId})`;
+  return { sent: email };
+};
+
+/** Sets the database up: the core's schema, then the two services. */
+export async function setUp(sql: Sql, log: Logger) {
+  await migrateMessaging(sql, log);
+  await createService(sql, "accounts");
+  await sql`create table if not exists accounts.users (
+    email text primary key, sandbox_id uuid not null)`;
+  await sql`select platform.enable_sandbox_rls('accounts.users')`;
+  if (!(await sql`select to_regclass('accounts.outbox') as t`)[0].t) {
+    await sql`select platform.create_outbox_with_indexes('accounts')`;
+  }
+  await createService(sql, "mailer");
+  await sql`create table if not exists mailer.welcome_emails (
+    email text primary key, sandbox_id uuid not null, message_id uuid)`;
+  await sql`select platform.enable_sandbox_rls('mailer.welcome_emails')`;
+  if (!(await sql`select to_regclass('mailer.inbox') as t`)[0].t) {
+    await sql`select platform.create_inbox('mailer')`;
+  }
+}
+
+/**
+ * Signs `email` up in `tenant` and waits until the mailer has sent its
+ * welcome email. Returns the emails the mailer holds for that address.
+ */
+export async function signUp(
+  url: string,
+  tenant: string,
+  email: string,
+  log: Logger,
+): Promise<number> {
+  const sql = connect(url, { max: 4 });
+  const routing = { SignupCompleted: ["mailer"] };
+  const transport = pgTransport({ sql, routing });
+  // The mailer's endpoints, served in this process. Across processes, the
+  // subscriber's URL is a real one and the dispatcher sends it there.
+  const mailer = {
+    sql,
+    service: "mailer",
+    label: "Mailer",
+    replayHorizonDays: 30,
+    log,
+    apply: sendWelcome,
+  };
+  const dispatcher = new Dispatcher().register(
+    "http://mailer.example",
+    async (request) =>
+      new URL(request.url).pathname === "/batch"
+        ? await inboxBatchHandler(mailer)(request)
+        : await inboxHandler(mailer)(request),
+  );
+  const messaging = await startMessaging({
+    url,
+    sql,
+    log,
+    faults: pgFaults(sql),
+    senders: ["accounts"],
+    transport,
+    dispatcher,
+    subscribers: {
+      mailer: {
+        url: "http://mailer.example/one",
+        batchUrl: "http://mailer.example/batch",
+        label: "Mailer",
+      },
+    },
+    pollMs: 500,
+    relayRetryMs: 500,
+    retryDelaysMs: [1_000, 5_000],
+    timeoutMs: 5_000,
+  });
+  try {
+    // The command: the user and the message it owes, in one transaction.
+    await asService(sql, "accounts", { sandboxId: tenant }, async (tx) => {
+      await tx.sql`insert into accounts.users (email, sandbox_id)
+                   values (${email}, ${tenant})`;
+      await append(tx, [
+        newEnvelope({
+          type: "SignupCompleted",
+          aggregateId: email,
+          aggregateVersion: 1,
+          sandboxId: tenant,
+          payload: { email },
+        }),
+      ]);
+    });
+    messaging.wakeRelay("accounts");
+    for (let waited = 0; waited < 10_000; waited += 50) {
+      const [{ n }] = await sql<{ n: number }[]>`
+        select count(*)::int as n from mailer.welcome_emails
+         where email = ${email}`;
+      if (n > 0) return n;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`no welcome email for ${email} after 10 s`);
+  } finally {
+    await messaging.stop();
+    await transport.close();
+    await sql.end();
+  }
+}
+
+if (import.meta.main) {
+  const url = Deno.args[0] ?? Deno.env.get("DATABASE_URL");
+  if (!url) throw new Error("give a database URL");
+  const log = createLogger("info");
+  const sql = connect(url, { max: 2 });
+  await setUp(sql, log);
+  const [{ id }] = await sql<{ id: string }[]>`
+    insert into platform.sandboxes (name) values ('example') returning id`;
+  await sql.end();
+  const sent = await signUp(url, id, `user-${Date.now()}@example.com`, log);
+  console.log(`welcome emails sent: ${sent}`);
+}
