@@ -14,7 +14,7 @@ export interface TestDatabase {
 
 let counter = 0;
 
-function env(name: string): string {
+export function env(name: string): string {
   const value = Deno.env.get(name);
   if (!value) {
     throw new Error(
@@ -29,12 +29,23 @@ export function adminUrl(): string {
   return env("TEST_ADMIN_URL");
 }
 
+/** How a test database is made. */
+export interface TestDatabaseOptions {
+  max?: number;
+  /** The template it is cloned from (default: the app's migrated one). */
+  template?: string;
+}
+
 /** A fresh migrated database for one test or one file. */
 export async function testDatabase(
-  options: { max?: number } = {},
+  options: TestDatabaseOptions = {},
 ): Promise<TestDatabase> {
   const name = `t_${env("TEST_RUN_ID")}_${Deno.pid}_${++counter}`;
-  await ensureDatabase(adminUrl(), name, env("TEST_TEMPLATE_DB"));
+  await ensureDatabase(
+    adminUrl(),
+    name,
+    options.template ?? env("TEST_TEMPLATE_DB"),
+  );
   const url = withDatabase(adminUrl(), name);
   const sql = connect(url, { max: options.max ?? 10, applicationName: "test" });
   return {
@@ -55,7 +66,7 @@ export async function testDatabase(
 /** Runs `fn` with a fresh database and always drops it after. */
 export async function withTestDatabase(
   fn: (db: TestDatabase) => Promise<void>,
-  options?: { max?: number },
+  options?: TestDatabaseOptions,
 ) {
   const db = await testDatabase(options);
   try {

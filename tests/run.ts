@@ -15,6 +15,7 @@ import { connect, withDatabase } from "../lib/db/connect.ts";
 import { startEmbedded } from "../kit/postgres/embedded.ts";
 import { removeDataDir } from "../kit/postgres/embedded_layout.ts";
 import { migrate } from "../kit/postgres/migrate.ts";
+import { migrateMessaging } from "../lib/schema.ts";
 import { ensureDatabase } from "../kit/postgres/open.ts";
 import { createLogger } from "../lib/log/mod.ts";
 import { buildIslands } from "../kit/http/islands.ts";
@@ -55,6 +56,8 @@ const adminUrl = external ?? cluster!.url;
 const natsUrl = Deno.env.get("TEST_NATS_URL");
 const nats = !natsUrl && NATS_SERVER ? await NatsServer.start() : undefined;
 const template = `bakery_template_${Deno.pid}`;
+// The core's tests clone one that holds the core's schema alone.
+const coreTemplate = `core_template_${Deno.pid}`;
 
 let code = 1;
 try {
@@ -65,6 +68,13 @@ try {
   } finally {
     await sql.end();
   }
+  await ensureDatabase(adminUrl, coreTemplate);
+  const core = connect(withDatabase(adminUrl, coreTemplate), { max: 1 });
+  try {
+    await migrateMessaging(core, log);
+  } finally {
+    await core.end();
+  }
   // Browser tests load the islands bundle.
   await buildIslands();
   const child = new Deno.Command(Deno.execPath(), {
@@ -72,6 +82,7 @@ try {
     env: {
       TEST_ADMIN_URL: adminUrl,
       TEST_TEMPLATE_DB: template,
+      TEST_CORE_TEMPLATE_DB: coreTemplate,
       TEST_RUN_ID: String(Deno.pid),
       ...(nats ? { TEST_NATS_URL: nats.url } : {}),
       // The tools are set up above; a test that starts this runner again
@@ -122,9 +133,11 @@ try {
 } finally {
   if (external) {
     const admin = connect(adminUrl, { max: 1 });
-    await admin`drop database if exists ${admin(template)} with (force)`.catch(
-      () => {},
-    );
+    for (const name of [template, coreTemplate]) {
+      await admin`drop database if exists ${admin(name)} with (force)`.catch(
+        () => {},
+      );
+    }
     // Test files drop their own databases; a crashed file may leave one.
     const leftovers = await admin<{ datname: string }[]>`
       select datname from pg_database where datname like ${`t_${Deno.pid}_%`}`;

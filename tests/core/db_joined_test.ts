@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { joined } from "../../lib/db/joined.ts";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 
 interface Row {
   key: string;

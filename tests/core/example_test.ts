@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { connect } from "../../lib/db/connect.ts";
 import { memoryLogger } from "../../lib/log/mod.ts";
 import { setUp, signUp } from "../../lib/examples/signup.ts";
-import { emptyDatabase } from "../_db.ts";
+import { emptyDatabase } from "./_db.ts";
 
 Deno.test("the README's example runs on a plain database", async () => {
   await emptyDatabase(async (url) => {

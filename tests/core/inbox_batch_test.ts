@@ -13,7 +13,7 @@ import {
   Refused,
 } from "../../lib/inbox/mod.ts";
 import { type Envelope, newEnvelope } from "../../lib/outbox/mod.ts";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import { count, createSandbox, createTestServices } from "./_messaging.ts";
 
 const RECEIVER = "t_recv_a";

@@ -5,7 +5,7 @@
  * must end exactly as with the inbox row written first.
  */
 import assert from "node:assert/strict";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import {
   count,
   createSandbox,

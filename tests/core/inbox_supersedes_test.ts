@@ -8,7 +8,7 @@
  * application would show as a second row.
  */
 import assert from "node:assert/strict";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import {
   count,
   createSandbox,

@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { connect } from "@nats-io/transport-node";
 import { AckPolicy, jetstreamManager } from "@nats-io/jetstream";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import {
   count,
   createSandbox,

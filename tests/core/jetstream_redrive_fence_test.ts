@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import {
   createSandbox,
   createTestServices,

@@ -8,7 +8,7 @@
  * wait in PostgreSQL for a message the broker no longer has.
  */
 import assert from "node:assert/strict";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import {
   count,
   createSandbox,

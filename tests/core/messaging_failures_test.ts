@@ -6,7 +6,7 @@
  * (tests/core/messaging_conformance_test.ts).
  */
 import assert from "node:assert/strict";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import {
   count,
   createSandbox,

@@ -7,7 +7,7 @@
  * transports.
  */
 import assert from "node:assert/strict";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import {
   claimDeliveries,
   count,

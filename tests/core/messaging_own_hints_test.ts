@@ -7,7 +7,7 @@
  * that names another process, or none, still wakes it.
  */
 import assert from "node:assert/strict";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import {
   count,
   createSandbox,

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { setFault } from "../../lib/faults/mod.ts";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import {
   count,
   createSandbox,

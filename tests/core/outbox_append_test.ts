@@ -5,7 +5,7 @@
  * envelopes are validated before any SQL goes out.
  */
 import assert from "node:assert/strict";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import { asService } from "../../lib/db/service.ts";
 import { outboxWrites } from "../../lib/outbox/append.ts";
 import {

@@ -6,7 +6,7 @@
  * an idle service is heard at once.
  */
 import assert from "node:assert/strict";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import { connect } from "../../lib/db/connect.ts";
 import { coalescingWaker } from "../../lib/outbox/wake.ts";
 import { OUTBOX_CHANNEL } from "../../lib/outbox/channel.ts";

@@ -13,7 +13,7 @@ import { FairShare } from "../../lib/queue/fair_share.ts";
 import { PgQueue } from "../../lib/queue/mod.ts";
 import { claimBatch } from "../../lib/queue/postgres/deliveries_sql.ts";
 import { PgMove } from "../../lib/relay/mod.ts";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import {
   claimDeliveries,
   createSandbox,

@@ -6,7 +6,7 @@
  * cached reader sees a change on its pool at once.
  */
 import assert from "node:assert/strict";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import {
   createSandbox,
   createTestServices,

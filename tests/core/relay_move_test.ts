@@ -4,7 +4,7 @@
  * left for the long way, and the relay role's narrow rights.
  */
 import assert from "node:assert/strict";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import {
   count,
   createSandbox,

@@ -8,7 +8,7 @@ import type { Sql } from "../../lib/db/connect.ts";
 import { receiveOnce } from "../../lib/inbox/mod.ts";
 import { type Envelope, newEnvelope } from "../../lib/outbox/mod.ts";
 import { pruneHistory } from "../../lib/queue/retention.ts";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
 import {
   count,
   createSandbox,

@@ -7,7 +7,8 @@
  * TypeError on the next statement, which fails this file.
  */
 import assert from "node:assert/strict";
-import { type TestDatabase, withTestDatabase } from "../_db.ts";
+import { type TestDatabase, withTestDatabase } from "./_db.ts";
+import { createTestServices, SENDER } from "./_messaging.ts";
 import { connect, type Sql, type TxSql } from "../../lib/db/connect.ts";
 import {
   asOwner,
@@ -44,8 +45,9 @@ async function withProbePool(
   fn: (db: TestDatabase, pool: Sql) => Promise<void>,
 ) {
   await withTestDatabase(async (db) => {
+    await createTestServices(db.sql);
     await db.sql`create table platform.probe (n int primary key)`;
-    await db.sql`grant select, insert on platform.probe to orders`;
+    await db.sql`grant select, insert on platform.probe to t_sender`;
     const pool = connect(db.url, { max: 1, applicationName: "test-lost" });
     try {
       await fn(db, pool);
@@ -70,7 +72,7 @@ async function poolGoesOn(pool: Sql, n: number) {
   const first = await pool`select 1`.then(() => null, (e: Error) => e);
   if (first) assert.match(first.message, /terminating connection/);
   for (let i = 0; i < 3; i++) await pool`select 1`;
-  await asService(pool, "orders", "workers", async ({ sql }) => {
+  await asService(pool, SENDER, "workers", async ({ sql }) => {
     await sql`insert into platform.probe values (${n})`;
   });
 }
@@ -78,7 +80,7 @@ async function poolGoesOn(pool: Sql, n: number) {
 /** A transaction as the orders service, or as the owner (the wipe's way). */
 const RUNNERS = {
   asService: <T>(pool: Sql, fn: (sql: TxSql) => Promise<T>) =>
-    asService(pool, "orders", "workers", ({ sql }) => fn(sql)),
+    asService(pool, SENDER, "workers", ({ sql }) => fn(sql)),
   asOwner,
 };
 
@@ -112,7 +114,7 @@ for (const [name, run] of Object.entries(RUNNERS)) {
 Deno.test("connection lost during a statement: ConnectionLost, nothing committed, the pool goes on", async () => {
   await withProbePool(async (db, pool) => {
     let pid = 0;
-    const attempt = asService(pool, "orders", "workers", async ({ sql }) => {
+    const attempt = asService(pool, SENDER, "workers", async ({ sql }) => {
       await sql`insert into platform.probe values (1)`;
       [{ pid }] = await sql<{ pid: number }[]>`
           select pg_backend_pid() as pid`;
@@ -140,7 +142,7 @@ Deno.test("a statement error on a live connection still rolls back and gives the
   await withProbePool(async (db, pool) => {
     await assert.rejects(
       () =>
-        asService(pool, "orders", "workers", async ({ sql }) => {
+        asService(pool, SENDER, "workers", async ({ sql }) => {
           await sql`insert into platform.probe values (5)`;
           await sql`insert into platform.probe values (5)`;
         }),
@@ -159,7 +161,7 @@ Deno.test("a connection error that is not the transaction's own: the connection 
     // error of the connection kind while this transaction's socket is fine.
     const error = await asService(
       pool,
-      "orders",
+      SENDER,
       "workers",
       async ({ sql }) => {
         await sql`insert into platform.probe values (7)`;
@@ -172,7 +174,7 @@ Deno.test("a connection error that is not the transaction's own: the connection 
     // The pool's only connection comes back: without the grace period it
     // would be held for good and this transaction would wait forever.
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const next = asService(pool, "orders", "workers", async ({ sql }) => {
+    const next = asService(pool, SENDER, "workers", async ({ sql }) => {
       await sql`insert into platform.probe values (8)`;
     });
     const deadline = new Promise((_, reject) => {
@@ -212,6 +214,7 @@ Deno.test("a reserve that waits while its connection is terminated fails in time
 
 Deno.test("a renewable pool whose connections are all held for good opens a new pool, and service transactions go on", async () => {
   await withTestDatabase(async (db) => {
+    await createTestServices(db.sql);
     let made = 0;
     const pool = renewablePool(() => {
       made++;
@@ -227,7 +230,7 @@ Deno.test("a renewable pool whose connections are all held for good opens a new 
       assert.equal(made, 2);
       const [{ n }] = await asService(
         pool,
-        "orders",
+        SENDER,
         "workers",
         async ({ sql }) => await sql<{ n: number }[]>`select 3 as n`,
       );
@@ -247,7 +250,7 @@ Deno.test("connection lost with COMMIT queued behind a statement: ConnectionLost
     // empties.
     const attempt = serviceStatement(
       pool,
-      "orders",
+      SENDER,
       "workers",
       ({ sql }) => sql`select pg_sleep(${30}::float8), pg_backend_pid()`,
     );

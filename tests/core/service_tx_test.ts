@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { withTestDatabase } from "../_db.ts";
+import { withTestDatabase } from "./_db.ts";
+import { createTestServices, RECEIVERS, SENDER } from "./_messaging.ts";
 import postgres from "postgres";
 import { connect } from "../../lib/db/connect.ts";
 import {
@@ -11,11 +12,12 @@ import {
 
 Deno.test("service transactions: bookkeeping commits asynchronously, commands keep the server's setting", async () => {
   await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
     const [server] =
       await sql`select current_setting('synchronous_commit') as v`;
     const inCommand = await asService(
       sql,
-      "orders",
+      SENDER,
       "workers",
       async ({ sql }) =>
         (await sql`select current_setting('synchronous_commit') as v`)[0].v,
@@ -64,13 +66,14 @@ Deno.test("service transactions: a durable bookkeeping commit keeps synchronous_
 
 Deno.test("service transactions: afterCommit runs after a commit only; snapshot reads repeatable", async () => {
   await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
     const ran: string[] = [];
-    await asService(sql, "orders", "workers", ({ afterCommit }) => {
+    await asService(sql, SENDER, "workers", ({ afterCommit }) => {
       afterCommit(() => ran.push("committed"));
       return Promise.resolve();
     });
     await assert.rejects(() =>
-      asService(sql, "orders", "workers", ({ afterCommit }) => {
+      asService(sql, SENDER, "workers", ({ afterCommit }) => {
         afterCommit(() => ran.push("rolled back"));
         return Promise.reject(new Error("rollback"));
       })
@@ -90,8 +93,9 @@ Deno.test("service transactions: afterCommit runs after a commit only; snapshot 
 
 Deno.test("service transactions: a failed statement nobody waited for rolls everything back and is an error; savepoints undo their part only", async () => {
   await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
     await sql`create table platform.probe (n int primary key)`;
-    await sql`grant select, insert on platform.probe to orders`;
+    await sql`grant select, insert on platform.probe to t_sender`;
     const rows = async () =>
       (await sql<{ n: number }[]>`select n from platform.probe order by n`)
         .map((r) => r.n);
@@ -100,7 +104,7 @@ Deno.test("service transactions: a failed statement nobody waited for rolls ever
     let unawaited: Promise<unknown> | undefined;
     await assert.rejects(
       () =>
-        asService(sql, "orders", "workers", async ({ sql }) => {
+        asService(sql, SENDER, "workers", async ({ sql }) => {
           await sql`insert into platform.probe values (1)`;
           unawaited = sql`insert into platform.probe values (1)`.execute();
           unawaited.catch(() => {});
@@ -111,7 +115,7 @@ Deno.test("service transactions: a failed statement nobody waited for rolls ever
     assert.deepEqual(await rows(), []);
 
     // A savepoint that throws undoes its own insert; the rest commits.
-    await asService(sql, "orders", "workers", async ({ sql }) => {
+    await asService(sql, SENDER, "workers", async ({ sql }) => {
       await sql`insert into platform.probe values (2)`;
       await assert.rejects(() =>
         sql.savepoint(async (sp) => {
@@ -126,16 +130,17 @@ Deno.test("service transactions: a failed statement nobody waited for rolls ever
     // A connection given back after an error serves the next transaction.
     const role = await asService(
       sql,
-      "billing",
+      RECEIVERS[0],
       "workers",
       async ({ sql }) => (await sql`select current_user as u`)[0].u,
     );
-    assert.equal(role, "billing");
+    assert.equal(role, RECEIVERS[0]);
   });
 });
 
 Deno.test("bookkeepingStatement: one statement with its COMMIT right behind; a failure is the statement's own error, and nothing of it stays", async () => {
   await withTestDatabase(async ({ sql, url }) => {
+    await createTestServices(sql);
     await sql`create table bk_probe (id int primary key)`;
     await sql`grant select, insert on bk_probe to queue`;
     // One connection: whatever a statement leaves behind, the next one meets.
@@ -183,11 +188,12 @@ Deno.test("bookkeepingStatement: one statement with its COMMIT right behind; a f
 
 Deno.test("serviceStatement: a statement that refuses (platform.refuse) rolls back all it wrote, with its own error; one that does not commits in its sandbox", async () => {
   await withTestDatabase(async ({ sql, url }) => {
+    await createTestServices(sql);
     const [{ id: sandboxId }] = await sql<{ id: string }[]>`
       insert into platform.sandboxes (name) values ('refuse probe') returning id`;
     const one = connect(url, { max: 1 });
     const keys = (rows: number) =>
-      one`select count(*)::int as n from orders.commands_seen
+      one`select count(*)::int as n from t_sender.orders
            where sandbox_id = ${sandboxId}`.then(([r]) =>
         assert.equal(r.n, rows)
       );
@@ -195,17 +201,16 @@ Deno.test("serviceStatement: a statement that refuses (platform.refuse) rolls ba
     const write = (key: string, refuse: boolean) =>
       serviceStatement(
         one,
-        "orders",
+        SENDER,
         { sandboxId },
         ({ sql }) =>
           sql<{ key: string; role: string }[]>`
           with k as (
-            insert into orders.commands_seen
-                   (sandbox_id, idempotency_key, request_hash, order_id)
-            values (${sandboxId}, ${key}, 'h', gen_random_uuid())
-            returning idempotency_key
+            insert into t_sender.orders (sandbox_id, id)
+            values (${sandboxId}, ${key})
+            returning id
           )
-          select (select idempotency_key from k) as key, current_user as role,
+          select (select id from k) as key, current_user as role,
                  case when ${refuse}
                       then platform.refuse('BK409', 'no room for ' || ${key})
                  end as refused`,
@@ -225,7 +230,7 @@ Deno.test("serviceStatement: a statement that refuses (platform.refuse) rolls ba
       const [kept] = await write("second", false);
       assert.deepEqual({ key: kept.key, role: kept.role }, {
         key: "second",
-        role: "orders",
+        role: SENDER,
       });
       await keys(1);
     } finally {

@@ -182,6 +182,19 @@ create table queue.pause_actions (
 );
 create index pause_actions_by_sandbox on queue.pause_actions (sandbox_id, id);
 
+-- Every attempt of a delivery: the failed ones have rows of their own, and
+-- one done at its first try is read from the delivery itself.
+create view queue.attempt_log with (security_invoker = true) as
+  select a.id, a.sandbox_id, a.delivery_id, d.subscriber, a.attempt,
+         a.started_at, a.duration_ms, a.status, a.outcome, a.error
+    from queue.attempts a join queue.deliveries d on d.id = a.delivery_id
+  union all
+  select 0, d.sandbox_id, d.id, d.subscriber, 1, d.last_started_at,
+         d.last_duration_ms, d.last_status, 'done', null
+    from queue.deliveries d
+   where d.last_started_at is not null and d.state = 'done'
+     and d.attempts = 1;
+
 select platform.enable_sandbox_rls(t::regclass) from unnest(array[
   'queue.messages', 'queue.deliveries', 'queue.attempts', 'queue.actions',
   'queue.closure_counts', 'queue.mismatches', 'queue.supersessions',

@@ -10,7 +10,7 @@
  * The JetStream registrations need a NATS server (tests/_nats.ts): without
  * one they are ignored, and the reason is printed.
  */
-import { type TestDatabase, withTestDatabase } from "../../_db.ts";
+import { type TestDatabase, withTestDatabase } from "../_db.ts";
 import {
   createSandbox,
   createTestServices,
