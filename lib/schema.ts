@@ -1,18 +1,21 @@
 /**
  * The messaging core's own schema. Each part ships its versioned migrations
- * beside its code, applied in this order (each needs the ones before it):
+ * beside its code, applied in this order:
  *
- * - tenancy (lib/db/migrations): the `platform` schema, the roles `relay`,
- *   `queue` and `console`, the tenant policy every table carries, the
- *   tenants' registry with its wipe gate, fault switches, and the refusals
- *   of closed tenants;
+ * - tenancy (lib/db/migrations), which every database of the core needs:
+ *   the `platform` schema, the roles `relay`, `queue` and `console`, the
+ *   tenant policy every table carries, the tenants' registry with its wipe
+ *   gate, fault switches, the refusals of closed tenants, and the trigger
+ *   that keeps a stored envelope as it was;
  * - outbox (lib/outbox/migrations): `platform.create_outbox_with_indexes`,
  *   which gives a sender's schema its outbox;
  * - inbox (lib/inbox/migrations): `platform.create_inbox`, which gives a
  *   receiver's schema its inbox;
  * - queue (lib/queue/migrations): the PostgreSQL queue, schema `queue`.
  *
- * The history is `public.messaging_migrations`, one row per file, named
+ * The outbox, the inbox and the queue need tenancy alone, so a database
+ * can hold any of them: a sender's its outbox, a receiver's its inbox. The
+ * history is `public.messaging_migrations`, one row per file, named
  * `<part>/<file>`. An application's own migrations make its services'
  * roles and schemas, then call the two functions for each.
  */
@@ -43,7 +46,10 @@ export const MESSAGING_HISTORY = {
 };
 
 export interface MigrateMessagingOptions {
-  /** The parts to apply, in the core's order (default: all of them). */
+  /**
+   * The parts this database holds (default: all of them). Tenancy is
+   * always among them.
+   */
   parts?: readonly MessagingPart[];
   /**
    * Every part's files up to this version are there already, made another
@@ -59,7 +65,7 @@ export async function messagingMigrations(
 ): Promise<(MigrationFile & { part: MessagingPart; version: number })[]> {
   const all = [];
   for (const part of MESSAGING_PARTS) {
-    if (!parts.includes(part)) continue;
+    if (part !== "tenancy" && !parts.includes(part)) continue;
     for (const file of await readMigrations(FOLDERS[part])) {
       all.push({
         part,

@@ -92,3 +92,36 @@ Deno.test("the core's migrations make its objects as the app's database has them
   }
   assert.deepEqual(differences, []);
 });
+
+Deno.test("each part of the core applies with tenancy alone, as a database that holds only it", async () => {
+  // What tells each part's objects apart: a function, or the queue's table.
+  const marks = {
+    outbox: "platform.create_outbox_with_indexes(text)",
+    inbox: "platform.create_inbox(text)",
+    queue: "queue.failure_group(text, text, text)",
+  } as const;
+  for (const part of ["outbox", "inbox", "queue"] as const) {
+    await emptyDatabase(async (url) => {
+      const sql = connect(url, { max: 2 });
+      try {
+        const applied = await migrateMessaging(sql, memoryLogger().logger, {
+          parts: [part],
+        });
+        assert.deepEqual(
+          [...new Set(applied.map((f) => f.split("/")[0]))],
+          ["tenancy", part],
+        );
+        const present: string[] = [];
+        for (const [name, mark] of Object.entries(marks)) {
+          const [{ found }] = await sql<{ found: boolean }[]>`
+            select to_regprocedure(${mark}) is not null as found`
+            .catch(() => [{ found: false }]);
+          if (found) present.push(name);
+        }
+        assert.deepEqual(present, [part]);
+      } finally {
+        await sql.end();
+      }
+    });
+  }
+});

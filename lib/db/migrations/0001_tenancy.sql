@@ -67,6 +67,20 @@ begin
   raise exception using errcode = code, message = message;
 end $$;
 
+-- A stored envelope is immutable: a retry sends exactly what was stored.
+-- The outboxes and the queue's messages both keep this trigger.
+create function platform.forbid_envelope_change() returns trigger
+  language plpgsql
+  as $$
+begin
+  if new.envelope is distinct from old.envelope
+     or new.message_id is distinct from old.message_id then
+    raise exception 'a stored envelope is immutable (message %)', old.message_id
+      using errcode = 'check_violation';
+  end if;
+  return new;
+end $$;
+
 -- The tenants. A tenant is open until its wipe begins (wiping_at), then
 -- closed to work for good; wiped_at is set once its rows are gone.
 create table platform.sandboxes (

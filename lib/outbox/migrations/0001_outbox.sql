@@ -2,19 +2,6 @@
 -- outbox has the same shape, so it is made by a function that takes the
 -- sender's schema: platform.create_outbox_with_indexes(schema).
 
--- A stored envelope is immutable: a retry sends exactly what was stored.
-create function platform.forbid_envelope_change() returns trigger
-  language plpgsql
-  as $$
-begin
-  if new.envelope is distinct from old.envelope
-     or new.message_id is distinct from old.message_id then
-    raise exception 'a stored envelope is immutable (message %)', old.message_id
-      using errcode = 'check_violation';
-  end if;
-  return new;
-end $$;
-
 -- The outbox table and its loop guard. A row is owed until the relay
 -- stores its copy and deletes it, in one transaction.
 create function platform.create_outbox(s text) returns void
