@@ -11,7 +11,7 @@
  * file or `--filter`), and skip the checks: whoever runs one file wants its
  * answer, not the whole tree's.
  */
-import { connect, withDatabase } from "../lib/db/connect.ts";
+import { connect, type Sql, withDatabase } from "../lib/db/connect.ts";
 import { startEmbedded } from "../kit/postgres/embedded.ts";
 import { removeDataDir } from "../kit/postgres/embedded_layout.ts";
 import { migrate } from "../kit/postgres/migrate.ts";
@@ -59,22 +59,24 @@ const template = `bakery_template_${Deno.pid}`;
 // The core's tests clone one that holds the core's schema alone.
 const coreTemplate = `core_template_${Deno.pid}`;
 
-let code = 1;
-try {
-  await ensureDatabase(adminUrl, template);
-  const sql = connect(withDatabase(adminUrl, template), { max: 1 });
+/** Creates the template database `name` and migrates it with `apply`. */
+async function makeTemplate(
+  name: string,
+  apply: (sql: Sql) => Promise<unknown>,
+) {
+  await ensureDatabase(adminUrl, name);
+  const sql = connect(withDatabase(adminUrl, name), { max: 1 });
   try {
-    await migrate(sql, log);
+    await apply(sql);
   } finally {
     await sql.end();
   }
-  await ensureDatabase(adminUrl, coreTemplate);
-  const core = connect(withDatabase(adminUrl, coreTemplate), { max: 1 });
-  try {
-    await migrateMessaging(core, log);
-  } finally {
-    await core.end();
-  }
+}
+
+let code = 1;
+try {
+  await makeTemplate(template, (sql) => migrate(sql, log));
+  await makeTemplate(coreTemplate, (sql) => migrateMessaging(sql, log));
   // Browser tests load the islands bundle.
   await buildIslands();
   const child = new Deno.Command(Deno.execPath(), {
