@@ -22,6 +22,7 @@
 import type { Sql } from "./db/connect.ts";
 import {
   applyMigrations,
+  assertPrivileges,
   type MigrationFile,
   readMigrations,
   recordMigrations,
@@ -88,6 +89,7 @@ export async function migrateMessaging(
   log: Logger,
   options: MigrateMessagingOptions = {},
 ): Promise<string[]> {
+  await assertPrivileges(sql);
   const files = await messagingMigrations(options.parts);
   const baseline = options.baseline ?? 0;
   if (baseline > 0) {

@@ -8,6 +8,7 @@
 import type { Sql } from "../../lib/db/connect.ts";
 import {
   applyMigrations,
+  assertPrivileges,
   MigrationError,
   type MigrationFile,
   readMigrations,
@@ -15,7 +16,12 @@ import {
 import type { Logger } from "../../lib/log/mod.ts";
 import { messagingMigrations, migrateMessaging } from "../../lib/schema.ts";
 
-export { MigrationError, type MigrationFile, readMigrations };
+export {
+  MigrationError,
+  type MigrationFile,
+  PrivilegeError,
+  readMigrations,
+} from "../../lib/db/migrate.ts";
 
 /** The app's history, and one advisory lock key for all of it. */
 const HISTORY = { table: "public.schema_migrations", lockKey: 7_316_024_001 };
@@ -35,11 +41,6 @@ export async function coreMigrationNames(): Promise<string[]> {
   return (await messagingMigrations())
     .filter((f) => f.version > CORE_BASELINE)
     .map((f) => f.name);
-}
-
-/** The database user may not create the roles and schemas the program needs. */
-export class PrivilegeError extends Error {
-  override name = "PrivilegeError";
 }
 
 /**
@@ -122,25 +123,6 @@ async function assertNotUnreleased(sql: Sql) {
       : found.join(", ");
     throw new UnreleasedSchemaError(
       `this database was migrated by an unreleased earlier schema (${names}); drop it, or delete DATA_DIR for the embedded one`,
-    );
-  }
-}
-
-async function assertPrivileges(sql: Sql) {
-  const [me] = await sql<
-    {
-      name: string;
-      rolsuper: boolean;
-      rolcreaterole: boolean;
-      cancreate: boolean;
-    }[]
-  >`
-    select current_user as name, rolsuper, rolcreaterole,
-           has_database_privilege(current_database(), 'CREATE') as cancreate
-      from pg_roles where rolname = current_user`;
-  if (!me.rolsuper && !(me.rolcreaterole && me.cancreate)) {
-    throw new PrivilegeError(
-      `database user ${me.name} must be a superuser, or have CREATEROLE and CREATE on the database, to create the service roles and schemas`,
     );
   }
 }

@@ -15,6 +15,11 @@ export class MigrationError extends Error {
   override name = "MigrationError";
 }
 
+/** The database user may not create the roles and schemas migrations make. */
+export class PrivilegeError extends Error {
+  override name = "PrivilegeError";
+}
+
 export interface MigrationFile {
   name: string;
   sql: string;
@@ -138,4 +143,27 @@ async function ensureHistory(tx: TxSql, history: MigrationHistory) {
     checksum text not null,
     applied_at timestamptz not null default now()
   )`;
+}
+
+/**
+ * Refuses, with one clear line, a user who may not create roles and
+ * schemas: migrations make both.
+ */
+export async function assertPrivileges(sql: Sql) {
+  const [me] = await sql<
+    {
+      name: string;
+      rolsuper: boolean;
+      rolcreaterole: boolean;
+      cancreate: boolean;
+    }[]
+  >`
+    select current_user as name, rolsuper, rolcreaterole,
+           has_database_privilege(current_database(), 'CREATE') as cancreate
+      from pg_roles where rolname = current_user`;
+  if (!me.rolsuper && !(me.rolcreaterole && me.cancreate)) {
+    throw new PrivilegeError(
+      `database user ${me.name} must be a superuser, or have CREATEROLE and CREATE on the database, to create the roles and schemas the migrations make`,
+    );
+  }
 }

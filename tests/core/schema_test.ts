@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { connect } from "../../lib/db/connect.ts";
-import { appliedMigrations } from "../../lib/db/migrate.ts";
+import { appliedMigrations, PrivilegeError } from "../../lib/db/migrate.ts";
 import { memoryLogger } from "../../lib/log/mod.ts";
 import {
   MESSAGING_HISTORY,
@@ -124,4 +124,32 @@ Deno.test("each part of the core applies with tenancy alone, as a database that 
       }
     });
   }
+});
+
+Deno.test("a user who may not create roles is refused in one line, before anything is applied", async () => {
+  await emptyDatabase(async (url) => {
+    const admin = connect(url, { max: 1 });
+    const name = `t_plain_${Deno.pid}`;
+    await admin`create role ${admin(name)} login password 'plain'`;
+    const u = new URL(url);
+    u.username = name;
+    u.password = "plain";
+    const sql = connect(u.toString(), { max: 1 });
+    try {
+      await assert.rejects(
+        () => migrateMessaging(sql, memoryLogger().logger),
+        (e: Error) =>
+          e instanceof PrivilegeError &&
+          e.message ===
+            `database user ${name} must be a superuser, or have CREATEROLE and CREATE on the database, to create the roles and schemas the migrations make`,
+      );
+      const [{ t }] = await admin<{ t: string | null }[]>`
+        select to_regclass('public.messaging_migrations')::text as t`;
+      assert.equal(t, null);
+    } finally {
+      await sql.end();
+      await admin`drop role ${admin(name)}`;
+      await admin.end();
+    }
+  });
 });
