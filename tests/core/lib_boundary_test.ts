@@ -7,11 +7,12 @@ import assert from "node:assert/strict";
 
 const LIB = new URL("../../lib/", import.meta.url);
 
-async function* sources(dir: URL): AsyncGenerator<URL> {
+/** lib/'s files whose names end in `ending`: its code, or its migrations. */
+async function* sources(dir: URL, ending = /\.tsx?$/): AsyncGenerator<URL> {
   for await (const entry of Deno.readDir(dir)) {
     const url = new URL(entry.name + (entry.isDirectory ? "/" : ""), dir);
-    if (entry.isDirectory) yield* sources(url);
-    else if (/\.tsx?$/.test(entry.name)) yield url;
+    if (entry.isDirectory) yield* sources(url, ending);
+    else if (ending.test(entry.name)) yield url;
   }
 }
 
@@ -41,9 +42,9 @@ Deno.test("lib/ imports only lib/, npm packages and node: modules", async () => 
   assert.deepEqual(outside, []);
 });
 
-Deno.test("lib/ does not name the bakery or its services", async () => {
+Deno.test("lib/ does not name the bakery or its services, in code or SQL", async () => {
   const named: string[] = [];
-  for await (const file of sources(LIB)) {
+  for await (const file of sources(LIB, /\.(tsx?|sql)$/)) {
     const lines = (await Deno.readTextFile(file)).split("\n");
     lines.forEach((line, i) => {
       const word = line.match(BAKERY_WORDS)?.[0];
