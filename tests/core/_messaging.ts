@@ -48,22 +48,28 @@ export const RECEIVERS = ["t_recv_a", "t_recv_b", "t_recv_c"] as const;
 export type Receiver = typeof RECEIVERS[number];
 export const ROUTING: Routing = { OrderPlaced: [...RECEIVERS] };
 
-/** Creates the test services' roles (cluster-wide, once), schemas and tables. */
+/**
+ * A service in the database of `sql`: its role (cluster-wide, made once),
+ * its schema, and its rights there and on the tenants.
+ */
+export async function createService(sql: Sql, s: string) {
+  // Roles belong to the cluster: another test file may have made them.
+  await sql`create role ${sql(s)} nologin`.catch((e) => {
+    if (!["42710", "23505"].includes(e.code)) throw e;
+  });
+  await sql`create schema ${sql(s)}`;
+  await sql`grant usage on schema ${sql(s)} to ${sql(s)}`;
+  await sql`grant usage on schema platform to ${sql(s)}`;
+  await sql`grant select on platform.sandboxes, platform.faults to ${sql(s)}`;
+  await sql`alter default privileges in schema ${sql(s)}
+    grant select, insert, update, delete on tables to ${sql(s)}`;
+  await sql`alter default privileges in schema ${sql(s)}
+    grant usage, select on sequences to ${sql(s)}`;
+}
+
+/** Creates the test services' roles, schemas and tables. */
 export async function createTestServices(sql: Sql) {
-  for (const s of [SENDER, ...RECEIVERS]) {
-    // Roles belong to the cluster: another test file may have made them.
-    await sql`create role ${sql(s)} nologin`.catch((e) => {
-      if (!["42710", "23505"].includes(e.code)) throw e;
-    });
-    await sql`create schema ${sql(s)}`;
-    await sql`grant usage on schema ${sql(s)} to ${sql(s)}`;
-    await sql`grant usage on schema platform to ${sql(s)}`;
-    await sql`grant select on platform.sandboxes, platform.faults to ${sql(s)}`;
-    await sql`alter default privileges in schema ${sql(s)}
-      grant select, insert, update, delete on tables to ${sql(s)}`;
-    await sql`alter default privileges in schema ${sql(s)}
-      grant usage, select on sequences to ${sql(s)}`;
-  }
+  for (const s of [SENDER, ...RECEIVERS]) await createService(sql, s);
   await sql`select platform.create_outbox_with_indexes(${SENDER})`;
   await sql`create table t_sender.orders (
     id text primary key, sandbox_id uuid not null, note text)`;

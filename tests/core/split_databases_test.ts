@@ -24,6 +24,7 @@ import { type MessagingPart, migrateMessaging } from "../../lib/schema.ts";
 import { startMessaging } from "../../lib/workers/mod.ts";
 import { emptyDatabase } from "./_db.ts";
 import {
+  createService,
   orderPlacedEnvelope,
   receiverApply,
   RECEIVERS,
@@ -33,19 +34,6 @@ import {
 
 const RECEIVER = RECEIVERS[0];
 const ORIGIN = "http://receiver.split";
-
-/** A service's role and schema in the database of `sql`. */
-async function service(sql: Sql, name: string) {
-  await sql`create role ${sql(name)} nologin`.catch((e) => {
-    if (!["42710", "23505"].includes(e.code)) throw e;
-  });
-  await sql`create schema ${sql(name)}`;
-  await sql`grant usage on schema ${sql(name)}, platform to ${sql(name)}`;
-  await sql`grant select on platform.sandboxes, platform.faults
-            to ${sql(name)}`;
-  await sql`alter default privileges in schema ${sql(name)}
-            grant select, insert, update, delete on tables to ${sql(name)}`;
-}
 
 /** The user tables of the database of `sql`, schema-qualified. */
 async function tables(sql: Sql): Promise<string[]> {
@@ -99,12 +87,12 @@ async function split(layout: Layout) {
   await withDatabases(parts, async (dbs) => {
     const [sender, receiver] = [dbs[0], dbs.at(-1)!];
     const queue = layout === "own" ? dbs[1] : sender;
-    await service(sender.sql, SENDER);
+    await createService(sender.sql, SENDER);
     await sender.sql`select platform.create_outbox_with_indexes(${SENDER})`;
     await sender.sql`create table t_sender.orders (
         id text primary key, sandbox_id uuid not null, note text)`;
     await sender.sql`select platform.enable_sandbox_rls('t_sender.orders')`;
-    await service(receiver.sql, RECEIVER);
+    await createService(receiver.sql, RECEIVER);
     await receiver.sql`select platform.create_inbox(${RECEIVER})`;
     await receiver.sql`create table ${receiver.sql(RECEIVER + ".jobs")} (
         order_id text primary key, sandbox_id uuid not null,
