@@ -1,5 +1,5 @@
 /**
- * A sandbox closed to work: its wipe has begun (`platform.sandboxes`
+ * A tenant closed to work: its wipe has begun (`platform.sandboxes`
  * `wiping_at`, migrations/0011_sandbox_wipe.sql). From then on nothing of
  * it is applied: a service transaction that names it is refused as it
  * begins (service.ts), the relay's and consumers' claims leave its rows,
@@ -12,8 +12,8 @@ import type { Sql } from "./connect.ts";
 export const SANDBOX_CLOSED_CODE = "55W01";
 
 /**
- * A service transaction named a closed sandbox and was refused before it
- * read or wrote anything. Never worth a retry: a sandbox does not open
+ * A service transaction named a closed tenant and was refused before it
+ * read or wrote anything. Never worth a retry: a tenant does not open
  * again.
  */
 export class SandboxClosed extends Error {
@@ -35,7 +35,7 @@ export function isSandboxClosedError(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === SANDBOX_CLOSED_CODE;
 }
 
-/** What arrived for a closed sandbox, who refused it, and why. */
+/** What arrived for a closed tenant, who refused it, and why. */
 export interface ClosedRefusal {
   sandboxId: string;
   /** The service (or part) that refused it. */
@@ -48,7 +48,7 @@ export interface ClosedRefusal {
 
 /**
  * Records a refusal, in a statement of its own as the program's user: the
- * refused transaction was rolled back, and the sandbox's services may no
+ * refused transaction was rolled back, and the tenant's services may no
  * longer write anything of it.
  */
 export async function recordClosedRefusal(

@@ -1,8 +1,8 @@
 /**
  * The one way to work as a service: a transaction that begins with
- * `SET LOCAL ROLE <service>` and names the sandbox it works in. PostgreSQL
+ * `SET LOCAL ROLE <service>` and names the tenant it works in. PostgreSQL
  * enforces the rest: the role reaches its own schema only, and row-level
- * security shows it only the rows of that sandbox.
+ * security shows it only the rows of that tenant.
  */
 import { inSpan, tracing } from "../trace/mod.ts";
 import type postgres from "postgres";
@@ -14,7 +14,7 @@ import {
 } from "./closed.ts";
 import { isConnectionError, reserveWatched } from "./reserved.ts";
 
-/** Whose rows a transaction may see: one sandbox, or all (relays, consumers). */
+/** Whose rows a transaction may see: one tenant, or all (relays, consumers). */
 export type Scope = { sandboxId: string } | "workers";
 
 /** A service transaction: the handle, and who it works as. */
@@ -36,7 +36,7 @@ const SERVICE_NAME = /^[a-z][a-z_]{1,30}$/;
 /**
  * Runs `fn` in one transaction as `service`, inside `scope`. The transaction
  * commits when `fn` resolves and rolls back when it throws. A transaction
- * in a sandbox whose wipe has begun is refused as it begins, with
+ * in a tenant whose wipe has begun is refused as it begins, with
  * {@link SandboxClosed} (lib/db/closed.ts).
  *
  * @example
@@ -98,7 +98,7 @@ export async function asService<T>(
     throw new TypeError(`not a service name: ${JSON.stringify(service)}`);
   }
   // Bookkeeping reads only through partial indexes of pending rows. The
-  // planner cannot know that the sandbox policy lets a worker see every row
+  // planner cannot know that the tenant policy lets a worker see every row
   // (it guesses 0.5 %), so it would seq-scan and sort the whole backlog to
   // claim 100 rows, a hundred times slower than by the index. Those
   // switches price a plan that must sort at 10^10, which would make
@@ -106,7 +106,7 @@ export async function asService<T>(
   // longer than the statement runs: bookkeeping runs with jit off. (The
   // figures: bench/HISTORY.md, "Figures that were in the code's comments".)
   const bk = options.bookkeeping ?? false;
-  // A span for a service's own transaction in a sandbox (a command, a
+  // A span for a service's own transaction in a tenant (a command, a
   // receiver's apply); the workers' would only bury those under their own.
   if (tracing && !bk && !options.traced && scope !== "workers") {
     return await inSpan(`transaction ${service}`, {
@@ -124,14 +124,14 @@ export async function asService<T>(
       : "begin",
     (tx) => {
       // set_config(..., true) is SET LOCAL with a bound value: the role, the
-      // sandbox and the scope end with the transaction. Bookkeeping also
+      // tenant and the scope end with the transaction. Bookkeeping also
       // sets its four switches; other transactions leave them alone.
-      // A sandbox's transaction passes its gate here, in the same round
-      // trip: one look at the sandbox's row, refused once its wipe has
+      // A tenant's transaction passes its gate here, in the same round
+      // trip: one look at the tenant's row, refused once its wipe has
       // begun. The wipe waits for every transaction that began before it
-      // closed the sandbox (services/wipe.ts), so none that passed the
+      // closed the tenant (services/wipe.ts), so none that passed the
       // gate writes after the wipe has deleted. Workers' transactions
-      // span sandboxes: their claims leave the closed ones instead.
+      // span tenants: their claims leave the closed ones instead.
       // The look is inline, not platform.enter_sandbox (the same rule):
       // a security definer function with its own search_path took about
       // 20 us a call, the inline look about 2. Its privileges are the
@@ -177,7 +177,7 @@ export async function asService<T>(
 
 /**
  * Runs `fn` in one transaction as the pool's own user, with no role or
- * sandbox set: for the platform's own jobs that reach every schema (the
+ * tenant set: for the platform's own jobs that reach every schema (the
  * daily wipe). Commits when `fn` resolves, rolls back when it throws, and
  * fails with {@link ConnectionLost} as a service transaction does.
  */
@@ -327,7 +327,7 @@ export function serviceStatement<R extends readonly postgres.MaybeRow[]>(
 
 /**
  * A transaction of the relay's or consumers' bookkeeping: as `service`, for
- * every sandbox, committed without waiting for the WAL flush (see the
+ * every tenant, committed without waiting for the WAL flush (see the
  * `bookkeeping` option of {@link asService} for why that loses nothing).
  */
 export function asBookkeeper<T>(

@@ -8,8 +8,8 @@
  * - `duplicateDeliveries`: every request is sent twice in a row; the
  *   consumer gets the second answer, within its one timeout.
  *
- * The sandbox is read from the envelope the request carries, only while
- * some sandbox has one of the switches on.
+ * The tenant is read from the envelope the request carries, only while
+ * some tenant has one of the switches on.
  */
 import { AnswerLost, type Dispatcher } from "../queue/transport.ts";
 import { type FaultReader, isOn } from "./switches.ts";
@@ -62,8 +62,8 @@ export function faultyDispatcher(dispatcher: Send, faults: FaultReader): Send {
 }
 
 /**
- * The sandbox of the envelope a request carries, or of a batch's first (a
- * batch is one sandbox's), if it names one.
+ * The tenant of the envelope a request carries, or of a batch's first (a
+ * batch is one tenant's), if it names one.
  */
 async function sandboxOf(request: Request): Promise<string | undefined> {
   try {

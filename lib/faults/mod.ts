@@ -1,5 +1,5 @@
 /**
- * Fault switches, per sandbox (switches.ts), and the decorators that obey
+ * Fault switches, per tenant (switches.ts), and the decorators that obey
  * them: a faulty transport (queue.ts), a faulty dispatcher (dispatcher.ts)
  * and a faulty receiver (receiver.ts). A switch acts in the running code,
  * around the hot path, never as a branch inside it.

@@ -4,12 +4,12 @@
  * a publish that fails for some messages, or that succeeds without the
  * relay getting to mark the rows, as after a crash.
  *
- * - `queueRefusesSends`: the sandbox's messages are not published; the
+ * - `queueRefusesSends`: the tenant's messages are not published; the
  *   relay records the failure and retries them.
  * - `crashBeforeMark`: they are published, then the relay stops before it
  *   marks their rows; the lease runs out and they are published again.
  *
- * Sandboxes with either switch on are `diverted`: the relay's shortcut
+ * Tenants with either switch on are `diverted`: the relay's shortcut
  * into the PostgreSQL queue, which never calls `publish`, leaves their rows
  * to the long way, where this decorator acts.
  */
@@ -23,7 +23,7 @@ import { type FaultReader, isOn } from "./switches.ts";
 
 /** Fault switches of the transport, as the relay meets them. */
 export const RELAY_FAULTS = {
-  /** The queue refuses the publish of this sandbox's messages. */
+  /** The queue refuses the publish of this tenant's messages. */
   queueRefusesSends: "queueRefusesSends",
   /** The relay "crashes" after publishing, before marking published. */
   crashBeforeMark: "crashBeforeMark",
@@ -35,7 +35,7 @@ const NAMES = Object.values(RELAY_FAULTS);
 export const REFUSED_SEND =
   "the queue refused the send (queueRefusesSends fault)";
 
-/** `queue`, obeying the relay's fault switches of each message's sandbox. */
+/** `queue`, obeying the relay's fault switches of each message's tenant. */
 export function faultyQueue(
   queue: Queue,
   faults: FaultReader,

@@ -1,19 +1,19 @@
 /**
- * Fault switches: named, per sandbox, stored in `platform.faults`, and read
+ * Fault switches: named, per tenant, stored in `platform.faults`, and read
  * at run time by the decorators of this folder, which wrap the transport,
  * the dispatcher and the receivers' handlers.
  */
 import type { Fragment, Sql, TxSql } from "../db/connect.ts";
 import { isSandboxClosedError, SandboxClosed } from "../db/closed.ts";
 
-/** The switches each sandbox has on: sandbox id -> names. */
+/** The switches each tenant has on: tenant id -> names. */
 export type ActiveFaults = Map<string, Set<string>>;
 
 /** Reads the switches that are on. */
 export interface FaultReader {
-  /** The switches that are on for these sandboxes. */
+  /** The switches that are on for these tenants. */
   (sandboxIds: string[]): Promise<ActiveFaults>;
-  /** Every sandbox that has one of `names` on. */
+  /** Every tenant that has one of `names` on. */
   sandboxesWith(names: readonly string[]): Promise<string[]>;
   /**
    * The same, as a subquery for a statement of the caller's. Read in that
@@ -108,8 +108,8 @@ export function isOn(active: ActiveFaults, sandboxId: string, name: string) {
 }
 
 /**
- * Turns a switch on or off for one sandbox; {@link SandboxClosed} once the
- * sandbox's wipe has begun (the gate of lib/db/service.ts, in the insert).
+ * Turns a switch on or off for one tenant; {@link SandboxClosed} once the
+ * tenant's wipe has begun (the gate of lib/db/service.ts, in the insert).
  */
 export async function setFault(
   sql: Sql,

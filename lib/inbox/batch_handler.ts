@@ -12,7 +12,7 @@
  * | 500                      | the transaction failed: nothing applied,  |
  * |                          | or the inbox answers it on the retry      |
  *
- * A batch of a sandbox whose wipe has begun is answered 200, each message
+ * A batch of a tenant whose wipe has begun is answered 200, each message
  * 422, and each refusal recorded in `platform.closed_refusals`.
  *
  * The step from parsed envelopes to the answer is a `BatchReceiver`, which
@@ -122,7 +122,7 @@ function batchReceiver(options: InboxBatchHandlerOptions): BatchReceiver {
 }
 
 /**
- * A batch of a sandbox being wiped (or wiped): nothing of it is applied.
+ * A batch of a tenant being wiped (or wiped): nothing of it is applied.
  * Each message is refused (422: dead at once), and each refusal is a row
  * that the wipe keeps.
  */

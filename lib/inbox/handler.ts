@@ -95,7 +95,7 @@ function inboxReceiver(options: InboxHandlerOptions): Receiver {
     } catch (error) {
       if (error instanceof NotYet) return json(409, { reason: error.message });
       if (error instanceof SandboxClosed) {
-        // Nothing of a sandbox being wiped is applied; the refusal is kept
+        // Nothing of a tenant being wiped is applied; the refusal is kept
         // where the wipe leaves it, and the delivery is dead at once.
         await refuseClosed(options, envelope, error);
         return json(422, { reason: error.message });
@@ -112,7 +112,7 @@ function inboxReceiver(options: InboxHandlerOptions): Receiver {
   };
 }
 
-/** Records that `envelope`, of a closed sandbox, was refused, and why. */
+/** Records that `envelope`, of a closed tenant, was refused, and why. */
 export async function refuseClosed(
   options: Pick<InboxHandlerOptions, "sql" | "service">,
   envelope: Envelope,

@@ -101,7 +101,7 @@ export function horizonReason(options: ReceiveOptions) {
  * statement that goes out together with the COMMIT. Nothing else is sent:
  * no look-up before `apply`, no savepoint, no update of the answer after. A
  * receiver that awaits its one-statement effect costs two round trips
- * (BEGIN, role, sandbox and the effect; the inbox row with the COMMIT); one
+ * (BEGIN, role, tenant and the effect; the inbox row with the COMMIT); one
  * that gives it as a statement ({@link inStatement}) costs one: the effect
  * and the inbox row are one statement, sent with BEGIN and COMMIT, and the
  * answer is computed in it.

@@ -8,7 +8,7 @@
  *   has come, by the relay: into the PostgreSQL queue, its row deleted in
  *   the transaction that stores its messages and deliveries (the relay's
  *   shortcut, lib/relay/move.ts); over any other transport (JetStream), and
- *   for a sandbox with a relay fault on, by a claim, to `claimed`.
+ *   for a tenant with a relay fault on, by a claim, to `claimed`.
  * - `claimed`: a relay holds the lease. Moved out by that relay (deleted
  *   once the transport has the message, or back to `pending` after a
  *   failed publish), or by another relay's claim or move once the lease has

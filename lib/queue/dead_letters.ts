@@ -3,8 +3,8 @@
  * again; the attempt history stays), refuse (the obligation is closed with
  * a reason, an actor and a time), or supersede (a corrected copy goes under
  * a new message id, and the original is refused). Nothing here deletes a
- * row or edits an envelope. Every call acts inside one sandbox: another
- * sandbox's dead letters do not match. Dead letters fall in failure groups:
+ * row or edits an envelope. Every call acts inside one tenant: another
+ * tenant's dead letters do not match. Dead letters fall in failure groups:
  * subscriber, event type and the pattern of the last error
  * (queue.error_pattern, migrations/0005_console_ops.sql).
  */
@@ -219,7 +219,7 @@ export interface FailureGroup {
   lastDeadAt: string;
 }
 
-/** The sandbox's failure groups, largest first. */
+/** The tenant's failure groups, largest first. */
 export async function failureGroups(
   sql: Sql,
   sandboxId: string,
@@ -279,7 +279,7 @@ export interface Superseded {
  * subscriber, linked to the original (queue.supersessions); the original
  * is refused with the reason "superseded by <new id>". The original
  * envelope is not touched. Returns null when `id` is not a dead letter of
- * the sandbox; throws {@link TooManySupersessions} when its line is full.
+ * the tenant; throws {@link TooManySupersessions} when its line is full.
  * Runs in the caller's queue transaction; the caller validates `payload`
  * against the event type's schema, and may ask the receiver first whether
  * it applied the dead letter after all (lib/inbox `appliedOf`).

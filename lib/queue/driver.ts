@@ -63,7 +63,7 @@ export interface Transport {
   readonly redriveRepublishes: boolean;
   /** Builds (does not start) a process's consumer loops. */
   consumers(context: ConsumeContext): Promise<Consumers>;
-  /** Drops for good what it holds of these sandboxes (their wipe). */
+  /** Drops for good what it holds of these tenants (their wipe). */
   forget(
     sandboxIds: readonly string[],
     subscribers: readonly string[],

@@ -1,13 +1,13 @@
 /**
- * One consumer process's share of the work between sandboxes: how many
- * deliveries of each sandbox it holds, where its next round of claims
+ * One consumer process's share of the work between tenants: how many
+ * deliveries of each tenant it holds, where its next round of claims
  * starts, and the deliveries it left running when they were too slow to
  * wait for.
  *
- * Three rules keep one sandbox from slowing another:
- * - claims go round-robin across sandboxes (lib/queue/postgres/deliveries_sql.ts);
- * - a process holds at most `perSandbox` deliveries of one sandbox, and at
- *   most `perLane` of one sandbox for one subscriber (a lane), so a sandbox
+ * Three rules keep one tenant from slowing another:
+ * - claims go round-robin across tenants (lib/queue/postgres/deliveries_sql.ts);
+ * - a process holds at most `perSandbox` deliveries of one tenant, and at
+ *   most `perLane` of one tenant for one subscriber (a lane), so a tenant
  *   whose receiver is slow fills part of the process, never all, and part
  *   of its own share, so that its other receivers still get theirs;
  * - a delivery still running `stragglerMs` after its batch started is left
@@ -16,11 +16,11 @@
  *   slowest delivery, which a slow receiver holds up to the delivery timeout.
  *
  * The share is per process: several processes may each hold `perSandbox` of
- * one sandbox, which is what keeps every process's consumers free for the
- * other sandboxes. What the process may take no more of ({@link
+ * one tenant, which is what keeps every process's consumers free for the
+ * other tenants. What the process may take no more of ({@link
  * FairShare.closed}) is left by its consumers' claims and by its relay's
  * handoffs alike: a handoff is held from the moment it is handed over, so a
- * sandbox whose receiver is slow cannot fill its whole share through the
+ * tenant whose receiver is slow cannot fill its whole share through the
  * relay, with its other receivers' deliveries left waiting behind it.
  * Claims in one process take turns ({@link FairShare.claiming}): each
  * sees what the one before it took, so the caps hold.
@@ -28,7 +28,7 @@
 
 /** Settings of a {@link FairShare}. */
 export interface FairShareOptions {
-  /** Deliveries of one sandbox that the process holds at most at once. */
+  /** Deliveries of one tenant that the process holds at most at once. */
   perSandbox: number;
   /** Of those, deliveries to one subscriber (a lane). */
   perLane: number;
@@ -45,7 +45,7 @@ export interface HeldLanes {
   counts: number[];
 }
 
-/** (sandbox, subscriber) pairs, as two parallel lists (for unnest in SQL). */
+/** (tenant, subscriber) pairs, as two parallel lists (for unnest in SQL). */
 export interface LaneList {
   sandboxIds: string[];
   subscribers: string[];
@@ -55,7 +55,7 @@ export interface LaneList {
 export interface Closed {
   /** Lanes held in full, and lanes paused (always full). */
   lanes: LaneList;
-  /** Sandboxes held in full: their whole share. */
+  /** Tenants held in full: their whole share. */
   sandboxIds: string[];
 }
 
@@ -66,7 +66,7 @@ export const NOTHING_HELD: HeldLanes = {
   counts: [],
 };
 
-/** Nothing closed: every lane and sandbox may be taken. */
+/** Nothing closed: every lane and tenant may be taken. */
 export const NOTHING_CLOSED: Closed = {
   lanes: { sandboxIds: [], subscribers: [] },
   sandboxIds: [],
@@ -83,9 +83,9 @@ export class FairShare {
   readonly perLane: number;
   readonly maxDetached: number;
   readonly stragglerMs: number;
-  /** The sandbox after which the next claim's round starts. */
+  /** The tenant after which the next claim's round starts. */
   after: string | null = null;
-  /** Held deliveries per lane, keyed by sandbox id and subscriber. */
+  /** Held deliveries per lane, keyed by tenant id and subscriber. */
   #held = new Map<string, { lane: Lane; n: number }>();
   #detached = 0;
   #running = new Set<Promise<void>>();
@@ -103,7 +103,7 @@ export class FairShare {
    * Runs `claim` once the process's claims before it are done, and holds
    * what it took before the next one starts. Two claims that ran at once
    * would both read the same held counts, and a slow lane could then fill
-   * its sandbox's whole share, two claims' worth at a time. A claim is one
+   * its tenant's whole share, two claims' worth at a time. A claim is one
    * statement, a few milliseconds, so the wait is short.
    */
   claiming<T extends { claimed: readonly Lane[] }>(
@@ -143,7 +143,7 @@ export class FairShare {
   }
 
   /**
-   * True when the process holds all it may of `d`'s sandbox or lane: a
+   * True when the process holds all it may of `d`'s tenant or lane: a
    * claim may then have left due deliveries of it behind, to be claimed as
    * soon as some of these are finished.
    */
@@ -170,7 +170,7 @@ export class FairShare {
 
   /**
    * What this process may take no more of now: the lanes it holds in full,
-   * the `paused` lanes beside them (lib/queue/pauses.ts), and the sandboxes
+   * the `paused` lanes beside them (lib/queue/pauses.ts), and the tenants
    * it holds its whole share of. Both the claim and a move's handoff leave
    * these.
    */

@@ -3,7 +3,7 @@
  * PostgreSQL tables (lib/queue/postgres, the default) or NATS JetStream
  * (lib/queue/jetstream). What both share lives here: the deliveries'
  * states, how a consumer sends and judges an answer, the fair share between
- * sandboxes, dead letters (redrive and refuse) and the closure audit.
+ * tenants, dead letters (redrive and refuse) and the closure audit.
  */
 export { classify, type Outcome, retryDelay } from "./classify.ts";
 export { QUEUE_CHANNEL } from "./channel.ts";

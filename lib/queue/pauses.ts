@@ -1,6 +1,6 @@
 /**
- * Paused subscribers, per sandbox, stored in `queue.pauses`. While a
- * (sandbox, subscriber) pair is paused its deliveries wait as they are:
+ * Paused subscribers, per tenant, stored in `queue.pauses`. While a
+ * (tenant, subscriber) pair is paused its deliveries wait as they are:
  * pending, not attempted, not counted as failures, never dead. The
  * PostgreSQL queue's claim leaves them (postgres/deliveries_sql.ts), the
  * relay's move hands none of them over (postgres/store_sql.ts), and a
@@ -20,7 +20,7 @@ export type PausedLanes = LaneList;
 
 /** Reads the paused pairs. */
 export interface PauseReader {
-  /** Every paused (sandbox, subscriber) pair. */
+  /** Every paused (tenant, subscriber) pair. */
   (): Promise<PausedLanes>;
   /** True when `subscriber` is paused in `sandboxId`. */
   isPaused(sandboxId: string, subscriber: string): Promise<boolean>;
@@ -162,7 +162,7 @@ export interface PauseChange {
 }
 
 /**
- * Pauses or resumes `subscriber` in one sandbox, with an audit row of who
+ * Pauses or resumes `subscriber` in one tenant, with an audit row of who
  * and when (`queue.pause_actions`) when the state changes, in one
  * transaction. A resume sends {@link RESUME_HINT}, so that every process
  * looks at the waiting deliveries at once.

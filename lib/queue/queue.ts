@@ -16,12 +16,12 @@ export interface OutgoingMessage {
   envelope: Envelope;
 }
 
-/** The sandboxes a queue diverts from the relay's shortcut, two ways. */
+/** The tenants a queue diverts from the relay's shortcut, two ways. */
 export interface Diverted {
-  /** As they are now: the sandboxes whose rows the long way claims. */
+  /** As they are now: the tenants whose rows the long way claims. */
   list(): Promise<string[]>;
   /**
-   * As a subquery of sandbox ids that the shortcut runs in its own
+   * As a subquery of tenant ids that the shortcut runs in its own
    * statement: a switch turned on before a row was written is then always
    * seen, where a list read before the statement can be a moment old.
    */
@@ -36,7 +36,7 @@ export interface Queue {
    */
   publish(messages: OutgoingMessage[]): Promise<number>;
   /**
-   * The sandboxes whose messages must come through `publish`: a decorator
+   * The tenants whose messages must come through `publish`: a decorator
    * acts on them (lib/faults), so the relay's shortcut leaves their rows.
    */
   diverted?: Diverted;

@@ -2,7 +2,7 @@
  * The relay: what a service owes goes from its outbox to the transport.
  * Into the PostgreSQL queue, due rows are moved in one transaction
  * (`PgMove`, the relay's shortcut); to any other transport (JetStream), and
- * for sandboxes with a relay fault on, rows are claimed with a lease,
+ * for tenants with a relay fault on, rows are claimed with a lease,
  * published, then deleted (`relayOnce` takes both paths). Rows parked by the
  * loop guard wait until the sender's next command or an operator's release
  * (`releaseParked`).

@@ -22,7 +22,7 @@ export interface Moved {
   rows: number;
   /** Of those, messages the queue did not have yet. */
   published: number;
-  /** The sandboxes of the rows moved. */
+  /** The tenants of the rows moved. */
   sandboxIds: string[];
   /** Seconds from each row's creation to its publish. */
   lagSeconds: number[];
@@ -42,9 +42,9 @@ export interface Moved {
 
 export interface MoveOptions {
   /**
-   * Sandboxes whose rows are left to the long way (claim, publish, mark):
+   * Tenants whose rows are left to the long way (claim, publish, mark):
    * those the queue diverts, where a decorator acts (lib/faults). A
-   * subquery of sandbox ids (`Diverted.query`), run in the move's own
+   * subquery of tenant ids (`Diverted.query`), run in the move's own
    * snapshot: a switch turned on before a row was written is always seen,
    * where a list read before the move could be a moment old.
    */

@@ -48,7 +48,7 @@ export interface MoveStatement {
   /** Move slots of this outbox (see PgMove's `slots`). */
   slots: number;
   routes: Routes;
-  /** Sandboxes whose rows are left to the long way, as a subquery. */
+  /** Tenants whose rows are left to the long way, as a subquery. */
   skip?: (sql: TxSql) => Fragment;
   /** Skip message ids the queue has already (slower; see PgMove). */
   repeats: boolean;

@@ -1,7 +1,7 @@
 /**
  * Queries on a service's outbox for the relay: claim with a lease, delete
  * what was published, and record a failed publish. Each runs in its own transaction as
- * the service, for every sandbox; marking and failing are fenced by the lease.
+ * the service, for every tenant; marking and failing are fenced by the lease.
  * And an operator's release of parked rows, in the caller's transaction.
  */
 import type { Fragment, Sql, TxSql } from "../db/connect.ts";
@@ -18,20 +18,20 @@ export interface ClaimOptions {
   owner: string;
   limit: number;
   leaseMs: number;
-  /** Only rows of these sandboxes. */
+  /** Only rows of these tenants. */
   sandboxIds?: readonly string[];
-  /** Automatic re-arms allowed per sandbox and UTC day (default 100). */
+  /** Automatic re-arms allowed per tenant and UTC day (default 100). */
   guardLimit?: number;
 }
 
 export interface Claimed {
   rows: ClaimedRow[];
-  /** Sandboxes whose taken-over rows were parked by the loop guard. */
+  /** Tenants whose taken-over rows were parked by the loop guard. */
   parked: string[];
 }
 
 /**
- * Automatic re-arms the loop guard allows per sandbox and UTC day, unless
+ * Automatic re-arms the loop guard allows per tenant and UTC day, unless
  * the relay is given another limit: a publish that fails every
  * RELAY_RETRY_MS (30 s) uses 100 in under an hour, then the rows wait.
  */
@@ -43,12 +43,12 @@ export const LEASE_RAN_OUT =
 
 /**
  * Which rows of an outbox (aliased `o`) a relay takes: those due, and with
- * them what a sandbox still owes once it has sent something new. Rows that
+ * them what a tenant still owes once it has sent something new. Rows that
  * wait for a retry, or that the loop guard parked, go as soon as their
- * sandbox's next message does, oldest first, in the same batch: each new
+ * tenant's next message does, oldest first, in the same batch: each new
  * command of a sender also retries what it owes. The relay does this, not
  * the command, so that an order pays for its own row alone
- * (bench/HISTORY.md). The new rows' sandboxes are looked up only when a
+ * (bench/HISTORY.md). The new rows' tenants are looked up only when a
  * waiting row is met, through the retry index.
  */
 export function dueOrOwed(sql: TxSql, service: string): Fragment {
@@ -70,7 +70,7 @@ export function dueOrOwed(sql: TxSql, service: string): Fragment {
  * The loop guard counts takeovers. A row still claimed when its lease ran
  * out was published, or tried, by a relay that never marked it: it crashed
  * in between, or the "crashes before marking" fault stopped it. Taking it
- * over re-arms it as a failed publish does, so each sandbox with such rows
+ * over re-arms it as a failed publish does, so each tenant with such rows
  * spends one re-arm of its daily allowance per claim; over the allowance
  * its taken-over rows are parked instead of claimed (pending, next attempt
  * at infinity, one attempt more so that the service's next command flushes
@@ -179,17 +179,17 @@ export interface FailedPublish {
   sandboxIds: string[];
   error: string;
   retryMs: number;
-  /** Automatic re-arms allowed per sandbox and UTC day. */
+  /** Automatic re-arms allowed per tenant and UTC day. */
   guardLimit: number;
 }
 
 /**
  * Records a failed publish: the rows stay, attempts + 1, the error kept, the
- * next attempt set. Each affected sandbox spends one re-arm of its daily
- * allowance; a sandbox over the allowance gets its rows parked (next attempt
+ * next attempt set. Each affected tenant spends one re-arm of its daily
+ * allowance; a tenant over the allowance gets its rows parked (next attempt
  * at infinity) until the service's next command flushes them or an operator
  * releases them ({@link releaseParkedIn}).
- * Returns the sandboxes whose rows were parked.
+ * Returns the tenants whose rows were parked.
  */
 export async function failPublish(
   sql: Sql,
@@ -255,7 +255,7 @@ export interface ParkedTarget {
 /**
  * Makes the parked rows of `service`'s outbox that match `target` due now,
  * in the caller's transaction, whose role may update the outbox (the relay)
- * and whose sandbox policy decides whose rows it sees. Fenced: only rows
+ * and whose tenant policy decides whose rows it sees. Fenced: only rows
  * still parked change, so a row that a command flushed meanwhile, or that
  * was published (and so deleted), is not counted. Attempts and the last error stay, so the
  * row still says why it waited; should the publish fail again, the guard,

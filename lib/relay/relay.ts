@@ -5,7 +5,7 @@
  * are moved in one transaction (move.ts): deleted from the outbox with
  * their messages and deliveries stored, both or neither.
  *
- * To any other transport (JetStream), and for the rows of sandboxes with a
+ * To any other transport (JetStream), and for the rows of tenants with a
  * relay fault on, the long way:
  *
  * 1. Claim due rows (a lease, in the service's transaction, committed).
@@ -67,7 +67,7 @@ export interface RelayOptions {
    */
   parallel?: number;
   leaseMs?: number;
-  /** Automatic re-arms per sandbox and UTC day before the guard parks rows. */
+  /** Automatic re-arms per tenant and UTC day before the guard parks rows. */
   guardLimit?: number;
   /** Seconds from a message's creation to its publish, per published row. */
   observeLag?: (seconds: number, service: string) => void;
@@ -76,7 +76,7 @@ export interface RelayOptions {
 /**
  * One round for one service. With a shortcut (the PostgreSQL transport,
  * in the same database) a batch is moved in one transaction; the rows of
- * the sandboxes the queue diverts (a fault switch acts on them, see
+ * the tenants the queue diverts (a fault switch acts on them, see
  * lib/faults), and every row with another transport, go the long way:
  * claim, publish, mark.
  */
@@ -150,7 +150,7 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
   };
 }
 
-/** One claim-publish-mark round, for rows of `only` these sandboxes if set. */
+/** One claim-publish-mark round, for rows of `only` these tenants if set. */
 async function claimPublishMark(
   options: RelayOptions,
   only?: readonly string[],
@@ -252,7 +252,7 @@ async function fail(options: RelayOptions, rows: ClaimedRow[], error: string) {
   alarmGuard(options, parked);
 }
 
-/** One alarm per sandbox whose rows the loop guard parked. */
+/** One alarm per tenant whose rows the loop guard parked. */
 function alarmGuard({ service, log }: RelayOptions, parked: string[]) {
   for (const sandboxId of parked) {
     log.error("alarm_guard", {

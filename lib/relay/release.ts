@@ -1,8 +1,8 @@
 /**
  * An operator's way out of the loop guard. The guard parks the rows of a
- * sandbox whose automatic re-arms for the day are used up (next attempt at
+ * tenant whose automatic re-arms for the day are used up (next attempt at
  * infinity, lib/relay/outbox_sql.ts); a command of the same service in the
- * same sandbox flushes them, but a sender that never acts again would keep
+ * same tenant flushes them, but a sender that never acts again would keep
  * them for ever. A release makes them due now, and wakes the relay.
  */
 import type { Sql, TxSql } from "../db/connect.ts";
@@ -23,7 +23,7 @@ export interface Released {
 }
 
 export interface ReleaseOptions {
-  /** Whose rows: the release sees and changes this sandbox's rows only. */
+  /** Whose rows: the release sees and changes this tenant's rows only. */
   sandboxId: string;
   /** The services whose outboxes to look in. */
   services: readonly string[];
@@ -33,14 +33,14 @@ export interface ReleaseOptions {
    * Runs in the release's transaction once the rows are released, before
    * it commits: the caller's record of the action (an operator log line),
    * so that a release without its record cannot commit. The transaction is
-   * the relay's role, inside the sandbox.
+   * the relay's role, inside the tenant.
    */
   record?: (sql: TxSql, released: Released) => Promise<void>;
 }
 
 /**
  * Releases the parked rows of `services`' outboxes that match `target`,
- * inside one sandbox, in one transaction: due now, attempts and last error
+ * inside one tenant, in one transaction: due now, attempts and last error
  * kept, only rows that are still parked (see {@link releaseParkedIn}). Once
  * it has committed, the relay of each service with a released row is woken
  * (the pool's waker, or a NOTIFY at commit where the pool has none), so the

@@ -1,7 +1,7 @@
 /**
- * A change feed for live views: workers say which sandboxes a batch changed
+ * A change feed for live views: workers say which tenants a batch changed
  * (one NOTIFY per batch, not per row), and every web process fans that out
- * to the pages open on those sandboxes. Like every notification, it is a
+ * to the pages open on those tenants. Like every notification, it is a
  * hint: a page that missed one catches up on the next.
  */
 import type { Sql } from "../db/connect.ts";
@@ -10,7 +10,7 @@ import { Listener } from "./listener.ts";
 
 export const CHANGES_CHANNEL = "changes";
 
-/** Tells every web process that these sandboxes changed. */
+/** Tells every web process that these tenants changed. */
 export async function notifyChanged(sql: Sql, sandboxIds: string[]) {
   if (sandboxIds.length === 0) return;
   // 100 ids of 36 characters stay far under NOTIFY's 8000-byte payload limit.

@@ -12,7 +12,7 @@ export interface TickResult {
   more: boolean;
   /** When the earliest waiting row becomes due, if known. */
   nextDueAt?: Date;
-  /** Sandboxes whose rows this tick changed (for live views). */
+  /** Tenants whose rows this tick changed (for live views). */
   touched?: string[];
 }
 
@@ -21,7 +21,7 @@ export interface LoopOptions {
   tick: () => Promise<TickResult>;
   pollMs: number;
   log: Logger;
-  /** Called after a tick that changed rows of these sandboxes. */
+  /** Called after a tick that changed rows of these tenants. */
   onTouched?: (sandboxIds: string[]) => void;
 }
 

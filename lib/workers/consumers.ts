@@ -2,7 +2,7 @@
  * The consumer loops of one process, as its transport builds them
  * (lib/queue/driver.ts: the PostgreSQL queue's claims, reached through this
  * process's hand-off buffer, local_queue.ts; or the broker's consumers);
- * the process's fair share between sandboxes (lib/queue/fair_share.ts);
+ * the process's fair share between tenants (lib/queue/fair_share.ts);
  * and the closure audit beside them.
  */
 import type { Sql } from "../db/connect.ts";
@@ -41,7 +41,7 @@ export interface ConsumerLoopsOptions
 export interface ConsumerLoops {
   /** Every loop: the transport's consumers, and the audit. */
   loops: Loop[];
-  /** The process's share between sandboxes, which its relays' handoffs keep. */
+  /** The process's share between tenants, which its relays' handoffs keep. */
   share: FairShare;
   /** Wakes the transport's republisher of redrives, where it has one. */
   wakeRepublisher?: () => void;
@@ -63,10 +63,10 @@ export async function consumerLoops(
     options.onTouched?.(ids);
   };
   // The share counts requests, not claims: a claim takes up to 100, but a
-  // sandbox may hold half of the consumers' requests' worth (20 with the
+  // tenant may hold half of the consumers' requests' worth (20 with the
   // default 4 consumers), and half of that for one subscriber, and as many
-  // may be left running as stragglers. Counted in claims, one sandbox's
-  // slow receiver held every consumer and another sandbox's message
+  // may be left running as stragglers. Counted in claims, one tenant's
+  // slow receiver held every consumer and another tenant's message
   // waited 4 s (tests/fairness_test.ts). A batch waits 250 ms for its
   // slowest deliveries: longer than a delivery takes on a loaded machine,
   // far shorter than a slow receiver's timeout.
@@ -93,7 +93,7 @@ export async function consumerLoops(
     onFullBatch: () => local.hint(),
     share,
     pauses: options.pauses,
-    // Stragglers recorded: their sandbox may have rows it was held back
+    // Stragglers recorded: their tenant may have rows it was held back
     // from, and live views show the change.
     onLateFinished: (ids) => {
       touched(ids);

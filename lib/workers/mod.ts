@@ -69,9 +69,9 @@ export interface MessagingOptions {
    * bench/HISTORY.md).
    */
   auditDelayMs?: number;
-  /** The process's share between sandboxes (see consumers.ts). */
+  /** The process's share between tenants (see consumers.ts). */
   fairShare?: Partial<FairShareOptions>;
-  /** Called after a batch changed rows of these sandboxes (live views). */
+  /** Called after a batch changed rows of these tenants (live views). */
   onTouched?: (sandboxIds: string[]) => void;
   observeLag?: (seconds: number, service: string) => void;
   observeDelivered?: (seconds: number, subscriber: string) => void;
@@ -87,7 +87,7 @@ export interface Messaging {
   wakeRelay(service: string): boolean;
   wakeConsumers(): void;
   /**
-   * Drops, for good, what the transport holds of these sandboxes (their
+   * Drops, for good, what the transport holds of these tenants (their
    * wipe, once they are closed to work): over JetStream their messages in
    * the stream and their lanes' consumers. The PostgreSQL queue holds
    * nothing but rows, which the wipe deletes.

@@ -39,7 +39,7 @@ export interface RelayLoopsOptions {
   pauses?: PauseReader;
   /**
    * The consumers' share (lib/queue/fair_share.ts): nothing is handed over
-   * to a lane or sandbox it holds in full, and what is handed over is held.
+   * to a lane or tenant it holds in full, and what is handed over is held.
    * Without it (no consumers here), nothing is handed over.
    */
   share?: FairShare;

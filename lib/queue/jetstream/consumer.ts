@@ -1,6 +1,6 @@
 /**
  * The JetStream consumer of one subscriber in one process: it takes the
- * subscriber's messages lane by lane (a durable consumer per sandbox,
+ * subscriber's messages lane by lane (a durable consumer per tenant,
  * lanes.ts), records each attempt in PostgreSQL, sends, and answers the
  * broker by the result:
  *
@@ -18,16 +18,16 @@
  * dead delivery is only acknowledged; an open one is sent again, and the
  * receiver's inbox answers a repeat as the first time).
  *
- * Fairness between sandboxes, as the PostgreSQL queue's claims have it
+ * Fairness between tenants, as the PostgreSQL queue's claims have it
  * (lib/queue/fair_share.ts): each tick goes round the lanes that have work,
  * starting after the lane it started last, and fetches from each no more
- * than the process's share leaves it (`perLane` of one sandbox for one
- * subscriber, `perSandbox` of one sandbox in all) and the subscriber's
+ * than the process's share leaves it (`perLane` of one tenant for one
+ * subscriber, `perSandbox` of one tenant in all) and the subscriber's
  * window leaves. Fetches and sends run on their own, so a lane whose
- * receiver is slow holds its own share and nothing else: another sandbox's
+ * receiver is slow holds its own share and nothing else: another tenant's
  * message is fetched as soon as its bell rings.
  *
- * Which lanes have work: the bells (a count per sandbox), what a fetch
+ * Which lanes have work: the bells (a count per tenant), what a fetch
  * tells of the lane (each message says how many are left undelivered), the
  * retries this consumer asked for (a nak with a delay is due again then),
  * and the workers' look at every lane each poll (`observe`). A fetch asks
@@ -59,7 +59,7 @@ export interface JetStreamConsumerOptions extends SendOptions {
   sql: Sql;
   subscriber: string;
   stream: JetStream;
-  /** The process's share between sandboxes. */
+  /** The process's share between tenants. */
   share: FairShare;
   /** The consumer's AckWait: the lease of an attempt. */
   ackWaitMs: number;
@@ -74,14 +74,14 @@ export interface JetStreamConsumerOptions extends SendOptions {
    * their statements (default: this consumer's own).
    */
   records?: DeliveryRecords;
-  /** Called after deliveries of these sandboxes were recorded. */
+  /** Called after deliveries of these tenants were recorded. */
   onTouched?: (sandboxIds: string[]) => void;
   /** Paused subscribers: their messages go back unattempted (../pauses.ts). */
   pauses?: PauseReader;
   /**
    * Asks for a tick: a fetch ended, or deliveries were recorded and the
    * share has room again (brokerLoops wakes every subscriber's loop, since
-   * a sandbox's share is one for all its subscribers).
+   * a tenant's share is one for all its subscribers).
    */
   wake?: () => void;
 }
@@ -98,7 +98,7 @@ const BURST_MS = 2;
 /** How long a lane whose fetch failed waits before the next. */
 const FETCH_RETRY_MS = 1000;
 
-/** One sandbox's lane, as this consumer knows it. */
+/** One tenant's lane, as this consumer knows it. */
 interface LaneState {
   sandboxId: string;
   consumer?: Consumer;
@@ -140,7 +140,7 @@ export class JetStreamConsumer {
   /** Messages asked for by open fetches and not yet come. */
   #asked = 0;
   #lanes = new Map<string, LaneState>();
-  /** The sandbox whose lane the last fetch was from. */
+  /** The tenant whose lane the last fetch was from. */
   #after: string | undefined;
   #running = new Set<Promise<void>>();
   #fetches = new Set<Promise<void>>();
@@ -159,7 +159,7 @@ export class JetStreamConsumer {
   }
 
   /**
-   * New messages on a sandbox's lane (a bell): `count` of them, the last at
+   * New messages on a tenant's lane (a bell): `count` of them, the last at
    * stream sequence `seq`, if known. Nothing to do when a fetch of this
    * consumer had that sequence already (the messages came before the bell).
    */
@@ -272,7 +272,7 @@ export class JetStreamConsumer {
     return lane;
   }
 
-  /** What the process holds of a sandbox: for this subscriber, and in all. */
+  /** What the process holds of a tenant: for this subscriber, and in all. */
   #held(sandboxId: string): { lane: number; sandbox: number } {
     const held = this.#options.share.held();
     let lane = 0;

@@ -37,7 +37,7 @@ interface StartedRow {
  * in flight, leased to `owner`, one attempt more. A delivery with no row yet
  * gets one (the relay stores the rows before it publishes, so only a
  * database restored from an older backup lacks them), and so does its
- * message. A message of a sandbox whose wipe has begun starts nothing: a
+ * message. A message of a tenant whose wipe has begun starts nothing: a
  * row of `platform.closed_refusals` says so (the broker may give one late,
  * or again from a lane made again). Returns the deliveries started; a
  * taken message left out is settled (done, dead or refused) and only needs
@@ -117,7 +117,7 @@ export async function startDeliveries(
 }
 
 /**
- * The lanes (subscriber and sandbox) with open deliveries, pending or in
+ * The lanes (subscriber and tenant) with open deliveries, pending or in
  * flight, stored before `before`, and how many each has. Each lane must
  * have its consumer, or its messages wait for no one (a lane whose consumer
  * the server dropped while no worker ran); and the broker must hold at

@@ -1,9 +1,9 @@
 /**
- * Lanes: one durable pull consumer per subscriber and sandbox, so that the
- * consumers can take each sandbox's messages apart, round-robin and up to
+ * Lanes: one durable pull consumer per subscriber and tenant, so that the
+ * consumers can take each tenant's messages apart, round-robin and up to
  * the fair share (consumer.ts). NATS 2.9 gives a consumer one filter
  * subject and no priority groups, so a lane is a consumer of its own,
- * filtered to `<stream>.to.<subscriber>.<sandbox>.*`.
+ * filtered to `<stream>.to.<subscriber>.<tenant>.*`.
  *
  * A lane's consumer is made on demand: by the relay and the republisher
  * before they publish to it (`ensure`), by a consumer whose fetch found it
@@ -12,10 +12,10 @@
  * gives its old messages once more: the settled ones are only
  * acknowledged, deliveries_sql.ts), and the server deletes it after
  * `idleMs` without a fetch (`inactive_threshold`), so that the consumers of
- * sandboxes long done go away.
+ * tenants long done go away.
  *
  * After a publish the relay rings the subscriber's bell (a core NATS
- * message, `<stream>.bell.<subscriber>`, with a count per sandbox and the
+ * message, `<stream>.bell.<subscriber>`, with a count per tenant and the
  * last stream sequence among them): the consumers fetch from those lanes at
  * once, unless they have had that sequence already. A bell may be lost; the workers
  * also list the lanes every poll, with what each has pending.
@@ -34,7 +34,7 @@ import type { StreamNames } from "./stream.ts";
 /** Nanoseconds in a millisecond: JetStream's durations are nanoseconds. */
 const NS = 1_000_000;
 
-/** A subscriber in one sandbox. */
+/** A subscriber in one tenant. */
 export interface LaneKey {
   subscriber: string;
   sandboxId: string;
@@ -51,7 +51,7 @@ export interface LaneInfo extends LaneKey {
 }
 
 /**
- * What a bell says: per sandbox, how many new messages, and the stream
+ * What a bell says: per tenant, how many new messages, and the stream
  * sequence of the last of them.
  */
 export const bellSchema = z.record(
@@ -156,7 +156,7 @@ export class Lanes {
   }
 
   /**
-   * Forgets sandboxes for good (their wipe): their messages are purged from
+   * Forgets tenants for good (their wipe): their messages are purged from
    * the stream, for every subscriber, and their lanes' consumers deleted,
    * so that no lane made again gives them once more. A stream that is gone
    * holds nothing of them.
@@ -206,7 +206,7 @@ export class Lanes {
     });
   }
 
-  /** Tells the subscriber's consumers of new messages in these sandboxes. */
+  /** Tells the subscriber's consumers of new messages in these tenants. */
   ring(subscriber: string, bell: Bell) {
     if (Object.keys(bell).length === 0) return;
     this.#nc.publish(this.#names.bell(subscriber), JSON.stringify(bell));

@@ -22,7 +22,7 @@ export interface BrokerLoopsOptions extends Omit<SendOptions, "owner"> {
   sql: Sql;
   stream: JetStream;
   subscribers: SendOptions["subscribers"];
-  /** The process's share between sandboxes (lib/queue/fair_share.ts). */
+  /** The process's share between tenants (lib/queue/fair_share.ts). */
   share: FairShare;
   ackWaitMs: number;
   pollMs: number;

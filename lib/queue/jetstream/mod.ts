@@ -1,7 +1,7 @@
 /**
  * The NATS JetStream transport behind the `Queue` interface: the relay
  * publishes (lib/queue/jetstream/queue.ts) on the lane of each subscriber
- * and sandbox (lanes.ts), one consumer per subscriber takes its messages
+ * and tenant (lanes.ts), one consumer per subscriber takes its messages
  * from the lanes in turn (consumer.ts, loops.ts), and redrives go back to
  * the broker for one subscriber (redrive.ts). Deliveries, attempts and dead
  * letters are recorded in PostgreSQL as the PostgreSQL queue records them.

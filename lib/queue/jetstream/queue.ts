@@ -4,10 +4,10 @@
  * marks the rows published only when it returns (lib/relay/relay.ts).
  *
  * `publish` makes sure of the lanes of the batch (a consumer per subscriber
- * and sandbox, lanes.ts), sends one JetStream message per delivery on its
+ * and tenant, lanes.ts), sends one JetStream message per delivery on its
  * lane's subject, `Nats-Msg-Id` set to the message id and the subscriber,
  * all of a batch at once, waits for every PubAck, and rings each
- * subscriber's bell with the sandboxes it has new messages of. A PubAck that says duplicate counts as sent: the stream has
+ * subscriber's bell with the tenants it has new messages of. A PubAck that says duplicate counts as sent: the stream has
  * it. A publish that fails or times out fails the batch; the relay keeps the
  * rows and tries again with the same ids, which the duplicate window stores
  * once. Once the broker has them all, it stores the messages and one pending

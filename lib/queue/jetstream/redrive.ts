@@ -3,7 +3,7 @@
  * them the same way, counting `republishes` instead of `redrives`). A redrive makes the dead delivery pending in
  * PostgreSQL and marks it for republishing (lib/queue/dead_letters.ts), in
  * one transaction; this loop then gives the broker the stored envelope again,
- * on the lane of that delivery's subscriber and sandbox only (the other
+ * on the lane of that delivery's subscriber and tenant only (the other
  * receivers do not see it again; lanes.ts), under a fresh broker id (`<message>.<subscriber>.
  * redrive.<n>`, which the duplicate window never swallows) with the
  * envelope's message id unchanged (the receiver's inbox knows it). The mark

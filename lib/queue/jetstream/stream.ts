@@ -1,8 +1,8 @@
 /**
  * The JetStream side of the transport: one stream, named by the caller
  * (NATS_STREAM), holding one message per delivery on the subject
- * `<stream>.to.<subscriber>.<sandbox>.<type>`, and one durable pull consumer
- * per lane (a subscriber and a sandbox), filtered to that lane's subjects
+ * `<stream>.to.<subscriber>.<tenant>.<type>`, and one durable pull consumer
+ * per lane (a subscriber and a tenant), filtered to that lane's subjects
  * and made when the lane first has a message (lanes.ts). Every name is made
  * from the stream's, so that several apps (or test runs) share one NATS
  * server without seeing each other's messages.
@@ -36,22 +36,22 @@ export class StreamNames {
     }
   }
 
-  /** Where a delivery of `type` to `subscriber` in a sandbox is published. */
+  /** Where a delivery of `type` to `subscriber` in a tenant is published. */
   subject(subscriber: string, sandboxId: string, type: string): string {
     return `${this.stream}.to.${subscriber}.${sandboxId}.${type}`;
   }
 
-  /** Everything addressed to a subscriber, in every sandbox. */
+  /** Everything addressed to a subscriber, in every tenant. */
   filter(subscriber: string): string {
     return `${this.stream}.to.${subscriber}.>`;
   }
 
-  /** What a lane's consumer takes: a subscriber's messages of one sandbox. */
+  /** What a lane's consumer takes: a subscriber's messages of one tenant. */
   laneFilter(subscriber: string, sandboxId: string): string {
     return `${this.stream}.to.${subscriber}.${sandboxId}.*`;
   }
 
-  /** Everything addressed to a sandbox, for every subscriber. */
+  /** Everything addressed to a tenant, for every subscriber. */
   sandboxFilter(sandboxId: string): string {
     return `${this.stream}.to.*.${sandboxId}.*`;
   }
@@ -251,7 +251,7 @@ async function ensureStream(
     if (!isNotFound(error)) throw error;
     await jsm.streams.add(stream);
   }
-  // One durable per subscriber for all sandboxes, as before the lanes: it
+  // One durable per subscriber for all tenants, as before the lanes: it
   // would take every new message too. Deleted when it has nothing open; one
   // with messages open is left to be drained (docs/scale.md).
   for (const subscriber of settings.subscribers) {

@@ -35,13 +35,13 @@ export interface ConsumerOptions extends SendOptions {
    * transaction that records the one before (default 5).
    */
   batchesPerTick?: number;
-  /** The process's share between sandboxes (lib/queue/fair_share.ts). */
+  /** The process's share between tenants (lib/queue/fair_share.ts). */
   share: FairShare;
   /** The paused subscribers, whose deliveries no claim takes (../pauses.ts). */
   pauses?: PauseReader;
   /**
    * Called once deliveries left running on their own (stragglers) were
-   * recorded: their sandboxes' rows may be claimed again, and live views
+   * recorded: their tenants' rows may be claimed again, and live views
    * may show them.
    */
   onLateFinished?: (sandboxIds: string[]) => void;
@@ -55,7 +55,7 @@ export interface ConsumerOptions extends SendOptions {
 
 /**
  * Deliveries per claim, unless a consumer says otherwise. A claim takes a
- * lane of each sandbox it visits (ten at most), so a claim of 100 carries
+ * lane of each tenant it visits (ten at most), so a claim of 100 carries
  * batches of about ten per request; chosen by measurement (bench/HISTORY.md).
  */
 export const CONSUMER_BATCH_SIZE = 100;
@@ -111,7 +111,7 @@ export async function consumeOnce(
     const claimed = batch.claimed;
     // A batch cut short by the share is as good as full: there is more to
     // claim once it is done, and waiting for a wake-up or the poll left a
-    // slow sandbox's other receivers seconds behind.
+    // slow tenant's other receivers seconds behind.
     const full = claimed.length === batchSize ||
       claimed.some((d) => share.atCap(d));
     if (full) options.onFullBatch?.();

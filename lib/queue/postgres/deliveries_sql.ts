@@ -46,26 +46,26 @@ export interface ClaimBatch {
   claimed: ClaimedDelivery[];
   /** Only when nothing was claimed: the earliest waiting delivery's time. */
   nextDueAt: Date | null;
-  /** The sandbox the next claim's round starts after (see {@link Round}). */
+  /** The tenant the next claim's round starts after (see {@link Round}). */
   after?: string | null;
 }
 
 /**
- * What a claim must know to share the deliveries fairly between sandboxes:
- * where its round starts, how many deliveries of each sandbox the claiming
+ * What a claim must know to share the deliveries fairly between tenants:
+ * where its round starts, how many deliveries of each tenant the claiming
  * process holds already, and what it may take no more of.
  */
 export interface Round {
-  /** The round starts with the first sandbox after this one (wrapping). */
+  /** The round starts with the first tenant after this one (wrapping). */
   after: string | null;
-  /** Deliveries of one sandbox that the process may hold at once. */
+  /** Deliveries of one tenant that the process may hold at once. */
   perSandbox: number;
   /**
-   * Deliveries of one sandbox to one subscriber (a lane) that the process
+   * Deliveries of one tenant to one subscriber (a lane) that the process
    * may hold at once; perSandbox when absent.
    */
   perLane?: number;
-  /** What the process holds, per sandbox and subscriber; none when absent. */
+  /** What the process holds, per tenant and subscriber; none when absent. */
   held?: HeldLanes;
   /**
    * Lanes whose deliveries wait: held in full, or paused (FairShare.closed,
@@ -74,10 +74,10 @@ export interface Round {
   closed?: Closed;
 }
 
-/** Sandboxes one claim visits at the most (before the next round). */
+/** Tenants one claim visits at the most (before the next round). */
 const ROUND_SANDBOXES = 10;
 
-/** Sorts before every real sandbox id, for a round from the start. */
+/** Sorts before every real tenant id, for a round from the start. */
 const NO_SANDBOX = "00000000-0000-0000-0000-000000000000";
 
 interface ClaimRow {
@@ -98,23 +98,23 @@ interface ClaimRow {
  * The claim, with the question an empty claim asks next (when is the
  * earliest waiting delivery due) in the same statement.
  *
- * Round-robin across sandboxes: `ring` walks the sandboxes that have open
+ * Round-robin across tenants: `ring` walks the tenants that have open
  * deliveries, in id order from the one after `round.after` and wrapping,
  * each found by one lookup in the open deliveries' index (up to
  * ROUND_SANDBOXES of them). From each, the picks take one lane: the
  * subscriber of its oldest due delivery, oldest first, so that what a
- * sandbox gives travels as one batch (one request, one receiver
- * transaction); where that lane runs out, the sandbox's other lanes fill
+ * tenant gives travels as one batch (one request, one receiver
+ * transaction); where that lane runs out, the tenant's other lanes fill
  * its part. No pick takes more than the process may still hold of the
- * sandbox, and none takes a lane of `round.closed` (held in full, or
+ * tenant, and none takes a lane of `round.closed` (held in full, or
  * paused: a lane that is always full); `due` takes the first of each
- * sandbox, then the second of each, and so on. Each pick locks its rows
+ * tenant, then the second of each, and so on. Each pick locks its rows
  * (FOR UPDATE SKIP LOCKED, a write each), so they are taken in two steps:
- * first an even part of the batch from each sandbox, then, if the batch is
- * not full, the rest from those that gave their whole part. Ten sandboxes
+ * first an even part of the batch from each tenant, then, if the batch is
+ * not full, the rest from those that gave their whole part. Ten tenants
  * with work lock about a batch's worth of rows, not ten batches. Rows a
  * pick locked but `due` left stay as they were. When nothing was claimed,
- * the next due time leaves out the sandboxes the process holds its share
+ * the next due time leaves out the tenants the process holds its share
  * of: their rows wait until it finishes some (and wakes its consumers), not
  * in a loop of empty claims.
  */
@@ -131,7 +131,7 @@ function claimStatement(
     ? sql`and d.subscriber in ${sql(subscribers as string[])}`
     : sql``;
   // An open delivery `d` to a served subscriber, outside the closed lanes
-  // and the sandboxes being wiped (their wipe deletes them).
+  // and the tenants being wiped (their wipe deletes them).
   const waiting = sql`d.state in ('pending', 'in_flight') ${served}
     and d.sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
     and not exists (
@@ -329,7 +329,7 @@ function toBatch(rows: ClaimRow[], lease: string): ClaimBatch {
 }
 
 /**
- * Claims up to `claim.limit` due deliveries, round-robin across sandboxes
+ * Claims up to `claim.limit` due deliveries, round-robin across tenants
  * and oldest first within each, skipping rows other consumers hold, and,
  * when it finds nothing, says when the next delivery is due: one statement,
  * so that an idle consumer's look costs one transaction, not two. The lease

@@ -26,7 +26,7 @@ export class PgQueue implements Queue {
    * JetStream transport keeps its deliveries' rows with it, without waking
    * anyone: the broker carries the messages.
    *
-   * A message of a sandbox whose wipe has begun is not stored, and a row of
+   * A message of a tenant whose wipe has begun is not stored, and a row of
    * `platform.closed_refusals` says so: the relay that publishes it claimed
    * it before the wipe began, and may publish after the wipe has ended.
    */

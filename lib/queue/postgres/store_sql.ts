@@ -37,7 +37,7 @@ export interface Handoff {
   max: number;
   /**
    * What the process may take no more of (FairShare.closed: lanes held in
-   * full or paused, sandboxes held in full): their deliveries are stored
+   * full or paused, tenants held in full): their deliveries are stored
    * pending, for a claim to take once there is room, or the pair resumed.
    */
   closed?: Closed;
@@ -96,7 +96,7 @@ function deliveriesOf(
   }
   // All of them leased to the handoff's owner (as a claim would: first
   // attempt, the lease's end also the next attempt), or none; those of a
-  // closed lane or sandbox are stored pending, to wait for room or for the
+  // closed lane or tenant are stored pending, to wait for room or for the
   // resume.
   const lease = sql`now() + ${handoff.leaseMs} * interval '1 millisecond'`;
   const closed = handoff.closed ?? NOTHING_CLOSED;
