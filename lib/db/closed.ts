@@ -1,6 +1,6 @@
 /**
  * A tenant closed to work: its wipe has begun (`platform.sandboxes`
- * `wiping_at`, migrations/0011_sandbox_wipe.sql). From then on nothing of
+ * `wiping_at`, lib/db/migrations/0001_tenancy.sql). From then on nothing of
  * it is applied: a service transaction that names it is refused as it
  * begins (service.ts), the relay's and consumers' claims leave its rows,
  * and what arrives for it is refused with a row of

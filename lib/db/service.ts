@@ -129,7 +129,7 @@ export async function asService<T>(
       // A tenant's transaction passes its gate here, in the same round
       // trip: one look at the tenant's row, refused once its wipe has
       // begun. The wipe waits for every transaction that began before it
-      // closed the tenant (services/wipe.ts), so none that passed the
+      // closed the tenant (the application's wipe), so none that passed the
       // gate writes after the wipe has deleted. Workers' transactions
       // span tenants: their claims leave the closed ones instead.
       // The look is inline, not platform.enter_sandbox (the same rule):

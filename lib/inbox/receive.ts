@@ -130,7 +130,7 @@ export function horizonReason(options: ReceiveOptions) {
  * The inbox row keeps the message's aggregate and version, and the same
  * statement notes an order violation (see `orderWatch`; not for a copy
  * that applied nothing): the inbox, as
- * `platform.create_inbox` makes it (migrations/0002_outbox_inbox.sql), has
+ * `platform.create_inbox` makes it (lib/inbox/migrations/), has
  * the columns and the table for both.
  */
 export async function receiveOnce(

@@ -1,7 +1,7 @@
 /**
  * The states of a message a sender owes, as its outbox row and the views
  * say them. The outbox's CHECK (platform.create_outbox,
- * migrations/0017_outbox_owed_only.sql) allows the first two only: a
+ * lib/outbox/migrations/0001_outbox.sql) allows the first two only: a
  * published message is no longer owed, so its row is gone.
  *
  * - `pending`: waiting to be published. Moved out, once `next_attempt_at`

@@ -6,7 +6,7 @@
  * row or edits an envelope. Every call acts inside one tenant: another
  * tenant's dead letters do not match. Dead letters fall in failure groups:
  * subscriber, event type and the pattern of the last error
- * (queue.error_pattern, migrations/0005_console_ops.sql).
+ * (queue.error_pattern, lib/queue/migrations/0001_queue.sql).
  */
 import type { Sql, TxSql } from "../db/connect.ts";
 import { asService } from "../db/service.ts";

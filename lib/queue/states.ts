@@ -1,6 +1,6 @@
 /**
  * Delivery states, mirrored by the CHECK on queue.deliveries
- * (migrations/0003_queue.sql).
+ * (lib/queue/migrations/0001_queue.sql).
  *
  * - `pending`: due at `next_attempt_at`. Moved out by a consumer's claim.
  * - `in_flight`: a consumer holds the lease. Moved out by that consumer (to
