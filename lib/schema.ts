@@ -63,13 +63,12 @@ export interface MigrateMessagingOptions {
 /** The core's migration files, named `<part>/<file>`, in the order applied. */
 export async function messagingMigrations(
   parts: readonly MessagingPart[] = MESSAGING_PARTS,
-): Promise<(MigrationFile & { part: MessagingPart; version: number })[]> {
+): Promise<(MigrationFile & { version: number })[]> {
   const all = [];
   for (const part of MESSAGING_PARTS) {
     if (part !== "tenancy" && !parts.includes(part)) continue;
     for (const file of await readMigrations(FOLDERS[part])) {
       all.push({
-        part,
         version: Number(file.name.slice(0, 4)),
         name: `${part}/${file.name}`,
         sql: file.sql,
