@@ -14,6 +14,7 @@ import {
   receiverFault,
   RECEIVERS,
   testDispatcher,
+  waitFor,
   waitForDeliveries,
   withWorkers,
 } from "./_messaging.ts";
@@ -45,5 +46,44 @@ Deno.test("stragglers are recorded on their own, after one attempt each", async 
     );
     assert.equal(await count(sql, "queue.attempt_log"), 5 * RECEIVERS.length);
     assert.equal(await count(sql, "t_recv_b.jobs"), 5);
+  });
+});
+
+// Fails when a batch's stragglers are recorded all at once: the quick
+// receivers' deliveries, left behind with the slow one's, stayed leased
+// until the slow one answered, and held their tenant's share meanwhile.
+Deno.test("a quick receiver's stragglers are recorded before a slow one answers", async () => {
+  await withTestDatabase(async (db) => {
+    const { sql } = db;
+    await createTestServices(sql);
+    const sandboxId = await createSandbox(sql);
+    await setFault(sql, sandboxId, receiverFault("t_recv_b", "Slow"), true);
+    // A batch waits 1 ms, so every request of it is left as a straggler;
+    // t_recv_b answers after 4 s.
+    await withWorkers(db, {
+      dispatcher: testDispatcher(sql, { slowMs: 4_000 }),
+      fairShare: { stragglerMs: 1 },
+      timeoutMs: 8_000,
+    }, async () => {
+      await placeOrders(sql, sandboxId, ["O1", "O2", "O3"]);
+      const done = (receiver: string) =>
+        count(
+          sql,
+          "queue.deliveries",
+          sql`state = 'done' and subscriber = ${receiver}`,
+        );
+      await waitFor(
+        "the quick receivers' deliveries done",
+        async () =>
+          await done("t_recv_a") === 3 && await done("t_recv_c") === 3,
+        2_500,
+      );
+      assert.equal(await done("t_recv_b"), 0, "the slow one answered early");
+      await waitForDeliveries(sql, "done", 3 * RECEIVERS.length, 10_000);
+    });
+    assert.equal(
+      await count(sql, "queue.deliveries", sql`attempts = 1`),
+      3 * RECEIVERS.length,
+    );
   });
 });

@@ -161,44 +161,64 @@ export async function consumeOnce(
 }
 
 /**
- * Records stragglers once they are done, apart from their batch: the
- * finish is fenced by the lease as any other.
+ * Records stragglers apart from their batch, each request's as its answer
+ * comes: a quick receiver's deliveries left behind with a slow one's must
+ * not wait for the slow one's timeout, holding their tenant's share all
+ * the while (tests/core/messaging_stragglers_test.ts). Each finish is
+ * fenced by the lease as any other.
  */
 function finishLate(
   options: ConsumerOptions,
   claimed: ClaimedDelivery[],
-  late: Promise<AttemptResult[]>,
+  late: Late,
 ) {
-  options.share.detach(
+  const { share } = options;
+  const waiting = new Map(claimed.map((d) => [d.id, d]));
+  const record = async (results: AttemptResult[]) => {
+    const mine = results.flatMap((r) => waiting.get(r.id) ?? []);
+    for (const d of mine) waiting.delete(d.id);
+    try {
+      const finished = await finishDeliveries(options.sql, results);
+      recorded(options, mine, results, finished);
+    } catch (error) {
+      // Unrecorded: the deliveries stay leased, and are sent again once
+      // the lease runs out; the receivers' inboxes answer the repeat.
+      options.log.error("late_finish_failed", { error });
+    } finally {
+      share.release(mine);
+      options.onLateFinished?.([...new Set(mine.map((d) => d.sandboxId))]);
+    }
+  };
+  share.detach(
     claimed.length,
-    (async () => {
-      try {
-        const results = await late;
-        const finished = await finishDeliveries(options.sql, results);
-        recorded(options, claimed, results, finished);
-      } catch (error) {
-        // Unrecorded: the deliveries stay leased, and are sent again once
-        // the lease runs out; the receivers' inboxes answer the repeat.
-        options.log.error("late_finish_failed", { error });
-      } finally {
-        options.share.release(claimed);
-        options.onLateFinished?.([...new Set(claimed.map((d) => d.sandboxId))]);
-      }
-    })(),
+    late(record).finally(() => {
+      // A send that failed as a whole answers nothing more: what it left
+      // stays leased, as above, and leaves the share.
+      share.release([...waiting.values()]);
+    }),
   );
 }
 
 /**
+ * A batch's stragglers: hands each request's results to `record` as they
+ * come, and ends once every one was recorded.
+ */
+type Late = (
+  record: (results: AttemptResult[]) => Promise<void>,
+) => Promise<void>;
+
+/**
  * Sends one claimed batch. Returns the results of the deliveries done
  * within the share's `stragglerMs` (all of them, when the batch was quick
- * or no more may be left running), and for the rest, a promise of theirs.
+ * or no more may be left running), and for the rest, a {@link Late}.
  */
 async function deliverBatch(
   options: ConsumerOptions,
   claimed: ClaimedDelivery[],
-): Promise<{ results: AttemptResult[]; late?: Promise<AttemptResult[]> }> {
-  let results: AttemptResult[] = [];
-  const all = send(options, claimed, (r) => results.push(r));
+): Promise<{ results: AttemptResult[]; late?: Late }> {
+  const results: AttemptResult[] = [];
+  let judged = (r: AttemptResult) => void results.push(r);
+  const all = send(options, claimed, (r) => judged(r));
   let timer: ReturnType<typeof setTimeout> | undefined;
   const cut = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), options.share.stragglerMs);
@@ -209,7 +229,28 @@ async function deliverBatch(
     await all;
     return { results };
   }
-  const early = results;
-  results = [];
-  return { results: early, late: all.then(() => results) };
+  // From here on, results go out in bunches: a request's results come in
+  // one synchronous run, so a microtask later they are all there.
+  let bunch: AttemptResult[] = [];
+  let flush: (() => void) | undefined;
+  const late: Late = async (record) => {
+    const recording: Promise<void>[] = [];
+    flush = () => {
+      if (bunch.length === 0) return;
+      recording.push(record(bunch));
+      bunch = [];
+    };
+    flush();
+    try {
+      await all;
+    } finally {
+      flush();
+      await Promise.all(recording);
+    }
+  };
+  judged = (r) => {
+    if (bunch.length === 0) queueMicrotask(() => flush?.());
+    bunch.push(r);
+  };
+  return { results, late };
 }
