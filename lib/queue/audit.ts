@@ -9,6 +9,11 @@
  * them (`reader`, e.g. a read-only console role), the results written as
  * `queue`. The write is fenced by `not audited`, so two auditors never count
  * a delivery twice.
+ *
+ * An inbox in another database than the queue's ({@link
+ * AuditOptions.inboxDatabase}) cannot be joined in a statement: its batch's
+ * message ids are read from the queue, then looked up in the inbox's
+ * database, a batch at a time. No transaction spans the two.
  */
 import type { Sql } from "../db/connect.ts";
 import { asBookkeeper } from "../db/service.ts";
@@ -21,6 +26,11 @@ export interface AuditOptions {
   /** The inbox table of a subscriber (`billing` -> `billing.inbox`). */
   inboxOf: (subscriber: string) => string;
   subscribers: readonly string[];
+  /**
+   * The pool of a subscriber's database, when its inbox is not in the
+   * queue's. `reader` must be a role there too, that may read the inbox.
+   */
+  inboxDatabase?: (subscriber: string) => Sql | undefined;
   /** Deliveries per batch; 1000 keeps each statement short. */
   batchSize?: number;
 }
@@ -36,13 +46,15 @@ interface Checked {
 /** Audits one batch of done deliveries. */
 export async function auditOnce(options: AuditOptions): Promise<TickResult> {
   const limit = options.batchSize ?? 1000;
-  const checked = await asBookkeeper(
+  const apart = (s: string) => options.inboxDatabase?.(s) !== undefined;
+  const joined = options.subscribers.filter((s) => !apart(s));
+  const checked: Checked[] = joined.length === 0 ? [] : await asBookkeeper(
     options.sql,
     options.reader,
     // One statement for every subscriber (one round trip, not one each).
     ({ sql }) =>
       sql<Checked[]>`${
-        options.subscribers.map((subscriber) =>
+        joined.map((subscriber) =>
           sql`(
             select d.id, d.sandbox_id, d.subscriber, d.message_id,
                    (i.message_id is not null) as accepted
@@ -56,6 +68,9 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
         ).reduce((all, one) => sql`${all} union all ${one}`)
       }`,
   );
+  for (const subscriber of options.subscribers.filter(apart)) {
+    checked.push(...await checkApart(options, subscriber, limit));
+  }
   if (checked.length === 0) return { more: false };
   await asBookkeeper(options.sql, "queue", async ({ sql }) => {
     await sql`
@@ -87,4 +102,32 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
     more: checked.length >= limit,
     touched: [...new Set(checked.map((c) => c.sandbox_id))],
   };
+}
+
+/** One batch of `subscriber`'s done deliveries, its inbox in another database. */
+async function checkApart(
+  options: AuditOptions,
+  subscriber: string,
+  limit: number,
+): Promise<Checked[]> {
+  const done = await asBookkeeper(
+    options.sql,
+    options.reader,
+    ({ sql }) =>
+      sql<Omit<Checked, "accepted">[]>`
+        select id, sandbox_id, subscriber, message_id from queue.deliveries
+         where state = 'done' and not audited and subscriber = ${subscriber}
+         order by id limit ${limit}`,
+  );
+  if (done.length === 0) return [];
+  const found = await asBookkeeper(
+    options.inboxDatabase!(subscriber)!,
+    options.reader,
+    ({ sql }) =>
+      sql<{ message_id: string }[]>`
+        select message_id from ${sql(options.inboxOf(subscriber))}
+         where message_id = any(${done.map((d) => d.message_id)}::uuid[])`,
+  );
+  const accepted = new Set(found.map((r) => r.message_id));
+  return done.map((d) => ({ ...d, accepted: accepted.has(d.message_id) }));
 }

@@ -10,7 +10,8 @@
  * - The queue in the sender's database: the relay's move stays one
  *   transaction, and the consumers claim there.
  *
- * Each database holds its parts alone.
+ * Each database holds its parts alone, and the closure audit reads the
+ * receiver's inbox in its own database.
  */
 import assert from "node:assert/strict";
 import { connect, type Sql } from "../../lib/db/connect.ts";
@@ -19,6 +20,7 @@ import { pgFaults } from "../../lib/faults/mod.ts";
 import { inboxBatchHandler, inboxHandler } from "../../lib/inbox/mod.ts";
 import { memoryLogger } from "../../lib/log/mod.ts";
 import { append } from "../../lib/outbox/mod.ts";
+import { auditOnce } from "../../lib/queue/audit.ts";
 import { Dispatcher, pgTransport } from "../../lib/queue/mod.ts";
 import { type MessagingPart, migrateMessaging } from "../../lib/schema.ts";
 import { startMessaging } from "../../lib/workers/mod.ts";
@@ -207,9 +209,45 @@ async function split(layout: Layout) {
         inbox.map((r) => r.message_id),
         envelopes.map((e) => e.messageId).sort(),
       );
+      await auditApart(queue.sql, receiver.sql, envelopes[0].messageId);
     } finally {
       await consumers.stop();
       await relay.stop();
     }
   });
+}
+
+/**
+ * The closure audit, its inbox in another database than the queue's: an
+ * inbox row removed behind the consumers' back is found missing, the rest
+ * closed.
+ */
+async function auditApart(queue: Sql, receiver: Sql, lost: string) {
+  await receiver`grant usage on schema ${receiver(RECEIVER)} to console`;
+  await receiver`grant select on ${receiver(RECEIVER + ".inbox")} to console`;
+  await receiver`delete from ${receiver(RECEIVER + ".inbox")}
+                  where message_id = ${lost}`;
+  const audit = {
+    sql: queue,
+    reader: "console",
+    inboxOf: (s: string) => `${s}.inbox`,
+    subscribers: [RECEIVER],
+    inboxDatabase: () => receiver,
+  };
+  await auditOnce(audit);
+  assert.deepEqual(
+    [
+      ...await queue`select closed::int, mismatch::int
+                      from queue.closure_counts`,
+    ],
+    [{ closed: 2, mismatch: 1 }],
+  );
+  assert.deepEqual(
+    (await queue`select message_id from queue.mismatches`).map((r) =>
+      r.message_id
+    ),
+    [lost],
+  );
+  // Audited once: a second look finds nothing left to count.
+  assert.deepEqual(await auditOnce(audit), { more: false });
 }
