@@ -191,11 +191,13 @@ function finishLate(
   };
   share.detach(
     claimed.length,
-    late(record).finally(() => {
-      // A send that failed as a whole answers nothing more: what it left
-      // stays leased, as above, and leaves the share.
-      share.release([...waiting.values()]);
-    }),
+    late(record)
+      .catch((error) => options.log.error("late_send_failed", { error }))
+      .finally(() => {
+        // A send that failed as a whole answers nothing more: what it left
+        // stays leased, as above, and leaves the share.
+        share.release([...waiting.values()]);
+      }),
   );
 }
 
