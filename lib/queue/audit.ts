@@ -46,8 +46,13 @@ interface Checked {
 /** Audits one batch of done deliveries. */
 export async function auditOnce(options: AuditOptions): Promise<TickResult> {
   const limit = options.batchSize ?? 1000;
-  const apart = (s: string) => options.inboxDatabase?.(s) !== undefined;
-  const joined = options.subscribers.filter((s) => !apart(s));
+  const joined: string[] = [];
+  const apart: [string, Sql][] = [];
+  for (const s of options.subscribers) {
+    const db = options.inboxDatabase?.(s);
+    if (db) apart.push([s, db]);
+    else joined.push(s);
+  }
   const checked: Checked[] = joined.length === 0 ? [] : await asBookkeeper(
     options.sql,
     options.reader,
@@ -68,8 +73,8 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
         ).reduce((all, one) => sql`${all} union all ${one}`)
       }`,
   );
-  for (const subscriber of options.subscribers.filter(apart)) {
-    checked.push(...await checkApart(options, subscriber, limit));
+  for (const [subscriber, inboxSql] of apart) {
+    checked.push(...await checkApart(options, subscriber, inboxSql, limit));
   }
   if (checked.length === 0) return { more: false };
   await asBookkeeper(options.sql, "queue", async ({ sql }) => {
@@ -104,10 +109,14 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
   };
 }
 
-/** One batch of `subscriber`'s done deliveries, its inbox in another database. */
+/**
+ * One batch of `subscriber`'s done deliveries, its inbox in the database of
+ * `inboxSql`.
+ */
 async function checkApart(
   options: AuditOptions,
   subscriber: string,
+  inboxSql: Sql,
   limit: number,
 ): Promise<Checked[]> {
   const done = await asBookkeeper(
@@ -121,7 +130,7 @@ async function checkApart(
   );
   if (done.length === 0) return [];
   const found = await asBookkeeper(
-    options.inboxDatabase!(subscriber)!,
+    inboxSql,
     options.reader,
     ({ sql }) =>
       sql<{ message_id: string }[]>`
