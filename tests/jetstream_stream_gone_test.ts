@@ -27,7 +27,19 @@ natsTest(
           assert.equal(await jsm.streams.delete(stream), true);
           const { orderId } = await placeOrderVia(client);
           await payVia(client, orderId);
-          const order = await orderSettles(client, orderId, "paid", 20_000);
+          const order = await orderSettles(client, orderId, "paid", 20_000)
+            .catch(async (error) => {
+              // What the stream and the queue's rows held when it timed out.
+              const consumers = await jsm.consumers.list(stream).next()
+                .then((cs) => cs.map((c) => c.name), (e) => String(e));
+              console.log(JSON.stringify({
+                consumers,
+                deliveries: await t.sql`
+                  select subscriber, type, state, attempts, last_error
+                    from queue.deliveries order by id`,
+              }));
+              throw error;
+            });
           assert.ok(order.deliveries.length > 0);
           // The stream is there again, holding this order's messages.
           const info = await jsm.streams.info(stream);
