@@ -28,6 +28,7 @@ import {
   recordMigrations,
 } from "./db/migrate.ts";
 import type { Logger } from "./log/mod.ts";
+import { schemaNames } from "./db/names.ts";
 
 /** The core's parts, in the order they are applied. */
 export const MESSAGING_PARTS = ["tenancy", "outbox", "inbox", "queue"] as const;
@@ -60,7 +61,13 @@ export interface MigrateMessagingOptions {
   baseline?: number;
 }
 
-/** The core's migration files, named `<part>/<file>`, in the order applied. */
+/**
+ * The core's migration files, named `<part>/<file>`, in the order applied.
+ * The files write the core's schemas as `{{platform}}` and `{{queue}}`;
+ * each is read with the names in use (lib/db/names.ts), so that under the
+ * default names the text, and so its checksum, is the file as it was
+ * before the names could be chosen.
+ */
 export async function messagingMigrations(
   parts: readonly MessagingPart[] = MESSAGING_PARTS,
 ): Promise<(MigrationFile & { version: number })[]> {
@@ -71,11 +78,17 @@ export async function messagingMigrations(
       all.push({
         version: Number(file.name.slice(0, 4)),
         name: `${part}/${file.name}`,
-        sql: file.sql,
+        sql: withSchemaNames(file.sql),
       });
     }
   }
   return all;
+}
+
+function withSchemaNames(sql: string): string {
+  const names = schemaNames();
+  return sql.replaceAll("{{platform}}", names.platform)
+    .replaceAll("{{queue}}", names.queue);
 }
 
 /**

@@ -7,6 +7,7 @@
  * `platform.closed_refusals` that says why, written by whoever refused it.
  */
 import type { Sql } from "./connect.ts";
+import { inPlatform } from "./names.ts";
 
 /** The SQLSTATE of `platform.enter_sandbox`'s refusal. */
 export const SANDBOX_CLOSED_CODE = "55W01";
@@ -56,7 +57,7 @@ export async function recordClosedRefusal(
   refusal: ClosedRefusal,
 ): Promise<void> {
   await sql`
-    insert into platform.closed_refusals
+    insert into ${sql(inPlatform("closed_refusals"))}
       (sandbox_id, refused_by, what, key, reason)
     values (${refusal.sandboxId}, ${refusal.refusedBy}, ${refusal.what},
             ${refusal.key}, ${refusal.reason})`;

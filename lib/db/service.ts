@@ -13,6 +13,7 @@ import {
   SandboxClosed,
 } from "./closed.ts";
 import { isConnectionError, reserveWatched } from "./reserved.ts";
+import { inPlatform } from "./names.ts";
 
 /** Whose rows a transaction may see: one tenant, or all (relays, consumers). */
 export type Scope = { sandboxId: string } | "workers";
@@ -138,9 +139,9 @@ export async function asService<T>(
       // program's own user's, checked as the statement starts, before it
       // sets the role.
       const gate = scope === "workers" ? tx`` : tx`
-        (select platform.refuse(${SANDBOX_CLOSED_CODE},
+        (select ${tx(inPlatform("refuse"))}(${SANDBOX_CLOSED_CODE},
                   'sandbox ' || s.id || ' is closed: it is being wiped or was wiped')
-           from platform.sandboxes s
+           from ${tx(inPlatform("sandboxes"))} s
           where s.id = ${scope.sandboxId}::uuid and s.wiping_at is not null),`;
       const generic = bk && options.genericPlans
         ? tx`, set_config('plan_cache_mode', 'force_generic_plan', true)`

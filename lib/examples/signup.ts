@@ -15,6 +15,7 @@ import { append, newEnvelope } from "../outbox/mod.ts";
 import { Dispatcher, pgTransport } from "../queue/mod.ts";
 import { migrateMessaging } from "../schema.ts";
 import { startMessaging } from "../workers/mod.ts";
+import { inPlatform, schemaNames } from "../db/names.ts";
 
 /** A service: a role of its own and a schema it works in. */
 async function createService(sql: Sql, name: string) {
@@ -24,8 +25,10 @@ async function createService(sql: Sql, name: string) {
   });
   await sql`grant ${sql(name)} to current_user`;
   await sql`create schema if not exists ${sql(name)}`;
-  await sql`grant usage on schema ${sql(name)}, platform to ${sql(name)}`;
-  await sql`grant select on platform.sandboxes, platform.faults
+  await sql`grant usage on schema ${sql(name)}, ${sql(schemaNames().platform)}
+            to ${sql(name)}`;
+  await sql`grant select on
+    ${sql(inPlatform("sandboxes"))}, ${sql(inPlatform("faults"))}
             to ${sql(name)}`;
   await sql`alter default privileges in schema ${sql(name)}
             grant select, insert, update, delete on tables to ${sql(name)}`;
@@ -45,16 +48,18 @@ export async function setUp(sql: Sql, log: Logger) {
   await createService(sql, "accounts");
   await sql`create table if not exists accounts.users (
     email text primary key, sandbox_id uuid not null)`;
-  await sql`select platform.enable_sandbox_rls('accounts.users')`;
+  await sql`select ${sql(inPlatform("enable_sandbox_rls"))}('accounts.users')`;
   if (!(await sql`select to_regclass('accounts.outbox') as t`)[0].t) {
-    await sql`select platform.create_outbox_with_indexes('accounts')`;
+    await sql`select
+      ${sql(inPlatform("create_outbox_with_indexes"))}('accounts')`;
   }
   await createService(sql, "mailer");
   await sql`create table if not exists mailer.welcome_emails (
     email text primary key, sandbox_id uuid not null, message_id uuid)`;
-  await sql`select platform.enable_sandbox_rls('mailer.welcome_emails')`;
+  await sql`select
+    ${sql(inPlatform("enable_sandbox_rls"))}('mailer.welcome_emails')`;
   if (!(await sql`select to_regclass('mailer.inbox') as t`)[0].t) {
-    await sql`select platform.create_inbox('mailer')`;
+    await sql`select ${sql(inPlatform("create_inbox"))}('mailer')`;
   }
 }
 
@@ -146,7 +151,8 @@ if (import.meta.main) {
   const sql = connect(url, { max: 2 });
   await setUp(sql, log);
   const [{ id }] = await sql<{ id: string }[]>`
-    insert into platform.sandboxes (name) values ('example') returning id`;
+    insert into ${sql(inPlatform("sandboxes"))}
+      (name) values ('example') returning id`;
   await sql.end();
   const sent = await signUp(url, id, `user-${Date.now()}@example.com`, log);
   console.log(`welcome emails sent: ${sent}`);

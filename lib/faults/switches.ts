@@ -5,6 +5,7 @@
  */
 import type { Fragment, Sql, TxSql } from "../db/connect.ts";
 import { isSandboxClosedError, SandboxClosed } from "../db/closed.ts";
+import { inPlatform } from "../db/names.ts";
 
 /** The switches each tenant has on: tenant id -> names. */
 export type ActiveFaults = Map<string, Set<string>>;
@@ -37,7 +38,7 @@ const caches = new WeakMap<Sql, Cache>();
 async function loadAll(sql: Sql): Promise<ActiveFaults> {
   const active: ActiveFaults = new Map();
   const rows = await sql<{ sandbox_id: string; name: string }[]>`
-    select sandbox_id, name from platform.faults where enabled`;
+    select sandbox_id, name from ${sql(inPlatform("faults"))} where enabled`;
   for (const { sandbox_id, name } of rows) {
     let set = active.get(sandbox_id);
     if (!set) active.set(sandbox_id, set = new Set());
@@ -97,7 +98,7 @@ export function pgFaults(sql: Sql, ttlMs = 250): FaultReader {
       return out;
     },
     sandboxesWithQuery: (sql: TxSql, names: readonly string[]) =>
-      sql`select sandbox_id from platform.faults
+      sql`select sandbox_id from ${sql(inPlatform("faults"))}
            where enabled and name = any(${names as string[]})`,
   });
 }
@@ -119,9 +120,9 @@ export async function setFault(
 ) {
   try {
     await sql`
-      insert into platform.faults (sandbox_id, name, enabled)
+      insert into ${sql(inPlatform("faults"))} (sandbox_id, name, enabled)
       select ${sandboxId}::uuid, ${name}::text, ${enabled}::boolean
-       where platform.enter_sandbox(${sandboxId}::uuid)
+       where ${sql(inPlatform("enter_sandbox"))}(${sandboxId}::uuid)
       on conflict (sandbox_id, name)
       do update set enabled = excluded.enabled, updated_at = now()`;
   } catch (error) {

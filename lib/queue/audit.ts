@@ -18,6 +18,7 @@
 import type { Sql } from "../db/connect.ts";
 import { asBookkeeper } from "../db/service.ts";
 import type { TickResult } from "../wake/loop.ts";
+import { inPlatform, inQueue } from "../db/names.ts";
 
 export interface AuditOptions {
   sql: Sql;
@@ -63,7 +64,7 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
           sql`(
             select d.id, d.sandbox_id, d.subscriber, d.message_id,
                    (i.message_id is not null) as accepted
-              from queue.deliveries d
+              from ${sql(inQueue("deliveries"))} d
               left join ${
             sql(options.inboxOf(subscriber))
           } i on i.message_id = d.message_id
@@ -87,21 +88,26 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
       ), u as (
         -- Nothing counted for a sandbox being wiped: the wipe may have
         -- deleted its counts already.
-        update queue.deliveries d set audited = true
+        update ${sql(inQueue("deliveries"))} d set audited = true
           from r where d.id = r.id and not d.audited and d.state = 'done'
-           and d.sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
+           and d.sandbox_id <> all((select
+             ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])
         returning d.id, d.sandbox_id, d.subscriber, d.message_id, r.accepted
       ), m as (
-        insert into queue.mismatches (delivery_id, sandbox_id, subscriber, message_id)
+        insert into ${sql(inQueue("mismatches"))}
+          (delivery_id, sandbox_id, subscriber, message_id)
         select id, sandbox_id, subscriber, message_id from u where not accepted
       )
-      insert into queue.closure_counts (sandbox_id, subscriber, closed, mismatch)
+      insert into ${sql(inQueue("closure_counts"))}
+        (sandbox_id, subscriber, closed, mismatch)
       select sandbox_id, subscriber,
              count(*) filter (where accepted), count(*) filter (where not accepted)
         from u group by sandbox_id, subscriber
       on conflict (sandbox_id, subscriber) do update
-         set closed = queue.closure_counts.closed + excluded.closed,
-             mismatch = queue.closure_counts.mismatch + excluded.mismatch`;
+         set closed =
+           ${sql(inQueue("closure_counts"))}.closed + excluded.closed,
+             mismatch =
+               ${sql(inQueue("closure_counts"))}.mismatch + excluded.mismatch`;
   });
   return {
     more: checked.length >= limit,
@@ -124,7 +130,8 @@ async function checkApart(
     options.reader,
     ({ sql }) =>
       sql<Omit<Checked, "accepted">[]>`
-        select id, sandbox_id, subscriber, message_id from queue.deliveries
+        select id, sandbox_id, subscriber, message_id from
+          ${sql(inQueue("deliveries"))}
          where state = 'done' and not audited and subscriber = ${subscriber}
          order by id limit ${limit}`,
   );

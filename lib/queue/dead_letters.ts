@@ -12,6 +12,7 @@ import type { Sql, TxSql } from "../db/connect.ts";
 import { asService } from "../db/service.ts";
 import { type Envelope, MAX_SUPERSEDES, uuidv7 } from "../outbox/envelope.ts";
 import { QUEUE_CHANNEL } from "./channel.ts";
+import { inQueue } from "../db/names.ts";
 
 /** Which dead letters: explicit ids, or all that match the filter. */
 export interface DeadLetterFilter {
@@ -73,7 +74,7 @@ export async function redriveIn(
 ): Promise<number[]> {
   const rows = await sql<{ id: string }[]>`
     with picked as (
-      select id, dead_at from queue.deliveries
+      select id, dead_at from ${sql(inQueue("deliveries"))}
        where state = 'dead' ${matches(sql, filter)}
          ${
     options.horizonDays === undefined
@@ -84,7 +85,7 @@ export async function redriveIn(
        limit ${MAX_BATCH}
        for update
     ), u as (
-      update queue.deliveries d
+      update ${sql(inQueue("deliveries"))} d
          set state = 'pending',
              next_attempt_at = now(),
              max_attempts = d.attempts + 1,
@@ -94,7 +95,8 @@ export async function redriveIn(
         from picked where d.id = picked.id
       returning d.id, d.sandbox_id
     ), a as (
-      insert into queue.actions (sandbox_id, delivery_id, action, actor)
+      insert into ${sql(inQueue("actions"))}
+        (sandbox_id, delivery_id, action, actor)
       select sandbox_id, id, 'redrive', ${actor} from u
     )
     select u.id from u join picked using (id) order by picked.dead_at, u.id`;
@@ -131,19 +133,20 @@ export async function refuseIn(
   if (!reason.trim()) throw new TypeError("a refusal needs a reason");
   const rows = await sql<{ id: string }[]>`
     with picked as (
-      select id from queue.deliveries
+      select id from ${sql(inQueue("deliveries"))}
        where state = 'dead' ${matches(sql, filter)}
        order by dead_at, id
        limit ${MAX_BATCH}
        for update
     ), u as (
-      update queue.deliveries d
+      update ${sql(inQueue("deliveries"))} d
          set state = 'refused', refused_reason = ${reason},
              refused_by = ${actor}, refused_at = now()
         from picked where d.id = picked.id
       returning d.id, d.sandbox_id
     ), a as (
-      insert into queue.actions (sandbox_id, delivery_id, action, actor, reason)
+      insert into ${sql(inQueue("actions"))}
+        (sandbox_id, delivery_id, action, actor, reason)
       select sandbox_id, id, 'refuse', ${actor}, ${reason} from u
     )
     select id from u order by id`;
@@ -151,6 +154,7 @@ export async function refuseIn(
 }
 
 function matches(sql: TxSql, f: DeadLetterFilter) {
+  const failureGroup = sql(inQueue("failure_group"));
   return sql`
     ${f.ids ? sql`and id = any(${f.ids}::bigint[])` : sql``}
     ${f.subscriber ? sql`and subscriber = ${f.subscriber}` : sql``}
@@ -159,7 +163,7 @@ function matches(sql: TxSql, f: DeadLetterFilter) {
     ${f.until ? sql`and dead_at < ${f.until}` : sql``}
     ${
     f.group
-      ? sql`and queue.failure_group(subscriber, type, last_error) = ${f.group}`
+      ? sql`and ${failureGroup}(subscriber, type, last_error) = ${f.group}`
       : sql``
   }`;
 }
@@ -174,11 +178,12 @@ function matches(sql: TxSql, f: DeadLetterFilter) {
 export function beyond(
   sql: TxSql,
   days: number,
-  deliveries = "queue.deliveries",
+  deliveries = inQueue("deliveries"),
 ) {
   return sql`coalesce((
     select (m.envelope->>'occurredAt')::timestamptz < now() - ${days} * interval '1 day'
-      from queue.messages m where m.message_id = ${sql(deliveries)}.message_id),
+      from ${sql(inQueue("messages"))} m
+        where m.message_id = ${sql(deliveries)}.message_id),
     false)`;
 }
 
@@ -199,7 +204,8 @@ export async function matchDeadLetters(
   horizonDays: number,
 ): Promise<MatchedDeadLetters> {
   const rows = await sql<{ id: string; beyond: boolean }[]>`
-    select id, ${beyond(sql, horizonDays)} as beyond from queue.deliveries
+    select id, ${beyond(sql, horizonDays)} as beyond from
+      ${sql(inQueue("deliveries"))}
      where state = 'dead' ${matches(sql, filter)}
      order by dead_at, id`;
   return {
@@ -236,10 +242,12 @@ export async function failureGroups(
         last: Date;
       }[]
     >`
-      select queue.failure_group(subscriber, type, last_error) as key,
-             subscriber, type, queue.error_pattern(last_error) as pattern,
+      select ${sql(inQueue("failure_group"))}(subscriber, type, last_error)
+               as key,
+             subscriber, type,
+             ${sql(inQueue("error_pattern"))}(last_error) as pattern,
              count(*)::int as n, min(dead_at) as first, max(dead_at) as last
-        from queue.deliveries where state = 'dead'
+        from ${sql(inQueue("deliveries"))} where state = 'dead'
        group by 1, 2, 3, 4
        order by n desc, first, key`);
   return rows.map((r) => ({
@@ -296,8 +304,9 @@ export async function supersedeIn(
   const [old] = await sql<
     { subscriber: string; source: string; envelope: Envelope }[]
   >`
-    select d.subscriber, m.source, m.envelope from queue.deliveries d
-      join queue.messages m on m.message_id = d.message_id
+    select d.subscriber, m.source, m.envelope
+      from ${sql(inQueue("deliveries"))} d
+      join ${sql(inQueue("messages"))} m on m.message_id = d.message_id
      where d.id = ${id} and d.state = 'dead' for update of d`;
   if (!old) return null;
   // The copy names what it stands in for, so that the receiver applies
@@ -316,13 +325,15 @@ export async function supersedeIn(
     supersedes: line,
   };
   await sql`
-    insert into queue.messages (message_id, sandbox_id, source, type,
+    insert into ${sql(inQueue("messages"))}
+      (message_id, sandbox_id, source, type,
                                 aggregate_id, envelope)
     values (${envelope.messageId}, ${sandboxId}, ${old.source},
             ${envelope.type}, ${envelope.aggregateId},
             ${sql.json(envelope as never)})`;
   const [delivery] = await sql<{ id: string }[]>`
-    insert into queue.deliveries (sandbox_id, message_id, subscriber, type,
+    insert into ${sql(inQueue("deliveries"))}
+      (sandbox_id, message_id, subscriber, type,
                                   aggregate_id, republish_at)
     values (${sandboxId}, ${envelope.messageId}, ${old.subscriber},
             ${envelope.type}, ${envelope.aggregateId},
@@ -335,7 +346,8 @@ export async function supersedeIn(
     actor,
   );
   await sql`
-    insert into queue.supersessions (delivery_id, sandbox_id, message_id,
+    insert into ${sql(inQueue("supersessions"))}
+      (delivery_id, sandbox_id, message_id,
                                      actor, reason)
     values (${id}, ${sandboxId}, ${envelope.messageId}, ${actor}, ${reason})`;
   await sql`select pg_notify(${QUEUE_CHANNEL}, '')`;

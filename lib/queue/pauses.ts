@@ -14,6 +14,7 @@ import type { Sql } from "../db/connect.ts";
 import { asService } from "../db/service.ts";
 import { QUEUE_CHANNEL } from "./channel.ts";
 import type { LaneList } from "./fair_share.ts";
+import { inQueue } from "../db/names.ts";
 
 /** The paused pairs, as two parallel lists (for unnest in a claim). */
 export type PausedLanes = LaneList;
@@ -110,7 +111,8 @@ async function refresh(sql: Sql, cache: Cache) {
   for (;;) {
     const generation = cache.generation;
     const rows = await sql<{ sandbox_id: string; subscriber: string }[]>`
-      select sandbox_id, subscriber from queue.pauses where paused`;
+      select sandbox_id, subscriber from ${sql(inQueue("pauses"))}
+        where paused`;
     if (generation !== cache.generation) continue;
     cache.lanes = {
       sandboxIds: rows.map((r) => r.sandbox_id),
@@ -181,19 +183,21 @@ export async function setPaused(
     async ({ sql }) => {
       const [row] = await sql<{ changed: boolean }[]>`
         with before as (
-          select paused from queue.pauses
+          select paused from ${sql(inQueue("pauses"))}
            where sandbox_id = ${sandboxId} and subscriber = ${subscriber}
            for update
         ), upsert as (
-          insert into queue.pauses (sandbox_id, subscriber, paused, actor)
+          insert into ${sql(inQueue("pauses"))}
+            (sandbox_id, subscriber, paused, actor)
           values (${sandboxId}, ${subscriber}, ${paused}, ${actor})
           on conflict (sandbox_id, subscriber) do update
              set paused = excluded.paused, actor = excluded.actor,
                  updated_at = now()
-           where queue.pauses.paused <> excluded.paused
+           where ${sql(inQueue("pauses"))}.paused <> excluded.paused
           returning 1
         ), audit as (
-          insert into queue.pause_actions (sandbox_id, subscriber, action, actor)
+          insert into ${sql(inQueue("pause_actions"))}
+            (sandbox_id, subscriber, action, actor)
           select ${sandboxId}, ${subscriber},
                  ${paused ? "pause" : "resume"}, ${actor}
             from upsert
@@ -219,7 +223,7 @@ export async function pausedSubscribers(
 ): Promise<string[]> {
   return await asService(sql, "queue", { sandboxId }, async ({ sql }) => {
     const rows = await sql<{ subscriber: string }[]>`
-      select subscriber from queue.pauses
+      select subscriber from ${sql(inQueue("pauses"))}
        where sandbox_id = ${sandboxId} and paused
        order by subscriber`;
     return rows.map((r) => r.subscriber);

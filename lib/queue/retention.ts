@@ -22,6 +22,7 @@
  */
 import type { Sql } from "../db/connect.ts";
 import { asOwner } from "../db/service.ts";
+import { inQueue } from "../db/names.ts";
 
 export interface RetentionOptions {
   /** Rows finished (received, published) before this moment may go. */
@@ -61,20 +62,25 @@ export async function pruneHistory(
       // Done deliveries finish in about the order they started, so the
       // block range index on last_started_at finds the old ones.
       const ids = (await tx<{ id: string }[]>`
-        select d.id from queue.deliveries d
+        select d.id from ${tx(inQueue("deliveries"))} d
          where d.state = 'done' and d.audited
            and d.last_started_at < ${before} and d.done_at < ${before}
-           and not exists (select from queue.actions a where a.delivery_id = d.id)
-           and not exists (select from queue.mismatches m where m.delivery_id = d.id)
+           and not exists (select from ${tx(inQueue("actions"))} a
+             where a.delivery_id = d.id)
+           and not exists (select from ${tx(inQueue("mismatches"))} m
+             where m.delivery_id = d.id)
            and not exists (
-             select from queue.supersessions s where s.delivery_id = d.id)
+             select from ${tx(inQueue("supersessions"))} s
+               where s.delivery_id = d.id)
          limit ${batch}
          for update skip locked`).map((r) => r.id);
       if (ids.length === 0) return 0;
       const attempts = await tx`
-        delete from queue.attempts where delivery_id = any(${ids}::bigint[])`;
+        delete from ${tx(inQueue("attempts"))}
+          where delivery_id = any(${ids}::bigint[])`;
       const deliveries = await tx`
-        delete from queue.deliveries where id = any(${ids}::bigint[])`;
+        delete from ${tx(inQueue("deliveries"))}
+          where id = any(${ids}::bigint[])`;
       pruned.attempts += attempts.count;
       pruned.deliveries += deliveries.count;
       return ids.length;
@@ -82,13 +88,15 @@ export async function pruneHistory(
   await untilDone(batch, () =>
     asOwner(sql, async (tx) => {
       const gone = await tx`
-        delete from queue.messages where message_id = any(array(
-          select m.message_id from queue.messages m
+        delete from ${tx(inQueue("messages"))} where message_id = any(array(
+          select m.message_id from ${tx(inQueue("messages"))} m
            where m.published_at < ${before}
              and not exists (
-               select from queue.deliveries d where d.message_id = m.message_id)
+               select from ${tx(inQueue("deliveries"))} d
+                 where d.message_id = m.message_id)
              and not exists (
-               select from queue.supersessions s where s.message_id = m.message_id)
+               select from ${tx(inQueue("supersessions"))} s
+                 where s.message_id = m.message_id)
            limit ${batch}
            for update skip locked))`;
       pruned.messages += gone.count;
@@ -107,7 +115,7 @@ export async function pruneHistory(
             select i.message_id from ${tx(inbox)} i
              where i.received_at < ${before}
                and not exists (
-                 select from queue.deliveries d
+                 select from ${tx(inQueue("deliveries"))} d
                   where d.message_id = i.message_id
                     and d.subscriber = ${subscriber}
                     and d.state in ('pending', 'in_flight', 'dead'))

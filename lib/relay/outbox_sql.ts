@@ -7,6 +7,7 @@
 import type { Fragment, Sql, TxSql } from "../db/connect.ts";
 import { asBookkeeper } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
+import { inPlatform } from "../db/names.ts";
 
 export interface ClaimedRow {
   id: number;
@@ -96,7 +97,8 @@ export async function claimOutbox(
         select id, message_id, sandbox_id, state = 'claimed' as taken_over
           from ${table} o
          where ${dueOrOwed(sql, service)} ${only}
-           and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
+           and sandbox_id <> all((select
+             ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])
          order by id
          limit ${limit}
          for update skip locked
@@ -206,7 +208,7 @@ export async function failPublish(
         from unnest(${sandboxes}::uuid[]) as s
        -- A publish that failed after the sandbox's wipe began counts
        -- nothing: the wipe may have deleted its guard row already.
-       where not platform.sandbox_closed(s)
+       where not ${sql(inPlatform("sandbox_closed"))}(s)
       on conflict (sandbox_id, day)
       do update set rearms = ${sql(`${service}.relay_guard`)}.rearms + 1
       returning sandbox_id, rearms`;
@@ -239,7 +241,8 @@ export async function nextOutboxDue(
       sql<{ at: Date | null }[]>`
       select min(next_attempt_at) as at from ${sql(`${service}.outbox`)}
        where next_attempt_at < 'infinity'
-         and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])`,
+         and sandbox_id <> all((select
+           ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])`,
   );
   return row.at;
 }

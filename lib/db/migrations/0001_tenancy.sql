@@ -25,25 +25,25 @@ begin
   end loop;
 end $$;
 
-create schema platform;
-grant usage on schema platform to console, queue, relay;
+create schema {{platform}};
+grant usage on schema {{platform}} to console, queue, relay;
 
 -- The tenant of the current transaction, set by lib/db/service.ts; null
 -- when none was set, which matches no row.
-create function platform.current_sandbox() returns uuid
+create function {{platform}}.current_sandbox() returns uuid
   language sql stable
   as $$ select nullif(current_setting('app.sandbox_id', true), '')::uuid $$;
 
 -- True in the transactions of relays and consumers, which work for every
 -- tenant at once.
-create function platform.all_sandboxes() returns boolean
+create function {{platform}}.all_sandboxes() returns boolean
   language sql stable
   as $$ select coalesce(current_setting('app.scope', true), '') = 'workers' $$;
 
 -- The tenant policy of one table: rows of other tenants are neither seen
 -- nor written. Both settings are read in scalar subqueries, once per
 -- statement rather than once per row.
-create function platform.enable_sandbox_rls(t regclass) returns void
+create function {{platform}}.enable_sandbox_rls(t regclass) returns void
   language plpgsql
   as $$
 begin
@@ -51,16 +51,16 @@ begin
   execute format('drop policy if exists sandbox_isolation on %s', t);
   execute format(
     'create policy sandbox_isolation on %s
-       using (sandbox_id = (select platform.current_sandbox())
-              or (select platform.all_sandboxes()))
-       with check (sandbox_id = (select platform.current_sandbox())
-                   or (select platform.all_sandboxes()))',
+       using (sandbox_id = (select {{platform}}.current_sandbox())
+              or (select {{platform}}.all_sandboxes()))
+       with check (sandbox_id = (select {{platform}}.current_sandbox())
+                   or (select {{platform}}.all_sandboxes()))',
     t);
 end $$;
 
 -- Raises `message` with SQLSTATE `code`: a statement that decides for
 -- itself to abort its transaction calls it in an expression.
-create function platform.refuse(code text, message text) returns boolean
+create function {{platform}}.refuse(code text, message text) returns boolean
   language plpgsql
   as $$
 begin
@@ -69,7 +69,7 @@ end $$;
 
 -- A stored envelope is immutable: a retry sends exactly what was stored.
 -- The outboxes and the queue's messages both keep this trigger.
-create function platform.forbid_envelope_change() returns trigger
+create function {{platform}}.forbid_envelope_change() returns trigger
   language plpgsql
   as $$
 begin
@@ -83,7 +83,7 @@ end $$;
 
 -- The tenants. A tenant is open until its wipe begins (wiping_at), then
 -- closed to work for good; wiped_at is set once its rows are gone.
-create table platform.sandboxes (
+create table {{platform}}.sandboxes (
   id uuid primary key default gen_random_uuid(),
   name text not null check (length(name) between 1 and 80),
   created_at timestamptz not null default now(),
@@ -92,30 +92,30 @@ create table platform.sandboxes (
   constraint sandboxes_wiped_after_wiping
     check (wiped_at is null or wiping_at is not null)
 );
-create index sandboxes_wiping on platform.sandboxes (id)
+create index sandboxes_wiping on {{platform}}.sandboxes (id)
   where wiping_at is not null and wiped_at is null;
-grant select on platform.sandboxes to console, queue;
+grant select on {{platform}}.sandboxes to console, queue;
 
 -- Fault switches, per tenant, read by the relay, consumers and receivers.
-create table platform.faults (
+create table {{platform}}.faults (
   sandbox_id uuid not null,
   name text not null check (name ~ '^[a-zA-Z]{1,40}$'),
   enabled boolean not null default false,
   updated_at timestamptz not null default now(),
   primary key (sandbox_id, name)
 );
-select platform.enable_sandbox_rls('platform.faults');
-grant select on platform.faults to console, queue, relay;
+select {{platform}}.enable_sandbox_rls('{{platform}}.faults');
+grant select on {{platform}}.faults to console, queue, relay;
 
 -- The gate of every service transaction that names a tenant: a closed
 -- tenant is refused with SQLSTATE 55W01 before anything is read or
 -- written. A tenant without a row is open.
-create function platform.enter_sandbox(id uuid) returns boolean
+create function {{platform}}.enter_sandbox(id uuid) returns boolean
   language plpgsql stable security definer
   set search_path = pg_catalog
   as $$
 begin
-  if exists (select from platform.sandboxes s
+  if exists (select from {{platform}}.sandboxes s
               where s.id = enter_sandbox.id and s.wiping_at is not null) then
     raise exception using errcode = '55W01',
       message = format('sandbox %s is closed: it is being wiped or was wiped',
@@ -126,27 +126,27 @@ end $$;
 
 -- True once the tenant's wipe has begun: for statements that store what a
 -- worker held in memory, which may come after the wipe.
-create function platform.sandbox_closed(id uuid) returns boolean
+create function {{platform}}.sandbox_closed(id uuid) returns boolean
   language sql stable security definer
   set search_path = pg_catalog
   as $$
-    select exists (select from platform.sandboxes s
+    select exists (select from {{platform}}.sandboxes s
                     where s.id = $1 and s.wiping_at is not null)
   $$;
 
 -- The tenants being wiped, whose rows the relay and consumers leave alone.
-create function platform.wiping_sandboxes() returns uuid[]
+create function {{platform}}.wiping_sandboxes() returns uuid[]
   language sql stable security definer
   set search_path = pg_catalog
   as $$
-    select coalesce(array_agg(s.id), '{}') from platform.sandboxes s
+    select coalesce(array_agg(s.id), '{}') from {{platform}}.sandboxes s
      where s.wiping_at is not null and s.wiped_at is null
   $$;
 
 -- What came for a closed tenant and was refused, and why.
-create table platform.closed_refusals (
+create table {{platform}}.closed_refusals (
   id bigint generated always as identity primary key,
-  sandbox_id uuid not null references platform.sandboxes (id),
+  sandbox_id uuid not null references {{platform}}.sandboxes (id),
   refused_at timestamptz not null default now(),
   refused_by text not null,
   what text not null
@@ -155,6 +155,6 @@ create table platform.closed_refusals (
   reason text not null
 );
 create index closed_refusals_by_sandbox
-  on platform.closed_refusals (sandbox_id, id);
-grant insert on platform.closed_refusals to queue;
-grant select on platform.closed_refusals to console;
+  on {{platform}}.closed_refusals (sandbox_id, id);
+grant insert on {{platform}}.closed_refusals to queue;
+grant select on {{platform}}.closed_refusals to console;

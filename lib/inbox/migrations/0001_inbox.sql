@@ -3,7 +3,7 @@
 -- (lib/inbox/receive.ts). Every receiver's inbox has the same shape, so it
 -- is made by a function that takes the receiver's schema:
 -- platform.create_inbox(schema).
-create function platform.create_inbox(s text) returns void
+create function {{platform}}.create_inbox(s text) returns void
   language plpgsql
   as $$
 begin
@@ -64,7 +64,7 @@ begin
     );
     create index order_violations_by_sandbox on %1$I.order_violations (sandbox_id, at);
   $ddl$, s);
-  perform platform.enable_sandbox_rls(format('%I.inbox', s)::regclass);
-  perform platform.enable_sandbox_rls(format('%I.refusals', s)::regclass);
-  perform platform.enable_sandbox_rls(format('%I.order_violations', s)::regclass);
+  perform {{platform}}.enable_sandbox_rls(format('%I.inbox', s)::regclass);
+  perform {{platform}}.enable_sandbox_rls(format('%I.refusals', s)::regclass);
+  perform {{platform}}.enable_sandbox_rls(format('%I.order_violations', s)::regclass);
 end $$;

@@ -2,7 +2,7 @@
 -- retention.ts). Its scan by time reads a block range index: a new inbox
 -- has one, and so does every inbox made before this version.
 
-create or replace function platform.create_inbox(s text) returns void
+create or replace function {{platform}}.create_inbox(s text) returns void
   language plpgsql
   as $$
 begin
@@ -65,9 +65,9 @@ begin
     );
     create index order_violations_by_sandbox on %1$I.order_violations (sandbox_id, at);
   $ddl$, s);
-  perform platform.enable_sandbox_rls(format('%I.inbox', s)::regclass);
-  perform platform.enable_sandbox_rls(format('%I.refusals', s)::regclass);
-  perform platform.enable_sandbox_rls(format('%I.order_violations', s)::regclass);
+  perform {{platform}}.enable_sandbox_rls(format('%I.inbox', s)::regclass);
+  perform {{platform}}.enable_sandbox_rls(format('%I.refusals', s)::regclass);
+  perform {{platform}}.enable_sandbox_rls(format('%I.order_violations', s)::regclass);
 end $$;
 
 do $$

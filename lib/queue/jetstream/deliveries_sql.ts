@@ -15,6 +15,7 @@ import {
   claimLease,
 } from "../delivery.ts";
 import { finishDeliveryIds } from "../postgres/deliveries_sql.ts";
+import { inPlatform, inQueue } from "../../db/names.ts";
 
 /** A broker message taken for a delivery. */
 export interface Taken {
@@ -53,6 +54,7 @@ export async function startDeliveries(
   // One start is one claim: its rows are leased under a token of its own.
   const lease = claimLease(owner);
   const envelopes = taken.map((t) => t.envelope);
+  const closed = sql(inPlatform("sandbox_closed"));
   const rows = await bookkeepingStatement(
     sql,
     "queue",
@@ -62,20 +64,20 @@ export async function startDeliveries(
         select (e->>'messageId')::uuid as message_id,
                (e->>'sandboxId')::uuid as sandbox_id, s as subscriber,
                e->>'type' as type, e->>'aggregateId' as aggregate_id,
-               platform.sandbox_closed((e->>'sandboxId')::uuid) as closed
+               ${closed}((e->>'sandboxId')::uuid) as closed
           from unnest(${taken.map((t) => t.subscriber)}::text[],
                       array(select v from jsonb_array_elements(
                               ${sql.json(envelopes as never)}) as v))
             as x(s, e)
       ), refused as (
-        insert into platform.closed_refusals
+        insert into ${sql(inPlatform("closed_refusals"))}
           (sandbox_id, refused_by, what, key, reason)
         select sandbox_id, 'queue', 'delivery',
                message_id || '.' || subscriber,
                'taken from the broker after the sandbox''s wipe began'
           from t where closed
       )
-      insert into queue.deliveries as d
+      insert into ${sql(inQueue("deliveries"))} as d
         (sandbox_id, message_id, subscriber, type, aggregate_id, state,
          lease_owner, lease_expires_at, next_attempt_at, attempts)
       select sandbox_id, message_id, subscriber, type, aggregate_id,
@@ -134,7 +136,7 @@ export async function openLanes(
     ({ sql }) =>
       sql<{ subscriber: string; sandbox_id: string; open: number }[]>`
       select subscriber, sandbox_id, count(*)::int as open
-        from queue.deliveries
+        from ${sql(inQueue("deliveries"))}
        where state in ('pending', 'in_flight')
          and subscriber = any(${subscribers as string[]}::text[])
          and created_at < ${before}
@@ -166,7 +168,7 @@ export async function markLost(
     "queue",
     ({ sql }) =>
       sql`
-      update queue.deliveries d
+      update ${sql(inQueue("deliveries"))} d
          set republish_at = now(), republishes = d.republishes + 1
         from unnest(${lanes.map((l) => l.subscriber)}::text[],
                     ${lanes.map((l) => l.sandboxId)}::uuid[])

@@ -20,6 +20,7 @@ import type { TickResult } from "../../wake/loop.ts";
 import { SOURCE_HEADER } from "./queue.ts";
 import type { StreamNames } from "./stream.ts";
 import { type Lanes, ringAll } from "./lanes.ts";
+import { inPlatform, inQueue } from "../../db/names.ts";
 
 export interface RepublishOptions {
   sql: Sql;
@@ -57,16 +58,17 @@ export async function republishOnce(
       sql<MarkRow[]>`
       with due as (
         -- Not for a sandbox being wiped: the broker is purged of it.
-        select id from queue.deliveries
+        select id from ${sql(inQueue("deliveries"))}
          where republish_at <= now()
-           and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
+           and sandbox_id <> all((select
+             ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])
          order by republish_at
          limit ${batch}
          for update skip locked
       )
-      update queue.deliveries d
+      update ${sql(inQueue("deliveries"))} d
          set republish_at = now() + ${leaseMs} * interval '1 millisecond'
-        from due, queue.messages m
+        from due, ${sql(inQueue("messages"))} m
        where d.id = due.id and m.message_id = d.message_id
       returning d.id, d.sandbox_id, d.message_id, d.subscriber, d.redrives,
                 d.republishes, m.source, m.envelope`,
@@ -77,9 +79,10 @@ export async function republishOnce(
       "queue",
       ({ sql }) =>
         sql<{ at: Date | null }[]>`
-        select min(republish_at) as at from queue.deliveries
+        select min(republish_at) as at from ${sql(inQueue("deliveries"))}
          where republish_at is not null
-           and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])`,
+           and sandbox_id <> all((select
+             ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])`,
     );
     return { more: false, nextDueAt: next?.at ?? undefined };
   }
@@ -116,7 +119,7 @@ export async function republishOnce(
   // meanwhile (a higher count) keeps its mark, for the next round.
   await bookkeepingStatement(sql, "queue", ({ sql }) =>
     sql`
-      update queue.deliveries d set republish_at = null
+      update ${sql(inQueue("deliveries"))} d set republish_at = null
         from unnest(${marks.map((m) => m.id)}::bigint[],
                     ${marks.map((m) => m.redrives)}::int[],
                     ${marks.map((m) => m.republishes)}::int[])

@@ -16,6 +16,7 @@ import {
   NOTHING_CLOSED,
   NOTHING_HELD,
 } from "../fair_share.ts";
+import { inPlatform, inQueue } from "../../db/names.ts";
 
 /**
  * The claim and the finish are planned once per connection: their plans
@@ -133,7 +134,8 @@ function claimStatement(
   // An open delivery `d` to a served subscriber, outside the closed lanes
   // and the tenants being wiped (their wipe deletes them).
   const waiting = sql`d.state in ('pending', 'in_flight') ${served}
-    and d.sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
+    and d.sandbox_id <> all((select
+      ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])
     and not exists (
       select from full_lanes f
        where f.sandbox_id = d.sandbox_id and f.subscriber = d.subscriber)`;
@@ -142,10 +144,10 @@ function claimStatement(
     sql`d.sandbox_id = ${sandbox} and d.next_attempt_at <= now() and ${waiting}`;
   const next = (after: ReturnType<typeof sql>) =>
     sql`coalesce(
-      (select sandbox_id from queue.deliveries
+      (select sandbox_id from ${sql(inQueue("deliveries"))}
         where ${open} and sandbox_id > ${after}
         order by sandbox_id limit 1),
-      (select sandbox_id from queue.deliveries
+      (select sandbox_id from ${sql(inQueue("deliveries"))}
         where ${open} order by sandbox_id limit 1))`;
   return sql<ClaimRow[]>`
     with recursive ring (sandbox_id, first, n) as (
@@ -192,7 +194,7 @@ function claimStatement(
       select c.sandbox_id, c.n, c.room, c.part, h.id, h.subscriber
         from caps c
         cross join lateral (
-          select d.id, d.subscriber from queue.deliveries d
+          select d.id, d.subscriber from ${sql(inQueue("deliveries"))} d
            where ${pickable(sql`c.sandbox_id`)} and least(c.room, c.part) > 0
            order by d.id
            limit 1
@@ -217,7 +219,7 @@ function claimStatement(
         cross join lateral (
           -- FOR UPDATE and a window function cannot share a query level.
           select q.id, row_number() over (order by q.id) as rank from (
-            select d.id from queue.deliveries d
+            select d.id from ${sql(inQueue("deliveries"))} d
              where ${pickable(sql`h.sandbox_id`)}
                and d.subscriber = h.subscriber and d.id > h.id
              order by d.id
@@ -241,7 +243,7 @@ function claimStatement(
         cross join short
         cross join lateral (
           select q.id, row_number() over (order by q.id) as rank from (
-            select d.id from queue.deliveries d
+            select d.id from ${sql(inQueue("deliveries"))} d
              where ${pickable(sql`h.sandbox_id`)}
                and d.subscriber = h.subscriber and d.id > g.last
              order by d.id
@@ -263,7 +265,7 @@ function claimStatement(
         cross join short
         cross join lateral (
           select q.id, row_number() over (order by q.id) as rank from (
-            select d.id from queue.deliveries d
+            select d.id from ${sql(inQueue("deliveries"))} d
              where ${pickable(sql`h.sandbox_id`)}
                and d.subscriber <> h.subscriber
              order by d.id
@@ -279,13 +281,13 @@ function claimStatement(
     ), due as (
       select id, n from picks order by rank, n limit ${limit}
     ), claimed as (
-      update queue.deliveries d
+      update ${sql(inQueue("deliveries"))} d
          set state = 'in_flight',
              lease_owner = ${lease},
              lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
              next_attempt_at = now() + ${leaseMs} * interval '1 millisecond',
              attempts = d.attempts + 1
-        from queue.messages m
+        from ${sql(inQueue("messages"))} m
        where d.id = any(array(select id from due))
          and m.message_id = d.message_id
       returning d.id, d.sandbox_id, d.message_id, d.subscriber, d.type,
@@ -299,7 +301,7 @@ function claimStatement(
       from claimed c
     union all
     select null, null, null, null, null, null, null, null, null,
-           (select min(next_attempt_at) from queue.deliveries d
+           (select min(next_attempt_at) from ${sql(inQueue("deliveries"))} d
              where ${waiting}
                and not exists (
                  select from totals t where t.sandbox_id = d.sandbox_id
@@ -425,7 +427,7 @@ function finishStatement(sql: TxSql, results: AttemptResult[]) {
   // a comparison per pair, a fifth of the statement at a batch of 100.
   return sql`
     with u as (
-      update queue.deliveries d
+      update ${sql(inQueue("deliveries"))} d
          set state = r.state,
              lease_owner = null,
              lease_expires_at = null,
@@ -453,14 +455,15 @@ function finishStatement(sql: TxSql, results: AttemptResult[]) {
        where d.id = r.id and d.lease_owner = r.lease and d.state = 'in_flight'
          -- An attempt that ends after the sandbox's wipe began records
          -- nothing: the wipe may have deleted the attempts already.
-         and d.sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
+         and d.sandbox_id <> all((select
+           ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])
       returning d.id, d.sandbox_id, r.state, r.attempt, r.started_at,
                 r.duration_ms, r.status, r.error
     ), attempted as (
       -- A success at the first attempt is told by the delivery's own row
       -- (last_started_at, last_duration_ms, last_status, done_at): it
       -- writes no attempt row. Every other attempt keeps one.
-      insert into queue.attempts
+      insert into ${sql(inQueue("attempts"))}
         (sandbox_id, delivery_id, attempt, started_at, duration_ms, status,
          outcome, error)
       select sandbox_id, id, attempt, started_at, duration_ms, status,

@@ -12,6 +12,7 @@ import { asBookkeeper } from "../../db/service.ts";
 import { QUEUE_CHANNEL } from "../channel.ts";
 import type { OutgoingMessage, Queue, Routing } from "../queue.ts";
 import { messagesAndDeliveries, routesOf } from "./store_sql.ts";
+import { inPlatform } from "../../db/names.ts";
 
 export class PgQueue implements Queue {
   constructor(readonly sql: Sql, readonly routing: Routing) {}
@@ -41,17 +42,18 @@ export class PgQueue implements Queue {
     );
     const e = messages.map((m) => m.envelope);
     return await asBookkeeper(this.sql, "queue", async ({ sql }) => {
+      const closed = sql(inPlatform("sandbox_closed"));
       const [{ count }] = await sql<{ count: number }[]>`
         with x as (
           select x.source, x.e, x.n, (x.e->>'messageId')::uuid as message_id,
-                 platform.sandbox_closed((x.e->>'sandboxId')::uuid) as closed
+                 ${closed}((x.e->>'sandboxId')::uuid) as closed
             from unnest(
               ${messages.map((m) => m.source)}::text[],
               array(select v from jsonb_array_elements(${sql.json(e as never)})
                     with ordinality as t(v, n) order by n)
             ) with ordinality as x(source, e, n)
         ), refused as (
-          insert into platform.closed_refusals
+          insert into ${sql(inPlatform("closed_refusals"))}
             (sandbox_id, refused_by, what, key, reason)
           select (e->>'sandboxId')::uuid, 'queue', 'message',
                  message_id::text, 'published after the sandbox''s wipe began'

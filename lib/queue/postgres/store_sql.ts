@@ -7,6 +7,7 @@
 import type { Fragment, TxSql } from "../../db/connect.ts";
 import { type Closed, NOTHING_CLOSED } from "../fair_share.ts";
 import type { Routing } from "../queue.ts";
+import { inQueue } from "../../db/names.ts";
 
 /** The routing as two parallel arrays (type, subscriber), for unnest. */
 export type Routes = [string[], string[]];
@@ -52,7 +53,7 @@ export interface Handoff {
  */
 function messagesOf(sql: TxSql, rows: Fragment, repeats: boolean): Fragment {
   return sql`
-    insert into queue.messages
+    insert into ${sql(inQueue("messages"))}
       (message_id, sandbox_id, source, type, aggregate_id, envelope)
     select s.message_id, s.sandbox_id, s.source, s.type, s.aggregate_id,
            s.envelope
@@ -85,7 +86,7 @@ function deliveriesOf(
     : sql``;
   if (!handoff) {
     return sql`
-    insert into queue.deliveries
+    insert into ${sql(inQueue("deliveries"))}
       (sandbox_id, message_id, subscriber, type, aggregate_id)
     select s.sandbox_id, s.message_id, r.subscriber, s.type, s.aggregate_id
       from (${rows}) s
@@ -102,7 +103,7 @@ function deliveriesOf(
   const closed = handoff.closed ?? NOTHING_CLOSED;
   const hand = sql`(s.n <= ${handoff.max} and not s.closed)`;
   return sql`
-    insert into queue.deliveries
+    insert into ${sql(inQueue("deliveries"))}
       (sandbox_id, message_id, subscriber, type, aggregate_id, state,
        lease_owner, lease_expires_at, next_attempt_at, attempts)
     select s.sandbox_id, s.message_id, s.subscriber, s.type, s.aggregate_id,

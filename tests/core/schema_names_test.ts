@@ -1,0 +1,149 @@
+/**
+ * The core's schemas under names of the program's choosing
+ * (lib/db/names.ts): lib/README.md's example, run on an empty database in
+ * a child Deno that picked other names first, makes its tables there and
+ * delivers through them. The names belong to the process, so the child has
+ * them to itself.
+ */
+import assert from "node:assert/strict";
+import { connect } from "../../lib/db/connect.ts";
+import { useSchemaNames } from "../../lib/db/names.ts";
+import { emptyDatabase } from "./_db.ts";
+
+const NAMES = new URL("../../lib/db/names.ts", import.meta.url).href;
+const LOG = new URL("../../lib/log/mod.ts", import.meta.url).href;
+const CONNECT = new URL("../../lib/db/connect.ts", import.meta.url).href;
+const EXAMPLE = new URL("../../lib/examples/signup.ts", import.meta.url).href;
+const QUEUE = new URL("../../lib/queue/mod.ts", import.meta.url).href;
+const FAULTS = new URL("../../lib/faults/mod.ts", import.meta.url).href;
+const RETENTION = new URL("../../lib/queue/retention.ts", import.meta.url).href;
+const AUDIT = new URL("../../lib/queue/audit.ts", import.meta.url).href;
+
+/** The example in a child Deno, under the core's schemas `names`. */
+async function exampleUnder(
+  url: string,
+  names: { platform: string; queue: string },
+) {
+  const program = `
+    import { inPlatform, useSchemaNames } from ${JSON.stringify(NAMES)};
+    import { createLogger } from ${JSON.stringify(LOG)};
+    import { connect } from ${JSON.stringify(CONNECT)};
+    import { failureGroups, pausedSubscribers, setPaused }
+      from ${JSON.stringify(QUEUE)};
+    import { pruneHistory } from ${JSON.stringify(RETENTION)};
+    import { auditOnce } from ${JSON.stringify(AUDIT)};
+    import { pgFaults, setFault } from ${JSON.stringify(FAULTS)};
+    useSchemaNames(${JSON.stringify(names)});
+    const { setUp, signUp } = await import(${JSON.stringify(EXAMPLE)});
+    const url = ${JSON.stringify(url)};
+    const log = createLogger("warn", (line) => console.error(line));
+    const sql = connect(url, { max: 2 });
+    await setUp(sql, log);
+    const [{ id }] = await sql\`
+      insert into \${sql(inPlatform("sandboxes"))} (name)
+      values ('example') returning id\`;
+    await sql.end();
+    const sent = await signUp(url, id, "grace@example.com", log);
+    // The console's side of the core, under the same names.
+    const pool = connect(url, { max: 2 });
+    await setPaused(pool, id, "mailer", true, "test");
+    const paused = await pausedSubscribers(pool, id);
+    await setFault(pool, id, "slow", true);
+    const faults = (await pgFaults(pool)([id])).get(id)?.size ?? 0;
+    const groups = (await failureGroups(pool, id)).length;
+    await pool\`grant usage on schema mailer to console\`;
+    await pool\`grant select on mailer.inbox to console\`;
+    await auditOnce({
+      sql: pool,
+      reader: "console",
+      inboxOf: (s) => s + ".inbox",
+      subscribers: ["mailer"],
+    });
+    const pruned = await pruneHistory(pool, {
+      before: new Date(Date.now() + 60_000),
+      subscribers: ["mailer"],
+    });
+    await pool.end();
+    console.log(JSON.stringify({ sent, paused, faults, groups, pruned }));
+  `;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--ext=ts", program],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 0, stderr);
+  return JSON.parse(new TextDecoder().decode(out.stdout).trim());
+}
+
+Deno.test("the core runs under schema names of the program's choosing", async () => {
+  await emptyDatabase(async (url) => {
+    const names = { platform: "msg_tenancy", queue: "msg_queue" };
+    assert.deepEqual(await exampleUnder(url, names), {
+      sent: 1,
+      paused: ["mailer"],
+      faults: 1,
+      groups: 0,
+      pruned: {
+        deliveries: 1,
+        attempts: 0,
+        messages: 1,
+        inboxes: { mailer: 1 },
+      },
+    });
+
+    const sql = connect(url, { max: 1 });
+    try {
+      const schemas = await sql<{ name: string }[]>`
+        select nspname as name from pg_namespace
+         where nspname in ('platform', 'queue', 'msg_tenancy', 'msg_queue')
+         order by 1`;
+      assert.deepEqual(schemas.map((s) => s.name), [
+        "msg_queue",
+        "msg_tenancy",
+      ]);
+      // The delivery was pruned by then; the tenant and its switches stay.
+      const [{ deliveries, sandboxes, faults, pauses }] = await sql<
+        {
+          deliveries: number;
+          sandboxes: number;
+          faults: number;
+          pauses: number;
+        }[]
+      >`
+        select (select count(*)::int from msg_queue.deliveries) as deliveries,
+               (select count(*)::int from msg_tenancy.sandboxes) as sandboxes,
+               (select count(*)::int from msg_tenancy.faults) as faults,
+               (select count(*)::int from msg_queue.pauses) as pauses`;
+      assert.deepEqual(
+        { deliveries, sandboxes, faults, pauses },
+        { deliveries: 0, sandboxes: 1, faults: 1, pauses: 1 },
+      );
+      // The outboxes' trigger and the tenant policy call the core's
+      // functions by their new schema.
+      const [{ owed }] = await sql<{ owed: number }[]>`
+        select count(*)::int as owed from accounts.outbox`;
+      assert.equal(owed, 0);
+    } finally {
+      await sql.end();
+    }
+  });
+});
+
+Deno.test("schema names that are not plain identifiers are refused", () => {
+  for (
+    const names of [
+      { queue: "Queue" },
+      { queue: "my-queue" },
+      { platform: "" },
+      { platform: "a".repeat(64) },
+      { platform: "queue" },
+    ]
+  ) {
+    assert.throws(
+      () => useSchemaNames(names),
+      TypeError,
+      JSON.stringify(names),
+    );
+  }
+});
