@@ -8,7 +8,7 @@ import type { Deps } from "./deps.ts";
 import { HttpError } from "./kit/http/errors.ts";
 import { ConnectionLost } from "./lib/db/service.ts";
 import { isConnectionError } from "./lib/db/reserved.ts";
-import { recordClosedRefusal, SandboxClosed } from "./lib/db/closed.ts";
+import { recordClosedRefusal, TenantClosed } from "./lib/db/closed.ts";
 import { html } from "./kit/http/render.ts";
 import { isHttps, sessionMiddleware } from "./kit/http/session_middleware.ts";
 import { bodyLimits } from "./kit/http/body_limit.ts";
@@ -246,11 +246,11 @@ export function createApp(deps: Deps): Hono {
   app.onError(async (error, c) => {
     // Hono's own middleware (bearer-auth) answers with its response.
     if (error instanceof HTTPException) return error.getResponse();
-    if (error instanceof SandboxClosed) {
+    if (error instanceof TenantClosed) {
       // A request of a sandbox whose wipe began while it ran: nothing of it
       // was applied, and a row says so.
       await recordClosedRefusal(deps.sql, {
-        sandboxId: error.sandboxId,
+        tenantId: error.tenantId,
         refusedBy: error.service,
         what: "request",
         key: `${c.req.method} ${c.req.path}`,

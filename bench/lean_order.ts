@@ -67,10 +67,14 @@ export async function placeLeanOrder(
   const caps = lines.map((l) => l.capacity);
   let answer: { placed: boolean }[];
   try {
-    answer = await serviceStatement(sql, "orders", { sandboxId }, (tx) => {
-      const { sql } = tx;
-      const placed = sql`exists (select from placed)`;
-      return sql<{ placed: boolean }[]>`
+    answer = await serviceStatement(
+      sql,
+      "orders",
+      { tenantId: sandboxId },
+      (tx) => {
+        const { sql } = tx;
+        const placed = sql`exists (select from placed)`;
+        return sql<{ placed: boolean }[]>`
         with placed as (
           insert into bench.lean_orders
                  (id, sandbox_id, idempotency_key, request_hash,
@@ -84,8 +88,8 @@ export async function placeLeanOrder(
           returning id
         ), line as (
           select * from unnest(${skus}::text[], ${
-        lines.map((l) => l.qty)
-      }::int[], ${caps}::int[]) with ordinality as l(sku, qty, cap, n)
+          lines.map((l) => l.qty)
+        }::int[], ${caps}::int[]) with ordinality as l(sku, qty, cap, n)
         ), taken as (
           insert into orders.day_counts as d (sandbox_id, day, sku, qty)
           select ${sandboxId}, ${day}, line.sku, line.qty
@@ -104,7 +108,8 @@ export async function placeLeanOrder(
                     then platform.refuse(${ORDER_DOES_NOT_FIT}, 'capacity')
                end as refused,
                ${wakeInStatement(tx, placed)} as woken`;
-    });
+      },
+    );
   } catch (error) {
     // The source never asks for more than a day holds.
     if (isOrderRefusal(error)) throw new Error("lean order refused");

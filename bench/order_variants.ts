@@ -88,12 +88,16 @@ async function placeWith(sql: Sql, source: OrderSource, tail: Tail) {
   const sorted = bySku(lines);
   let answer: { claimed: boolean }[];
   try {
-    answer = await serviceStatement(sql, "orders", { sandboxId }, (tx) => {
-      const { sql } = tx;
-      const placed = sql`exists (select from placed)`;
-      const t = tail(tx, envelope, placed);
-      const ctes = t.ctes ? sql`, ${t.ctes}` : sql``;
-      return sql<{ claimed: boolean }[]>`
+    answer = await serviceStatement(
+      sql,
+      "orders",
+      { tenantId: sandboxId },
+      (tx) => {
+        const { sql } = tx;
+        const placed = sql`exists (select from placed)`;
+        const t = tail(tx, envelope, placed);
+        const ctes = t.ctes ? sql`, ${t.ctes}` : sql``;
+        return sql<{ claimed: boolean }[]>`
         with claim as (
           insert into orders.commands_seen
                  (sandbox_id, idempotency_key, request_hash, order_id)
@@ -134,7 +138,8 @@ async function placeWith(sql: Sql, source: OrderSource, tail: Tail) {
         )${ctes}
         select exists (select from claim) as claimed,
                ${t.value} as tail`;
-    });
+      },
+    );
   } catch (error) {
     // The source never asks for more than a day holds.
     if (isOrderRefusal(error)) throw new Error("bench order refused");

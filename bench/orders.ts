@@ -119,7 +119,7 @@ export async function place(sql: Sql, source: OrderSource) {
  */
 export async function placeOrderRowOnly(sql: Sql, source: OrderSource) {
   const { sandboxId, input } = await source.next();
-  await serviceStatement(sql, "orders", { sandboxId }, (tx) =>
+  await serviceStatement(sql, "orders", { tenantId: sandboxId }, (tx) =>
     tx.sql`
       insert into orders.orders (id, sandbox_id, customer_name, customer_email,
                                  fulfilment, day, total_cents)

@@ -185,7 +185,7 @@ export async function startProbe(options: {
         trackOnce(h.messageId, h.type, h.aggregateId, at);
       }
       if (moved.published > named.size) {
-        trackMoved(service, moved.sandboxIds, since, at).catch((error) =>
+        trackMoved(service, moved.tenantIds, since, at).catch((error) =>
           log.warn("probe_read_back_failed", { error })
         );
       }

@@ -72,24 +72,28 @@ export async function orderView(
   orderId: string,
 ): Promise<OrderView | null> {
   if (!/^[0-9a-f-]{36}$/.test(orderId)) return null;
-  return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
-    const [o] = await sql`
+  return await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    async ({ sql }) => {
+      const [o] = await sql`
       select id, state, version, total_cents, customer_name, customer_email,
              fulfilment, day::text as day, payment_ref, created_at
         from orders.orders where id = ${orderId}`;
-    if (!o) return null;
-    const lines = await sql`
+      if (!o) return null;
+      const lines = await sql`
       select sku, name, qty, unit_cents from orders.lines
        where order_id = ${orderId} order by sku`;
-    const events = await sql`
+      const events = await sql`
       select type, version, at, message_id from orders.events
        where order_id = ${orderId} order by id`;
-    // What a sender still owes is in its outbox; what it published, in the
-    // queue's copy (the outbox row goes when the copy is stored, or, the
-    // long way, just after: then the copy is what counts).
-    const copied = sql`not exists (
+      // What a sender still owes is in its outbox; what it published, in the
+      // queue's copy (the outbox row goes when the copy is stored, or, the
+      // long way, just after: then the copy is what counts).
+      const copied = sql`not exists (
       select from queue.messages m where m.message_id = o.message_id)`;
-    const messages = await sql`
+      const messages = await sql`
       select 'orders' as service, message_id, type, state, attempts, last_error,
              created_at, null::timestamptz as published_at,
              split_part(envelope->>'traceparent', '-', 2) as trace_id
@@ -110,95 +114,97 @@ export async function orderView(
         from queue.messages
        where aggregate_id = ${orderId} and source in ('orders', 'billing')
       order by created_at`;
-    const deliveries = await sql`
+      const deliveries = await sql`
       select id, message_id, type, subscriber, state, attempts, last_status,
              last_error, next_attempt_at
         from queue.deliveries
        where message_id in (select message_id from queue.messages
                              where aggregate_id = ${orderId})
        order by id`;
-    const ids = deliveries.map((d) => d.message_id as string);
-    const inbox = new Map<
-      string,
-      { status: number; at: string; outcome: unknown }
-    >();
-    for (const service of [...RECEIVERS, "orders"]) {
-      const rows = await sql`
+      const ids = deliveries.map((d) => d.message_id as string);
+      const inbox = new Map<
+        string,
+        { status: number; at: string; outcome: unknown }
+      >();
+      for (const service of [...RECEIVERS, "orders"]) {
+        const rows = await sql`
         select message_id, status, received_at, outcome
           from ${
-        sql(`${service}.inbox`)
-      } where message_id = any(${ids}::uuid[])`;
-      for (const r of rows) {
-        inbox.set(`${service}:${r.message_id}`, {
-          status: r.status,
-          at: r.received_at.toISOString(),
-          outcome: r.outcome,
-        });
+          sql(`${service}.inbox`)
+        } where message_id = any(${ids}::uuid[])`;
+        for (const r of rows) {
+          inbox.set(`${service}:${r.message_id}`, {
+            status: r.status,
+            at: r.received_at.toISOString(),
+            outcome: r.outcome,
+          });
+        }
       }
-    }
-    const [receipt] = await sql`
+      const [receipt] = await sql`
       select number, total_cents, payment_ref, issued_at from receipts.receipts
        where order_id = ${orderId}`;
-    const [card] = await sql`
+      const [card] = await sql`
       select state, version from kitchen.cards where order_id = ${orderId}`;
-    return {
-      orderId: o.id,
-      state: o.state,
-      version: o.version,
-      totalCents: o.total_cents,
-      customer: { name: o.customer_name, email: o.customer_email },
-      fulfilment: o.fulfilment,
-      day: o.day,
-      paymentRef: o.payment_ref,
-      createdAt: o.created_at.toISOString(),
-      lines: lines.map((l) => ({
-        sku: l.sku,
-        name: l.name,
-        qty: l.qty,
-        unitCents: l.unit_cents,
-      })),
-      events: events.map((e) => ({
-        type: e.type,
-        version: e.version,
-        at: e.at.toISOString(),
-        messageId: e.message_id,
-      })),
-      messages: messages.map((m) => ({
-        messageId: m.message_id,
-        service: m.service,
-        eventType: m.type,
-        state: m.state,
-        attempts: m.attempts,
-        lastError: m.last_error,
-        createdAt: m.created_at.toISOString(),
-        publishedAt: iso(m.published_at),
-        traceId: m.trace_id || null,
-      })),
-      deliveries: deliveries.map((d) => ({
-        id: Number(d.id),
-        messageId: d.message_id,
-        eventType: d.type,
-        subscriber: d.subscriber,
-        state: d.state,
-        attempts: d.attempts,
-        lastStatus: d.last_status,
-        lastError: d.last_error,
-        nextAttemptAt: ["pending", "in_flight"].includes(d.state)
-          ? iso(d.next_attempt_at)
+      return {
+        orderId: o.id,
+        state: o.state,
+        version: o.version,
+        totalCents: o.total_cents,
+        customer: { name: o.customer_name, email: o.customer_email },
+        fulfilment: o.fulfilment,
+        day: o.day,
+        paymentRef: o.payment_ref,
+        createdAt: o.created_at.toISOString(),
+        lines: lines.map((l) => ({
+          sku: l.sku,
+          name: l.name,
+          qty: l.qty,
+          unitCents: l.unit_cents,
+        })),
+        events: events.map((e) => ({
+          type: e.type,
+          version: e.version,
+          at: e.at.toISOString(),
+          messageId: e.message_id,
+        })),
+        messages: messages.map((m) => ({
+          messageId: m.message_id,
+          service: m.service,
+          eventType: m.type,
+          state: m.state,
+          attempts: m.attempts,
+          lastError: m.last_error,
+          createdAt: m.created_at.toISOString(),
+          publishedAt: iso(m.published_at),
+          traceId: m.trace_id || null,
+        })),
+        deliveries: deliveries.map((d) => ({
+          id: Number(d.id),
+          messageId: d.message_id,
+          eventType: d.type,
+          subscriber: d.subscriber,
+          state: d.state,
+          attempts: d.attempts,
+          lastStatus: d.last_status,
+          lastError: d.last_error,
+          nextAttemptAt: ["pending", "in_flight"].includes(d.state)
+            ? iso(d.next_attempt_at)
+            : null,
+          accepted: inbox.get(`${d.subscriber}:${d.message_id}`) ?? null,
+        })),
+        receipt: receipt
+          ? {
+            number: receipt.number,
+            totalCents: receipt.total_cents,
+            paymentRef: receipt.payment_ref,
+            issuedAt: receipt.issued_at.toISOString(),
+          }
           : null,
-        accepted: inbox.get(`${d.subscriber}:${d.message_id}`) ?? null,
-      })),
-      receipt: receipt
-        ? {
-          number: receipt.number,
-          totalCents: receipt.total_cents,
-          paymentRef: receipt.payment_ref,
-          issuedAt: receipt.issued_at.toISOString(),
-        }
-        : null,
-      kitchenCard: card ? { state: card.state, version: card.version } : null,
-    };
-  }, { snapshot: true });
+        kitchenCard: card ? { state: card.state, version: card.version } : null,
+      };
+    },
+    { snapshot: true },
+  );
 }
 
 /**
@@ -216,7 +222,7 @@ export async function placedTraceparent(
   const [row] = await asService(
     sql,
     "console",
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) =>
       sql<{ traceparent: string | null }[]>`
       select coalesce(o.envelope, m.envelope)->>'traceparent' as traceparent

@@ -33,7 +33,7 @@ Deno.test("poison message: a PaymentSucceeded whose amount is not a number is de
     await asService(
       sql,
       "billing",
-      { sandboxId },
+      { tenantId: sandboxId },
       (tx) => append(tx, [poison]),
     );
 

@@ -42,9 +42,14 @@ function boundaryTest(name: string, fn: (ctx: Ctx) => Promise<void>) {
         returning id`;
       const attempt: Ctx["attempt"] = async (service, statement) => {
         try {
-          await asService(sql, service, { sandboxId }, async ({ sql: tx }) => {
-            await statement(tx as unknown as Sql);
-          });
+          await asService(
+            sql,
+            service,
+            { tenantId: sandboxId },
+            async ({ sql: tx }) => {
+              await statement(tx as unknown as Sql);
+            },
+          );
           return "ok";
         } catch (error) {
           return (error as Error).message;
@@ -129,14 +134,19 @@ boundaryTest(
     const messageId = crypto.randomUUID();
     await assert.rejects(
       () =>
-        asService(sql, "kitchen", { sandboxId }, async ({ sql: tx }) => {
-          await tx`insert into kitchen.inbox
+        asService(
+          sql,
+          "kitchen",
+          { tenantId: sandboxId },
+          async ({ sql: tx }) => {
+            await tx`insert into kitchen.inbox
             (message_id, sandbox_id, type, status)
             values (${messageId}, ${sandboxId}, 'OrderPaid', 200)`;
-          await tx`insert into receipts.inbox
+            await tx`insert into receipts.inbox
             (message_id, sandbox_id, type, status)
             values (${messageId}, ${sandboxId}, 'OrderPaid', 200)`;
-        }),
+          },
+        ),
       /permission denied for schema receipts/,
     );
     const [row] = await sql<{ n: number }[]>`

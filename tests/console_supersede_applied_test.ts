@@ -109,7 +109,7 @@ async function copyAnsweredAsRepeat(t: TestBakery, republish: boolean) {
   const copy = await asService(
     t.sql,
     "queue",
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) =>
       supersedeIn(
         sql,

@@ -62,7 +62,7 @@ natsTest(
     try {
       await stream.lanes.ensure([{
         subscriber: "kitchen",
-        sandboxId: crypto.randomUUID(),
+        tenantId: crypto.randomUUID(),
       }]);
       assert.equal((await stream.lanes.list()).length, 1);
       assert.equal(await stream.jsm.streams.delete(name), true);

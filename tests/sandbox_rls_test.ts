@@ -29,15 +29,20 @@ function rlsTest(name: string, fn: (ctx: Ctx) => Promise<void>) {
         returning id`;
       const rowsOf = { a: [] as string[], b: [] as string[] };
       for (const [sandboxId, ids] of [[a, rowsOf.a], [b, rowsOf.b]] as const) {
-        await asService(sql, "kitchen", { sandboxId }, async ({ sql: tx }) => {
-          for (const type of ["OrderPlaced", "OrderPaid"]) {
-            const messageId = crypto.randomUUID();
-            await tx`insert into kitchen.inbox
+        await asService(
+          sql,
+          "kitchen",
+          { tenantId: sandboxId },
+          async ({ sql: tx }) => {
+            for (const type of ["OrderPlaced", "OrderPaid"]) {
+              const messageId = crypto.randomUUID();
+              await tx`insert into kitchen.inbox
               (message_id, sandbox_id, type, status)
               values (${messageId}, ${sandboxId}, ${type}, 200)`;
-            ids.push(messageId);
-          }
-        });
+              ids.push(messageId);
+            }
+          },
+        );
       }
       await fn({ sql, a, b, rowsOf });
     }, { max: 1 }));
@@ -46,7 +51,7 @@ function rlsTest(name: string, fn: (ctx: Ctx) => Promise<void>) {
 /** The message ids that the kitchen sees in `scope`, sorted. */
 function kitchenSees(
   sql: Sql,
-  scope: { sandboxId: string } | "workers",
+  scope: { tenantId: string } | "workers",
 ): Promise<string[]> {
   return asService(sql, "kitchen", scope, async ({ sql: tx }) => {
     const rows = await tx<{ message_id: string }[]>`
@@ -65,12 +70,12 @@ async function allRows(sql: Sql) {
 
 rlsTest("a sandbox reads its own rows and not the other's", async (ctx) => {
   const { sql, a, b, rowsOf } = ctx;
-  assert.deepEqual(await kitchenSees(sql, { sandboxId: a }), rowsOf.a.sort());
-  assert.deepEqual(await kitchenSees(sql, { sandboxId: b }), rowsOf.b.sort());
+  assert.deepEqual(await kitchenSees(sql, { tenantId: a }), rowsOf.a.sort());
+  assert.deepEqual(await kitchenSees(sql, { tenantId: b }), rowsOf.b.sort());
   const found = await asService(
     sql,
     "kitchen",
-    { sandboxId: a },
+    { tenantId: a },
     async ({ sql: tx }) =>
       await tx`select * from kitchen.inbox
         where message_id = ${rowsOf.b[0]} or sandbox_id = ${b}`,
@@ -84,7 +89,7 @@ rlsTest("a sandbox cannot update or delete the other's rows", async (ctx) => {
   const counts = await asService(
     sql,
     "kitchen",
-    { sandboxId: a },
+    { tenantId: a },
     async ({ sql: tx }) => {
       const updated = await tx`update kitchen.inbox set status = 422
         where sandbox_id = ${b}`;
@@ -103,7 +108,7 @@ rlsTest("a sandbox cannot update or delete the other's rows", async (ctx) => {
   const own = await asService(
     sql,
     "kitchen",
-    { sandboxId: b },
+    { tenantId: b },
     async ({ sql: tx }) => {
       const updated = await tx`update kitchen.inbox set status = 422
         where sandbox_id = ${b}`;
@@ -120,7 +125,7 @@ rlsTest("a sandbox cannot write a row into the other", async (ctx) => {
   const before = await allRows(sql);
   await assert.rejects(
     () =>
-      asService(sql, "kitchen", { sandboxId: a }, async ({ sql: tx }) => {
+      asService(sql, "kitchen", { tenantId: a }, async ({ sql: tx }) => {
         await tx`insert into kitchen.inbox
           (message_id, sandbox_id, type, status)
           values (${crypto.randomUUID()}, ${b}, 'OrderPlaced', 200)`;
@@ -130,7 +135,7 @@ rlsTest("a sandbox cannot write a row into the other", async (ctx) => {
   // Nor move one of its own rows over.
   await assert.rejects(
     () =>
-      asService(sql, "kitchen", { sandboxId: a }, async ({ sql: tx }) => {
+      asService(sql, "kitchen", { tenantId: a }, async ({ sql: tx }) => {
         await tx`update kitchen.inbox set sandbox_id = ${b}
           where sandbox_id = ${a}`;
       }),
@@ -145,7 +150,7 @@ rlsTest(
     const { sql, a } = ctx;
     // Right before, a service transaction of sandbox A on the same (only)
     // connection: its SET LOCAL settings must have ended with it.
-    assert.equal((await kitchenSees(sql, { sandboxId: a })).length, 2);
+    assert.equal((await kitchenSees(sql, { tenantId: a })).length, 2);
     const seen = await sql.begin(async (tx) => {
       await tx`select set_config('role', 'kitchen', true)`;
       const [who] = await tx`select current_user as role`;
@@ -192,7 +197,7 @@ rlsTest("other services see their own tables by sandbox too", async (ctx) => {
     const [messages, faults] = await asService(
       sql,
       "queue",
-      { sandboxId },
+      { tenantId: sandboxId },
       async ({ sql: tx }) => [
         await tx`select sandbox_id from queue.messages`,
         await tx`select sandbox_id from platform.faults`,

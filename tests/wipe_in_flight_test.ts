@@ -12,7 +12,7 @@ import Stripe from "stripe";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { Sql } from "../lib/db/connect.ts";
-import { SandboxClosed } from "../lib/db/closed.ts";
+import { TenantClosed } from "../lib/db/closed.ts";
 import { setFault } from "../lib/faults/mod.ts";
 import { receiveOnce } from "../lib/inbox/mod.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
@@ -193,7 +193,7 @@ async function wipeRacingPayments(t: TestBakery, stream?: string) {
       fulfilment: "pickup",
       idempotencyKey: crypto.randomUUID(),
     }),
-    SandboxClosed,
+    TenantClosed,
   );
   assert.deepEqual(await rowsOf(sql, sandboxId), {});
   // It had begun before the wipe: the wipe waited for it, then deleted it.
@@ -226,10 +226,13 @@ async function wipeRacingPayments(t: TestBakery, stream?: string) {
     const jsm = await jetstreamManager(nc);
     const names = new StreamNames(stream);
     const info = await jsm.streams.info(stream, {
-      subjects_filter: names.sandboxFilter(sandboxId),
+      subjects_filter: names.tenantFilter(sandboxId),
     });
     assert.deepEqual(info.state.subjects ?? {}, {}, "the stream keeps none");
-    const keys = SUBSCRIBERS.map((subscriber) => ({ subscriber, sandboxId }));
+    const keys = SUBSCRIBERS.map((subscriber) => ({
+      subscriber,
+      tenantId: sandboxId,
+    }));
     await new Lanes(nc, jsm, names, { ackWaitMs: 1000, idleMs: 600_000 })
       .ensure(keys, true);
     lanes = {

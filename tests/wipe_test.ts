@@ -4,7 +4,7 @@ import { memoryLogger } from "../lib/log/mod.ts";
 import { wipeDue } from "../services/wipe.ts";
 import { placeOrder } from "../services/orders/place.ts";
 import { setFault } from "../lib/faults/mod.ts";
-import { SandboxClosed } from "../lib/db/closed.ts";
+import { TenantClosed } from "../lib/db/closed.ts";
 import { SessionStore } from "../kit/http/session.ts";
 import type { Sql } from "../lib/db/connect.ts";
 import { eventually, withTestBakery } from "./_app.ts";
@@ -156,7 +156,7 @@ Deno.test("wipe: one that could not finish leaves its sandboxes closed, and the 
     }
     assert.deepEqual(await state(old), { wiping: true, wiped: false });
     assert.equal(await orders(old), 1, "nothing deleted yet");
-    await assert.rejects(order(old), SandboxClosed, "closed meanwhile");
+    await assert.rejects(order(old), TenantClosed, "closed meanwhile");
     const [failed] = await sql<{ error: string | null; finished: boolean }[]>`
       select error, finished_at is not null as finished from platform.wipes`;
     assert.match(failed.error ?? "", /gave up/);

@@ -10,35 +10,35 @@ import type { Sql } from "./connect.ts";
 import { inPlatform } from "./names.ts";
 
 /** The SQLSTATE of `platform.enter_sandbox`'s refusal. */
-export const SANDBOX_CLOSED_CODE = "55W01";
+export const TENANT_CLOSED_CODE = "55W01";
 
 /**
  * A service transaction named a closed tenant and was refused before it
  * read or wrote anything. Never worth a retry: a tenant does not open
  * again.
  */
-export class SandboxClosed extends Error {
-  override name = "SandboxClosed";
+export class TenantClosed extends Error {
+  override name = "TenantClosed";
   constructor(
-    readonly sandboxId: string,
+    readonly tenantId: string,
     readonly service: string,
     options?: ErrorOptions,
   ) {
     super(
-      `sandbox ${sandboxId} is closed: it is being wiped or was wiped, and nothing more of it is applied`,
+      `tenant ${tenantId} is closed: it is being wiped or was wiped, and nothing more of it is applied`,
       options,
     );
   }
 }
 
 /** True for the refusal as PostgreSQL reports it. */
-export function isSandboxClosedError(error: unknown): boolean {
-  return (error as { code?: string } | null)?.code === SANDBOX_CLOSED_CODE;
+export function isTenantClosedError(error: unknown): boolean {
+  return (error as { code?: string } | null)?.code === TENANT_CLOSED_CODE;
 }
 
 /** What arrived for a closed tenant, who refused it, and why. */
 export interface ClosedRefusal {
-  sandboxId: string;
+  tenantId: string;
   /** The service (or part) that refused it. */
   refusedBy: string;
   what: "delivery" | "message" | "webhook" | "request";
@@ -59,6 +59,6 @@ export async function recordClosedRefusal(
   await sql`
     insert into ${sql(inPlatform("closed_refusals"))}
       (sandbox_id, refused_by, what, key, reason)
-    values (${refusal.sandboxId}, ${refusal.refusedBy}, ${refusal.what},
+    values (${refusal.tenantId}, ${refusal.refusedBy}, ${refusal.what},
             ${refusal.key}, ${refusal.reason})`;
 }

@@ -8,15 +8,15 @@ import { inSpan, tracing } from "../trace/mod.ts";
 import type postgres from "postgres";
 import type { ReservedSql, Sql, TxSql } from "./connect.ts";
 import {
-  isSandboxClosedError,
-  SANDBOX_CLOSED_CODE,
-  SandboxClosed,
+  isTenantClosedError,
+  TENANT_CLOSED_CODE,
+  TenantClosed,
 } from "./closed.ts";
 import { isConnectionError, reserveWatched } from "./reserved.ts";
 import { inPlatform } from "./names.ts";
 
 /** Whose rows a transaction may see: one tenant, or all (relays, consumers). */
-export type Scope = { sandboxId: string } | "workers";
+export type Scope = { tenantId: string } | "workers";
 
 /** A service transaction: the handle, and who it works as. */
 export interface ServiceTx {
@@ -38,11 +38,11 @@ const SERVICE_NAME = /^[a-z][a-z_]{1,30}$/;
  * Runs `fn` in one transaction as `service`, inside `scope`. The transaction
  * commits when `fn` resolves and rolls back when it throws. A transaction
  * in a tenant whose wipe has begun is refused as it begins, with
- * {@link SandboxClosed} (lib/db/closed.ts).
+ * {@link TenantClosed} (lib/db/closed.ts).
  *
  * @example
  * ```ts
- * await asService(sql, "orders", { sandboxId }, async ({ sql }) => {
+ * await asService(sql, "orders", { tenantId }, async ({ sql }) => {
  *   await sql`insert into orders.orders ${sql(row)}`;
  * });
  * ```
@@ -114,7 +114,7 @@ export async function asService<T>(
       attributes: {
         "db.system": "postgresql",
         "outbox.service": service,
-        "outbox.tenant": scope.sandboxId,
+        "outbox.tenant": scope.tenantId,
       },
     }, () => asService(sql, service, scope, fn, { ...options, traced: true }));
   }
@@ -139,10 +139,10 @@ export async function asService<T>(
       // program's own user's, checked as the statement starts, before it
       // sets the role.
       const gate = scope === "workers" ? tx`` : tx`
-        (select ${tx(inPlatform("refuse"))}(${SANDBOX_CLOSED_CODE},
-                  'sandbox ' || s.id || ' is closed: it is being wiped or was wiped')
+        (select ${tx(inPlatform("refuse"))}(${TENANT_CLOSED_CODE},
+                  'tenant ' || s.id || ' is closed: it is being wiped or was wiped')
            from ${tx(inPlatform("sandboxes"))} s
-          where s.id = ${scope.sandboxId}::uuid and s.wiping_at is not null),`;
+          where s.id = ${scope.tenantId}::uuid and s.wiping_at is not null),`;
       const generic = bk && options.genericPlans
         ? tx`, set_config('plan_cache_mode', 'force_generic_plan', true)`
         : tx``;
@@ -157,7 +157,7 @@ export async function asService<T>(
         : tx``;
       return tx`select ${gate} set_config('role', ${service}, true),
         set_config('app.sandbox_id', ${
-        scope === "workers" ? "" : scope.sandboxId
+        scope === "workers" ? "" : scope.tenantId
       }, true),
         set_config('app.scope', ${
         scope === "workers" ? "workers" : ""
@@ -169,8 +169,8 @@ export async function asService<T>(
   ).catch((error) => {
     // The gate refused the transaction; the statements behind it failed
     // only because it had.
-    if (scope !== "workers" && isSandboxClosedError(error)) {
-      throw new SandboxClosed(scope.sandboxId, service, { cause: error });
+    if (scope !== "workers" && isTenantClosedError(error)) {
+      throw new TenantClosed(scope.tenantId, service, { cause: error });
     }
     throw error;
   });

@@ -115,7 +115,7 @@ export async function signUp(
   });
   try {
     // The command: the user and the message it owes, in one transaction.
-    await asService(sql, "accounts", { sandboxId: tenant }, async (tx) => {
+    await asService(sql, "accounts", { tenantId: tenant }, async (tx) => {
       await tx.sql`insert into accounts.users (email, sandbox_id)
                    values (${email}, ${tenant})`;
       await append(tx, [

@@ -31,13 +31,13 @@ export type Send = Pick<Dispatcher, "send">;
 export function faultyDispatcher(dispatcher: Send, faults: FaultReader): Send {
   return {
     send: async (request: Request) => {
-      if ((await faults.sandboxesWith(NAMES)).length === 0) {
+      if ((await faults.tenantsWith(NAMES)).length === 0) {
         return await dispatcher.send(request);
       }
-      const sandboxId = await sandboxOf(request);
-      const active = await faults(sandboxId ? [sandboxId] : []);
+      const tenantId = await tenantOf(request);
+      const active = await faults(tenantId ? [tenantId] : []);
       const on = (name: string) =>
-        sandboxId !== undefined && isOn(active, sandboxId, name);
+        tenantId !== undefined && isOn(active, tenantId, name);
       let response: Response;
       if (on(CONSUMER_FAULTS.duplicateDeliveries)) {
         const again = request.clone();
@@ -65,7 +65,7 @@ export function faultyDispatcher(dispatcher: Send, faults: FaultReader): Send {
  * The tenant of the envelope a request carries, or of a batch's first (a
  * batch is one tenant's), if it names one.
  */
-async function sandboxOf(request: Request): Promise<string | undefined> {
+async function tenantOf(request: Request): Promise<string | undefined> {
   try {
     const body = await request.clone().json();
     const envelope = Array.isArray(body?.messages) ? body.messages[0] : body;

@@ -43,8 +43,8 @@ export function faultyQueue(
 ): Queue {
   return {
     diverted: {
-      list: () => faults.sandboxesWith(NAMES),
-      query: (sql) => faults.sandboxesWithQuery(sql, NAMES),
+      list: () => faults.tenantsWith(NAMES),
+      query: (sql) => faults.tenantsWithQuery(sql, NAMES),
     },
     publish: async (messages: OutgoingMessage[]) => {
       const active = await faults([

@@ -37,18 +37,18 @@ export function faultyReceiver(
   receiver: (work: W) => Promise<Response>,
 ) => (work: W) => Promise<Response> {
   return (receiver) => async (work) => {
-    const sandboxId = "sandboxId" in work
+    const tenantId = "sandboxId" in work
       ? work.sandboxId
       : (work as readonly Envelope[])[0]?.sandboxId;
-    if (sandboxId === undefined) return await receiver(work);
-    const active = await faults([sandboxId]);
-    if (switches.refuses && isOn(active, sandboxId, switches.refuses)) {
+    if (tenantId === undefined) return await receiver(work);
+    const active = await faults([tenantId]);
+    if (switches.refuses && isOn(active, tenantId, switches.refuses)) {
       return Response.json(
         { error: `${switches.label} refuses deliveries` },
         { status: 503 },
       );
     }
-    if (switches.slow && isOn(active, sandboxId, switches.slow)) {
+    if (switches.slow && isOn(active, tenantId, switches.slow)) {
       await new Promise((r) => setTimeout(r, switches.slowMs ?? 6000));
     }
     return await receiver(work);

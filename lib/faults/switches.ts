@@ -4,7 +4,7 @@
  * the dispatcher and the receivers' handlers.
  */
 import type { Fragment, Sql, TxSql } from "../db/connect.ts";
-import { isSandboxClosedError, SandboxClosed } from "../db/closed.ts";
+import { isTenantClosedError, TenantClosed } from "../db/closed.ts";
 import { inPlatform } from "../db/names.ts";
 
 /** The switches each tenant has on: tenant id -> names. */
@@ -13,15 +13,15 @@ export type ActiveFaults = Map<string, Set<string>>;
 /** Reads the switches that are on. */
 export interface FaultReader {
   /** The switches that are on for these tenants. */
-  (sandboxIds: string[]): Promise<ActiveFaults>;
+  (tenantIds: string[]): Promise<ActiveFaults>;
   /** Every tenant that has one of `names` on. */
-  sandboxesWith(names: readonly string[]): Promise<string[]>;
+  tenantsWith(names: readonly string[]): Promise<string[]>;
   /**
    * The same, as a subquery for a statement of the caller's. Read in that
    * statement's snapshot, it sees every switch turned on before the rows
    * the statement reads were written; a list read beforehand may not.
    */
-  sandboxesWithQuery(sql: TxSql, names: readonly string[]): Fragment;
+  tenantsWithQuery(sql: TxSql, names: readonly string[]): Fragment;
 }
 
 /** The cache of one pool: every enabled switch, and when it was read. */
@@ -80,54 +80,54 @@ export function pgFaults(sql: Sql, ttlMs = 250): FaultReader {
     }
     return cache.active;
   };
-  const read = async (sandboxIds: string[]) => {
+  const read = async (tenantIds: string[]) => {
     const active = await current();
     const out: ActiveFaults = new Map();
-    for (const id of sandboxIds) {
+    for (const id of tenantIds) {
       const set = active.get(id);
       if (set) out.set(id, set);
     }
     return out;
   };
   return Object.assign(read, {
-    sandboxesWith: async (names: readonly string[]) => {
+    tenantsWith: async (names: readonly string[]) => {
       const out: string[] = [];
       for (const [id, set] of await current()) {
         if (names.some((name) => set.has(name))) out.push(id);
       }
       return out;
     },
-    sandboxesWithQuery: (sql: TxSql, names: readonly string[]) =>
+    tenantsWithQuery: (sql: TxSql, names: readonly string[]) =>
       sql`select sandbox_id from ${sql(inPlatform("faults"))}
            where enabled and name = any(${names as string[]})`,
   });
 }
 
-/** True when `name` is on for `sandboxId`. */
-export function isOn(active: ActiveFaults, sandboxId: string, name: string) {
-  return active.get(sandboxId)?.has(name) ?? false;
+/** True when `name` is on for `tenantId`. */
+export function isOn(active: ActiveFaults, tenantId: string, name: string) {
+  return active.get(tenantId)?.has(name) ?? false;
 }
 
 /**
- * Turns a switch on or off for one tenant; {@link SandboxClosed} once the
+ * Turns a switch on or off for one tenant; {@link TenantClosed} once the
  * tenant's wipe has begun (the gate of lib/db/service.ts, in the insert).
  */
 export async function setFault(
   sql: Sql,
-  sandboxId: string,
+  tenantId: string,
   name: string,
   enabled: boolean,
 ) {
   try {
     await sql`
       insert into ${sql(inPlatform("faults"))} (sandbox_id, name, enabled)
-      select ${sandboxId}::uuid, ${name}::text, ${enabled}::boolean
-       where ${sql(inPlatform("enter_sandbox"))}(${sandboxId}::uuid)
+      select ${tenantId}::uuid, ${name}::text, ${enabled}::boolean
+       where ${sql(inPlatform("enter_sandbox"))}(${tenantId}::uuid)
       on conflict (sandbox_id, name)
       do update set enabled = excluded.enabled, updated_at = now()`;
   } catch (error) {
-    if (!isSandboxClosedError(error)) throw error;
-    throw new SandboxClosed(sandboxId, "faults", { cause: error });
+    if (!isTenantClosedError(error)) throw error;
+    throw new TenantClosed(tenantId, "faults", { cause: error });
   }
   const cache = caches.get(sql);
   if (cache) {

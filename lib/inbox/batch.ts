@@ -40,7 +40,7 @@ export interface BatchAnswer {
 }
 
 /**
- * Applies `envelopes`, all of tenant `envelopes[0].sandboxId`, in order, in
+ * Applies `envelopes`, all of tenant `envelopes[0].tenantId`, in order, in
  * one transaction of `service`. Answers come in the same order. A message
  * that is not applied for a reason that may pass (not yet, an error) holds
  * back the later messages of its aggregate in the batch (answered 409), so
@@ -56,11 +56,11 @@ export async function receiveBatch(
   options: ReceiveOptions,
 ): Promise<BatchAnswer[]> {
   if (envelopes.length === 0) return [];
-  const sandboxId = envelopes[0].sandboxId;
-  if (envelopes.some((e) => e.sandboxId !== sandboxId)) {
+  const tenantId = envelopes[0].sandboxId;
+  if (envelopes.some((e) => e.sandboxId !== tenantId)) {
     throw new TypeError("a batch holds the messages of one tenant");
   }
-  return await asService(sql, service, { sandboxId }, async (tx) => {
+  return await asService(sql, service, { tenantId }, async (tx) => {
     const batch: Batch = {
       tx,
       envelopes,

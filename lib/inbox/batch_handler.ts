@@ -19,7 +19,7 @@
  * a decorator may wrap (lib/faults `faultyReceiver`: 503, slow), as the
  * single endpoint's `Receiver`.
  */
-import { SandboxClosed } from "../db/closed.ts";
+import { TenantClosed } from "../db/closed.ts";
 import type { Logger } from "../log/mod.ts";
 import {
   batchRequestSchema,
@@ -110,7 +110,7 @@ function batchReceiver(options: InboxBatchHandlerOptions): BatchReceiver {
         }),
       });
     } catch (error) {
-      if (error instanceof SandboxClosed) {
+      if (error instanceof TenantClosed) {
         return await closed(options, envelopes, error);
       }
       logError(options.log, options.service, envelopes[0], error);
@@ -129,7 +129,7 @@ function batchReceiver(options: InboxBatchHandlerOptions): BatchReceiver {
 async function closed(
   options: InboxBatchHandlerOptions,
   envelopes: readonly Envelope[],
-  error: SandboxClosed,
+  error: TenantClosed,
 ): Promise<Response> {
   for (const envelope of envelopes) {
     await refuseClosed(options, envelope, error);

@@ -17,7 +17,7 @@
  */
 import { contextOf, inSpan, tracing } from "../trace/mod.ts";
 import type { Sql } from "../db/connect.ts";
-import { recordClosedRefusal, SandboxClosed } from "../db/closed.ts";
+import { recordClosedRefusal, TenantClosed } from "../db/closed.ts";
 import type { Logger } from "../log/mod.ts";
 import { type Envelope, envelopeSchema } from "../outbox/envelope.ts";
 import { NotYet } from "./errors.ts";
@@ -94,7 +94,7 @@ function inboxReceiver(options: InboxHandlerOptions): Receiver {
       });
     } catch (error) {
       if (error instanceof NotYet) return json(409, { reason: error.message });
-      if (error instanceof SandboxClosed) {
+      if (error instanceof TenantClosed) {
         // Nothing of a tenant being wiped is applied; the refusal is kept
         // where the wipe leaves it, and the delivery is dead at once.
         await refuseClosed(options, envelope, error);
@@ -116,10 +116,10 @@ function inboxReceiver(options: InboxHandlerOptions): Receiver {
 export async function refuseClosed(
   options: Pick<InboxHandlerOptions, "sql" | "service">,
   envelope: Envelope,
-  error: SandboxClosed,
+  error: TenantClosed,
 ): Promise<void> {
   await recordClosedRefusal(options.sql, {
-    sandboxId: envelope.sandboxId,
+    tenantId: envelope.sandboxId,
     refusedBy: options.service,
     what: "delivery",
     key: envelope.messageId,

@@ -143,7 +143,7 @@ export async function receiveOnce(
   if (beyondHorizon(envelope, options)) {
     return await recordRefusal(sql, service, envelope, horizonReason(options));
   }
-  const scope = { sandboxId: envelope.sandboxId };
+  const scope = { tenantId: envelope.sandboxId };
   let recorded: Promise<{ outcome: Record<string, unknown> }[]> | undefined;
   /** A copy's replaced message that this inbox had applied already. */
   let repeatOf: string | undefined;
@@ -263,7 +263,7 @@ async function recordRefusal(
   const recorded = await asService(
     sql,
     service,
-    { sandboxId: envelope.sandboxId },
+    { tenantId: envelope.sandboxId },
     ({ sql }) =>
       sql`
         with i as (
@@ -299,7 +299,7 @@ async function storedAnswer(
   const [seen] = await asService(
     sql,
     service,
-    { sandboxId: envelope.sandboxId },
+    { tenantId: envelope.sandboxId },
     ({ sql }) =>
       sql<{ status: 200 | 422; outcome: Record<string, unknown> }[]>`
         update ${sql(`${service}.inbox`)} set repeats = repeats + 1

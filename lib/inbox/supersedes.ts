@@ -69,14 +69,14 @@ export async function claimSuperseded(
 export async function appliedOf(
   sql: Sql,
   service: string,
-  sandboxId: string,
+  tenantId: string,
   messageIds: readonly string[],
 ): Promise<string | undefined> {
   if (messageIds.length === 0) return undefined;
   const rows = await asService(
     sql,
     service,
-    { sandboxId },
+    { tenantId },
     ({ sql }) =>
       sql<{ message_id: string }[]>`
         select message_id from ${sql(`${service}.inbox`)}

@@ -31,7 +31,7 @@ export interface AppendOptions {
  *
  * @example
  * ```ts
- * await asService(sql, "orders", { sandboxId }, async (tx) => {
+ * await asService(sql, "orders", { tenantId }, async (tx) => {
  *   await tx.sql`insert into orders.orders ${tx.sql(order)}`;
  *   await append(tx, [newEnvelope({ type: "OrderPlaced", ... })]);
  * });

@@ -86,7 +86,7 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
           ${checked.map((c) => c.id)}::bigint[],
           ${checked.map((c) => c.accepted ? 1 : 0)}::int[]) as r(id, ok)
       ), u as (
-        -- Nothing counted for a sandbox being wiped: the wipe may have
+        -- Nothing counted for a tenant being wiped: the wipe may have
         -- deleted its counts already.
         update ${sql(inQueue("deliveries"))} d set audited = true
           from r where d.id = r.id and not d.audited and d.state = 'done'

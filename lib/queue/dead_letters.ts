@@ -52,7 +52,7 @@ export const MAX_BATCH = 1000;
  */
 export async function redrive(
   sql: Sql,
-  sandboxId: string,
+  tenantId: string,
   filter: DeadLetterFilter,
   actor: string,
   options: RedriveOptions = {},
@@ -60,7 +60,7 @@ export async function redrive(
   return await asService(
     sql,
     "queue",
-    { sandboxId },
+    { tenantId },
     ({ sql }) => redriveIn(sql, filter, actor, options),
   );
 }
@@ -110,7 +110,7 @@ export async function redriveIn(
  */
 export async function refuse(
   sql: Sql,
-  sandboxId: string,
+  tenantId: string,
   filter: DeadLetterFilter,
   reason: string,
   actor: string,
@@ -118,7 +118,7 @@ export async function refuse(
   return await asService(
     sql,
     "queue",
-    { sandboxId },
+    { tenantId },
     ({ sql }) => refuseIn(sql, filter, reason, actor),
   );
 }
@@ -228,9 +228,9 @@ export interface FailureGroup {
 /** The tenant's failure groups, largest first. */
 export async function failureGroups(
   sql: Sql,
-  sandboxId: string,
+  tenantId: string,
 ): Promise<FailureGroup[]> {
-  const rows = await asService(sql, "queue", { sandboxId }, ({ sql }) =>
+  const rows = await asService(sql, "queue", { tenantId }, ({ sql }) =>
     sql<
       {
         key: string;
@@ -294,7 +294,7 @@ export interface Superseded {
  */
 export async function supersedeIn(
   sql: TxSql,
-  sandboxId: string,
+  tenantId: string,
   id: number,
   payload: Record<string, unknown>,
   actor: string,
@@ -328,14 +328,14 @@ export async function supersedeIn(
     insert into ${sql(inQueue("messages"))}
       (message_id, sandbox_id, source, type,
                                 aggregate_id, envelope)
-    values (${envelope.messageId}, ${sandboxId}, ${old.source},
+    values (${envelope.messageId}, ${tenantId}, ${old.source},
             ${envelope.type}, ${envelope.aggregateId},
             ${sql.json(envelope as never)})`;
   const [delivery] = await sql<{ id: string }[]>`
     insert into ${sql(inQueue("deliveries"))}
       (sandbox_id, message_id, subscriber, type,
                                   aggregate_id, republish_at)
-    values (${sandboxId}, ${envelope.messageId}, ${old.subscriber},
+    values (${tenantId}, ${envelope.messageId}, ${old.subscriber},
             ${envelope.type}, ${envelope.aggregateId},
             ${options.republish ? sql`now()` : null})
     returning id`;
@@ -349,7 +349,7 @@ export async function supersedeIn(
     insert into ${sql(inQueue("supersessions"))}
       (delivery_id, sandbox_id, message_id,
                                      actor, reason)
-    values (${id}, ${sandboxId}, ${envelope.messageId}, ${actor}, ${reason})`;
+    values (${id}, ${tenantId}, ${envelope.messageId}, ${actor}, ${reason})`;
   await sql`select pg_notify(${QUEUE_CHANNEL}, '')`;
   return { messageId: envelope.messageId, deliveryId: Number(delivery.id) };
 }

@@ -8,7 +8,7 @@ import type { Envelope } from "../outbox/envelope.ts";
 
 export interface ClaimedDelivery {
   id: number;
-  sandboxId: string;
+  tenantId: string;
   messageId: string;
   subscriber: string;
   type: string;

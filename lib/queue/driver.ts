@@ -35,7 +35,7 @@ export interface ConsumeContext {
   /** Consumer loops the process runs (the PostgreSQL queue's claims). */
   count: number;
   pollMs: number;
-  onTouched: (sandboxIds: string[]) => void;
+  onTouched: (tenantIds: string[]) => void;
   local: LocalConsumers;
 }
 
@@ -65,7 +65,7 @@ export interface Transport {
   consumers(context: ConsumeContext): Promise<Consumers>;
   /** Drops for good what it holds of these tenants (their wipe). */
   forget(
-    sandboxIds: readonly string[],
+    tenantIds: readonly string[],
     subscribers: readonly string[],
   ): Promise<void>;
   /** Whether the broker answers; absent where there is none. */

@@ -6,7 +6,7 @@
  *
  * Three rules keep one tenant from slowing another:
  * - claims go round-robin across tenants (lib/queue/postgres/deliveries_sql.ts);
- * - a process holds at most `perSandbox` deliveries of one tenant, and at
+ * - a process holds at most `perTenant` deliveries of one tenant, and at
  *   most `perLane` of one tenant for one subscriber (a lane), so a tenant
  *   whose receiver is slow fills part of the process, never all, and part
  *   of its own share, so that its other receivers still get theirs;
@@ -15,7 +15,7 @@
  *   the rest of its batch and claims again, instead of waiting for the
  *   slowest delivery, which a slow receiver holds up to the delivery timeout.
  *
- * The share is per process: several processes may each hold `perSandbox` of
+ * The share is per process: several processes may each hold `perTenant` of
  * one tenant, which is what keeps every process's consumers free for the
  * other tenants. What the process may take no more of ({@link
  * FairShare.closed}) is left by its consumers' claims and by its relay's
@@ -29,7 +29,7 @@
 /** Settings of a {@link FairShare}. */
 export interface FairShareOptions {
   /** Deliveries of one tenant that the process holds at most at once. */
-  perSandbox: number;
+  perTenant: number;
   /** Of those, deliveries to one subscriber (a lane). */
   perLane: number;
   /** Slow deliveries that may run on their own at once; past this, wait. */
@@ -40,14 +40,14 @@ export interface FairShareOptions {
 
 /** What a claim reads of the share: see `Round` in postgres/deliveries_sql.ts. */
 export interface HeldLanes {
-  sandboxIds: string[];
+  tenantIds: string[];
   subscribers: string[];
   counts: number[];
 }
 
 /** (tenant, subscriber) pairs, as two parallel lists (for unnest in SQL). */
 export interface LaneList {
-  sandboxIds: string[];
+  tenantIds: string[];
   subscribers: string[];
 }
 
@@ -56,30 +56,30 @@ export interface Closed {
   /** Lanes held in full, and lanes paused (always full). */
   lanes: LaneList;
   /** Tenants held in full: their whole share. */
-  sandboxIds: string[];
+  tenantIds: string[];
 }
 
 /** Nothing held: a claim of a process that keeps no share. */
 export const NOTHING_HELD: HeldLanes = {
-  sandboxIds: [],
+  tenantIds: [],
   subscribers: [],
   counts: [],
 };
 
 /** Nothing closed: every lane and tenant may be taken. */
 export const NOTHING_CLOSED: Closed = {
-  lanes: { sandboxIds: [], subscribers: [] },
-  sandboxIds: [],
+  lanes: { tenantIds: [], subscribers: [] },
+  tenantIds: [],
 };
 
 /** A delivery as far as the share is concerned. */
 export interface Lane {
-  sandboxId: string;
+  tenantId: string;
   subscriber: string;
 }
 
 export class FairShare {
-  readonly perSandbox: number;
+  readonly perTenant: number;
   readonly perLane: number;
   readonly maxDetached: number;
   readonly stragglerMs: number;
@@ -93,7 +93,7 @@ export class FairShare {
   #turn: Promise<unknown> = Promise.resolve();
 
   constructor(options: FairShareOptions) {
-    this.perSandbox = options.perSandbox;
+    this.perTenant = options.perTenant;
     this.perLane = options.perLane;
     this.maxDetached = options.maxDetached;
     this.stragglerMs = options.stragglerMs;
@@ -121,12 +121,12 @@ export class FairShare {
   /** Counts claimed deliveries as held. */
   hold(deliveries: readonly Lane[]) {
     for (const d of deliveries) {
-      const key = `${d.sandboxId}\u0000${d.subscriber}`;
+      const key = `${d.tenantId}\u0000${d.subscriber}`;
       const held = this.#held.get(key);
       if (held) held.n++;
       else {
         this.#held.set(key, {
-          lane: { sandboxId: d.sandboxId, subscriber: d.subscriber },
+          lane: { tenantId: d.tenantId, subscriber: d.subscriber },
           n: 1,
         });
       }
@@ -136,7 +136,7 @@ export class FairShare {
   /** Counts finished (or given up) deliveries as no longer held. */
   release(deliveries: readonly Lane[]) {
     for (const d of deliveries) {
-      const key = `${d.sandboxId}\u0000${d.subscriber}`;
+      const key = `${d.tenantId}\u0000${d.subscriber}`;
       const held = this.#held.get(key);
       if (held && --held.n <= 0) this.#held.delete(key);
     }
@@ -148,20 +148,20 @@ export class FairShare {
    * soon as some of these are finished.
    */
   atCap(d: Lane): boolean {
-    let sandbox = 0;
+    let tenant = 0;
     for (const { lane, n } of this.#held.values()) {
-      if (lane.sandboxId !== d.sandboxId) continue;
+      if (lane.tenantId !== d.tenantId) continue;
       if (lane.subscriber === d.subscriber && n >= this.perLane) return true;
-      sandbox += n;
+      tenant += n;
     }
-    return sandbox >= this.perSandbox;
+    return tenant >= this.perTenant;
   }
 
   /** The lanes held, for the claim. */
   held(): HeldLanes {
-    const out: HeldLanes = { sandboxIds: [], subscribers: [], counts: [] };
+    const out: HeldLanes = { tenantIds: [], subscribers: [], counts: [] };
     for (const { lane, n } of this.#held.values()) {
-      out.sandboxIds.push(lane.sandboxId);
+      out.tenantIds.push(lane.tenantId);
       out.subscribers.push(lane.subscriber);
       out.counts.push(n);
     }
@@ -176,20 +176,20 @@ export class FairShare {
    */
   closed(paused?: LaneList): Closed {
     const lanes: LaneList = {
-      sandboxIds: [...paused?.sandboxIds ?? []],
+      tenantIds: [...paused?.tenantIds ?? []],
       subscribers: [...paused?.subscribers ?? []],
     };
     const totals = new Map<string, number>();
     for (const { lane, n } of this.#held.values()) {
-      totals.set(lane.sandboxId, (totals.get(lane.sandboxId) ?? 0) + n);
+      totals.set(lane.tenantId, (totals.get(lane.tenantId) ?? 0) + n);
       if (n < this.perLane) continue;
-      lanes.sandboxIds.push(lane.sandboxId);
+      lanes.tenantIds.push(lane.tenantId);
       lanes.subscribers.push(lane.subscriber);
     }
-    const sandboxIds = [...totals]
-      .filter(([, n]) => n >= this.perSandbox)
+    const tenantIds = [...totals]
+      .filter(([, n]) => n >= this.perTenant)
       .map(([id]) => id);
-    return { lanes, sandboxIds };
+    return { lanes, tenantIds };
   }
 
   /** True when `n` more deliveries may be left running on their own. */

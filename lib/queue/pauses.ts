@@ -23,8 +23,8 @@ export type PausedLanes = LaneList;
 export interface PauseReader {
   /** Every paused (tenant, subscriber) pair. */
   (): Promise<PausedLanes>;
-  /** True when `subscriber` is paused in `sandboxId`. */
-  isPaused(sandboxId: string, subscriber: string): Promise<boolean>;
+  /** True when `subscriber` is paused in `tenantId`. */
+  isPaused(tenantId: string, subscriber: string): Promise<boolean>;
   /**
    * The pairs as last read, at once, without waiting for the pool (a read
    * is started when they are older than the cache's ttl): for a caller
@@ -44,7 +44,7 @@ export interface PauseReader {
 export const RESUME_HINT = "resume";
 
 /** Nothing paused. */
-export const NO_PAUSES: PausedLanes = { sandboxIds: [], subscribers: [] };
+export const NO_PAUSES: PausedLanes = { tenantIds: [], subscribers: [] };
 
 interface Cache {
   lanes: PausedLanes;
@@ -57,8 +57,8 @@ interface Cache {
 
 const caches = new WeakMap<Sql, Cache>();
 
-const keyOf = (sandboxId: string, subscriber: string) =>
-  `${sandboxId}\u0000${subscriber}`;
+const keyOf = (tenantId: string, subscriber: string) =>
+  `${tenantId}\u0000${subscriber}`;
 
 function cacheOf(sql: Sql): Cache {
   let cache = caches.get(sql);
@@ -86,20 +86,20 @@ function invalidate(sql: Sql) {
  */
 function written(
   sql: Sql,
-  sandboxId: string,
+  tenantId: string,
   subscriber: string,
   paused: boolean,
 ) {
   const cache = caches.get(sql);
   if (!cache) return;
-  const key = keyOf(sandboxId, subscriber);
+  const key = keyOf(tenantId, subscriber);
   const keys = new Set(cache.keys);
   if (paused) keys.add(key);
   else keys.delete(key);
-  const lanes: PausedLanes = { sandboxIds: [], subscribers: [] };
+  const lanes: PausedLanes = { tenantIds: [], subscribers: [] };
   for (const k of keys) {
     const [id, name] = k.split("\u0000");
-    lanes.sandboxIds.push(id);
+    lanes.tenantIds.push(id);
     lanes.subscribers.push(name);
   }
   cache.keys = keys;
@@ -115,7 +115,7 @@ async function refresh(sql: Sql, cache: Cache) {
         where paused`;
     if (generation !== cache.generation) continue;
     cache.lanes = {
-      sandboxIds: rows.map((r) => r.sandbox_id),
+      tenantIds: rows.map((r) => r.sandbox_id),
       subscribers: rows.map((r) => r.subscriber),
     };
     cache.keys = new Set(rows.map((r) => keyOf(r.sandbox_id, r.subscriber)));
@@ -143,8 +143,8 @@ export function pgPauses(sql: Sql, ttlMs = 250): PauseReader {
     return cache;
   };
   return Object.assign(async () => (await current()).lanes, {
-    isPaused: async (sandboxId: string, subscriber: string) =>
-      (await current()).keys.has(keyOf(sandboxId, subscriber)),
+    isPaused: async (tenantId: string, subscriber: string) =>
+      (await current()).keys.has(keyOf(tenantId, subscriber)),
     known: () => {
       const cache = cacheOf(sql);
       // Its failure is a waiting reader's to see; here the last read stays.
@@ -171,7 +171,7 @@ export interface PauseChange {
  */
 export async function setPaused(
   sql: Sql,
-  sandboxId: string,
+  tenantId: string,
   subscriber: string,
   paused: boolean,
   actor: string,
@@ -179,17 +179,17 @@ export async function setPaused(
   const changed = await asService(
     sql,
     "queue",
-    { sandboxId },
+    { tenantId },
     async ({ sql }) => {
       const [row] = await sql<{ changed: boolean }[]>`
         with before as (
           select paused from ${sql(inQueue("pauses"))}
-           where sandbox_id = ${sandboxId} and subscriber = ${subscriber}
+           where sandbox_id = ${tenantId} and subscriber = ${subscriber}
            for update
         ), upsert as (
           insert into ${sql(inQueue("pauses"))}
             (sandbox_id, subscriber, paused, actor)
-          values (${sandboxId}, ${subscriber}, ${paused}, ${actor})
+          values (${tenantId}, ${subscriber}, ${paused}, ${actor})
           on conflict (sandbox_id, subscriber) do update
              set paused = excluded.paused, actor = excluded.actor,
                  updated_at = now()
@@ -198,7 +198,7 @@ export async function setPaused(
         ), audit as (
           insert into ${sql(inQueue("pause_actions"))}
             (sandbox_id, subscriber, action, actor)
-          select ${sandboxId}, ${subscriber},
+          select ${tenantId}, ${subscriber},
                  ${paused ? "pause" : "resume"}, ${actor}
             from upsert
            -- A first resume of a pair never paused changes nothing.
@@ -212,19 +212,19 @@ export async function setPaused(
       return row.changed;
     },
   );
-  written(sql, sandboxId, subscriber, paused);
+  written(sql, tenantId, subscriber, paused);
   return { subscriber, paused, changed };
 }
 
-/** The subscribers paused in `sandboxId`, by name. */
+/** The subscribers paused in `tenantId`, by name. */
 export async function pausedSubscribers(
   sql: Sql,
-  sandboxId: string,
+  tenantId: string,
 ): Promise<string[]> {
-  return await asService(sql, "queue", { sandboxId }, async ({ sql }) => {
+  return await asService(sql, "queue", { tenantId }, async ({ sql }) => {
     const rows = await sql<{ subscriber: string }[]>`
       select subscriber from ${sql(inQueue("pauses"))}
-       where sandbox_id = ${sandboxId} and paused
+       where sandbox_id = ${tenantId} and paused
        order by subscriber`;
     return rows.map((r) => r.subscriber);
   });

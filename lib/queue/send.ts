@@ -88,7 +88,7 @@ export async function send(
   for (const d of claimed) {
     const batched = options.subscribers[d.subscriber]?.batchUrl !== undefined;
     const key = batched
-      ? `batch\u0000${d.subscriber}\u0000${d.sandboxId}`
+      ? `batch\u0000${d.subscriber}\u0000${d.tenantId}`
       : `${d.subscriber}\u0000${d.aggregateId}`;
     const group = groups.get(key);
     if (group) group.push(d);

@@ -23,7 +23,7 @@ export interface Moved {
   /** Of those, messages the queue did not have yet. */
   published: number;
   /** The tenants of the rows moved. */
-  sandboxIds: string[];
+  tenantIds: string[];
   /** Seconds from each row's creation to its publish. */
   lagSeconds: number[];
   /** The moved messages' trace contexts, where tracing is on (lib/trace). */
@@ -126,13 +126,13 @@ export class PgMove implements Shortcut {
     return {
       rows: row.rows,
       published: row.published,
-      sandboxIds: row.sandbox_ids ?? [],
+      tenantIds: row.sandbox_ids ?? [],
       lagSeconds: row.lags ?? [],
       traceparents: row.traceparents ?? [],
       busy: row.busy,
       handed: (row.handed ?? []).map((h) => ({
         id: Number(h.id),
-        sandboxId: h.sandbox_id,
+        tenantId: h.sandbox_id,
         messageId: h.message_id,
         subscriber: h.subscriber,
         type: h.type,

@@ -78,7 +78,7 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
                    hashtext(${service}) # s)
            limit 1
         ), due as (
-          -- Not the rows of a sandbox being wiped: its wipe deletes them,
+          -- Not the rows of a tenant being wiped: its wipe deletes them,
           -- and stored in the queue they would outlive it.
           select o.message_id, o.id from ${table} o
            where ${dueOrOwed(sql, service)}

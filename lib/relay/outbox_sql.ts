@@ -11,7 +11,7 @@ import { inPlatform } from "../db/names.ts";
 
 export interface ClaimedRow {
   id: number;
-  sandboxId: string;
+  tenantId: string;
   envelope: Envelope;
 }
 
@@ -20,7 +20,7 @@ export interface ClaimOptions {
   limit: number;
   leaseMs: number;
   /** Only rows of these tenants. */
-  sandboxIds?: readonly string[];
+  tenantIds?: readonly string[];
   /** Automatic re-arms allowed per tenant and UTC day (default 100). */
   guardLimit?: number;
 }
@@ -83,17 +83,17 @@ export async function claimOutbox(
   service: string,
   options: ClaimOptions,
 ): Promise<Claimed> {
-  const { owner, limit, leaseMs, sandboxIds } = options;
+  const { owner, limit, leaseMs, tenantIds } = options;
   const guardLimit = options.guardLimit ?? GUARD_LIMIT;
   const [result] = await asBookkeeper(sql, service, ({ sql }) => {
     const table = sql(`${service}.outbox`);
     const guardTable = sql(`${service}.relay_guard`);
-    const only = sandboxIds
-      ? sql`and sandbox_id = any(${sandboxIds as string[]}::uuid[])`
+    const only = tenantIds
+      ? sql`and sandbox_id = any(${tenantIds as string[]}::uuid[])`
       : sql``;
     return sql<{ rows: ClaimedJson[] | null; parked: string[] | null }[]>`
       with due as (
-        -- Not the rows of a sandbox being wiped (see lib/relay/move_sql.ts).
+        -- Not the rows of a tenant being wiped (see lib/relay/move_sql.ts).
         select id, message_id, sandbox_id, state = 'claimed' as taken_over
           from ${table} o
          where ${dueOrOwed(sql, service)} ${only}
@@ -140,7 +140,7 @@ export async function claimOutbox(
   return {
     rows: (result.rows ?? []).map((r) => ({
       id: Number(r.id),
-      sandboxId: r.sandbox_id,
+      tenantId: r.sandbox_id,
       envelope: r.envelope,
     })),
     parked: result.parked ?? [],
@@ -178,7 +178,7 @@ export async function markPublished(
 
 export interface FailedPublish {
   messageIds: string[];
-  sandboxIds: string[];
+  tenantIds: string[];
   error: string;
   retryMs: number;
   /** Automatic re-arms allowed per tenant and UTC day. */
@@ -201,12 +201,12 @@ export async function failPublish(
 ): Promise<string[]> {
   if (failed.messageIds.length === 0) return [];
   return await asBookkeeper(sql, service, async ({ sql }) => {
-    const sandboxes = [...new Set(failed.sandboxIds)];
+    const tenants = [...new Set(failed.tenantIds)];
     const guard = await sql<{ sandbox_id: string; rearms: number }[]>`
       insert into ${sql(`${service}.relay_guard`)} (sandbox_id, day, rearms)
       select s, (now() at time zone 'utc')::date, 1
-        from unnest(${sandboxes}::uuid[]) as s
-       -- A publish that failed after the sandbox's wipe began counts
+        from unnest(${tenants}::uuid[]) as s
+       -- A publish that failed after the tenant's wipe began counts
        -- nothing: the wipe may have deleted its guard row already.
        where not ${sql(inPlatform("sandbox_closed"))}(s)
       on conflict (sandbox_id, day)

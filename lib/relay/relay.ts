@@ -113,7 +113,7 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
       touched: [],
     };
   }
-  const touched = new Set(first.sandboxIds);
+  const touched = new Set(first.tenantIds);
   // A full batch means a backlog: drain it with `parallel` moves side by
   // side, each going on by itself (no waiting for the slower one) until it
   // finds less than a batch or has moved ten; then back to the loop, which
@@ -125,7 +125,7 @@ export async function relayOnce(options: RelayOptions): Promise<TickResult> {
       Array.from({ length: options.parallel ?? 2 }, async () => {
         for (let round = 0; round < 10; round++) {
           const b = await move();
-          b.sandboxIds.forEach((id) => touched.add(id));
+          b.tenantIds.forEach((id) => touched.add(id));
           if (b.rows < limit) return; // also when busy: another move has it
         }
         full = true;
@@ -161,7 +161,7 @@ async function claimPublishMark(
     owner,
     limit: batchSize,
     leaseMs: options.leaseMs ?? 30_000,
-    sandboxIds: only,
+    tenantIds: only,
     guardLimit: options.guardLimit,
   });
   alarmGuard(options, parked);
@@ -234,7 +234,7 @@ async function claimPublishMark(
   return {
     more: claimed.length === batchSize,
     nextDueAt,
-    touched: [...new Set(claimed.map((r) => r.sandboxId))],
+    touched: [...new Set(claimed.map((r) => r.tenantId))],
   };
 }
 
@@ -244,7 +244,7 @@ async function fail(options: RelayOptions, rows: ClaimedRow[], error: string) {
   log.warn("relay_error", { service, rows: rows.length, error });
   const parked = await failPublish(sql, service, owner, {
     messageIds: rows.map((r) => r.envelope.messageId),
-    sandboxIds: rows.map((r) => r.sandboxId),
+    tenantIds: rows.map((r) => r.tenantId),
     error,
     retryMs: options.retryMs,
     guardLimit: options.guardLimit ?? GUARD_LIMIT,
@@ -254,10 +254,10 @@ async function fail(options: RelayOptions, rows: ClaimedRow[], error: string) {
 
 /** One alarm per tenant whose rows the loop guard parked. */
 function alarmGuard({ service, log }: RelayOptions, parked: string[]) {
-  for (const sandboxId of parked) {
+  for (const tenantId of parked) {
     log.error("alarm_guard", {
       service,
-      sandboxId,
+      tenantId,
       message:
         "automatic re-arms for today are used up; rows wait for the next command or an operator",
     });

@@ -24,7 +24,7 @@ export interface Released {
 
 export interface ReleaseOptions {
   /** Whose rows: the release sees and changes this tenant's rows only. */
-  sandboxId: string;
+  tenantId: string;
   /** The services whose outboxes to look in. */
   services: readonly string[];
   /** Which parked rows; unset fields match every row. */
@@ -49,7 +49,7 @@ export interface ReleaseOptions {
  * @example
  * ```ts
  * const { count } = await releaseParked(sql, {
- *   sandboxId,
+ *   tenantId,
  *   services: ["orders", "billing"],
  *   target: { type: "OrderPaid" },
  * });
@@ -59,8 +59,8 @@ export async function releaseParked(
   sql: Sql,
   options: ReleaseOptions,
 ): Promise<Released> {
-  const { sandboxId, services, target = {} } = options;
-  return await asService(sql, RELAY_ROLE, { sandboxId }, async (tx) => {
+  const { tenantId, services, target = {} } = options;
+  return await asService(sql, RELAY_ROLE, { tenantId }, async (tx) => {
     const byService: Record<string, number> = {};
     let count = 0;
     // One outbox after the other: a release is an operator's click, a few

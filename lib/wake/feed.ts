@@ -11,12 +11,12 @@ import { Listener } from "./listener.ts";
 export const CHANGES_CHANNEL = "changes";
 
 /** Tells every web process that these tenants changed. */
-export async function notifyChanged(sql: Sql, sandboxIds: string[]) {
-  if (sandboxIds.length === 0) return;
+export async function notifyChanged(sql: Sql, tenantIds: string[]) {
+  if (tenantIds.length === 0) return;
   // 100 ids of 36 characters stay far under NOTIFY's 8000-byte payload limit.
-  for (let i = 0; i < sandboxIds.length; i += 100) {
+  for (let i = 0; i < tenantIds.length; i += 100) {
     await sql`select pg_notify(${CHANGES_CHANNEL}, ${
-      sandboxIds.slice(i, i + 100).join(",")
+      tenantIds.slice(i, i + 100).join(",")
     })`;
   }
 }
@@ -50,23 +50,23 @@ export class ChangeFeed {
     return this.#listener.stop();
   }
 
-  /** Calls `fn` whenever `sandboxId` changes; returns the unsubscribe. */
-  subscribe(sandboxId: string, fn: ChangeListener): () => void {
-    let set = this.#subscribers.get(sandboxId);
-    if (!set) this.#subscribers.set(sandboxId, set = new Set());
+  /** Calls `fn` whenever `tenantId` changes; returns the unsubscribe. */
+  subscribe(tenantId: string, fn: ChangeListener): () => void {
+    let set = this.#subscribers.get(tenantId);
+    if (!set) this.#subscribers.set(tenantId, set = new Set());
     set.add(fn);
     return () => {
       set.delete(fn);
-      if (set.size === 0) this.#subscribers.delete(sandboxId);
+      if (set.size === 0) this.#subscribers.delete(tenantId);
     };
   }
 
   /** Announces a change made in this process (a command, a fault switch). */
-  emitLocal(sandboxId: string) {
-    this.#emit(sandboxId);
+  emitLocal(tenantId: string) {
+    this.#emit(tenantId);
   }
 
-  #emit(sandboxId: string) {
-    for (const fn of this.#subscribers.get(sandboxId) ?? []) fn();
+  #emit(tenantId: string) {
+    for (const fn of this.#subscribers.get(tenantId) ?? []) fn();
   }
 }

@@ -22,7 +22,7 @@ export interface LoopOptions {
   pollMs: number;
   log: Logger;
   /** Called after a tick that changed rows of these tenants. */
-  onTouched?: (sandboxIds: string[]) => void;
+  onTouched?: (tenantIds: string[]) => void;
 }
 
 export class Loop {

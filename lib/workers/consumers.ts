@@ -34,7 +34,7 @@ export interface ConsumerLoopsOptions
   local: LocalQueue;
   /** Paused subscribers, whose deliveries wait (lib/queue/pauses.ts). */
   pauses?: PauseReader;
-  onTouched?: (sandboxIds: string[]) => void;
+  onTouched?: (tenantIds: string[]) => void;
   observeDelivered?: (seconds: number, subscriber: string) => void;
 }
 
@@ -71,10 +71,10 @@ export async function consumerLoops(
   // slowest deliveries: longer than a delivery takes on a loaded machine,
   // far shorter than a slow receiver's timeout.
   const slots = (options.consumers ?? 4) * BATCH_REQUEST_MAX;
-  const perSandbox = Math.max(BATCH_REQUEST_MAX, Math.floor(slots / 2));
+  const perTenant = Math.max(BATCH_REQUEST_MAX, Math.floor(slots / 2));
   const share = new FairShare({
-    perSandbox,
-    perLane: Math.ceil(perSandbox / 2),
+    perTenant,
+    perLane: Math.ceil(perTenant / 2),
     maxDetached: slots,
     stragglerMs: 250,
     ...options.fairShare,

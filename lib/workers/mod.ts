@@ -72,7 +72,7 @@ export interface MessagingOptions {
   /** The process's share between tenants (see consumers.ts). */
   fairShare?: Partial<FairShareOptions>;
   /** Called after a batch changed rows of these tenants (live views). */
-  onTouched?: (sandboxIds: string[]) => void;
+  onTouched?: (tenantIds: string[]) => void;
   observeLag?: (seconds: number, service: string) => void;
   observeDelivered?: (seconds: number, subscriber: string) => void;
 }
@@ -92,7 +92,7 @@ export interface Messaging {
    * the stream and their lanes' consumers. The PostgreSQL queue holds
    * nothing but rows, which the wipe deletes.
    */
-  forget(sandboxIds: readonly string[]): Promise<void>;
+  forget(tenantIds: readonly string[]): Promise<void>;
   /** Stops claiming, finishes what is in flight, closes the listener. */
   stop(): Promise<void>;
 }
@@ -164,9 +164,9 @@ export async function startMessaging(
       return relay !== undefined;
     },
     wakeConsumers: () => local.wakeAll(),
-    forget: async (sandboxIds) => {
+    forget: async (tenantIds) => {
       await options.transport.forget(
-        sandboxIds,
+        tenantIds,
         Object.keys(options.subscribers),
       );
     },

@@ -43,7 +43,7 @@ export interface RelayLoopsOptions {
    * Without it (no consumers here), nothing is handed over.
    */
   share?: FairShare;
-  onTouched?: (sandboxIds: string[]) => void;
+  onTouched?: (tenantIds: string[]) => void;
   observeLag?: (seconds: number, service: string) => void;
 }
 

@@ -64,37 +64,42 @@ export async function createPayment(
   p: OpenPayment,
   onCreated?: (tx: ServiceTx) => Promise<void>,
 ): Promise<OpenedPayment> {
-  return await asService(sql, "billing", { sandboxId }, async (tx) => {
-    const { sql } = tx;
-    // Its own statement: the look below must see what the holder before us
-    // committed, and a statement's snapshot is taken before it waits.
-    await sql`
+  return await asService(
+    sql,
+    "billing",
+    { tenantId: sandboxId },
+    async (tx) => {
+      const { sql } = tx;
+      // Its own statement: the look below must see what the holder before us
+      // committed, and a statement's snapshot is taken before it waits.
+      await sql`
       select pg_advisory_xact_lock(hashtextextended('billing.pay ' || ${p.orderId}, 0))`;
-    const [open] = await sql<
-      { id: string; state: PaymentState; checkout_url: string | null }[]
-    >`
+      const [open] = await sql<
+        { id: string; state: PaymentState; checkout_url: string | null }[]
+      >`
       select id, state, checkout_url from billing.payments
        where order_id = ${p.orderId}
          and (state = 'succeeded'
               or (state = 'pending' and created_at > now() - ${OPEN_FOR}::interval))
        order by state = 'succeeded' desc, created_at desc
        limit 1`;
-    if (open) {
-      return {
-        id: open.id,
-        state: open.state,
-        created: false,
-        checkoutUrl: open.checkout_url,
-      };
-    }
-    await sql`
+      if (open) {
+        return {
+          id: open.id,
+          state: open.state,
+          created: false,
+          checkoutUrl: open.checkout_url,
+        };
+      }
+      await sql`
       insert into billing.payments
         (id, sandbox_id, order_id, amount_cents, currency, card_last4)
       values (${p.id}, ${sandboxId}, ${p.orderId}, ${p.amountCents},
               ${p.currency ?? CURRENCY}, ${p.cardLast4 ?? null})`;
-    await onCreated?.(tx);
-    return { id: p.id, state: "pending", created: true, checkoutUrl: null };
-  });
+      await onCreated?.(tx);
+      return { id: p.id, state: "pending", created: true, checkoutUrl: null };
+    },
+  );
 }
 
 /** Keeps the checkout a repeated pay request gives back (Stripe mode). */
@@ -105,7 +110,7 @@ export async function setCheckoutUrl(
   url: string | null,
   failure?: string,
 ) {
-  await asService(sql, "billing", { sandboxId }, ({ sql }) =>
+  await asService(sql, "billing", { tenantId: sandboxId }, ({ sql }) =>
     sql`
       update billing.payments
          set checkout_url = ${url}, updated_at = now(),

@@ -74,7 +74,7 @@ export async function recordStripeEvent(
       ? object.id ?? null
       : object.payment_intent ?? null);
   // An event that names no sandbox is still recorded, in the workers scope.
-  const scope = sandboxId ? { sandboxId } : "workers" as const;
+  const scope = sandboxId ? { tenantId: sandboxId } : "workers" as const;
   return await asService(sql, "billing", scope, async (tx) => {
     const { sql } = tx;
     const inserted = await sql`

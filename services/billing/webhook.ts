@@ -8,7 +8,7 @@
 import Stripe from "stripe";
 import type { Sql } from "../../lib/db/connect.ts";
 import { HttpError } from "../../kit/http/errors.ts";
-import { recordClosedRefusal, SandboxClosed } from "../../lib/db/closed.ts";
+import { recordClosedRefusal, TenantClosed } from "../../lib/db/closed.ts";
 import {
   type EventOutcome,
   recordStripeEvent,
@@ -53,12 +53,12 @@ export async function handleStripeWebhook(
   try {
     recorded = await recordStripeEvent(sql, parsed.data);
   } catch (error) {
-    if (!(error instanceof SandboxClosed)) throw error;
+    if (!(error instanceof TenantClosed)) throw error;
     // An event for a sandbox being wiped (or wiped) changes nothing. It is
     // answered 2xx, so that Stripe stops sending it, and the refusal is a
     // row that the wipe keeps.
     await recordClosedRefusal(sql, {
-      sandboxId: error.sandboxId,
+      tenantId: error.tenantId,
       refusedBy: "billing",
       what: "webhook",
       key: parsed.data.id,

@@ -94,17 +94,21 @@ export async function listActions(
   const before = options.before === undefined
     ? null
     : parseCursor(options.before);
-  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) => {
-    // Older than the cursor, for the rows of table `src`; the bound on `at`
-    // alone lets the sandbox's index on (sandbox_id, at) narrow the scan.
-    const at = before &&
-      sql`(timestamptz 'epoch' + ${before.us}::bigint * interval '1 microsecond')`;
-    const older = (src: "o" | "p") =>
-      before
-        ? sql`at <= ${at} and (at, ${src}::text, id)
+  const rows = await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    ({ sql }) => {
+      // Older than the cursor, for the rows of table `src`; the bound on `at`
+      // alone lets the sandbox's index on (sandbox_id, at) narrow the scan.
+      const at = before &&
+        sql`(timestamptz 'epoch' + ${before.us}::bigint * interval '1 microsecond')`;
+      const older = (src: "o" | "p") =>
+        before
+          ? sql`at <= ${at} and (at, ${src}::text, id)
                 < (${at}, ${before.src}::text, ${before.id}::bigint)`
-        : sql`true`;
-    return sql`
+          : sql`true`;
+      return sql`
       select *, (extract(epoch from at) * 1000000)::bigint::text || '.' ||
                 src || '.' || id as cursor
         from (
@@ -119,7 +123,8 @@ export async function listActions(
         ) a
        order by at desc, src desc, id desc
        limit ${limit + 1}`;
-  });
+    },
+  );
   const page = rows.slice(0, limit);
   return {
     items: actionsSchema.parse(page.map((r) => ({

@@ -103,53 +103,58 @@ export async function currentAlerts(
   sandboxId: string,
   thresholds: AlertThresholds,
 ): Promise<Alert[]> {
-  return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
-    const [ages, dead, rates] = await Promise.all([
-      oldestReadyAges(sql),
-      deadLetterCounts(sql, thresholds.ALERT_DEAD_LETTERS),
-      successRates(sql),
-    ]);
-    const alerts: Alert[] = [];
-    const ageLimit = thresholds.ALERT_OUTBOX_AGE_S;
-    for (const a of ages) {
-      // Judged as shown, to the millisecond: an age of 1.0003 s against a
-      // limit of 1 s would read "1 s, over 1 s".
-      const value = Math.round(a.ageSeconds * 1000) / 1000;
-      if (value <= ageLimit) continue;
-      alerts.push({
-        kind: "outbox_age",
-        subject: a.service,
-        value,
-        threshold: ageLimit,
-        since: new Date(a.createdAt.getTime() + ageLimit * 1000)
-          .toISOString(),
-      });
-    }
-    for (const d of dead) {
-      if (d.n < thresholds.ALERT_DEAD_LETTERS || !d.reached) continue;
-      alerts.push({
-        kind: "dead_letters",
-        subject: d.subscriber,
-        value: d.n,
-        threshold: thresholds.ALERT_DEAD_LETTERS,
-        since: d.reached.toISOString(),
-      });
-    }
-    for (const r of rates) {
-      // Judged as shown, as the age is.
-      const value = Math.round(r.rate * 1000) / 1000;
-      if (
-        value >= thresholds.ALERT_SUCCESS_RATE || !r.firstFailureAt ||
-        r.attempts < thresholds.ALERT_SUCCESS_MIN_ATTEMPTS
-      ) continue;
-      alerts.push({
-        kind: "success_rate",
-        subject: r.subscriber,
-        value,
-        threshold: thresholds.ALERT_SUCCESS_RATE,
-        since: r.firstFailureAt.toISOString(),
-      });
-    }
-    return alertsSchema.parse(alerts);
-  });
+  return await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    async ({ sql }) => {
+      const [ages, dead, rates] = await Promise.all([
+        oldestReadyAges(sql),
+        deadLetterCounts(sql, thresholds.ALERT_DEAD_LETTERS),
+        successRates(sql),
+      ]);
+      const alerts: Alert[] = [];
+      const ageLimit = thresholds.ALERT_OUTBOX_AGE_S;
+      for (const a of ages) {
+        // Judged as shown, to the millisecond: an age of 1.0003 s against a
+        // limit of 1 s would read "1 s, over 1 s".
+        const value = Math.round(a.ageSeconds * 1000) / 1000;
+        if (value <= ageLimit) continue;
+        alerts.push({
+          kind: "outbox_age",
+          subject: a.service,
+          value,
+          threshold: ageLimit,
+          since: new Date(a.createdAt.getTime() + ageLimit * 1000)
+            .toISOString(),
+        });
+      }
+      for (const d of dead) {
+        if (d.n < thresholds.ALERT_DEAD_LETTERS || !d.reached) continue;
+        alerts.push({
+          kind: "dead_letters",
+          subject: d.subscriber,
+          value: d.n,
+          threshold: thresholds.ALERT_DEAD_LETTERS,
+          since: d.reached.toISOString(),
+        });
+      }
+      for (const r of rates) {
+        // Judged as shown, as the age is.
+        const value = Math.round(r.rate * 1000) / 1000;
+        if (
+          value >= thresholds.ALERT_SUCCESS_RATE || !r.firstFailureAt ||
+          r.attempts < thresholds.ALERT_SUCCESS_MIN_ATTEMPTS
+        ) continue;
+        alerts.push({
+          kind: "success_rate",
+          subject: r.subscriber,
+          value,
+          threshold: thresholds.ALERT_SUCCESS_RATE,
+          since: r.firstFailureAt.toISOString(),
+        });
+      }
+      return alertsSchema.parse(alerts);
+    },
+  );
 }

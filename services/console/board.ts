@@ -23,7 +23,7 @@ export async function kitchenBoard(
   const rows = await asService(
     sql,
     "console",
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) =>
       sql<CardRow[]>`
       select order_id, state, version, items, day::text as day, updated_at

@@ -79,55 +79,60 @@ export async function bulkAction(
     throw new TypeError("a refusal needs a reason");
   }
   const { sandboxId, actor } = ctx;
-  return await asService(sql, "queue", { sandboxId }, async ({ sql }) => {
-    const matched = await matchDeadLetters(sql, req.filter, ctx.horizonDays);
-    const count = matched.ids.length;
-    if (req.dryRun) {
-      return {
-        kind: "dryRun",
-        count,
-        beyondReplayHorizon: matched.beyondHorizon.length,
-      };
-    }
-    const force = req.force ?? false;
-    if (req.action === "redrive" && !force && matched.beyondHorizon.length) {
-      throw new BeyondReplayHorizon(
-        matched.beyondHorizon.length,
-        count,
-        ctx.horizonDays,
-      );
-    }
-    const target = { ...req.filter, ...(force ? { force } : {}) };
-    if (count > JOB_THRESHOLD) {
-      const jobId = await createJob(sql, sandboxId, {
-        action: req.action,
-        ids: matched.ids,
-        ratePerSecond: req.ratePerSecond ?? DEFAULT_RATE,
-        reason: req.reason,
-        force,
-        republish: ctx.republish,
-        actor,
-      });
+  return await asService(
+    sql,
+    "queue",
+    { tenantId: sandboxId },
+    async ({ sql }) => {
+      const matched = await matchDeadLetters(sql, req.filter, ctx.horizonDays);
+      const count = matched.ids.length;
+      if (req.dryRun) {
+        return {
+          kind: "dryRun",
+          count,
+          beyondReplayHorizon: matched.beyondHorizon.length,
+        };
+      }
+      const force = req.force ?? false;
+      if (req.action === "redrive" && !force && matched.beyondHorizon.length) {
+        throw new BeyondReplayHorizon(
+          matched.beyondHorizon.length,
+          count,
+          ctx.horizonDays,
+        );
+      }
+      const target = { ...req.filter, ...(force ? { force } : {}) };
+      if (count > JOB_THRESHOLD) {
+        const jobId = await createJob(sql, sandboxId, {
+          action: req.action,
+          ids: matched.ids,
+          ratePerSecond: req.ratePerSecond ?? DEFAULT_RATE,
+          reason: req.reason,
+          force,
+          republish: ctx.republish,
+          actor,
+        });
+        await logAction(sql, sandboxId, {
+          actor,
+          action: req.action,
+          target,
+          count,
+          jobId,
+        });
+        return { kind: "job", jobId, count };
+      }
+      const ids = req.action === "redrive"
+        ? await redriveIn(sql, { ids: matched.ids }, actor, {
+          republish: ctx.republish,
+        })
+        : await refuseIn(sql, { ids: matched.ids }, req.reason!, actor);
       await logAction(sql, sandboxId, {
         actor,
         action: req.action,
         target,
-        count,
-        jobId,
+        count: ids.length,
       });
-      return { kind: "job", jobId, count };
-    }
-    const ids = req.action === "redrive"
-      ? await redriveIn(sql, { ids: matched.ids }, actor, {
-        republish: ctx.republish,
-      })
-      : await refuseIn(sql, { ids: matched.ids }, req.reason!, actor);
-    await logAction(sql, sandboxId, {
-      actor,
-      action: req.action,
-      target,
-      count: ids.length,
-    });
-    return { kind: "now", ids };
-  });
+      return { kind: "now", ids };
+    },
+  );
 }

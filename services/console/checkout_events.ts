@@ -14,19 +14,23 @@ export async function undeliveredCheckoutEvents(
   sandboxId: string,
   limit = 50,
 ): Promise<CheckoutEvents> {
-  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
-    sql<{
-      event_id: string;
-      payment_id: string;
-      order_id: string | null;
-      state: "pending" | "gave_up";
-      attempts: number;
-      last_status: number | null;
-      last_error: string | null;
-      created_at: Date;
-      next_attempt_at: Date | null;
-      total: number;
-    }[]>`
+  const rows = await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    ({ sql }) =>
+      sql<{
+        event_id: string;
+        payment_id: string;
+        order_id: string | null;
+        state: "pending" | "gave_up";
+        attempts: number;
+        last_status: number | null;
+        last_error: string | null;
+        created_at: Date;
+        next_attempt_at: Date | null;
+        total: number;
+      }[]>`
       select e.event_id, e.payment_id, p.order_id, e.state, e.attempts,
              e.last_status, e.last_error, e.created_at,
              case when e.state = 'pending' then e.next_attempt_at end
@@ -36,7 +40,8 @@ export async function undeliveredCheckoutEvents(
         left join billing.payments p on p.id = e.payment_id
        where e.state = 'gave_up' or (e.state = 'pending' and e.attempts > 0)
        order by e.created_at
-       limit ${limit}`);
+       limit ${limit}`,
+  );
   return checkoutEventsSchema.parse({
     total: rows[0]?.total ?? 0,
     items: rows.map((r) => ({
@@ -64,12 +69,17 @@ export async function sendCheckoutEventAgain(
   eventId: string,
   actor: string,
 ): Promise<boolean> {
-  const rows = await asService(sql, "billing", { sandboxId }, ({ sql }) =>
-    sql`
+  const rows = await asService(
+    sql,
+    "billing",
+    { tenantId: sandboxId },
+    ({ sql }) =>
+      sql`
       update billing.checkout_events
          set state = 'pending', attempts = 0, next_attempt_at = now(),
              finished_at = null, resent_by = ${actor}, resent_at = now()
        where event_id = ${eventId} and state = 'gave_up'
-      returning event_id`);
+      returning event_id`,
+  );
   return rows.length === 1;
 }

@@ -52,71 +52,79 @@ export async function closure(
   sql: Sql,
   sandboxId: string,
 ): Promise<ClosureData> {
-  return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
-    const bySubscriber: Record<string, ClosureCounts> = Object.fromEntries(
-      SUBSCRIBERS.map((s) => [s, zero()]),
-    );
-    for (const service of SENDERS) {
-      // A row the queue has already (published, not yet deleted: the long
-      // way publishes, then deletes) is counted by its deliveries, not twice.
-      // One look-up by key per outbox row (the LIMIT keeps the planner from
-      // hashing every message instead: 190 ms with a million of them, where
-      // the outbox held 10,000).
-      const owed = await sql<{ type: string; n: number }[]>`
+  return await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    async ({ sql }) => {
+      const bySubscriber: Record<string, ClosureCounts> = Object.fromEntries(
+        SUBSCRIBERS.map((s) => [s, zero()]),
+      );
+      for (const service of SENDERS) {
+        // A row the queue has already (published, not yet deleted: the long
+        // way publishes, then deletes) is counted by its deliveries, not twice.
+        // One look-up by key per outbox row (the LIMIT keeps the planner from
+        // hashing every message instead: 190 ms with a million of them, where
+        // the outbox held 10,000).
+        const owed = await sql<{ type: string; n: number }[]>`
         select o.type, count(*)::int as n from ${sql(`${service}.outbox`)} o
           left join lateral (
             select 1 as found from queue.messages m
              where m.message_id = o.message_id limit 1) m on true
          where m.found is null
          group by o.type`;
-      for (const { type, n } of owed) {
-        for (const subscriber of ROUTING[type] ?? []) {
-          bySubscriber[subscriber].owed += n;
+        for (const { type, n } of owed) {
+          for (const subscriber of ROUTING[type] ?? []) {
+            bySubscriber[subscriber].owed += n;
+          }
         }
       }
-    }
-    const counted = await sql<
-      { subscriber: string; closed: string; mismatch: string }[]
-    >`
+      const counted = await sql<
+        { subscriber: string; closed: string; mismatch: string }[]
+      >`
       select subscriber, closed, mismatch from queue.closure_counts`;
-    for (const c of counted) {
-      const counts = bySubscriber[c.subscriber];
-      if (!counts) continue;
-      counts.closed += Number(c.closed);
-      counts.mismatch += Number(c.mismatch);
-    }
-    const settled = await sql<
-      { subscriber: string; state: string; n: number }[]
-    >`
+      for (const c of counted) {
+        const counts = bySubscriber[c.subscriber];
+        if (!counts) continue;
+        counts.closed += Number(c.closed);
+        counts.mismatch += Number(c.mismatch);
+      }
+      const settled = await sql<
+        { subscriber: string; state: string; n: number }[]
+      >`
       select subscriber, 'dead' as state, count(*)::int as n from queue.deliveries
        where state = 'dead' group by subscriber
       union all
       select subscriber, 'refused', count(*)::int from queue.deliveries
        where state = 'refused' group by subscriber`;
-    for (const r of settled) {
-      const counts = bySubscriber[r.subscriber];
-      if (counts) counts[r.state as "dead" | "refused"] += r.n;
-    }
-    for (const subscriber of SUBSCRIBERS) {
-      const rows = await sql<{ state: string; accepted: boolean; n: number }[]>`
+      for (const r of settled) {
+        const counts = bySubscriber[r.subscriber];
+        if (counts) counts[r.state as "dead" | "refused"] += r.n;
+      }
+      for (const subscriber of SUBSCRIBERS) {
+        const rows = await sql<
+          { state: string; accepted: boolean; n: number }[]
+        >`
         select d.state, (i.message_id is not null) as accepted, count(*)::int as n
           from queue.deliveries d
           left join ${
-        sql(`${subscriber}.inbox`)
-      } i on i.message_id = d.message_id
+          sql(`${subscriber}.inbox`)
+        } i on i.message_id = d.message_id
          where d.subscriber = ${subscriber}
            and (d.state in ('pending', 'in_flight') or (d.state = 'done' and not d.audited))
          group by 1, 2`;
-      for (const r of rows) {
-        bySubscriber[subscriber][classify(r.state, r.accepted)] += r.n;
+        for (const r of rows) {
+          bySubscriber[subscriber][classify(r.state, r.accepted)] += r.n;
+        }
       }
-    }
-    const totals = zero();
-    for (const counts of Object.values(bySubscriber)) {
-      for (const s of CLOSURE_STATES) totals[s] += counts[s];
-    }
-    return closureDataSchema.parse({ totals, bySubscriber });
-  }, { snapshot: true });
+      const totals = zero();
+      for (const counts of Object.values(bySubscriber)) {
+        for (const s of CLOSURE_STATES) totals[s] += counts[s];
+      }
+      return closureDataSchema.parse({ totals, bySubscriber });
+    },
+    { snapshot: true },
+  );
 }
 
 /** The obligations behind one cell of the closure matrix. */
@@ -128,99 +136,106 @@ export async function closureRows(
   limit = 200,
 ): Promise<ClosureRow[]> {
   if (!(SUBSCRIBERS as readonly string[]).includes(subscriber)) return [];
-  return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
-    if (state === "owed") {
-      const types = Object.entries(ROUTING).filter(([, subs]) =>
-        subs.includes(subscriber)
-      )
-        .map(([type]) => type);
-      const out = [];
-      for (const service of SENDERS) {
-        const rows = await sql<{
-          message_id: string;
-          type: string;
-          order_id: string;
-          state: string;
-          attempts: number;
-          last_error: string | null;
-          created_at: Date;
-        }[]>`
+  return await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    async ({ sql }) => {
+      if (state === "owed") {
+        const types = Object.entries(ROUTING).filter(([, subs]) =>
+          subs.includes(subscriber)
+        )
+          .map(([type]) => type);
+        const out = [];
+        for (const service of SENDERS) {
+          const rows = await sql<{
+            message_id: string;
+            type: string;
+            order_id: string;
+            state: string;
+            attempts: number;
+            last_error: string | null;
+            created_at: Date;
+          }[]>`
           select message_id, type, envelope->>'aggregateId' as order_id, state,
                  attempts, last_error, created_at
             from ${sql(`${service}.outbox`)}
            where type = any(${types}::text[])
            order by id limit ${limit}`;
-        out.push(...rows.map((r) => ({
-          messageId: r.message_id,
-          eventType: r.type,
-          orderId: r.order_id,
-          sender: service,
-          deliveryId: null,
-          detail:
-            `${r.state} in the ${service} outbox, ${r.attempts} failed publish(es)` +
-            (r.last_error ? `: ${r.last_error}` : ""),
-          at: r.created_at.toISOString(),
-        })));
+          out.push(...rows.map((r) => ({
+            messageId: r.message_id,
+            eventType: r.type,
+            orderId: r.order_id,
+            sender: service,
+            deliveryId: null,
+            detail:
+              `${r.state} in the ${service} outbox, ${r.attempts} failed publish(es)` +
+              (r.last_error ? `: ${r.last_error}` : ""),
+            at: r.created_at.toISOString(),
+          })));
+        }
+        return rowsSchema.parse(out);
       }
-      return rowsSchema.parse(out);
-    }
-    const rows = await sql<{
-      id: string | number;
-      message_id: string;
-      type: string;
-      aggregate_id: string;
-      state: string;
-      attempts: number;
-      last_error: string | null;
-      created_at: Date;
-      accepted: boolean;
-      inbox_status: number | null;
-    }[]>`
+      const rows = await sql<{
+        id: string | number;
+        message_id: string;
+        type: string;
+        aggregate_id: string;
+        state: string;
+        attempts: number;
+        last_error: string | null;
+        created_at: Date;
+        accepted: boolean;
+        inbox_status: number | null;
+      }[]>`
       select d.id, d.message_id, d.type, d.aggregate_id, d.state, d.attempts, d.last_error,
              d.created_at, (i.message_id is not null) as accepted, i.status as inbox_status
         from queue.deliveries d
         left join ${sql(`${subscriber}.inbox`)} i on i.message_id = d.message_id
         ${
-      // "closed" reads history: the newest done rows, found through this
-      // sandbox's newest messages (queue.messages_by_sandbox,
-      // migrations/0003_queue.sql).
-      state === "closed"
-        ? sql`join queue.messages m on m.message_id = d.message_id
+        // "closed" reads history: the newest done rows, found through this
+        // sandbox's newest messages (queue.messages_by_sandbox,
+        // migrations/0003_queue.sql).
+        state === "closed"
+          ? sql`join queue.messages m on m.message_id = d.message_id
                 and m.sandbox_id = ${sandboxId}`
-        : sql``}
+          : sql``}
        where d.subscriber = ${subscriber} and ${
-      // Each cell reads only rows that can be in it, through the partial
-      // indexes; "closed" stops at the limit.
-      {
-        inFlight: sql`d.state in ('pending', 'in_flight')`,
-        acceptedUnacked: sql`d.state in ('pending', 'in_flight')`,
-        dead: sql`d.state = 'dead'`,
-        refused: sql`d.state = 'refused'`,
-        closed: sql`d.state = 'done' and i.message_id is not null`,
-        mismatch: sql`d.state = 'done' and (not d.audited
+        // Each cell reads only rows that can be in it, through the partial
+        // indexes; "closed" stops at the limit.
+        {
+          inFlight: sql`d.state in ('pending', 'in_flight')`,
+          acceptedUnacked: sql`d.state in ('pending', 'in_flight')`,
+          dead: sql`d.state = 'dead'`,
+          refused: sql`d.state = 'refused'`,
+          closed: sql`d.state = 'done' and i.message_id is not null`,
+          mismatch: sql`d.state = 'done' and (not d.audited
           or d.id in (select delivery_id from queue.mismatches))`,
-      }[state]}
+        }[state]}
        order by ${
-      state === "closed" ? sql`m.published_at desc, d.id desc` : sql`d.id desc`
-    }
+        state === "closed"
+          ? sql`m.published_at desc, d.id desc`
+          : sql`d.id desc`
+      }
        limit ${limit * 2}`;
-    return rowsSchema.parse(
-      rows.filter((r) => classify(r.state, r.accepted) === state).slice(
-        0,
-        limit,
-      ).map((r) => ({
-        messageId: r.message_id,
-        eventType: r.type,
-        orderId: r.aggregate_id,
-        sender: null,
-        deliveryId: Number(r.id),
-        detail: `delivery ${r.state} after ${r.attempts} attempt(s)` +
-          (r.accepted
-            ? `; inbox answered ${r.inbox_status}`
-            : "; not in the inbox") +
-          (r.last_error ? `; last error: ${r.last_error}` : ""),
-        at: r.created_at.toISOString(),
-      })),
-    );
-  });
+      return rowsSchema.parse(
+        rows.filter((r) => classify(r.state, r.accepted) === state).slice(
+          0,
+          limit,
+        ).map((r) => ({
+          messageId: r.message_id,
+          eventType: r.type,
+          orderId: r.aggregate_id,
+          sender: null,
+          deliveryId: Number(r.id),
+          detail: `delivery ${r.state} after ${r.attempts} attempt(s)` +
+            (r.accepted
+              ? `; inbox answered ${r.inbox_status}`
+              : "; not in the inbox") +
+            (r.last_error ? `; last error: ${r.last_error}` : ""),
+          at: r.created_at.toISOString(),
+        })),
+      );
+    },
+  );
 }

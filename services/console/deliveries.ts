@@ -101,7 +101,7 @@ export async function listDeliveries(
   const rows = await asService(
     sql,
     "console",
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) =>
       sql<DeliveryRow[]>`
       select d.*${
@@ -203,7 +203,7 @@ export async function deliveryCounts(
   const rows = await asService(
     sql,
     "console",
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) => tallyDeliveries(sql),
   );
   const counts: Record<string, number> = {
@@ -227,78 +227,83 @@ export async function deliveryDetail(
   sandboxId: string,
   id: number,
 ): Promise<DeliveryDetailData | null> {
-  return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
-    const [d] = await sql<
-      DeliveryRow[]
-    >`select * from queue.deliveries where id = ${id}`;
-    if (!d) return null;
-    // A first-try success has no attempt row: the log derives it.
-    const attempts = await sql<{
-      attempt: number;
-      started_at: Date;
-      duration_ms: number;
-      status: number | null;
-      outcome: string;
-      error: string | null;
-    }[]>`
+  return await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    async ({ sql }) => {
+      const [d] = await sql<
+        DeliveryRow[]
+      >`select * from queue.deliveries where id = ${id}`;
+      if (!d) return null;
+      // A first-try success has no attempt row: the log derives it.
+      const attempts = await sql<{
+        attempt: number;
+        started_at: Date;
+        duration_ms: number;
+        status: number | null;
+        outcome: string;
+        error: string | null;
+      }[]>`
       select attempt, started_at, duration_ms, status, outcome, error
         from queue.attempt_log where delivery_id = ${id}
        order by attempt, started_at`;
-    const actions = await sql<{
-      action: string;
-      actor: string;
-      reason: string | null;
-      at: Date;
-    }[]>`
+      const actions = await sql<{
+        action: string;
+        actor: string;
+        reason: string | null;
+        at: Date;
+      }[]>`
       select action, actor, reason, at from queue.actions
        where delivery_id = ${id} order by id`;
-    const [message] = await sql<{ envelope: unknown }[]>`
+      const [message] = await sql<{ envelope: unknown }[]>`
       select envelope from queue.messages where message_id = ${d.message_id}`;
-    // The supersede link, either way: this dead letter's corrected copy, or
-    // the dead letter this delivery's message corrects.
-    const [by] = await sql<{
-      message_id: string;
-      actor: string;
-      reason: string;
-      at: Date;
-      delivery_id: string | null;
-    }[]>`
+      // The supersede link, either way: this dead letter's corrected copy, or
+      // the dead letter this delivery's message corrects.
+      const [by] = await sql<{
+        message_id: string;
+        actor: string;
+        reason: string;
+        at: Date;
+        delivery_id: string | null;
+      }[]>`
       select s.message_id, s.actor, s.reason, s.at,
              (select min(c.id) from queue.deliveries c
                where c.message_id = s.message_id) as delivery_id
         from queue.supersessions s where s.delivery_id = ${id}`;
-    const [of] = await sql<{ delivery_id: string }[]>`
+      const [of] = await sql<{ delivery_id: string }[]>`
       select delivery_id from queue.supersessions
        where message_id = ${d.message_id}`;
-    return deliveryDetailDataSchema.parse({
-      delivery: item(d),
-      envelope: message?.envelope ?? null,
-      supersededBy: by
-        ? {
-          messageId: by.message_id,
-          deliveryId: by.delivery_id === null ? null : Number(by.delivery_id),
-          actor: by.actor,
-          reason: by.reason,
-          at: by.at.toISOString(),
-        }
-        : null,
-      supersedes: of ? Number(of.delivery_id) : null,
-      attempts: attempts.map((a) => ({
-        attempt: a.attempt,
-        startedAt: a.started_at.toISOString(),
-        durationMs: a.duration_ms,
-        status: a.status,
-        outcome: a.outcome,
-        error: a.error,
-      })),
-      actions: actions.map((a) => ({
-        action: a.action,
-        actor: a.actor,
-        reason: a.reason,
-        at: a.at.toISOString(),
-      })),
-    });
-  });
+      return deliveryDetailDataSchema.parse({
+        delivery: item(d),
+        envelope: message?.envelope ?? null,
+        supersededBy: by
+          ? {
+            messageId: by.message_id,
+            deliveryId: by.delivery_id === null ? null : Number(by.delivery_id),
+            actor: by.actor,
+            reason: by.reason,
+            at: by.at.toISOString(),
+          }
+          : null,
+        supersedes: of ? Number(of.delivery_id) : null,
+        attempts: attempts.map((a) => ({
+          attempt: a.attempt,
+          startedAt: a.started_at.toISOString(),
+          durationMs: a.duration_ms,
+          status: a.status,
+          outcome: a.outcome,
+          error: a.error,
+        })),
+        actions: actions.map((a) => ({
+          action: a.action,
+          actor: a.actor,
+          reason: a.reason,
+          at: a.at.toISOString(),
+        })),
+      });
+    },
+  );
 }
 
 const summariesSchema = z.array(deadLetterSummarySchema);
@@ -312,7 +317,7 @@ export async function deadLettersBySubscriber(
   const rows = await asService(
     sql,
     "console",
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) =>
       sql<{ subscriber: string; n: number; oldest: Date }[]>`
       select subscriber, count(*)::int as n, min(dead_at) as oldest
@@ -331,23 +336,28 @@ export async function receiverHealth(
   sandboxId: string,
   minutes = 15,
 ): Promise<ReceiverHealth[]> {
-  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
-    sql<
-      {
-        subscriber: string;
-        total: number;
-        ok: number;
-        last_error: string | null;
-        last_at: Date;
-      }[]
-    >`
+  const rows = await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    ({ sql }) =>
+      sql<
+        {
+          subscriber: string;
+          total: number;
+          ok: number;
+          last_error: string | null;
+          last_at: Date;
+        }[]
+      >`
       select a.subscriber, count(*)::int as total,
              count(*) filter (where a.outcome = 'done')::int as ok,
              (array_agg(a.error order by a.id desc) filter (where a.error is not null))[1] as last_error,
              max(a.started_at) as last_at
         from queue.attempt_log a
        where a.started_at > now() - ${minutes} * interval '1 minute'
-       group by a.subscriber order by a.subscriber`);
+       group by a.subscriber order by a.subscriber`,
+  );
   return healthSchema.parse(rows.map((r) => ({
     subscriber: r.subscriber,
     attempts: r.total,

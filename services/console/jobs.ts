@@ -87,7 +87,7 @@ export async function readJob(
   const [row] = await asService(
     sql,
     "console",
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) =>
       sql`select ${COLUMNS(sql)} from queue.bulk_jobs where id = ${jobId}`,
   );
@@ -99,13 +99,18 @@ export async function listJobs(
   sql: Sql,
   sandboxId: string,
 ): Promise<JobView[]> {
-  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
-    sql`
+  const rows = await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    ({ sql }) =>
+      sql`
       (select ${COLUMNS(sql)} from queue.bulk_jobs where state = 'running')
       union all
       (select ${COLUMNS(sql)} from queue.bulk_jobs where state <> 'running'
         order by finished_at desc limit 5)
-      order by created_at desc`);
+      order by created_at desc`,
+  );
   return rows.map(view);
 }
 
@@ -121,28 +126,33 @@ export async function cancelJob(
   actor: string,
 ): Promise<JobView | null> {
   if (!JOB_ID.test(jobId)) return null;
-  return await asService(sql, "queue", { sandboxId }, async ({ sql }) => {
-    const [cancelled] = await sql`
+  return await asService(
+    sql,
+    "queue",
+    { tenantId: sandboxId },
+    async ({ sql }) => {
+      const [cancelled] = await sql`
       update queue.bulk_jobs
          set state = 'cancelled', finished_at = now(), lease_owner = null,
              lease_expires_at = null
        where id = ${jobId} and state = 'running'
       returning ${COLUMNS(sql)}`;
-    if (cancelled) {
-      await logAction(sql, sandboxId, {
-        actor,
-        action: "cancel",
-        target: { jobId },
-        count: cancelled.total - cancelled.done,
-        jobId,
-      });
-      return view(cancelled);
-    }
-    const [row] = await sql`select ${
-      COLUMNS(sql)
-    } from queue.bulk_jobs where id = ${jobId}`;
-    return row ? view(row) : null;
-  });
+      if (cancelled) {
+        await logAction(sql, sandboxId, {
+          actor,
+          action: "cancel",
+          target: { jobId },
+          count: cancelled.total - cancelled.done,
+          jobId,
+        });
+        return view(cancelled);
+      }
+      const [row] = await sql`select ${
+        COLUMNS(sql)
+      } from queue.bulk_jobs where id = ${jobId}`;
+      return row ? view(row) : null;
+    },
+  );
 }
 
 export interface JobRunnerOptions {
@@ -212,7 +222,7 @@ export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
   await asService(
     o.sql,
     "queue",
-    { sandboxId: job.sandbox_id },
+    { tenantId: job.sandbox_id },
     async ({ sql }) => {
       // Fenced by the lease: a job cancelled or taken over meanwhile is
       // left alone.

@@ -74,7 +74,7 @@ export async function outboxAges(
   const { groups, oldest, parked } = await asService(
     sql,
     "console",
-    { sandboxId },
+    { tenantId: sandboxId },
     async ({ sql }) => {
       // Per sender three statements, all six sent at once: one scan of the
       // pending rows grouped by type and age bucket (folded per type here),

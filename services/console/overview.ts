@@ -21,7 +21,7 @@ async function republished(sql: Sql, sandboxId: string) {
   const [row] = await asService(
     sql,
     "console",
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) =>
       sql<{ deliveries: number; copies: number }[]>`
       select count(*)::int as deliveries,

@@ -107,7 +107,7 @@ export async function receiverStats(
   return await asService(
     sql,
     "console",
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) => receiverStatsIn(sql),
   );
 }

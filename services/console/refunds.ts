@@ -23,17 +23,21 @@ export async function refundsDue(
   sandboxId: string,
   limit = 50,
 ): Promise<RefundsDue> {
-  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) =>
-    sql<{
-      payment_id: string;
-      order_id: string;
-      amount_cents: number;
-      currency: string | null;
-      reason: string;
-      kept_by: "billing" | "orders";
-      at: Date;
-      total: number;
-    }[]>`
+  const rows = await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    ({ sql }) =>
+      sql<{
+        payment_id: string;
+        order_id: string;
+        amount_cents: number;
+        currency: string | null;
+        reason: string;
+        kept_by: "billing" | "orders";
+        at: Date;
+        total: number;
+      }[]>`
       select *, count(*) over ()::int as total from (
         select id as payment_id, order_id,
                coalesce(charged_cents, amount_cents) as amount_cents,
@@ -46,7 +50,8 @@ export async function refundsDue(
           from orders.events where payload->>'action' = 'refund'
       ) r
       order by at desc
-      limit ${limit}`);
+      limit ${limit}`,
+  );
   return refundsDueSchema.parse({
     total: rows[0]?.total ?? 0,
     items: rows.map((r) => ({

@@ -31,7 +31,7 @@ export async function releaseParkedRows(
 ): Promise<{ count: number }> {
   const { sandboxId, actor } = ctx;
   const { count } = await releaseParked(sql, {
-    sandboxId,
+    tenantId: sandboxId,
     services: req.service ? [req.service] : SENDERS,
     target: { messageId: req.messageId, type: req.eventType },
     record: (tx, released) =>

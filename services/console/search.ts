@@ -136,12 +136,17 @@ export async function search(
 ): Promise<SearchResult[]> {
   const q = query.trim();
   if (!q) return [];
-  return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
-    const [o, m, d] = await Promise.all([
-      orders(sql, sandboxId, q),
-      messages(sql, q),
-      deliveries(sql, q),
-    ]);
-    return resultsSchema.parse([...o.map(orderResult), ...m, ...d]);
-  });
+  return await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    async ({ sql }) => {
+      const [o, m, d] = await Promise.all([
+        orders(sql, sandboxId, q),
+        messages(sql, q),
+        deliveries(sql, q),
+      ]);
+      return resultsSchema.parse([...o.map(orderResult), ...m, ...d]);
+    },
+  );
 }

@@ -91,7 +91,7 @@ async function deadLetter(sql: Sql, sandboxId: string, id: number) {
   const [dead] = await asService(
     sql,
     "queue",
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) =>
       sql<DeadLetter[]>`
         select d.type, d.aggregate_id, d.subscriber, d.message_id,
@@ -127,25 +127,30 @@ export async function supersedeDeadLetter(
     ...(dead.supersedes ?? []).toReversed(),
   ]);
   if (applied) throw new AlreadyApplied(dead.subscriber, applied);
-  return await asService(sql, "queue", { sandboxId }, async ({ sql }) => {
-    // Still dead, or null: supersedeIn locks the row and checks again.
-    const done = await supersedeIn(
-      sql,
-      sandboxId,
-      id,
-      checked,
-      actor,
-      reason,
-      { republish: ctx.republish },
-    );
-    if (done) {
-      await logAction(sql, sandboxId, {
+  return await asService(
+    sql,
+    "queue",
+    { tenantId: sandboxId },
+    async ({ sql }) => {
+      // Still dead, or null: supersedeIn locks the row and checks again.
+      const done = await supersedeIn(
+        sql,
+        sandboxId,
+        id,
+        checked,
         actor,
-        action: "supersede",
-        target: { id, messageId: done.messageId, reason },
-        count: 1,
-      });
-    }
-    return done;
-  });
+        reason,
+        { republish: ctx.republish },
+      );
+      if (done) {
+        await logAction(sql, sandboxId, {
+          actor,
+          action: "supersede",
+          target: { id, messageId: done.messageId, reason },
+          count: 1,
+        });
+      }
+      return done;
+    },
+  );
 }

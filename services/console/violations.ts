@@ -31,21 +31,26 @@ export async function orderViolations(
 ): Promise<OrderViolations> {
   const limit = Math.min(filter.limit ?? 100, 1000);
   const names = filter.subscriber ? [filter.subscriber] : [...SUBSCRIBERS];
-  const rows = await asService(sql, "console", { sandboxId }, ({ sql }) => {
-    // Every receiver's table, one after another in one statement.
-    const [first, ...rest] = names.map((name) =>
-      sql`select ${name}::text as subscriber, aggregate_id, message_id, type,
+  const rows = await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    ({ sql }) => {
+      // Every receiver's table, one after another in one statement.
+      const [first, ...rest] = names.map((name) =>
+        sql`select ${name}::text as subscriber, aggregate_id, message_id, type,
                  arrived_version, applied_version, at
             from ${sql(`${name}.order_violations`)}`
-    );
-    const all = rest.reduce(
-      (acc, part) => sql`${acc} union all ${part}`,
-      first,
-    );
-    return sql<Row[]>`
+      );
+      const all = rest.reduce(
+        (acc, part) => sql`${acc} union all ${part}`,
+        first,
+      );
+      return sql<Row[]>`
       select v.*, count(*) over ()::int as total from (${all}) v
        order by at desc, message_id limit ${limit}`;
-  });
+    },
+  );
   const total = rows[0]?.total ?? 0;
   return orderViolationsSchema.parse({
     total,

@@ -238,43 +238,48 @@ const ms = (n: number | null) => n === null ? null : Math.round(n * 10) / 10;
  * ```
  */
 export async function costs(sql: Sql, sandboxId: string): Promise<Costs> {
-  return await asService(sql, "console", { sandboxId }, async (tx) => {
-    const keys = await paidKeys(tx);
-    const paid = keys.orders.length;
-    const rows: Record<string, number> = Object.fromEntries(
-      COST_SERVICES.map((s) => [s, 0]),
-    );
-    const bytes: Record<Store, number> = { outbox: 0, queue: 0, inbox: 0 };
-    for (const t of COST_TABLES) {
-      const m = await measure(tx, t, keys);
-      rows[t.service] += m.rows;
-      if (t.store) bytes[t.store] += m.bytes;
-    }
-    const [counts] = await tx.sql<{ attempts: number }[]>`
+  return await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    async (tx) => {
+      const keys = await paidKeys(tx);
+      const paid = keys.orders.length;
+      const rows: Record<string, number> = Object.fromEntries(
+        COST_SERVICES.map((s) => [s, 0]),
+      );
+      const bytes: Record<Store, number> = { outbox: 0, queue: 0, inbox: 0 };
+      for (const t of COST_TABLES) {
+        const m = await measure(tx, t, keys);
+        rows[t.service] += m.rows;
+        if (t.store) bytes[t.store] += m.bytes;
+      }
+      const [counts] = await tx.sql<{ attempts: number }[]>`
       select coalesce(sum(attempts), 0)::int as attempts from queue.deliveries
        where id = any(${keys.deliveries}::bigint[])`;
-    const times = await latencies(tx, keys.orders);
-    return {
-      paidOrders: paid,
-      perPaidOrder: {
-        rowsWritten: Object.fromEntries(
-          COST_SERVICES.map((s) => [s, per(rows[s], paid)]),
-        ),
-        bytes: {
-          outbox: per(bytes.outbox, paid),
-          queue: per(bytes.queue, paid),
-          inbox: per(bytes.inbox, paid),
+      const times = await latencies(tx, keys.orders);
+      return {
+        paidOrders: paid,
+        perPaidOrder: {
+          rowsWritten: Object.fromEntries(
+            COST_SERVICES.map((s) => [s, per(rows[s], paid)]),
+          ),
+          bytes: {
+            outbox: per(bytes.outbox, paid),
+            queue: per(bytes.queue, paid),
+            inbox: per(bytes.inbox, paid),
+          },
+          // Counted from the queue's copies and the outboxes, which between
+          // them hold every message sent on either transport.
+          messages: per(keys.messages.length, paid),
+          deliveries: per(keys.deliveries.length, paid),
+          attempts: per(counts.attempts, paid),
         },
-        // Counted from the queue's copies and the outboxes, which between
-        // them hold every message sent on either transport.
-        messages: per(keys.messages.length, paid),
-        deliveries: per(keys.deliveries.length, paid),
-        attempts: per(counts.attempts, paid),
-      },
-      latencyMs: {
-        p50: ms(quantile(times, 0.5)),
-        p95: ms(quantile(times, 0.95)),
-      },
-    };
-  });
+        latencyMs: {
+          p50: ms(quantile(times, 0.5)),
+          p95: ms(quantile(times, 0.95)),
+        },
+      };
+    },
+  );
 }

@@ -80,19 +80,23 @@ async function sandboxFigures(
   sql: Sql,
   sandboxId: string,
 ): Promise<Omit<SandboxFigures, "costs" | "tryIt">> {
-  return await asService(sql, "console", { sandboxId }, async ({ sql }) => {
-    const [last] = await sql<{ id: string; state: string }[]>`
+  return await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    async ({ sql }) => {
+      const [last] = await sql<{ id: string; state: string }[]>`
       select id, state from orders.orders
        order by created_at desc, id limit 1`;
-    const outbox: OutboxRowView[] = [];
-    const rearmsToday: Record<string, number> = {};
-    let parked = 0;
-    let retrying = 0;
-    for (const service of SENDERS) {
-      if (last) {
-        // Owed, in the outbox; published, in the queue's copy (the gap is
-        // from the message's creation to its publish).
-        const rows = await sql`
+      const outbox: OutboxRowView[] = [];
+      const rearmsToday: Record<string, number> = {};
+      let parked = 0;
+      let retrying = 0;
+      for (const service of SENDERS) {
+        if (last) {
+          // Owed, in the outbox; published, in the queue's copy (the gap is
+          // from the message's creation to its publish).
+          const rows = await sql`
           select message_id, type, state, attempts, last_error, created_at,
                  null::timestamptz as published_at, null::float8 as gap_ms
             from ${sql(`${service}.outbox`)} o
@@ -108,65 +112,68 @@ async function sandboxFigures(
                     from queue.messages
                    where aggregate_id = ${last.id} and source = ${service}) m
            order by created_at`;
-        for (const r of rows) {
-          outbox.push({
-            service,
-            messageId: r.message_id,
-            eventType: r.type,
-            state: r.state,
-            attempts: r.attempts,
-            lastError: r.last_error,
-            createdAt: iso(r.created_at)!,
-            publishedAt: iso(r.published_at),
-            gapMs: r.gap_ms === null ? null : Math.round(r.gap_ms * 10) / 10,
-          });
+          for (const r of rows) {
+            outbox.push({
+              service,
+              messageId: r.message_id,
+              eventType: r.type,
+              state: r.state,
+              attempts: r.attempts,
+              lastError: r.last_error,
+              createdAt: iso(r.created_at)!,
+              publishedAt: iso(r.published_at),
+              gapMs: r.gap_ms === null ? null : Math.round(r.gap_ms * 10) / 10,
+            });
+          }
         }
-      }
-      const [g] = await sql<{ rearms: number }[]>`
+        const [g] = await sql<{ rearms: number }[]>`
         select coalesce(sum(rearms), 0)::int as rearms
           from ${sql(`${service}.relay_guard`)}
          where day = (now() at time zone 'utc')::date`;
-      rearmsToday[service] = g.rearms;
-      const [w] = await sql<{ parked: number; retrying: number }[]>`
+        rearmsToday[service] = g.rearms;
+        const [w] = await sql<{ parked: number; retrying: number }[]>`
         select count(*) filter (where next_attempt_at = 'infinity')::int
                  as parked,
                count(*) filter (where next_attempt_at <> 'infinity')::int
                  as retrying
           from ${sql(`${service}.outbox`)}
          where attempts > 0`;
-      parked += w.parked;
-      retrying += w.retrying;
-    }
-    const inboxes = [];
-    for (const receiver of [...RECEIVERS, "orders"]) {
-      const [i] = await sql<{ messages: number; repeats: number }[]>`
+        parked += w.parked;
+        retrying += w.retrying;
+      }
+      const inboxes = [];
+      for (const receiver of [...RECEIVERS, "orders"]) {
+        const [i] = await sql<{ messages: number; repeats: number }[]>`
         select count(*)::int as messages,
                coalesce(sum(repeats), 0)::int as repeats
           from ${sql(`${receiver}.inbox`)}`;
-      inboxes.push({ receiver, ...i });
-    }
-    const [d] = await sql<
-      { dead: number; refused: number; redrives: number }[]
-    >`
+        inboxes.push({ receiver, ...i });
+      }
+      const [d] = await sql<
+        { dead: number; refused: number; redrives: number }[]
+      >`
       select (select count(*)::int from queue.deliveries where state = 'dead')
                as dead,
              (select count(*)::int from queue.deliveries
                where state = 'refused') as refused,
              (select count(*)::int from queue.actions
                where action = 'redrive') as redrives`;
-    return {
-      lastOrder: last ? { orderId: last.id, state: last.state, outbox } : null,
-      loopGuard: {
-        rearmsToday,
-        total: Object.values(rearmsToday).reduce((a, b) => a + b, 0),
-        parked,
-        retrying,
-      },
-      inboxes,
-      repeatsTotal: inboxes.reduce((sum, i) => sum + i.repeats, 0),
-      deliveries: d,
-    };
-  });
+      return {
+        lastOrder: last
+          ? { orderId: last.id, state: last.state, outbox }
+          : null,
+        loopGuard: {
+          rearmsToday,
+          total: Object.values(rearmsToday).reduce((a, b) => a + b, 0),
+          parked,
+          retrying,
+        },
+        inboxes,
+        repeatsTotal: inboxes.reduce((sum, i) => sum + i.repeats, 0),
+        deliveries: d,
+      };
+    },
+  );
 }
 
 /**

@@ -69,10 +69,14 @@ export async function tryIt(sql: Sql, sandboxId: string): Promise<TryIt> {
       select from platform.sessions
        where sandbox_id = ${sandboxId} and name is not null
          and ended_at is null) as named`;
-  const facts = await asService(sql, "console", { sandboxId }, async (tx) => {
-    const [f] = await tx.sql<
-      { refuses_now: boolean; kitchen_503: boolean; paid_orders: boolean }[]
-    >`
+  const facts = await asService(
+    sql,
+    "console",
+    { tenantId: sandboxId },
+    async (tx) => {
+      const [f] = await tx.sql<
+        { refuses_now: boolean; kitchen_503: boolean; paid_orders: boolean }[]
+      >`
       select
         coalesce((select enabled from platform.faults
                    where name = 'kitchenRefuses'), false) as refuses_now,
@@ -81,9 +85,9 @@ export async function tryIt(sql: Sql, sandboxId: string): Promise<TryIt> {
                  where d.subscriber = 'kitchen' and a.status = 503)
           as kitchen_503,
         exists (select from orders.orders where state = 'paid') as paid_orders`;
-    // Both kitchen deliveries of one paid order, each with an attempt that
-    // died answering 503; the latest such order is the walkthrough's.
-    const [walk] = await tx.sql<Walk[]>`
+      // Both kitchen deliveries of one paid order, each with an attempt that
+      // died answering 503; the latest such order is the walkthrough's.
+      const [walk] = await tx.sql<Walk[]>`
       with dead503 as (
         select d.aggregate_id, d.type, d.id, d.state
           from queue.deliveries d
@@ -116,8 +120,9 @@ export async function tryIt(sql: Sql, sandboxId: string): Promise<TryIt> {
        where o.state = 'paid'
        order by o.created_at desc
        limit 1`;
-    return { ...f, walk: walk as Walk | undefined };
-  });
+      return { ...f, walk: walk as Walk | undefined };
+    },
+  );
   const walk = facts.walk;
   const kitchenDead503 = walk !== undefined;
   const faultOff = kitchenDead503 && !facts.refuses_now;

@@ -240,12 +240,12 @@ async function sender(
 
 /** Deletes this sandbox's lab rows on both sides. */
 async function cleanSlate(sql: Sql, sandboxId: string) {
-  await asService(sql, SENDER, { sandboxId }, async ({ sql }) => {
+  await asService(sql, SENDER, { tenantId: sandboxId }, async ({ sql }) => {
     await sql`delete from lab_sender.outbox`;
     await sql`delete from lab_sender.relay_guard`;
     await sql`delete from lab_sender.orders`;
   });
-  await asService(sql, RECEIVER, { sandboxId }, async ({ sql }) => {
+  await asService(sql, RECEIVER, { tenantId: sandboxId }, async ({ sql }) => {
     await sql`delete from lab_receiver.jobs`;
     await sql`delete from lab_receiver.refusals`;
     await sql`delete from lab_receiver.order_violations`;
@@ -258,7 +258,7 @@ export async function figures(sql: Sql, sandboxId: string) {
   const [sender] = await asService(
     sql,
     SENDER,
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) =>
       sql<{ orders: number; pending: number }[]>`
       select (select count(*)::int from lab_sender.orders) as orders,
@@ -267,7 +267,7 @@ export async function figures(sql: Sql, sandboxId: string) {
   const [receiver] = await asService(
     sql,
     RECEIVER,
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) =>
       sql<{ inbox: number; jobs: number; refusals: number }[]>`
       select (select count(*)::int from lab_receiver.inbox
@@ -305,7 +305,7 @@ export async function ledgerRows(
   sql: Sql,
   sandboxId: string,
 ): Promise<LedgerRows> {
-  const scope = { sandboxId };
+  const scope = { tenantId: sandboxId };
   const [orders, outbox] = await asService(
     sql,
     SENDER,

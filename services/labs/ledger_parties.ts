@@ -78,7 +78,7 @@ export async function senderCommand(
   instructions: Envelope[],
   options: { failBeforeCommit?: string } = {},
 ): Promise<void> {
-  await asService(sql, SENDER, { sandboxId }, async (tx) => {
+  await asService(sql, SENDER, { tenantId: sandboxId }, async (tx) => {
     await change(tx);
     if (instructions.length > 0) await append(tx, instructions);
     if (options.failBeforeCommit) throw new Stopped(options.failBeforeCommit);
@@ -88,7 +88,7 @@ export async function senderCommand(
 /** The sender accepts order O42. */
 export function placeOrder(tx: ServiceTx) {
   return tx.sql`insert into lab_sender.orders (sandbox_id, order_id)
-    values (${(tx.scope as { sandboxId: string }).sandboxId}, ${ORDER})`;
+    values (${(tx.scope as { tenantId: string }).tenantId}, ${ORDER})`;
 }
 
 /** The sender cancels order O42: its version 2. */
@@ -183,7 +183,7 @@ async function applyToJobs(tx: ServiceTx, e: Envelope) {
 /** A row the lab's relay holds. */
 export interface Held {
   id: number;
-  sandboxId: string;
+  tenantId: string;
   envelope: Envelope;
 }
 
@@ -205,7 +205,7 @@ export class LabRelay {
       owner: this.owner,
       limit,
       leaseMs: LEASE_MS,
-      sandboxIds: [this.sandboxId],
+      tenantIds: [this.sandboxId],
     });
     return claimed.rows;
   }
@@ -229,7 +229,7 @@ export class LabRelay {
       } catch (error) {
         await failPublish(this.sql, SENDER, this.owner, {
           messageIds: [row.envelope.messageId],
-          sandboxIds: [row.sandboxId],
+          tenantIds: [row.tenantId],
           error: (error as Error).message,
           retryMs: RETRY_MS,
           guardLimit: GUARD_LIMIT,

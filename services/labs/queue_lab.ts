@@ -112,7 +112,7 @@ export async function runQueueLab(
     await asService(
       sql,
       PRINTER,
-      { sandboxId },
+      { tenantId: sandboxId },
       ({ sql }) =>
         sql`insert into lab_printer.runs
                    (sandbox_id, settings, timeline, queue_figures)
@@ -154,7 +154,7 @@ function printer(sql: Sql, worker: number, remembers: boolean, heard: Heard) {
         received.duplicate ? "remembered" : "printed",
       );
     } else {
-      await asService(sql, PRINTER, { sandboxId: envelope.sandboxId }, print);
+      await asService(sql, PRINTER, { tenantId: envelope.sandboxId }, print);
       heard.set(envelope.messageId, "printed");
     }
     return Response.json({ printed: order });
@@ -207,7 +207,7 @@ async function play(
         leaseMs: LEASE_MS,
         round: {
           after: null,
-          perSandbox: 1,
+          perTenant: 1,
         },
         subscribers: [PRINTER],
       });
@@ -301,7 +301,7 @@ async function openDeliveries(sql: Sql, sandboxId: string): Promise<number> {
   const [row] = await asService(
     sql,
     "queue",
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) =>
       sql<{ n: number }[]>`
       select count(*)::int as n from queue.deliveries
@@ -312,7 +312,7 @@ async function openDeliveries(sql: Sql, sandboxId: string): Promise<number> {
 
 /** Deletes the lab's queue rows of this sandbox. */
 async function clearQueueRows(sql: Sql, sandboxId: string) {
-  await asService(sql, "queue", { sandboxId }, async ({ sql }) => {
+  await asService(sql, "queue", { tenantId: sandboxId }, async ({ sql }) => {
     const ids = sql`(select id from queue.deliveries
                       where subscriber = ${PRINTER})`;
     await sql`delete from queue.attempts where delivery_id in ${ids}`;
@@ -326,7 +326,7 @@ async function clearQueueRows(sql: Sql, sandboxId: string) {
 /** Deletes this sandbox's lab rows: the printer's, and its queue rows. */
 async function cleanSlate(sql: Sql, sandboxId: string) {
   await clearQueueRows(sql, sandboxId);
-  await asService(sql, PRINTER, { sandboxId }, async ({ sql }) => {
+  await asService(sql, PRINTER, { tenantId: sandboxId }, async ({ sql }) => {
     await sql`delete from lab_printer.tickets`;
     await sql`delete from lab_printer.refusals`;
     await sql`delete from lab_printer.order_violations`;
@@ -340,7 +340,7 @@ export async function queueFigures(sql: Sql, sandboxId: string) {
   const [printed] = await asService(
     sql,
     PRINTER,
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) =>
       sql<{ tickets: number; orders: number }[]>`
       select count(*)::int as tickets,
@@ -350,7 +350,7 @@ export async function queueFigures(sql: Sql, sandboxId: string) {
   const [queued] = await asService(
     sql,
     "queue",
-    { sandboxId },
+    { tenantId: sandboxId },
     ({ sql }) =>
       sql<{ dead: number; deliveries: number }[]>`
       select count(*) filter (where state = 'dead')::int as dead,
@@ -373,16 +373,21 @@ export async function lastQueueRun(
   | { settings: QueueLabSettings; result: QueueLabResult; ranAt: Date }
   | null
 > {
-  const [run] = await asService(sql, PRINTER, { sandboxId }, ({ sql }) =>
-    sql<
-      {
-        settings: QueueLabSettings;
-        timeline: TimelineEntry[];
-        queue_figures: { deadLetters: number; deliveries: number };
-        ran_at: Date;
-      }[]
-    >`select settings, timeline, queue_figures, ran_at
-        from lab_printer.runs`);
+  const [run] = await asService(
+    sql,
+    PRINTER,
+    { tenantId: sandboxId },
+    ({ sql }) =>
+      sql<
+        {
+          settings: QueueLabSettings;
+          timeline: TimelineEntry[];
+          queue_figures: { deadLetters: number; deliveries: number };
+          ran_at: Date;
+        }[]
+      >`select settings, timeline, queue_figures, ran_at
+        from lab_printer.runs`,
+  );
   if (!run) return null;
   const figures = await queueFigures(sql, sandboxId);
   return {

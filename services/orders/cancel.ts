@@ -23,7 +23,7 @@ export async function cancelOrder(
   orderId: string,
   reason = "cancelled by the customer",
 ): Promise<{ state: "cancelled"; changed: boolean }> {
-  return await asService(sql, "orders", { sandboxId }, async (tx) => {
+  return await asService(sql, "orders", { tenantId: sandboxId }, async (tx) => {
     const order = await lockOrder(tx.sql, orderId);
     if (!order) throw new HttpError(404, `no order ${orderId}`);
     if (order.state === "cancelled") {

@@ -50,7 +50,7 @@ export async function placeOrder(
     [outcome] = await serviceStatement(
       sql,
       "orders",
-      { sandboxId },
+      { tenantId: sandboxId },
       (tx) =>
         newOrderStatement(
           tx,
@@ -78,7 +78,7 @@ export async function placeOrder(
     const n = (await asService(
       sql,
       "orders",
-      { sandboxId },
+      { tenantId: sandboxId },
       (tx) => capacityLeft(tx.sql, sandboxId, day, [line]),
     )).get(line.sku)!;
     throw new HttpError(
@@ -93,7 +93,7 @@ export async function placeOrder(
     return await asService(
       sql,
       "orders",
-      { sandboxId },
+      { tenantId: sandboxId },
       (tx) => placedBefore(tx.sql, sandboxId, input, requestHash),
     );
   }

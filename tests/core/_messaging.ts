@@ -92,14 +92,14 @@ export async function createSandbox(sql: Sql, name = "test"): Promise<string> {
 
 /** The test sender's OrderPlaced for `orderId`, not yet stored anywhere. */
 export function orderPlacedEnvelope(
-  sandboxId: string,
+  tenantId: string,
   orderId: string,
 ): Envelope {
   return newEnvelope({
     type: "OrderPlaced",
     aggregateId: orderId,
     aggregateVersion: 1,
-    sandboxId,
+    sandboxId: tenantId,
     payload: { orderId },
   });
 }
@@ -107,15 +107,15 @@ export function orderPlacedEnvelope(
 /** The sender's command: an order and its OrderPlaced, in one transaction. */
 export async function placeOrder(
   sql: Sql,
-  sandboxId: string,
+  tenantId: string,
   orderId: string,
   options: { failBeforeCommit?: boolean; occurredAt?: string } = {},
 ): Promise<Envelope> {
-  const envelope = orderPlacedEnvelope(sandboxId, orderId);
+  const envelope = orderPlacedEnvelope(tenantId, orderId);
   if (options.occurredAt) envelope.occurredAt = options.occurredAt;
-  await asService(sql, SENDER, { sandboxId }, async (tx) => {
+  await asService(sql, SENDER, { tenantId }, async (tx) => {
     await tx
-      .sql`insert into t_sender.orders (id, sandbox_id) values (${orderId}, ${sandboxId})`;
+      .sql`insert into t_sender.orders (id, sandbox_id) values (${orderId}, ${tenantId})`;
     await append(tx, [envelope]);
     if (options.failBeforeCommit) throw new Error("failure before commit");
   });
@@ -128,7 +128,7 @@ export async function placeOrder(
  */
 export async function placeOrders(
   sql: Sql,
-  sandboxId: string,
+  tenantId: string,
   orderIds: string[],
 ): Promise<Envelope[]> {
   const envelopes = orderIds.map((orderId) =>
@@ -136,14 +136,14 @@ export async function placeOrders(
       type: "OrderPlaced",
       aggregateId: orderId,
       aggregateVersion: 1,
-      sandboxId,
+      sandboxId: tenantId,
       payload: { orderId },
     })
   );
-  await asService(sql, SENDER, { sandboxId }, async (tx) => {
+  await asService(sql, SENDER, { tenantId }, async (tx) => {
     await tx.sql`
       insert into t_sender.orders (id, sandbox_id)
-      select id, ${sandboxId} from unnest(${orderIds}::text[]) as id`;
+      select id, ${tenantId} from unnest(${orderIds}::text[]) as id`;
     await append(tx, envelopes);
   });
   return envelopes;
@@ -467,7 +467,7 @@ export async function claimDeliveries(
     leaseMs,
     round: {
       after: null,
-      perSandbox: limit,
+      perTenant: limit,
     },
   })).claimed;
 }

@@ -47,7 +47,7 @@ export interface StoredMessage {
   /** The envelope's message id. */
   messageId: string;
   /** The envelope's sandbox. */
-  sandboxId: string;
+  tenantId: string;
 }
 
 /** What a subscriber's lanes' consumers say of themselves, added up. */
@@ -86,7 +86,7 @@ export class StreamView {
         subject: m.subject,
         msgId: m.header.get("Nats-Msg-Id"),
         messageId: envelope.messageId,
-        sandboxId: envelope.sandboxId,
+        tenantId: envelope.sandboxId,
       });
     }
     return out;

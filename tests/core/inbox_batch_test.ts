@@ -34,7 +34,7 @@ async function apply(tx: ServiceTx, envelope: Envelope) {
 }
 
 function message(
-  sandboxId: string,
+  tenantId: string,
   behave?: string,
   aggregateId = crypto.randomUUID(),
   aggregateVersion = 1,
@@ -43,7 +43,7 @@ function message(
     type: "OrderPlaced",
     aggregateId,
     aggregateVersion,
-    sandboxId,
+    sandboxId: tenantId,
     payload: { behave },
   });
 }
@@ -53,17 +53,17 @@ const options = { replayHorizonDays: 30 };
 Deno.test("batch: refused, not yet and applied messages each get their own answer, in one commit; the same batch again changes nothing", async () => {
   await withTestDatabase(async (db) => {
     await createTestServices(db.sql);
-    const sandboxId = await createSandbox(db.sql);
+    const tenantId = await createSandbox(db.sql);
     const blocked = crypto.randomUUID();
     const batch = [
-      message(sandboxId),
-      message(sandboxId, "refuse"),
-      message(sandboxId, "notYet", blocked, 1),
-      message(sandboxId),
+      message(tenantId),
+      message(tenantId, "refuse"),
+      message(tenantId, "notYet", blocked, 1),
+      message(tenantId),
       // Of the aggregate held back above: it must not overtake.
-      message(sandboxId, undefined, blocked, 2),
-      message(sandboxId, "fail"),
-      message(sandboxId),
+      message(tenantId, undefined, blocked, 2),
+      message(tenantId, "fail"),
+      message(tenantId),
     ];
     const answers = await receiveBatch(
       db.sql,
@@ -153,8 +153,8 @@ function applyAsStatement(tx: ServiceTx, envelope: Envelope) {
 Deno.test("batch of statements: a repeat, a failed statement and a refusal mid-batch each get their own answer, and the rest commit once", async () => {
   await withTestDatabase(async (db) => {
     await createTestServices(db.sql);
-    const sandboxId = await createSandbox(db.sql);
-    const first = message(sandboxId);
+    const tenantId = await createSandbox(db.sql);
+    const first = message(tenantId);
     const [applied] = await receiveBatch(
       db.sql,
       RECEIVER,
@@ -165,13 +165,13 @@ Deno.test("batch of statements: a repeat, a failed statement and a refusal mid-b
     assert.equal(applied.status, 200);
     const broken = crypto.randomUUID();
     const batch = [
-      message(sandboxId),
+      message(tenantId),
       first, // a repeat: its inbox row fails the statement, in mid-flight
-      message(sandboxId),
-      message(sandboxId, "break", broken, 1),
-      message(sandboxId, undefined, broken, 2),
-      message(sandboxId, "refuse"),
-      message(sandboxId),
+      message(tenantId),
+      message(tenantId, "break", broken, 1),
+      message(tenantId, undefined, broken, 2),
+      message(tenantId, "refuse"),
+      message(tenantId),
     ];
     const answers = await receiveBatch(
       db.sql,
@@ -215,7 +215,7 @@ Deno.test("batch of statements: a repeat, a failed statement and a refusal mid-b
 Deno.test("batches of the same messages at once (a delivery sent twice): each message applied once, each batch answered", async () => {
   await withTestDatabase(async (db) => {
     await createTestServices(db.sql);
-    const sandboxId = await createSandbox(db.sql);
+    const tenantId = await createSandbox(db.sql);
     // Reads before its effect, as the kitchen does: the batch waits for
     // each message's read, while the inbox rows sent before it may fail.
     const readFirst = async (tx: ServiceTx, e: Envelope) => {
@@ -229,7 +229,7 @@ Deno.test("batches of the same messages at once (a delivery sent twice): each me
     };
     const batches: Envelope[][] = [];
     for (let round = 0; round < 8; round++) {
-      const batch = Array.from({ length: 10 }, () => message(sandboxId));
+      const batch = Array.from({ length: 10 }, () => message(tenantId));
       batches.push(batch);
       // The second copy starts a few messages in, so that the two meet
       // at different places of the batch from round to round.
@@ -256,7 +256,7 @@ Deno.test("batches of the same messages at once (a delivery sent twice): each me
 Deno.test("batch endpoint: a lost answer is answered from the inbox when the batch comes again; bad input is refused before anything is applied", async () => {
   await withTestDatabase(async (db) => {
     await createTestServices(db.sql);
-    const sandboxId = await createSandbox(db.sql);
+    const tenantId = await createSandbox(db.sql);
     const handler = inboxBatchHandler({
       sql: db.sql,
       service: RECEIVER,
@@ -272,7 +272,7 @@ Deno.test("batch endpoint: a lost answer is answered from the inbox when the bat
           body: typeof body === "string" ? body : JSON.stringify(body),
         }),
       );
-    const batch = [message(sandboxId), message(sandboxId), message(sandboxId)];
+    const batch = [message(tenantId), message(tenantId), message(tenantId)];
     // The first answer is dropped, as a connection cut after the commit.
     const lost = await post({ messages: batch });
     assert.equal(lost.status, 200);
@@ -290,7 +290,7 @@ Deno.test("batch endpoint: a lost answer is answered from the inbox when the bat
     assert.equal(await count(db.sql, "t_recv_a.jobs"), 3);
 
     // A message that is not an envelope gets its own 400; the rest apply.
-    const fresh = message(sandboxId);
+    const fresh = message(tenantId);
     const mixed = await post({
       messages: [fresh, { messageId: "not-a-uuid" }],
     });
@@ -306,12 +306,12 @@ Deno.test("batch endpoint: a lost answer is answered from the inbox when the bat
     assert.equal((await post({ messages: [] })).status, 400);
     const other = await createSandbox(db.sql, "other");
     const twoTenants = await post({
-      messages: [message(sandboxId), message(other)],
+      messages: [message(tenantId), message(other)],
     });
     assert.equal(twoTenants.status, 400);
     await twoTenants.body?.cancel();
     const tooMany = await post({
-      messages: Array.from({ length: 101 }, () => message(sandboxId)),
+      messages: Array.from({ length: 101 }, () => message(tenantId)),
     });
     assert.equal(tooMany.status, 413);
     await tooMany.body?.cancel();

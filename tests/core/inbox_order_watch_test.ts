@@ -49,8 +49,8 @@ async function violations(sql: Sql) {
 Deno.test("order watch: a version that arrives after a later one was applied is noted once", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const v1 = orderPlacedEnvelope(sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    const v1 = orderPlacedEnvelope(tenantId, "O1");
     const v2 = version(v1, 2);
     const v3 = version(v1, 3);
 
@@ -127,10 +127,10 @@ Deno.test("order watch: other aggregates, other sandboxes and other receivers ar
 Deno.test("order watch: every applied row keeps its aggregate and version; a refused one keeps none", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const applied = version(orderPlacedEnvelope(sandboxId, "O1"), 2);
+    const tenantId = await createSandbox(sql);
+    const applied = version(orderPlacedEnvelope(tenantId, "O1"), 2);
     await receiveOnce(sql, R, applied, nothing, OPTIONS);
-    const refused = orderPlacedEnvelope(sandboxId, "O2");
+    const refused = orderPlacedEnvelope(tenantId, "O2");
     const result = await receiveOnce(sql, R, refused, () => {
       throw new Refused("no such order");
     }, OPTIONS);

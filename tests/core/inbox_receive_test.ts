@@ -27,8 +27,8 @@ const R = "t_recv_a";
 Deno.test("receiveOnce: applied once; a repeat gets the first answer and its own effect is rolled back", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const envelope = orderPlacedEnvelope(sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    const envelope = orderPlacedEnvelope(tenantId, "O1");
     let calls = 0;
     // Each call writes a job row of its own; only the first may survive.
     const apply: Apply = async (tx, e) => {
@@ -59,8 +59,8 @@ Deno.test("receiveOnce: applied once; a repeat gets the first answer and its own
 Deno.test("receiveOnce: a refusal rolls the effect back and is recorded once, with 422 on every repeat", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const envelope = orderPlacedEnvelope(sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    const envelope = orderPlacedEnvelope(tenantId, "O1");
     const apply: Apply = async (tx, e) => {
       await receiverApply(R)(tx, e);
       throw new Refused("contradicts what the receiver holds");
@@ -81,8 +81,8 @@ Deno.test("receiveOnce: a refusal rolls the effect back and is recorded once, wi
 Deno.test("receiveOnce: a repeat whose effect now refuses or says not yet still gets the first answer", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const envelope = orderPlacedEnvelope(sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    const envelope = orderPlacedEnvelope(tenantId, "O1");
     // The test receiver refuses a second job for an order, as a repeat of
     // the first message would find it.
     const first = await receiveOnce(
@@ -113,8 +113,8 @@ Deno.test("receiveOnce: a repeat whose effect now refuses or says not yet still 
 Deno.test("receiveOnce: not yet and errors record nothing and are rethrown", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const envelope = orderPlacedEnvelope(sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    const envelope = orderPlacedEnvelope(tenantId, "O1");
     await assert.rejects(
       () =>
         receiveOnce(sql, R, envelope, async (tx, e) => {
@@ -151,8 +151,8 @@ Deno.test("receiveOnce: not yet and errors record nothing and are rethrown", asy
 Deno.test("receiveOnce: beyond the replay horizon refused without applying, unless seen before", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const old = orderPlacedEnvelope(sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    const old = orderPlacedEnvelope(tenantId, "O1");
     old.occurredAt = new Date(Date.now() - 31 * 86_400_000).toISOString();
     const refused = await receiveOnce(sql, R, old, receiverApply(R), OPTIONS);
     assert.equal(refused.status, 422);
@@ -161,7 +161,7 @@ Deno.test("receiveOnce: beyond the replay horizon refused without applying, unle
     assert.equal(await count(sql, "t_recv_a.refusals"), 1);
 
     // Applied while young, repeated when old: the first answer.
-    const young = orderPlacedEnvelope(sandboxId, "O2");
+    const young = orderPlacedEnvelope(tenantId, "O2");
     const first = await receiveOnce(sql, R, young, receiverApply(R), OPTIONS);
     young.occurredAt = old.occurredAt;
     const again = await receiveOnce(sql, R, young, receiverApply(R), OPTIONS);
@@ -173,9 +173,9 @@ Deno.test("receiveOnce: beyond the replay horizon refused without applying, unle
 Deno.test("receiveOnce: concurrent deliveries of one message apply it once", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+    const tenantId = await createSandbox(sql);
     for (let i = 0; i < 20; i++) {
-      const envelope = orderPlacedEnvelope(sandboxId, `O${i}`);
+      const envelope = orderPlacedEnvelope(tenantId, `O${i}`);
       const answers = await Promise.all(
         [1, 2, 3].map(() =>
           receiveOnce(sql, R, envelope, receiverApply(R), OPTIONS)
@@ -211,8 +211,8 @@ const jobInStatement: Apply = (tx, e) =>
 Deno.test("receiveOnce: an effect given as a statement is applied once and answered by what it changed", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const first = orderPlacedEnvelope(sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    const first = orderPlacedEnvelope(tenantId, "O1");
     assert.deepEqual(
       await receiveOnce(sql, R, first, jobInStatement, OPTIONS),
       {
@@ -232,7 +232,7 @@ Deno.test("receiveOnce: an effect given as a statement is applied once and answe
     );
     // Another message for the same order: the statement changes nothing,
     // and the answer says so.
-    const second = orderPlacedEnvelope(sandboxId, "O1");
+    const second = orderPlacedEnvelope(tenantId, "O1");
     assert.deepEqual(
       await receiveOnce(sql, R, second, jobInStatement, OPTIONS),
       {
@@ -255,8 +255,8 @@ Deno.test("receiveOnce: an effect given as a statement is applied once and answe
 Deno.test("receiveOnce: an effect given as a statement that fails throws its own error and records nothing", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const envelope = orderPlacedEnvelope(sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    const envelope = orderPlacedEnvelope(tenantId, "O1");
     // A job without an order id breaks the table's NOT NULL.
     const broken: Apply = (tx, e) =>
       inStatement(
@@ -276,7 +276,7 @@ Deno.test("receiveOnce: an effect given as a statement that fails throws its own
 Deno.test("repeats answered from the inbox are counted on its row, on every path that answers one", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+    const tenantId = await createSandbox(sql);
     const repeatsOf = async (messageId: string) => {
       const [row] = await sql<{ repeats: number }[]>`
         select repeats from t_recv_a.inbox where message_id = ${messageId}`;
@@ -284,7 +284,7 @@ Deno.test("repeats answered from the inbox are counted on its row, on every path
     };
     // receiveOnce: the first delivery is no repeat; each later one is,
     // whether its effect applies again, refuses or says not yet.
-    const applied = orderPlacedEnvelope(sandboxId, "O1");
+    const applied = orderPlacedEnvelope(tenantId, "O1");
     await receiveOnce(sql, R, applied, receiverApply(R), OPTIONS);
     assert.equal(await repeatsOf(applied.messageId), 0);
     await receiveOnce(sql, R, applied, receiverApply(R), OPTIONS);
@@ -294,7 +294,7 @@ Deno.test("repeats answered from the inbox are counted on its row, on every path
     assert.equal(await repeatsOf(applied.messageId), 2);
 
     // A refusal, then its repeat.
-    const refused = orderPlacedEnvelope(sandboxId, "O2");
+    const refused = orderPlacedEnvelope(tenantId, "O2");
     const refuse: Apply = () => {
       throw new Refused("no");
     };
@@ -304,7 +304,7 @@ Deno.test("repeats answered from the inbox are counted on its row, on every path
     assert.equal(await repeatsOf(refused.messageId), 1);
 
     // An effect given as a statement, three times.
-    const inStatementOnce = orderPlacedEnvelope(sandboxId, "O3");
+    const inStatementOnce = orderPlacedEnvelope(tenantId, "O3");
     for (let i = 0; i < 3; i++) {
       await receiveOnce(sql, R, inStatementOnce, jobInStatement, OPTIONS);
     }

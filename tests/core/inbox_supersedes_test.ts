@@ -54,8 +54,8 @@ async function inboxRow(sql: Sql, messageId: string) {
 Deno.test("a copy whose superseded message the inbox applied applies nothing, is recorded, and answers as a repeat", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const original = orderPlacedEnvelope(sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    const original = orderPlacedEnvelope(tenantId, "O1");
     // Applied, and its acknowledgement lost: the sender holds a dead letter.
     await receiveOnce(sql, R, original, historyRow, OPTIONS);
     const copy = copyOf(original);
@@ -96,8 +96,8 @@ Deno.test("a copy whose superseded message the inbox applied applies nothing, is
 Deno.test("a copy that comes first claims what it replaces: the replaced message, arriving later, is the repeat", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const original = orderPlacedEnvelope(sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    const original = orderPlacedEnvelope(tenantId, "O1");
     const copy = copyOf(original);
     assert.deepEqual(await receiveOnce(sql, R, copy, historyRow, OPTIONS), {
       status: 200,
@@ -122,8 +122,8 @@ Deno.test("a copy that comes first claims what it replaces: the replaced message
 Deno.test("a copy and the message it replaces at the same time: one effect", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const original = orderPlacedEnvelope(sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    const original = orderPlacedEnvelope(tenantId, "O1");
     const copy = copyOf(original);
     // The original's transaction has applied its effect and not yet
     // written its inbox row when the copy arrives and commits.
@@ -155,8 +155,8 @@ Deno.test("a copy and the message it replaces at the same time: one effect", asy
 Deno.test("a corrected copy of a refused message applies: a refusal applied nothing", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const original = orderPlacedEnvelope(sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    const original = orderPlacedEnvelope(tenantId, "O1");
     const refuse: Apply = () => {
       throw new Refused("malformed: lines.0.qty");
     };
@@ -182,15 +182,15 @@ Deno.test("a corrected copy of a refused message applies: a refusal applied noth
 Deno.test("appliedOf: the first of the ids that the inbox holds as applied, read as the receiver", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const applied = orderPlacedEnvelope(sandboxId, "O1");
-    const refused = orderPlacedEnvelope(sandboxId, "O2");
-    const unseen = orderPlacedEnvelope(sandboxId, "O3");
+    const tenantId = await createSandbox(sql);
+    const applied = orderPlacedEnvelope(tenantId, "O1");
+    const refused = orderPlacedEnvelope(tenantId, "O2");
+    const unseen = orderPlacedEnvelope(tenantId, "O3");
     await receiveOnce(sql, R, applied, historyRow, OPTIONS);
     await receiveOnce(sql, R, refused, () => {
       throw new Refused("no");
     }, OPTIONS);
-    const ask = (ids: string[]) => appliedOf(sql, R, sandboxId, ids);
+    const ask = (ids: string[]) => appliedOf(sql, R, tenantId, ids);
     assert.equal(await ask([unseen.messageId]), undefined);
     assert.equal(await ask([refused.messageId]), undefined);
     assert.equal(

@@ -34,14 +34,14 @@ natsTest(
     await withTestDatabase(async (db) => {
       const { sql } = db;
       await createTestServices(sql);
-      const sandboxId = await createSandbox(sql);
+      const tenantId = await createSandbox(sql);
       const stream = testStream();
       try {
         // O1 goes through: its lanes are made, it is done everywhere.
         const first = startTestWorkers(db, { transport: "jetstream", stream });
         const workers = await first.messaging;
         try {
-          await placeOrder(sql, sandboxId, "O1");
+          await placeOrder(sql, tenantId, "O1");
           await waitForJobs(sql, 1);
         } finally {
           await workers.stop();
@@ -54,13 +54,13 @@ natsTest(
           stream,
         });
         try {
-          const o2 = await placeOrder(sql, sandboxId, "O2");
+          const o2 = await placeOrder(sql, tenantId, "O2");
           await transport.queue.publish([{ source: SENDER, envelope: o2 }]);
           const { jsm, names } = transport.broker!.stream;
           for (const r of RECEIVERS) {
             await jsm.consumers.delete(
               names.stream,
-              names.consumer(r, sandboxId),
+              names.consumer(r, tenantId),
             );
           }
         } finally {

@@ -23,14 +23,14 @@ natsTest(
   async () => {
     await withTestDatabase(async (db) => {
       await createTestServices(db.sql);
-      const sandboxId = await createSandbox(db.sql);
+      const tenantId = await createSandbox(db.sql);
       const tt = await openTestTransport("jetstream", db.sql, {
         routing: ROUTING,
         subscribers: RECEIVERS,
       });
       try {
         const { stream } = tt.broker!;
-        const envelope = orderPlacedEnvelope(sandboxId, "o-1");
+        const envelope = orderPlacedEnvelope(tenantId, "o-1");
         await tt.queue.publish([{ source: SENDER, envelope }]);
         const mark = () =>
           db.sql<{ redrives: number; marked: boolean }[]>`

@@ -37,7 +37,7 @@ natsTest(
   async () => {
     await withTestDatabase(async ({ sql }) => {
       await createTestServices(sql);
-      const sandboxId = await createSandbox(sql);
+      const tenantId = await createSandbox(sql);
       const transport = await openTestTransport("jetstream", sql, {
         routing: { OrderPlaced: ["t_recv_a"] },
         subscribers: RECEIVERS,
@@ -46,7 +46,7 @@ natsTest(
       const { stream } = transport.broker!;
       const consumers: JetStreamConsumer[] = [];
       try {
-        const envelope = await placeOrder(sql, sandboxId, "O1");
+        const envelope = await placeOrder(sql, tenantId, "O1");
         await transport.queue.publish([{ source: SENDER, envelope }]);
 
         // The first send hangs until the test lets it go; the second is
@@ -74,7 +74,7 @@ natsTest(
             stream,
             // Each its own, as two processes have.
             share: new FairShare({
-              perSandbox: 10,
+              perTenant: 10,
               perLane: 10,
               maxDetached: 10,
               stragglerMs: 250,
@@ -97,7 +97,7 @@ natsTest(
         const fresh = consumer("new", ACK_WAIT_MS);
         // One look at the sandbox's lane: a fetch, its sends left running.
         const look = async (c: JetStreamConsumer) => {
-          c.notify(sandboxId, 1);
+          c.notify(tenantId, 1);
           await c.tick();
           await c.fetched();
         };

@@ -29,8 +29,8 @@ async function countIn({ sql }: ServiceTx, table: string): Promise<number> {
 Deno.test("receiver rolls back after its effect: no inbox row, no job", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const envelope = orderPlacedEnvelope(sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    const envelope = orderPlacedEnvelope(tenantId, "O1");
     const crashing: Apply = async (tx, e) => {
       await receiverApply("t_recv_a")(tx, e);
       // Inside the transaction the job exists ...
@@ -69,8 +69,8 @@ Deno.test("receiver rolls back after its effect: no inbox row, no job", async ()
 Deno.test("receiver says not yet (409): nothing recorded, the answer tells the consumer to retry", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const envelope = orderPlacedEnvelope(sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    const envelope = orderPlacedEnvelope(tenantId, "O1");
     const dispatcher = testDispatcher(sql, {
       apply: {
         t_recv_a: async (tx, e) => {

@@ -33,7 +33,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 Deno.test("a move hands off its deliveries leased to the consumer when they fit, all or none, and sends no NOTIFY for them", async () => {
   await withTestDatabase(async ({ sql, url }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+    const tenantId = await createSandbox(sql);
     const shortcut = new PgMove(new PgQueue(sql, ROUTING));
     const heard: string[] = [];
     const listener = connect(url, { max: 1 });
@@ -41,7 +41,7 @@ Deno.test("a move hands off its deliveries leased to the consumer when they fit,
       await listener.listen(QUEUE_CHANNEL, (payload) => heard.push(payload));
       const handoff = { owner: "consumer-here", leaseMs: 60_000, max: 3 };
 
-      const [placed] = await placeOrders(sql, sandboxId, ["A1"]);
+      const [placed] = await placeOrders(sql, tenantId, ["A1"]);
       const one = await shortcut.move(SENDER, 10, { handoff });
       assert.equal(one.rows, 1);
       assert.deepEqual(
@@ -58,7 +58,7 @@ Deno.test("a move hands off its deliveries leased to the consumer when they fit,
       assert.equal(leased[0].n, RECEIVERS.length);
 
       // Two messages make six deliveries, more than `max`: none handed off.
-      await placeOrders(sql, sandboxId, ["B1", "B2"]);
+      await placeOrders(sql, tenantId, ["B1", "B2"]);
       const two = await shortcut.move(SENDER, 10, { handoff });
       assert.equal(two.rows, 2);
       assert.deepEqual(two.handed, []);
@@ -79,7 +79,7 @@ Deno.test("with an idle consumer, a commit's deliveries are handed to it and app
   await withTestDatabase(async (db) => {
     const { sql } = db;
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+    const tenantId = await createSandbox(sql);
     const { shortcut, moves: all } = recordingShortcut(sql);
     const moved = () => all.filter((m) => m.rows > 0);
     await withWorkers(
@@ -87,7 +87,7 @@ Deno.test("with an idle consumer, a commit's deliveries are handed to it and app
       { pollMs: 60_000, wrapShortcut: () => shortcut },
       async ({ messaging }) => {
         await sleep(300); // the loops' first ticks find nothing and sleep
-        await placeOrder(sql, sandboxId, "O1");
+        await placeOrder(sql, tenantId, "O1");
         await waitForJobs(sql, 1, 2_000);
         // The receivers answer before the consumer records their answers.
         await waitForDeliveries(sql, "done", RECEIVERS.length, 2_000);
@@ -120,10 +120,10 @@ Deno.test("deliveries handed to a process that died are due again when the lease
   await withTestDatabase(async (db) => {
     const { sql } = db;
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+    const tenantId = await createSandbox(sql);
     // Commits here wake nobody: only the test's move and the poll act.
     setOutboxWaker(sql, () => {});
-    await placeOrder(sql, sandboxId, "O1");
+    await placeOrder(sql, tenantId, "O1");
     const moved = await new PgMove(new PgQueue(sql, ROUTING)).move(
       SENDER,
       10,
@@ -152,7 +152,7 @@ Deno.test("a move hands nothing over to a lane or a sandbox the share holds in f
     const shortcut = new PgMove(new PgQueue(sql, ROUTING));
     const [slow] = RECEIVERS;
     const share = new FairShare({
-      perSandbox: 3,
+      perTenant: 3,
       perLane: 2,
       maxDetached: 10,
       stragglerMs: 250,
@@ -160,8 +160,8 @@ Deno.test("a move hands nothing over to a lane or a sandbox the share holds in f
     // The process holds two deliveries of `full` to `slow`: that lane is
     // full, the sandbox is not.
     share.hold([
-      { sandboxId: full, subscriber: slow },
-      { sandboxId: full, subscriber: slow },
+      { tenantId: full, subscriber: slow },
+      { tenantId: full, subscriber: slow },
     ]);
     const move = async () =>
       await shortcut.move(SENDER, 10, {
@@ -195,7 +195,7 @@ Deno.test("a move hands nothing over to a lane or a sandbox the share holds in f
 
     // One more of `full` held: the sandbox's whole share. Nothing of it is
     // handed over; another sandbox's move still is, whole.
-    share.hold([{ sandboxId: full, subscriber: RECEIVERS[1] }]);
+    share.hold([{ tenantId: full, subscriber: RECEIVERS[1] }]);
     const [two] = await placeOrders(sql, full, ["F2"]);
     assert.deepEqual((await move()).handed, []);
     assert.deepEqual(await states(two.messageId), inFlight(RECEIVERS));

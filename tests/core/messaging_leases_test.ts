@@ -44,8 +44,8 @@ async function leaseExpired(sql: Sql, table: string, id: number) {
 Deno.test("outbox: an expired lease is taken over; the old owner's late mark changes nothing", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    await placeOrder(sql, sandboxId, "O1");
+    const tenantId = await createSandbox(sql);
+    await placeOrder(sql, tenantId, "O1");
 
     const old = await claimRows(sql, "old", 10, 50);
     assert.equal(old.length, 1);
@@ -74,8 +74,8 @@ Deno.test("outbox: an expired lease is taken over; the old owner's late mark cha
 Deno.test("concurrent claims never hand one row to two owners", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    for (const id of ["O1", "O2", "O3"]) await placeOrder(sql, sandboxId, id);
+    const tenantId = await createSandbox(sql);
+    for (const id of ["O1", "O2", "O3"]) await placeOrder(sql, tenantId, id);
     const queue = new PgQueue(sql, ROUTING);
     const rows = await sql`select envelope from t_sender.outbox order by id`;
     await queue.publish(

@@ -37,19 +37,19 @@ Deno.test("the listener skips a move's hint that names its own process and follo
   await withTestDatabase(async (db) => {
     const { sql } = db;
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+    const tenantId = await createSandbox(sql);
     // Commits on this pool send no hint of their own: the test sends them.
     setOutboxWaker(sql, () => {});
     await withWorkers(db, { pollMs: POLL_MS }, async ({ messaging }) => {
       await sleep(300); // the loops' first ticks find nothing and sleep
-      await placeOrder(sql, sandboxId, "O1");
+      await placeOrder(sql, tenantId, "O1");
       await sleep(300);
       assert.equal(await pending(sql), 1, "no hint, no move");
       await sql`select pg_notify(${OUTBOX_CHANNEL}, ${SENDER})`;
       await waitForJobs(sql, 1, 2_000);
 
       // A move made outside this process's loops, whose NOTIFY names it.
-      await placeOrder(sql, sandboxId, "O2");
+      await placeOrder(sql, tenantId, "O2");
       const moved = await new PgMove(new PgQueue(sql, ROUTING))
         .move(SENDER, 10, { wokenBy: messaging.owner });
       assert.equal(moved.published, 1);
@@ -70,7 +70,7 @@ Deno.test("a commit whose relay runs in process is one move, and sends no NOTIFY
   await withTestDatabase(async (db) => {
     const { sql, url } = db;
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+    const tenantId = await createSandbox(sql);
     const { shortcut, moves } = recordingShortcut(sql);
     const heard: string[] = [];
     const listener = connect(url, { max: 1 });
@@ -88,7 +88,7 @@ Deno.test("a commit whose relay runs in process is one move, and sends no NOTIFY
           await sleep(300); // the loops' first ticks find nothing and sleep
           moves.length = 0;
 
-          await placeOrder(sql, sandboxId, "O1");
+          await placeOrder(sql, tenantId, "O1");
           await waitForJobs(sql, 1, 2_000);
           await waker.flush();
           await sleep(300);

@@ -35,14 +35,14 @@ async function withSlowReceiver(
   await withTestDatabase(async (db) => {
     const { sql } = db;
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    await setFault(sql, sandboxId, receiverFault("t_recv_b", "Slow"), true);
+    const tenantId = await createSandbox(sql);
+    await setFault(sql, tenantId, receiverFault("t_recv_b", "Slow"), true);
     await withWorkers(db, {
       dispatcher: testDispatcher(sql, { slowMs: settings.slowMs }),
       fairShare: { stragglerMs: settings.stragglerMs },
       ...settings.timeoutMs ? { timeoutMs: settings.timeoutMs } : {},
     }, async ({ lines }) => {
-      await placeOrders(sql, sandboxId, orders);
+      await placeOrders(sql, tenantId, orders);
       await fn(sql, lines);
     });
     assert.equal(

@@ -19,20 +19,20 @@ import {
 Deno.test("outboxWrites: the order and its outbox row in one statement, or neither", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+    const tenantId = await createSandbox(sql);
     // An older row of this sandbox that waits for a retry (as a failed
     // publish leaves it).
-    const old = await placeOrder(sql, sandboxId, "O0");
+    const old = await placeOrder(sql, tenantId, "O0");
     await sql`update t_sender.outbox
                  set attempts = 1, next_attempt_at = now() + interval '1 hour'
                where message_id = ${old.messageId}`;
     const insertOrder = (orderId: string) =>
-      asService(sql, SENDER, { sandboxId }, async (tx) => {
-        const envelope = orderPlacedEnvelope(sandboxId, orderId);
+      asService(sql, SENDER, { tenantId }, async (tx) => {
+        const envelope = orderPlacedEnvelope(tenantId, orderId);
         const [row] = await tx.sql<{ placed: boolean }[]>`
           with o as (
             insert into t_sender.orders (id, sandbox_id)
-            values (${orderId}, ${sandboxId})
+            values (${orderId}, ${tenantId})
             on conflict do nothing
             returning id
           ), ${outboxWrites(tx, [envelope], tx.sql`exists (select from o)`)}
@@ -67,11 +67,11 @@ Deno.test("outboxWrites: the order and its outbox row in one statement, or neith
 Deno.test("outboxWrites: an invalid envelope is refused before any SQL", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const bad = { ...orderPlacedEnvelope(sandboxId, "O1"), type: "not a type" };
+    const tenantId = await createSandbox(sql);
+    const bad = { ...orderPlacedEnvelope(tenantId, "O1"), type: "not a type" };
     await assert.rejects(
       () =>
-        asService(sql, SENDER, { sandboxId }, (tx) => {
+        asService(sql, SENDER, { tenantId }, (tx) => {
           outboxWrites(tx, [bad]);
           return Promise.resolve();
         }),
@@ -79,7 +79,7 @@ Deno.test("outboxWrites: an invalid envelope is refused before any SQL", async (
     );
     await assert.rejects(
       () =>
-        asService(sql, SENDER, { sandboxId }, (tx) => {
+        asService(sql, SENDER, { tenantId }, (tx) => {
           outboxWrites(tx, []);
           return Promise.resolve();
         }),

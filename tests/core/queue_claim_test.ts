@@ -41,7 +41,7 @@ async function claimTen(sql: Sql) {
   return (await claimBatch(sql, "consumer-1", {
     limit: 10,
     leaseMs: 60_000,
-    round: { after: null, perSandbox: 100 },
+    round: { after: null, perTenant: 100 },
   })).claimed;
 }
 
@@ -53,10 +53,10 @@ async function lockedAndLeft(sql: Sql): Promise<number> {
   return row.n;
 }
 
-function perSandbox(claimed: { sandboxId: string }[]) {
+function perTenant(claimed: { tenantId: string }[]) {
   const counts = new Map<string, number>();
   for (const d of claimed) {
-    counts.set(d.sandboxId, (counts.get(d.sandboxId) ?? 0) + 1);
+    counts.set(d.tenantId, (counts.get(d.tenantId) ?? 0) + 1);
   }
   return counts;
 }
@@ -71,14 +71,14 @@ Deno.test("a claim takes round-robin from each sandbox, a lane at a time, and lo
     await new PgMove(new PgQueue(sql, ROUTING)).move(SENDER, 100);
 
     const claimed = await claimTen(sql);
-    const counts = perSandbox(claimed);
+    const counts = perTenant(claimed);
     assert.equal(claimed.length, 10);
     assert.equal(counts.get(one), 3);
     assert.equal(counts.get(two), 3);
     assert.equal(counts.get(big), 4);
     // `big` gives one lane, its oldest first, so that they travel as one
     // batch; `one` and `two`, whose lanes hold one each, give every lane.
-    const fromBig = claimed.filter((d) => d.sandboxId === big);
+    const fromBig = claimed.filter((d) => d.tenantId === big);
     assert.equal(new Set(fromBig.map((d) => d.subscriber)).size, 1);
     const [oldest] = await sql<{ ids: number[] }[]>`
       select array_agg(id order by id) as ids from (
@@ -92,7 +92,7 @@ Deno.test("a claim takes round-robin from each sandbox, a lane at a time, and lo
     assert.equal(fromBig[0].subscriber, first.subscriber);
     assert.equal(
       new Set(
-        claimed.filter((d) => d.sandboxId === one).map((d) => d.subscriber),
+        claimed.filter((d) => d.tenantId === one).map((d) => d.subscriber),
       ).size,
       3,
     );
@@ -117,7 +117,7 @@ Deno.test("a claim fills its batch from a sandbox with more when the others of i
 
     const claimed = await claimTen(sql);
     assert.equal(claimed.length, 10);
-    assert.deepEqual([...perSandbox(claimed).keys()], [backlog]);
+    assert.deepEqual([...perTenant(claimed).keys()], [backlog]);
     assert.equal(await lockedAndLeft(sql), 0);
     // And the rest, a batch at a time.
     assert.equal((await claimTen(sql)).length, 10);
@@ -139,7 +139,7 @@ Deno.test("a lane gives a claim no more than its share; the sandbox's other lane
     const { claimed } = await claimBatch(sql, "consumer-1", {
       limit: 100,
       leaseMs: 60_000,
-      round: { after: null, perSandbox: 12, perLane: 4 },
+      round: { after: null, perTenant: 12, perLane: 4 },
     });
     // The sandbox's share, no more; the oldest lane its own share, and the
     // other lanes the rest, so that a slow lane cannot take it all.
@@ -160,7 +160,7 @@ Deno.test("claims of one process at once take turns: together they keep the sand
     await sandboxWithOrders(sql, "busy", 10);
     await new PgMove(new PgQueue(sql, ROUTING)).move(SENDER, 100);
     const share = new FairShare({
-      perSandbox: 12,
+      perTenant: 12,
       perLane: 4,
       maxDetached: 0,
       stragglerMs: 250,
@@ -177,7 +177,7 @@ Deno.test("claims of one process at once take turns: together they keep the sand
               leaseMs: 60_000,
               round: {
                 after: null,
-                perSandbox: share.perSandbox,
+                perTenant: share.perTenant,
                 perLane: share.perLane,
                 held: share.held(),
                 closed: share.closed(),

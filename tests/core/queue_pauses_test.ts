@@ -32,10 +32,10 @@ Deno.test("the claim leaves a paused pair's deliveries, in its sandbox only, and
     await shortcut.move(SENDER, 100);
 
     const pauses = pgPauses(sql);
-    assert.deepEqual(await pauses(), { sandboxIds: [], subscribers: [] });
+    assert.deepEqual(await pauses(), { tenantIds: [], subscribers: [] });
     assert.equal((await setPaused(sql, one, A, true, "tester")).changed, true);
     // Seen at once on the pool that wrote it.
-    assert.deepEqual(await pauses(), { sandboxIds: [one], subscribers: [A] });
+    assert.deepEqual(await pauses(), { tenantIds: [one], subscribers: [A] });
     assert.equal(await pauses.isPaused(one, A), true);
     assert.equal(await pauses.isPaused(two, A), false);
 
@@ -45,18 +45,18 @@ Deno.test("the claim leaves a paused pair's deliveries, in its sandbox only, and
         leaseMs: 60_000,
         round: {
           after: null,
-          perSandbox: 100,
-          held: { sandboxIds: [], subscribers: [], counts: [] },
-          closed: { lanes: await pauses(), sandboxIds: [] },
+          perTenant: 100,
+          held: { tenantIds: [], subscribers: [], counts: [] },
+          closed: { lanes: await pauses(), tenantIds: [] },
         },
       });
     // Round-robin still: a claim of two takes one of each sandbox, and in
     // `one` not the paused pair's oldest.
-    const lane = (d: { sandboxId: string; subscriber: string }) =>
-      `${d.sandboxId}:${d.subscriber}`;
+    const lane = (d: { tenantId: string; subscriber: string }) =>
+      `${d.tenantId}:${d.subscriber}`;
     const pair = (await claim(2)).claimed;
     assert.deepEqual(
-      new Set(pair.map((d) => d.sandboxId)),
+      new Set(pair.map((d) => d.tenantId)),
       new Set([one, two]),
     );
     assert.ok(!pair.map(lane).includes(`${one}:${A}`));
@@ -91,17 +91,17 @@ Deno.test("the claim leaves a paused pair's deliveries, in its sandbox only, and
 Deno.test("a move hands off every delivery but a paused pair's, which it stores pending", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+    const tenantId = await createSandbox(sql);
     const shortcut = new PgMove(new PgQueue(sql, ROUTING));
-    await setPaused(sql, sandboxId, B, true, "tester");
+    await setPaused(sql, tenantId, B, true, "tester");
     const pauses = pgPauses(sql);
-    const [placed] = await placeOrders(sql, sandboxId, ["P1"]);
+    const [placed] = await placeOrders(sql, tenantId, ["P1"]);
     const moved = await shortcut.move(SENDER, 10, {
       handoff: {
         owner: "consumer-here",
         leaseMs: 60_000,
         max: 10,
-        closed: { lanes: await pauses(), sandboxIds: [] },
+        closed: { lanes: await pauses(), tenantIds: [] },
       },
     });
     assert.deepEqual(

@@ -71,7 +71,7 @@ Deno.test("a move publishes due rows oldest first with their deliveries, in batc
       await publishedIds(sql),
       placed.slice(0, 3).map((e) => e.messageId),
     );
-    assert.deepEqual(first.sandboxIds, [calm]);
+    assert.deepEqual(first.tenantIds, [calm]);
     assert.equal(first.lagSeconds.length, 3);
 
     const second = await shortcut.move(SENDER, 3, { skip });

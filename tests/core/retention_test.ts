@@ -24,14 +24,14 @@ const options = { replayHorizonDays: HORIZON_DAYS };
 /** A message applied by the receiver, with its queue copy and delivery. */
 async function delivered(
   sql: Sql,
-  sandboxId: string,
+  tenantId: string,
   state: "done" | "dead",
 ): Promise<Envelope> {
   const envelope = newEnvelope({
     type: "OrderPlaced",
     aggregateId: crypto.randomUUID(),
     aggregateVersion: 1,
-    sandboxId,
+    sandboxId: tenantId,
     payload: {},
   });
   const received = await receiveOnce(
@@ -45,7 +45,7 @@ async function delivered(
   await sql`
     insert into queue.messages (message_id, sandbox_id, source, type,
                                 aggregate_id, envelope)
-    values (${envelope.messageId}, ${sandboxId}, 't_sender', ${envelope.type},
+    values (${envelope.messageId}, ${tenantId}, 't_sender', ${envelope.type},
             ${envelope.aggregateId}, ${sql.json(envelope as never)})`;
   // A dead one was answered at last, but its delivery gave up before: an
   // operator may still redrive it.
@@ -53,7 +53,7 @@ async function delivered(
     insert into queue.deliveries (sandbox_id, message_id, subscriber, type,
       aggregate_id, state, attempts, done_at, dead_at, audited,
       last_started_at, last_status)
-    values (${sandboxId}, ${envelope.messageId}, ${RECEIVER}, ${envelope.type},
+    values (${tenantId}, ${envelope.messageId}, ${RECEIVER}, ${envelope.type},
             ${envelope.aggregateId}, ${state}, 2,
             ${state === "done" ? sql`now()` : null},
             ${state === "dead" ? sql`now()` : null},
@@ -62,7 +62,7 @@ async function delivered(
   await sql`
     insert into queue.attempts (sandbox_id, delivery_id, attempt, started_at,
                                 duration_ms, status, outcome, error)
-    values (${sandboxId}, ${id}, 1, now(), 5, 503, 'retry', 'busy')`;
+    values (${tenantId}, ${id}, 1, now(), 5, 503, 'retry', 'busy')`;
   return envelope;
 }
 
@@ -112,10 +112,10 @@ Deno.test("retention: old finished work goes, and an old repeat is refused as to
   await withTestDatabase(async (db) => {
     const { sql } = db;
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
-    const old = await delivered(sql, sandboxId, "done");
-    const recent = await delivered(sql, sandboxId, "done");
-    const oldDead = await delivered(sql, sandboxId, "dead");
+    const tenantId = await createSandbox(sql);
+    const old = await delivered(sql, tenantId, "done");
+    const recent = await delivered(sql, tenantId, "done");
+    const oldDead = await delivered(sql, tenantId, "dead");
     await age(sql, old, 40);
     await age(sql, oldDead, 40);
     await age(sql, recent, 10);

@@ -189,12 +189,12 @@ Deno.test("bookkeepingStatement: one statement with its COMMIT right behind; a f
 Deno.test("serviceStatement: a statement that refuses (platform.refuse) rolls back all it wrote, with its own error; one that does not commits in its sandbox", async () => {
   await withTestDatabase(async ({ sql, url }) => {
     await createTestServices(sql);
-    const [{ id: sandboxId }] = await sql<{ id: string }[]>`
+    const [{ id: tenantId }] = await sql<{ id: string }[]>`
       insert into platform.sandboxes (name) values ('refuse probe') returning id`;
     const one = connect(url, { max: 1 });
     const keys = (rows: number) =>
       one`select count(*)::int as n from t_sender.orders
-           where sandbox_id = ${sandboxId}`.then(([r]) =>
+           where sandbox_id = ${tenantId}`.then(([r]) =>
         assert.equal(r.n, rows)
       );
     // Writes a key, then refuses when asked to: all or nothing in one go.
@@ -202,12 +202,12 @@ Deno.test("serviceStatement: a statement that refuses (platform.refuse) rolls ba
       serviceStatement(
         one,
         SENDER,
-        { sandboxId },
+        { tenantId },
         ({ sql }) =>
           sql<{ key: string; role: string }[]>`
           with k as (
             insert into t_sender.orders (sandbox_id, id)
-            values (${sandboxId}, ${key})
+            values (${tenantId}, ${key})
             returning id
           )
           select (select id from k) as key, current_user as role,

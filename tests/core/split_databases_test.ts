@@ -179,7 +179,7 @@ async function split(layout: Layout) {
         await asService(
           sender.sql,
           SENDER,
-          { sandboxId: tenant },
+          { tenantId: tenant },
           async (tx) => {
             await tx.sql`insert into t_sender.orders (id, sandbox_id)
                            values (${orderId}, ${tenant})`;

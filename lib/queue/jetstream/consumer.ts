@@ -22,7 +22,7 @@
  * (lib/queue/fair_share.ts): each tick goes round the lanes that have work,
  * starting after the lane it started last, and fetches from each no more
  * than the process's share leaves it (`perLane` of one tenant for one
- * subscriber, `perSandbox` of one tenant in all) and the subscriber's
+ * subscriber, `perTenant` of one tenant in all) and the subscriber's
  * window leaves. Fetches and sends run on their own, so a lane whose
  * receiver is slow holds its own share and nothing else: another tenant's
  * message is fetched as soon as its bell rings.
@@ -75,7 +75,7 @@ export interface JetStreamConsumerOptions extends SendOptions {
    */
   records?: DeliveryRecords;
   /** Called after deliveries of these tenants were recorded. */
-  onTouched?: (sandboxIds: string[]) => void;
+  onTouched?: (tenantIds: string[]) => void;
   /** Paused subscribers: their messages go back unattempted (../pauses.ts). */
   pauses?: PauseReader;
   /**
@@ -100,7 +100,7 @@ const FETCH_RETRY_MS = 1000;
 
 /** One tenant's lane, as this consumer knows it. */
 interface LaneState {
-  sandboxId: string;
+  tenantId: string;
   consumer?: Consumer;
   /** Messages the lane is thought to have for a fetch now. */
   available: number;
@@ -163,8 +163,8 @@ export class JetStreamConsumer {
    * stream sequence `seq`, if known. Nothing to do when a fetch of this
    * consumer had that sequence already (the messages came before the bell).
    */
-  notify(sandboxId: string, count: number, seq?: number) {
-    const lane = this.#lane(sandboxId);
+  notify(tenantId: string, count: number, seq?: number) {
+    const lane = this.#lane(tenantId);
     if (seq !== undefined && seq <= lane.seen) return;
     if (seq !== undefined) lane.rungUpTo = Math.max(lane.rungUpTo, seq);
     lane.available += count;
@@ -173,15 +173,15 @@ export class JetStreamConsumer {
   }
 
   /** What the lane's consumer says it has (the workers' look each poll). */
-  observe(sandboxId: string, pending: number, ackPending: number) {
-    let lane = this.#lanes.get(sandboxId);
+  observe(tenantId: string, pending: number, ackPending: number) {
+    let lane = this.#lanes.get(tenantId);
     if (!lane && pending === 0 && ackPending === 0) return;
-    lane ??= this.#lane(sandboxId);
+    lane ??= this.#lane(tenantId);
     if (lane.fetching) return;
     lane.available = Math.max(lane.available, believable(pending));
     // Unacknowledged beyond what this consumer holds and waits on: another
     // holder's, or redeliveries due (a process that died, an AckWait over).
-    const ours = this.#held(sandboxId).lane + lane.due.length;
+    const ours = this.#held(tenantId).lane + lane.due.length;
     if (ackPending > ours) lane.available = Math.max(lane.available, 1);
     if (lane.available > 0) this.#wake();
   }
@@ -195,7 +195,7 @@ export class JetStreamConsumer {
     const now = Date.now();
     let next = Infinity;
     const lanes = [...this.#lanes.values()];
-    const first = lanes.findIndex((l) => l.sandboxId === this.#after) + 1;
+    const first = lanes.findIndex((l) => l.tenantId === this.#after) + 1;
     for (let i = 0; i < lanes.length; i++) {
       const lane = lanes[(first + i) % lanes.length];
       if (lane.due.length > 0) {
@@ -208,9 +208,9 @@ export class JetStreamConsumer {
       if (lane.available <= 0) {
         if (
           now - lane.busyAt > LANE_KEPT_MS && lane.due.length === 0 &&
-          this.#held(lane.sandboxId).lane === 0
+          this.#held(lane.tenantId).lane === 0
         ) {
-          this.#lanes.delete(lane.sandboxId);
+          this.#lanes.delete(lane.tenantId);
         }
         continue;
       }
@@ -219,19 +219,19 @@ export class JetStreamConsumer {
         next = Math.min(next, lane.notBefore);
         continue;
       }
-      const held = this.#held(lane.sandboxId);
-      const { perLane, perSandbox } = this.#options.share;
+      const held = this.#held(lane.tenantId);
+      const { perLane, perTenant } = this.#options.share;
       const n = Math.min(
         this.#batch,
         lane.available,
         this.#window - this.#inFlight - this.#asked,
         perLane - held.lane,
-        perSandbox - held.sandbox,
+        perTenant - held.tenant,
       );
       // At its share, or the window is full: the end of a send wakes it.
       if (n <= 0) continue;
       this.#fetch(lane, n);
-      this.#after = lane.sandboxId;
+      this.#after = lane.tenantId;
     }
     return Promise.resolve({
       more: false,
@@ -253,11 +253,11 @@ export class JetStreamConsumer {
     this.#options.wake?.();
   }
 
-  #lane(sandboxId: string): LaneState {
-    let lane = this.#lanes.get(sandboxId);
+  #lane(tenantId: string): LaneState {
+    let lane = this.#lanes.get(tenantId);
     if (!lane) {
       lane = {
-        sandboxId,
+        tenantId,
         available: 0,
         fetching: false,
         rung: false,
@@ -267,24 +267,24 @@ export class JetStreamConsumer {
         rungUpTo: 0,
         busyAt: Date.now(),
       };
-      this.#lanes.set(sandboxId, lane);
+      this.#lanes.set(tenantId, lane);
     }
     return lane;
   }
 
   /** What the process holds of a tenant: for this subscriber, and in all. */
-  #held(sandboxId: string): { lane: number; sandbox: number } {
+  #held(tenantId: string): { lane: number; tenant: number } {
     const held = this.#options.share.held();
     let lane = 0;
-    let sandbox = 0;
-    for (let i = 0; i < held.sandboxIds.length; i++) {
-      if (held.sandboxIds[i] !== sandboxId) continue;
-      sandbox += held.counts[i];
+    let tenant = 0;
+    for (let i = 0; i < held.tenantIds.length; i++) {
+      if (held.tenantIds[i] !== tenantId) continue;
+      tenant += held.counts[i];
       if (held.subscribers[i] === this.#options.subscriber) {
         lane += held.counts[i];
       }
     }
-    return { lane, sandbox };
+    return { lane, tenant };
   }
 
   #track(work: Promise<void>) {
@@ -308,7 +308,7 @@ export class JetStreamConsumer {
       try {
         lane.consumer ??= await stream.js.consumers.get(
           stream.names.stream,
-          stream.names.consumer(subscriber, lane.sandboxId),
+          stream.names.consumer(subscriber, lane.tenantId),
         );
         const messages = await lane.consumer.fetch({
           max_messages: n,
@@ -347,13 +347,13 @@ export class JetStreamConsumer {
         // again; if even that fails, wait a little first.
         log.warn("broker_fetch_failed", {
           subscriber,
-          sandbox: lane.sandboxId,
+          tenant: lane.tenantId,
           error,
         });
         lane.available = Math.max(lane.available, 1);
         try {
           await stream.lanes.ensure(
-            [{ subscriber, sandboxId: lane.sandboxId }],
+            [{ subscriber, tenantId: lane.tenantId }],
             true,
           );
         } catch {
@@ -374,7 +374,7 @@ export class JetStreamConsumer {
   /** Sends a burst of a lane's messages, holding the lane's share. */
   #start(lane: LaneState, burst: JsMsg[]) {
     const held: ShareLane[] = burst.map(() => ({
-      sandboxId: lane.sandboxId,
+      tenantId: lane.tenantId,
       subscriber: this.#options.subscriber,
     }));
     this.#inFlight += burst.length;
@@ -478,7 +478,7 @@ export class JetStreamConsumer {
       } else msg.ack();
     }
     recorded(options, started, results, finished.size);
-    options.onTouched?.([...new Set(started.map((d) => d.sandboxId))]);
+    options.onTouched?.([...new Set(started.map((d) => d.tenantId))]);
   }
 }
 

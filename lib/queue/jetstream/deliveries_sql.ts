@@ -74,7 +74,7 @@ export async function startDeliveries(
           (sandbox_id, refused_by, what, key, reason)
         select sandbox_id, 'queue', 'delivery',
                message_id || '.' || subscriber,
-               'taken from the broker after the sandbox''s wipe began'
+               'taken from the broker after the tenant''s wipe began'
           from t where closed
       )
       insert into ${sql(inQueue("deliveries"))} as d
@@ -105,7 +105,7 @@ export async function startDeliveries(
     const t = byKey.get(takenKey(r.message_id, r.subscriber))!;
     return {
       id: Number(r.id),
-      sandboxId: r.sandbox_id,
+      tenantId: r.sandbox_id,
       messageId: r.message_id,
       subscriber: r.subscriber,
       type: t.envelope.type,
@@ -129,7 +129,7 @@ export async function openLanes(
   sql: Sql,
   subscribers: readonly string[],
   before: Date,
-): Promise<{ subscriber: string; sandboxId: string; open: number }[]> {
+): Promise<{ subscriber: string; tenantId: string; open: number }[]> {
   const rows = await bookkeepingStatement(
     sql,
     "queue",
@@ -144,7 +144,7 @@ export async function openLanes(
   );
   return rows.map((r) => ({
     subscriber: r.subscriber,
-    sandboxId: r.sandbox_id,
+    tenantId: r.sandbox_id,
     open: r.open,
   }));
 }
@@ -159,7 +159,7 @@ export async function openLanes(
  */
 export async function markLost(
   sql: Sql,
-  lanes: readonly { subscriber: string; sandboxId: string }[],
+  lanes: readonly { subscriber: string; tenantId: string }[],
   graceMs: number,
 ): Promise<number> {
   if (lanes.length === 0) return 0;
@@ -171,7 +171,7 @@ export async function markLost(
       update ${sql(inQueue("deliveries"))} d
          set republish_at = now(), republishes = d.republishes + 1
         from unnest(${lanes.map((l) => l.subscriber)}::text[],
-                    ${lanes.map((l) => l.sandboxId)}::uuid[])
+                    ${lanes.map((l) => l.tenantId)}::uuid[])
              as l(subscriber, sandbox_id)
        where d.subscriber = l.subscriber and d.sandbox_id = l.sandbox_id
          and d.state in ('pending', 'in_flight')

@@ -37,7 +37,7 @@ const NS = 1_000_000;
 /** A subscriber in one tenant. */
 export interface LaneKey {
   subscriber: string;
-  sandboxId: string;
+  tenantId: string;
 }
 
 /** A lane as its consumer says. */
@@ -162,25 +162,25 @@ export class Lanes {
    * holds nothing of them.
    */
   async forget(
-    sandboxIds: readonly string[],
+    tenantIds: readonly string[],
     subscribers: readonly string[],
   ): Promise<void> {
     const stream = this.#names.stream;
-    for (const sandboxId of sandboxIds) {
+    for (const tenantId of tenantIds) {
       try {
         await this.#jsm.streams.purge(stream, {
-          filter: this.#names.sandboxFilter(sandboxId),
+          filter: this.#names.tenantFilter(tenantId),
         });
       } catch (error) {
         if (isStreamGone(error)) return;
         throw error;
       }
       await Promise.all(subscribers.map(async (subscriber) => {
-        this.#ensured.delete(laneKey({ subscriber, sandboxId }));
+        this.#ensured.delete(laneKey({ subscriber, tenantId }));
         try {
           await this.#jsm.consumers.delete(
             stream,
-            this.#names.consumer(subscriber, sandboxId),
+            this.#names.consumer(subscriber, tenantId),
           );
         } catch (error) {
           const gone = error instanceof JetStreamApiError &&
@@ -194,8 +194,8 @@ export class Lanes {
 
   #addLane(lane: LaneKey) {
     return this.#jsm.consumers.add(this.#names.stream, {
-      durable_name: this.#names.consumer(lane.subscriber, lane.sandboxId),
-      filter_subject: this.#names.laneFilter(lane.subscriber, lane.sandboxId),
+      durable_name: this.#names.consumer(lane.subscriber, lane.tenantId),
+      filter_subject: this.#names.laneFilter(lane.subscriber, lane.tenantId),
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
       ack_wait: this.#settings.ackWaitMs * NS,
@@ -243,7 +243,7 @@ export class Lanes {
 
 /** One string per lane, for maps. */
 export function laneKey(lane: LaneKey): string {
-  return `${lane.subscriber}\u0000${lane.sandboxId}`;
+  return `${lane.subscriber}\u0000${lane.tenantId}`;
 }
 
 /** Rings each subscriber's bell for messages published on its lanes. */
@@ -252,11 +252,11 @@ export function ringAll(
   published: readonly (LaneKey & { seq: number })[],
 ) {
   const bells = new Map<string, Bell>();
-  for (const { subscriber, sandboxId, seq } of published) {
+  for (const { subscriber, tenantId, seq } of published) {
     let bell = bells.get(subscriber);
     if (!bell) bells.set(subscriber, bell = {});
-    const [n, last] = bell[sandboxId] ?? [0, 0];
-    bell[sandboxId] = [n + 1, Math.max(last, seq)];
+    const [n, last] = bell[tenantId] ?? [0, 0];
+    bell[tenantId] = [n + 1, Math.max(last, seq)];
   }
   for (const [subscriber, bell] of bells) lanes.ring(subscriber, bell);
 }

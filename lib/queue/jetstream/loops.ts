@@ -27,7 +27,7 @@ export interface BrokerLoopsOptions extends Omit<SendOptions, "owner"> {
   ackWaitMs: number;
   pollMs: number;
   log: Logger;
-  onTouched?: (sandboxIds: string[]) => void;
+  onTouched?: (tenantIds: string[]) => void;
   /** Paused subscribers, whose messages wait unattempted (../pauses.ts). */
   pauses?: PauseReader;
 }
@@ -103,8 +103,8 @@ export function brokerLoops(
             });
             return;
           }
-          for (const [sandboxId, [n, seq]] of Object.entries(bell.data)) {
-            consumer.notify(sandboxId, n, seq);
+          for (const [tenantId, [n, seq]] of Object.entries(bell.data)) {
+            consumer.notify(tenantId, n, seq);
           }
         },
       }),
@@ -123,7 +123,7 @@ export function brokerLoops(
       const listed = await stream.lanes.list();
       for (const lane of listed) {
         consumers.get(lane.subscriber)?.observe(
-          lane.sandboxId,
+          lane.tenantId,
           lane.pending,
           lane.ackPending,
         );
@@ -138,7 +138,7 @@ export function brokerLoops(
           log.warn("broker_lanes_made_again", { lanes: gone.length });
           await stream.lanes.ensure(gone, true);
           for (const lane of gone) {
-            consumers.get(lane.subscriber)?.notify(lane.sandboxId, 1);
+            consumers.get(lane.subscriber)?.notify(lane.tenantId, 1);
           }
         }
         // The ledger is the truth: where the broker holds fewer messages

@@ -77,13 +77,13 @@ export class JetStreamQueue implements Queue {
     const lanesOf = messages.flatMap(({ envelope }) =>
       (routing[envelope.type] ?? []).map((subscriber) => ({
         subscriber,
-        sandboxId: envelope.sandboxId,
+        tenantId: envelope.sandboxId,
       }))
     );
     await lanes.ensure(lanesOf);
     // What each subscriber's bell says: the lanes' messages and their last
     // stream sequence.
-    const published: { subscriber: string; sandboxId: string; seq: number }[] =
+    const published: { subscriber: string; tenantId: string; seq: number }[] =
       [];
     const sent = await Promise.all(
       messages.map(async ({ source, envelope }) => {
@@ -105,7 +105,7 @@ export class JetStreamQueue implements Queue {
             );
             published.push({
               subscriber,
-              sandboxId: envelope.sandboxId,
+              tenantId: envelope.sandboxId,
               seq: ack.seq,
             });
             return ack;

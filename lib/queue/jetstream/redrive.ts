@@ -57,7 +57,7 @@ export async function republishOnce(
     ({ sql }) =>
       sql<MarkRow[]>`
       with due as (
-        -- Not for a sandbox being wiped: the broker is purged of it.
+        -- Not for a tenant being wiped: the broker is purged of it.
         select id from ${sql(inQueue("deliveries"))}
          where republish_at <= now()
            and sandbox_id <> all((select
@@ -87,7 +87,7 @@ export async function republishOnce(
     return { more: false, nextDueAt: next?.at ?? undefined };
   }
   await lanes.ensure(
-    marks.map((m) => ({ subscriber: m.subscriber, sandboxId: m.sandbox_id })),
+    marks.map((m) => ({ subscriber: m.subscriber, tenantId: m.sandbox_id })),
   );
   const acks = await Promise.all(marks.map((m) => {
     const h = headers();
@@ -111,7 +111,7 @@ export async function republishOnce(
     lanes,
     marks.map((m, i) => ({
       subscriber: m.subscriber,
-      sandboxId: m.sandbox_id,
+      tenantId: m.sandbox_id,
       seq: acks[i].seq,
     })),
   );

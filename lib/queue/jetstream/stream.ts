@@ -37,8 +37,8 @@ export class StreamNames {
   }
 
   /** Where a delivery of `type` to `subscriber` in a tenant is published. */
-  subject(subscriber: string, sandboxId: string, type: string): string {
-    return `${this.stream}.to.${subscriber}.${sandboxId}.${type}`;
+  subject(subscriber: string, tenantId: string, type: string): string {
+    return `${this.stream}.to.${subscriber}.${tenantId}.${type}`;
   }
 
   /** Everything addressed to a subscriber, in every tenant. */
@@ -47,27 +47,27 @@ export class StreamNames {
   }
 
   /** What a lane's consumer takes: a subscriber's messages of one tenant. */
-  laneFilter(subscriber: string, sandboxId: string): string {
-    return `${this.stream}.to.${subscriber}.${sandboxId}.*`;
+  laneFilter(subscriber: string, tenantId: string): string {
+    return `${this.stream}.to.${subscriber}.${tenantId}.*`;
   }
 
   /** Everything addressed to a tenant, for every subscriber. */
-  sandboxFilter(sandboxId: string): string {
-    return `${this.stream}.to.*.${sandboxId}.*`;
+  tenantFilter(tenantId: string): string {
+    return `${this.stream}.to.*.${tenantId}.*`;
   }
 
   /** The lane a consumer's filter is of, or null for another consumer. */
-  laneOf(filter: string): { subscriber: string; sandboxId: string } | null {
+  laneOf(filter: string): { subscriber: string; tenantId: string } | null {
     const prefix = `${this.stream}.to.`;
     if (!filter.startsWith(prefix) || !filter.endsWith(".*")) return null;
     const tokens = filter.slice(prefix.length, -2).split(".");
     if (tokens.length !== 2) return null;
-    return { subscriber: tokens[0], sandboxId: tokens[1] };
+    return { subscriber: tokens[0], tenantId: tokens[1] };
   }
 
   /** The durable consumer of a lane. */
-  consumer(subscriber: string, sandboxId: string): string {
-    return `${subscriber}-${sandboxId}`;
+  consumer(subscriber: string, tenantId: string): string {
+    return `${subscriber}-${tenantId}`;
   }
 
   /**

@@ -45,8 +45,8 @@ export function jetStreamTransport(
         pollMs: context.pollMs,
         onTouched: context.onTouched,
       }),
-    forget: (sandboxIds, subscribers) =>
-      stream.lanes.forget(sandboxIds, subscribers),
+    forget: (tenantIds, subscribers) =>
+      stream.lanes.forget(tenantIds, subscribers),
     up: () => stream.up(),
     cluster: () => stream.cluster(),
     close: () => options.close?.() ?? stream.close(),

@@ -44,7 +44,7 @@ export interface ConsumerOptions extends SendOptions {
    * recorded: their tenants' rows may be claimed again, and live views
    * may show them.
    */
-  onLateFinished?: (sandboxIds: string[]) => void;
+  onLateFinished?: (tenantIds: string[]) => void;
   /**
    * Deliveries a move of this process stored already leased to `owner`
    * (lib/relay/move.ts `Handoff`), held in `share` since they were handed
@@ -83,7 +83,7 @@ export async function consumeOnce(
     subscribers,
     round: {
       after: share.after,
-      perSandbox: share.perSandbox,
+      perTenant: share.perTenant,
       perLane: share.perLane,
       held: share.held(),
       // As last read, when the claim is made: a pause written through this
@@ -116,7 +116,7 @@ export async function consumeOnce(
       claimed.some((d) => share.atCap(d));
     if (full) options.onFullBatch?.();
     const { results, late } = await deliverBatch(options, claimed);
-    for (const d of claimed) touched.add(d.sandboxId);
+    for (const d of claimed) touched.add(d.tenantId);
     const ids = new Set(results.map((r) => r.id));
     const settled = claimed.filter((d) => ids.has(d.id));
     share.release(settled);
@@ -186,7 +186,7 @@ function finishLate(
       options.log.error("late_finish_failed", { error });
     } finally {
       share.release(mine);
-      options.onLateFinished?.([...new Set(mine.map((d) => d.sandboxId))]);
+      options.onLateFinished?.([...new Set(mine.map((d) => d.tenantId))]);
     }
   };
   share.detach(

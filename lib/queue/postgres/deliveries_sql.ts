@@ -60,10 +60,10 @@ export interface Round {
   /** The round starts with the first tenant after this one (wrapping). */
   after: string | null;
   /** Deliveries of one tenant that the process may hold at once. */
-  perSandbox: number;
+  perTenant: number;
   /**
    * Deliveries of one tenant to one subscriber (a lane) that the process
-   * may hold at once; perSandbox when absent.
+   * may hold at once; perTenant when absent.
    */
   perLane?: number;
   /** What the process holds, per tenant and subscriber; none when absent. */
@@ -76,10 +76,10 @@ export interface Round {
 }
 
 /** Tenants one claim visits at the most (before the next round). */
-const ROUND_SANDBOXES = 10;
+const ROUND_TENANTS = 10;
 
 /** Sorts before every real tenant id, for a round from the start. */
-const NO_SANDBOX = "00000000-0000-0000-0000-000000000000";
+const NO_TENANT = "00000000-0000-0000-0000-000000000000";
 
 interface ClaimRow {
   id: string | null;
@@ -102,7 +102,7 @@ interface ClaimRow {
  * Round-robin across tenants: `ring` walks the tenants that have open
  * deliveries, in id order from the one after `round.after` and wrapping,
  * each found by one lookup in the open deliveries' index (up to
- * ROUND_SANDBOXES of them). From each, the picks take one lane: the
+ * ROUND_TENANTS of them). From each, the picks take one lane: the
  * subscriber of its oldest due delivery, oldest first, so that what a
  * tenant gives travels as one batch (one request, one receiver
  * transaction); where that lane runs out, the tenant's other lanes fill
@@ -127,7 +127,7 @@ function claimStatement(
   const open = sql`state in ('pending', 'in_flight')`;
   const closed = (round.closed ?? NOTHING_CLOSED).lanes;
   const held = round.held ?? NOTHING_HELD;
-  const perLane = round.perLane ?? round.perSandbox;
+  const perLane = round.perLane ?? round.perTenant;
   const served = subscribers
     ? sql`and d.subscriber in ${sql(subscribers as string[])}`
     : sql``;
@@ -139,9 +139,9 @@ function claimStatement(
     and not exists (
       select from full_lanes f
        where f.sandbox_id = d.sandbox_id and f.subscriber = d.subscriber)`;
-  // Of those, one of `sandbox` that is due.
-  const pickable = (sandbox: ReturnType<typeof sql>) =>
-    sql`d.sandbox_id = ${sandbox} and d.next_attempt_at <= now() and ${waiting}`;
+  // Of those, one of `tenant` that is due.
+  const pickable = (tenant: ReturnType<typeof sql>) =>
+    sql`d.sandbox_id = ${tenant} and d.next_attempt_at <= now() and ${waiting}`;
   const next = (after: ReturnType<typeof sql>) =>
     sql`coalesce(
       (select sandbox_id from ${sql(inQueue("deliveries"))}
@@ -151,44 +151,44 @@ function claimStatement(
         where ${open} order by sandbox_id limit 1))`;
   return sql<ClaimRow[]>`
     with recursive ring (sandbox_id, first, n) as (
-      -- offset 0: the first sandbox is looked up once, not once for each
+      -- offset 0: the first tenant is looked up once, not once for each
       -- place that names it.
       select s, s, 1
         from (select ${
-    next(sql`${round.after ?? NO_SANDBOX}::uuid`)
+    next(sql`${round.after ?? NO_TENANT}::uuid`)
   } as s offset 0) x
        where s is not null
       union all
       select nx.s, r.first, r.n + 1
-        -- offset 0: the next sandbox is looked up once, not again in the
+        -- offset 0: the next tenant is looked up once, not again in the
         -- condition below.
         from ring r, lateral (select ${
     next(sql`r.sandbox_id`)
   } as s offset 0) nx
-       where r.n < ${ROUND_SANDBOXES} and nx.s <> r.first
+       where r.n < ${ROUND_TENANTS} and nx.s <> r.first
     ), held as (
-      select * from unnest(${held.sandboxIds}::uuid[],
+      select * from unnest(${held.tenantIds}::uuid[],
                            ${held.subscribers}::text[],
                            ${held.counts}::int[])
         as h(sandbox_id, subscriber, n)
     ), full_lanes as (
-      select * from unnest(${closed.sandboxIds}::uuid[],
+      select * from unnest(${closed.tenantIds}::uuid[],
                            ${closed.subscribers}::text[])
         as f(sandbox_id, subscriber)
     ), totals as (
       select sandbox_id, sum(n)::int as n from held group by sandbox_id
     ), caps as (
-      -- What each sandbox of the round may give: its room in the share,
+      -- What each tenant of the round may give: its room in the share,
       -- and first an even part of the batch (a row locked is a write, so
       -- no more are locked than the batch could take).
       select r.sandbox_id, r.n,
-             greatest(0, least(${limit}, ${round.perSandbox} - coalesce(t.n, 0))) as room,
+             greatest(0, least(${limit}, ${round.perTenant} - coalesce(t.n, 0))) as room,
              (${limit} + k.n - 1) / k.n as part
         from ring r
         left join totals t on t.sandbox_id = r.sandbox_id
         cross join (select count(*)::int as n from ring) k
     ), chosen as (
-      -- Each sandbox's oldest due delivery names the lane it gives this
+      -- Each tenant's oldest due delivery names the lane it gives this
       -- claim: its picks are of one subscriber, so that they travel as one
       -- batch (one request, one receiver transaction).
       select c.sandbox_id, c.n, c.room, c.part, h.id, h.subscriber
@@ -203,7 +203,7 @@ function claimStatement(
     ), heads as (
       -- What the lane may give: no more than the process may still hold of
       -- it (lane_room, at least 1: a lane held in full is closed), nor
-      -- than the sandbox's part (take).
+      -- than the tenant's part (take).
       select x.*, least(x.lane_room, x.part) as take from (
         select ch.*,
                least(ch.room, ${perLane} - coalesce(hl.n, 0)) as lane_room
@@ -233,7 +233,7 @@ function claimStatement(
       select sandbox_id, count(*)::int as taken, max(id) as last
         from first_picks group by sandbox_id
     ), more_picks as (
-      -- The batch not yet full: more of the same lane from the sandboxes
+      -- The batch not yet full: more of the same lane from the tenants
       -- whose lane gave all it was asked (it may have more) and may give
       -- more ...
       select p.id, g.taken + p.rank as rank, h.n
@@ -254,9 +254,9 @@ function claimStatement(
        where short.n > 0
       union all
       -- ... and from those whose lane ran out or is at its share, their
-      -- part from other lanes, oldest first: a sandbox with one delivery to
+      -- part from other lanes, oldest first: a tenant with one delivery to
       -- each of six receivers gives all six to one claim, and a slow lane
-      -- does not take a sandbox's whole share.
+      -- does not take a tenant's whole share.
       select p.id, g.taken + p.rank as rank, h.n
         from heads h
         join given g on g.sandbox_id = h.sandbox_id
@@ -305,7 +305,7 @@ function claimStatement(
              where ${waiting}
                and not exists (
                  select from totals t where t.sandbox_id = d.sandbox_id
-                    and t.n >= ${round.perSandbox})),
+                    and t.n >= ${round.perTenant})),
            (select sandbox_id from after)
      where not exists (select from claimed)`;
 }
@@ -313,7 +313,7 @@ function claimStatement(
 function toBatch(rows: ClaimRow[], lease: string): ClaimBatch {
   const claimed = rows.filter((r) => r.id !== null).map((r) => ({
     id: Number(r.id),
-    sandboxId: r.sandbox_id,
+    tenantId: r.sandbox_id,
     messageId: r.message_id,
     subscriber: r.subscriber,
     type: r.type,
@@ -453,7 +453,7 @@ function finishStatement(sql: TxSql, results: AttemptResult[]) {
           as r(id, lease, state, attempt, status, error, delay_ms,
                started_at, duration_ms)
        where d.id = r.id and d.lease_owner = r.lease and d.state = 'in_flight'
-         -- An attempt that ends after the sandbox's wipe began records
+         -- An attempt that ends after the tenant's wipe began records
          -- nothing: the wipe may have deleted the attempts already.
          and d.sandbox_id <> all((select
            ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])

@@ -56,7 +56,7 @@ export class PgQueue implements Queue {
           insert into ${sql(inPlatform("closed_refusals"))}
             (sandbox_id, refused_by, what, key, reason)
           select (e->>'sandboxId')::uuid, 'queue', 'message',
-                 message_id::text, 'published after the sandbox''s wipe began'
+                 message_id::text, 'published after the tenant''s wipe began'
             from x where closed
         ), ${
         messagesAndDeliveries(

@@ -113,9 +113,9 @@ function deliveriesOf(
            case when ${hand} then ${lease} else now() end,
            case when ${hand} then 1 else 0 end
       from (select s.*, r.subscriber, count(*) over () as n,
-                   (s.sandbox_id = any(${closed.sandboxIds}::uuid[])
+                   (s.sandbox_id = any(${closed.tenantIds}::uuid[])
                     or exists (
-                      select from unnest(${closed.lanes.sandboxIds}::uuid[],
+                      select from unnest(${closed.lanes.tenantIds}::uuid[],
                                          ${closed.lanes.subscribers}::text[])
                         as c(sandbox_id, subscriber)
                        where c.sandbox_id = s.sandbox_id

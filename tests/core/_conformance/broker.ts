@@ -36,14 +36,14 @@ export async function assertStreamHolds(
   type = "OrderPlaced",
 ) {
   const stored = await view.stored();
-  const sandboxOf = new Map(stored.map((m) => [m.messageId, m.sandboxId]));
+  const tenantOf = new Map(stored.map((m) => [m.messageId, m.tenantId]));
   const line = (subject: string, msgId: string, messageId: string) =>
     `${subject} ${msgId} ${messageId}`;
   assert.deepEqual(
     stored.map((m) => line(m.subject, m.msgId, m.messageId)).sort(),
     expected.map((p) =>
       line(
-        `${view.name}.to.${p.subscriber}.${sandboxOf.get(p.messageId)}.${type}`,
+        `${view.name}.to.${p.subscriber}.${tenantOf.get(p.messageId)}.${type}`,
         p.redrive
           ? `${p.messageId}.${p.subscriber}.redrive.${p.redrive}`
           : `${p.messageId}.${p.subscriber}`,

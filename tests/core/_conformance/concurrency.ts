@@ -79,7 +79,7 @@ function addMoved(a: Moved, b: Moved): Moved {
   return {
     rows: a.rows + b.rows,
     published: a.published + b.published,
-    sandboxIds: [...new Set([...a.sandboxIds, ...b.sandboxIds])],
+    tenantIds: [...new Set([...a.tenantIds, ...b.tenantIds])],
     lagSeconds: [...a.lagSeconds, ...b.lagSeconds],
     traceparents: [...a.traceparents, ...b.traceparents],
     busy: a.rows + b.rows === 0 && (a.busy || b.busy),
@@ -90,7 +90,7 @@ function addMoved(a: Moved, b: Moved): Moved {
 export const concurrencyScenarios: Scenario[] = [{
   name:
     "two relays and two consumer sets over 2,000 messages: everything delivered everywhere, each effect once, no shared lease",
-  run: async ({ db, sql, sandboxId, transport, stream, view }) => {
+  run: async ({ db, sql, tenantId, transport, stream, view }) => {
     const second = connect(db.url, { max: 10, applicationName: "test-b" });
     const processes: Process[] = [
       { sql, published: 0, answers: [] },
@@ -133,7 +133,7 @@ export const concurrencyScenarios: Scenario[] = [{
       for (let i = 0; i < batches.length; i += PARALLEL_TX) {
         await Promise.all(
           batches.slice(i, i + PARALLEL_TX).map((b) =>
-            placeOrders(sql, sandboxId, b)
+            placeOrders(sql, tenantId, b)
           ),
         );
       }

@@ -79,10 +79,10 @@ async function waitForState(
 export const deadLetterScenarios: Scenario[] = [{
   name:
     "always 503: four attempts at the configured delays, then dead; others unaffected; redrive delivers once and keeps the history",
-  run: async ({ sql, sandboxId, view, workers, redrive }) => {
-    await setFault(sql, sandboxId, REFUSES, true);
+  run: async ({ sql, tenantId, view, workers, redrive }) => {
+    await setFault(sql, tenantId, REFUSES, true);
     await workers({ retryDelaysMs: RETRY_DELAYS_MS }, async () => {
-      const { messageId } = await placeOrder(sql, sandboxId, "O1");
+      const { messageId } = await placeOrder(sql, tenantId, "O1");
       await waitForState(sql, "O1", "t_recv_a", "dead");
 
       const dead = await delivery(sql, "O1", "t_recv_a");
@@ -128,9 +128,9 @@ export const deadLetterScenarios: Scenario[] = [{
       }
 
       // The fault clears; an operator redrives.
-      await setFault(sql, sandboxId, REFUSES, false);
+      await setFault(sql, tenantId, REFUSES, false);
       const redriven = await redrive(
-        sandboxId,
+        tenantId,
         { subscriber: "t_recv_a" },
         "operator@test",
       );
@@ -163,7 +163,7 @@ export const deadLetterScenarios: Scenario[] = [{
       );
       // Nothing left to redrive.
       assert.deepEqual(
-        await redrive(sandboxId, { subscriber: "t_recv_a" }, "operator"),
+        await redrive(tenantId, { subscriber: "t_recv_a" }, "operator"),
         [],
       );
       // Over JetStream the redrive was published for t_recv_a alone, under
@@ -179,15 +179,15 @@ export const deadLetterScenarios: Scenario[] = [{
   },
 }, {
   name: "retries come at their delay, not at the next poll",
-  run: async ({ sql, sandboxId, view, workers }) => {
-    await setFault(sql, sandboxId, REFUSES, true);
+  run: async ({ sql, tenantId, view, workers }) => {
+    await setFault(sql, tenantId, REFUSES, true);
     // A poll far longer than the retry delays: only a loop that knows when
     // its retry is due wakes in time.
     const pollMs = 5_000;
     await workers(
       { pollMs, retryDelaysMs: RETRY_DELAYS_MS },
       async () => {
-        await placeOrder(sql, sandboxId, "O1");
+        await placeOrder(sql, tenantId, "O1");
         await waitForState(sql, "O1", "t_recv_a", "dead", undefined, pollMs);
         const attempts = await sql<{ started_at: Date }[]>`
         select started_at from queue.attempt_log a
@@ -220,12 +220,12 @@ export const deadLetterScenarios: Scenario[] = [{
   },
 }, {
   name: "a redrive that fails again is dead again at once",
-  run: async ({ sql, sandboxId, view, workers, redrive }) => {
-    await setFault(sql, sandboxId, REFUSES, true);
+  run: async ({ sql, tenantId, view, workers, redrive }) => {
+    await setFault(sql, tenantId, REFUSES, true);
     await workers({ retryDelaysMs: [20] }, async () => {
-      const { messageId } = await placeOrder(sql, sandboxId, "O1");
+      const { messageId } = await placeOrder(sql, tenantId, "O1");
       await waitForState(sql, "O1", "t_recv_a", "dead", 2);
-      const [id] = await redrive(sandboxId, {}, "operator");
+      const [id] = await redrive(tenantId, {}, "operator");
       await waitForState(sql, "O1", "t_recv_a", "dead", 3);
       const d = await delivery(sql, "O1", "t_recv_a");
       assert.equal(d.id, id);
@@ -246,13 +246,13 @@ export const deadLetterScenarios: Scenario[] = [{
 }, {
   name:
     "refuse: a dead letter is closed with reason, actor and time, and an action row; an empty reason is refused",
-  run: async ({ sql, sandboxId, view, workers, redrive }) => {
+  run: async ({ sql, tenantId, view, workers, redrive }) => {
     const other = await createSandbox(sql, "other");
-    await setFault(sql, sandboxId, REFUSES, true);
+    await setFault(sql, tenantId, REFUSES, true);
     await workers({ retryDelaysMs: [20, 20, 20] }, async () => {
       const sent = [
-        await placeOrder(sql, sandboxId, "O1"),
-        await placeOrder(sql, sandboxId, "O2"),
+        await placeOrder(sql, tenantId, "O1"),
+        await placeOrder(sql, tenantId, "O2"),
       ].map((e) => e.messageId);
       await waitForState(sql, "O1", "t_recv_a", "dead");
       await waitForState(sql, "O2", "t_recv_a", "dead");
@@ -261,7 +261,7 @@ export const deadLetterScenarios: Scenario[] = [{
 
       for (const reason of ["", "   "]) {
         await assert.rejects(
-          () => refuse(sql, sandboxId, { ids: [o2.id] }, reason, "operator"),
+          () => refuse(sql, tenantId, { ids: [o2.id] }, reason, "operator"),
           TypeError,
         );
       }
@@ -280,7 +280,7 @@ export const deadLetterScenarios: Scenario[] = [{
       const before = new Date();
       const refused = await refuse(
         sql,
-        sandboxId,
+        tenantId,
         { ids: [o2.id] },
         "the customer cancelled by phone",
         "operator@test",
@@ -311,11 +311,11 @@ export const deadLetterScenarios: Scenario[] = [{
       );
       // Refused is final: neither redrive nor refuse matches it again.
       assert.deepEqual(
-        await redrive(sandboxId, { ids: [o2.id] }, "operator"),
+        await redrive(tenantId, { ids: [o2.id] }, "operator"),
         [],
       );
       assert.deepEqual(
-        await refuse(sql, sandboxId, { ids: [o2.id] }, "again", "operator"),
+        await refuse(sql, tenantId, { ids: [o2.id] }, "again", "operator"),
         [],
       );
       // The other dead letter is untouched.

@@ -21,9 +21,9 @@ const everyOnce = Object.fromEntries(RECEIVERS.map((r) => [r, 1]));
 export const deliveryScenarios: Scenario[] = [{
   name:
     "failure before the sender commits: no order, no pending message; the relay publishes only the next order",
-  run: async ({ sql, sandboxId, view, workers }) => {
+  run: async ({ sql, tenantId, view, workers }) => {
     await assert.rejects(
-      () => placeOrder(sql, sandboxId, "O1", { failBeforeCommit: true }),
+      () => placeOrder(sql, tenantId, "O1", { failBeforeCommit: true }),
       /failure before commit/,
     );
     assert.equal(await count(sql, "t_sender.orders"), 0);
@@ -31,7 +31,7 @@ export const deliveryScenarios: Scenario[] = [{
 
     // Workers find nothing of O1 to send: the next order is all they carry.
     await workers({}, async () => {
-      const next = await placeOrder(sql, sandboxId, "O2");
+      const next = await placeOrder(sql, tenantId, "O2");
       await waitForJobs(sql, 1);
       await waitForDeliveries(sql, "done", RECEIVERS.length);
       const messages = await sql`select message_id from queue.messages`;
@@ -49,8 +49,8 @@ export const deliveryScenarios: Scenario[] = [{
 }, {
   name:
     "commit, then no relay: one order, one pending message, no job; a relay started later delivers it",
-  run: async ({ sql, sandboxId, view, workers }) => {
-    const envelope = await placeOrder(sql, sandboxId, "O1");
+  run: async ({ sql, tenantId, view, workers }) => {
+    const envelope = await placeOrder(sql, tenantId, "O1");
     assert.equal(await count(sql, "t_sender.orders"), 1);
     const [row] = await sql`select state, envelope from t_sender.outbox`;
     assert.equal(row.state, "pending");

@@ -29,20 +29,20 @@ import type { Scenario } from "./mod.ts";
  */
 async function clearAndFlush(
   sql: Sql,
-  sandboxId: string,
+  tenantId: string,
   fault: string,
   firstMessageId: string,
 ) {
-  await setFault(sql, sandboxId, fault, false);
-  const second = await placeOrder(sql, sandboxId, "O2");
+  await setFault(sql, tenantId, fault, false);
+  const second = await placeOrder(sql, tenantId, "O2");
   await waitFor("both rows published", async () =>
     await count(
       sql,
       "queue.messages",
-      sql`sandbox_id = ${sandboxId} and source = ${SENDER}`,
+      sql`sandbox_id = ${tenantId} and source = ${SENDER}`,
     ) === 2);
   const messages = await sql`
-    select message_id from queue.messages where sandbox_id = ${sandboxId}
+    select message_id from queue.messages where sandbox_id = ${tenantId}
      order by message_id`;
   assert.deepEqual(
     messages.map((m) => m.message_id).sort(),
@@ -56,14 +56,14 @@ const each = (n: number) => Object.fromEntries(RECEIVERS.map((r) => [r, n]));
 export const guardScenarios: Scenario[] = [{
   name:
     "loop guard: the 101st re-arm of the day parks the row with an alarm; the next command flushes it and both are published",
-  run: async ({ sql, sandboxId, view, workers }) => {
+  run: async ({ sql, tenantId, view, workers }) => {
     const other = await createSandbox(sql, "other");
     await sql`
     insert into t_sender.relay_guard (sandbox_id, day, rearms)
-    values (${sandboxId}, (now() at time zone 'utc')::date, 100)`;
-    await setFault(sql, sandboxId, RELAY_FAULTS.queueRefusesSends, true);
+    values (${tenantId}, (now() at time zone 'utc')::date, 100)`;
+    await setFault(sql, tenantId, RELAY_FAULTS.queueRefusesSends, true);
     await workers({}, async ({ lines }) => {
-      const first = await placeOrder(sql, sandboxId, "O1");
+      const first = await placeOrder(sql, tenantId, "O1");
       await waitFor("the failed publish", async () => {
         const [row] = await sql`select attempts from t_sender.outbox`;
         return row.attempts >= 1;
@@ -79,13 +79,13 @@ export const guardScenarios: Scenario[] = [{
       });
       const [guard] = await sql`
       select rearms from t_sender.relay_guard
-       where sandbox_id = ${sandboxId}
+       where sandbox_id = ${tenantId}
          and day = (now() at time zone 'utc')::date`;
       assert.equal(guard.rearms, 101);
       const alarms = lines.filter((l) => l.event === "alarm_guard");
       assert.equal(alarms.length, 1);
       assert.equal(alarms[0].level, "error");
-      assert.equal(alarms[0].sandboxId, sandboxId);
+      assert.equal(alarms[0].tenantId, tenantId);
       assert.equal(alarms[0].service, SENDER);
 
       // Parked means no more automatic tries: another sandbox's order goes
@@ -101,14 +101,14 @@ export const guardScenarios: Scenario[] = [{
         parked: true,
       });
       assert.equal(
-        await count(sql, "queue.messages", sql`sandbox_id = ${sandboxId}`),
+        await count(sql, "queue.messages", sql`sandbox_id = ${tenantId}`),
         0,
       );
 
       // The fault clears; the sender's next command flushes what it owes.
       const second = await clearAndFlush(
         sql,
-        sandboxId,
+        tenantId,
         RELAY_FAULTS.queueRefusesSends,
         first.messageId,
       );
@@ -145,13 +145,13 @@ export const guardScenarios: Scenario[] = [{
 }, {
   name:
     "loop guard: under the allowance a failed publish is retried after RELAY_RETRY_MS (not at the next poll), not parked",
-  run: async ({ sql, sandboxId, view, workers }) => {
-    await setFault(sql, sandboxId, RELAY_FAULTS.queueRefusesSends, true);
+  run: async ({ sql, tenantId, view, workers }) => {
+    await setFault(sql, tenantId, RELAY_FAULTS.queueRefusesSends, true);
     // A poll far longer than the retry: only a relay that knows when its
     // retry is due tries again in time.
     const options = { relayRetryMs: 100, pollMs: 10_000 };
     await workers(options, async ({ lines }) => {
-      const { messageId } = await placeOrder(sql, sandboxId, "O1");
+      const { messageId } = await placeOrder(sql, tenantId, "O1");
       const placed = performance.now();
       await waitFor("three failed publishes", async () => {
         const [row] = await sql`select attempts from t_sender.outbox`;
@@ -166,7 +166,7 @@ export const guardScenarios: Scenario[] = [{
       assert.ok(["pending", "claimed"].includes(row.state));
       assert.equal(lines.filter((l) => l.event === "alarm_guard").length, 0);
 
-      await setFault(sql, sandboxId, RELAY_FAULTS.queueRefusesSends, false);
+      await setFault(sql, tenantId, RELAY_FAULTS.queueRefusesSends, false);
       // No new command: the scheduled retry alone publishes it.
       await waitForJobs(sql, 1);
       // Published: owed no more, so the row is gone.
@@ -181,22 +181,22 @@ export const guardScenarios: Scenario[] = [{
 }, {
   name:
     "loop guard: a relay that crashes before marking re-arms by its lease; each takeover counts, and the 101st parks the row with an alarm",
-  run: async ({ sql, sandboxId, view, workers }) => {
+  run: async ({ sql, tenantId, view, workers }) => {
     await sql`
     insert into t_sender.relay_guard (sandbox_id, day, rearms)
-    values (${sandboxId}, (now() at time zone 'utc')::date, 99)`;
-    await setFault(sql, sandboxId, RELAY_FAULTS.crashBeforeMark, true);
+    values (${tenantId}, (now() at time zone 'utc')::date, 99)`;
+    await setFault(sql, tenantId, RELAY_FAULTS.crashBeforeMark, true);
     const rearms = async () => {
       const [guard] = await sql`
       select rearms from t_sender.relay_guard
-       where sandbox_id = ${sandboxId}
+       where sandbox_id = ${tenantId}
          and day = (now() at time zone 'utc')::date`;
       return guard.rearms;
     };
     await workers({ relayLeaseMs: 200 }, async ({ lines }) => {
       const crashes = () =>
         lines.filter((l) => l.event === "relay_crash_fault").length;
-      const first = await placeOrder(sql, sandboxId, "O1");
+      const first = await placeOrder(sql, tenantId, "O1");
       await waitFor("the first publish", () => crashes() >= 1);
       // The lease runs out and the row is claimed again: the 100th re-arm,
       // still allowed, so it is published (and "crashes") once more.
@@ -222,7 +222,7 @@ export const guardScenarios: Scenario[] = [{
       });
       const alarms = lines.filter((l) => l.event === "alarm_guard");
       assert.equal(alarms.length, 1);
-      assert.equal(alarms[0].sandboxId, sandboxId);
+      assert.equal(alarms[0].tenantId, tenantId);
       assert.equal(alarms[0].service, SENDER);
       assert.equal(crashes(), 2);
       // Published all along: the receivers have it, once.
@@ -233,7 +233,7 @@ export const guardScenarios: Scenario[] = [{
       // queue ignores the repeat.
       const second = await clearAndFlush(
         sql,
-        sandboxId,
+        tenantId,
         RELAY_FAULTS.crashBeforeMark,
         first.messageId,
       );

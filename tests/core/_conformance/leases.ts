@@ -69,7 +69,7 @@ async function take(
   const { stream } = transport.broker;
   const consumer = await stream.js.consumers.get(
     stream.names.stream,
-    stream.names.consumer("t_recv_a", t.sandboxId),
+    stream.names.consumer("t_recv_a", t.tenantId),
   );
   // One at a time: a fetch for more would wait out its expiry for them.
   const fetched: JsMsg[] = [];
@@ -126,13 +126,13 @@ async function leaseExpired(sql: Sql, id: number) {
 export const leaseScenarios: Scenario[] = [{
   name:
     "crash between publish and mark: published once, claimed and published again after the lease, the queue ignores the repeat",
-  run: async ({ sql, sandboxId, view, workers }) => {
-    await setFault(sql, sandboxId, RELAY_FAULTS.crashBeforeMark, true);
+  run: async ({ sql, tenantId, view, workers }) => {
+    await setFault(sql, tenantId, RELAY_FAULTS.crashBeforeMark, true);
     const relayLeaseMs = 300;
     const fresh: number[] = [];
     const wrapQueue = (q: Queue) => countingQueue(q, fresh);
     await workers({ relayLeaseMs, wrapQueue }, async ({ messaging, lines }) => {
-      const envelope = await placeOrder(sql, sandboxId, "O1");
+      const envelope = await placeOrder(sql, tenantId, "O1");
       const crashes = () =>
         lines.filter((l) => l.event === "relay_crash_fault").length;
 
@@ -162,7 +162,7 @@ export const leaseScenarios: Scenario[] = [{
       assert.equal(await count(sql, "queue.deliveries"), RECEIVERS.length);
       assert.deepEqual(fresh.slice(0, 2), [1, 0]);
 
-      await setFault(sql, sandboxId, RELAY_FAULTS.crashBeforeMark, false);
+      await setFault(sql, tenantId, RELAY_FAULTS.crashBeforeMark, false);
       // Published at last: owed no more, so the row is gone.
       await waitFor(
         "the row published",
@@ -196,8 +196,8 @@ export const leaseScenarios: Scenario[] = [{
   name:
     "deliveries: an expired lease is taken over, even by the same process; the old claim's late finish changes nothing",
   run: async (t) => {
-    const { sql, sandboxId } = t;
-    const envelope = await placeOrder(sql, sandboxId, "O1");
+    const { sql, tenantId } = t;
+    const envelope = await placeOrder(sql, tenantId, "O1");
     // A short lease, but one that outlasts the look that finds the delivery
     // held (with 50 ms a loaded machine let it run out first); over
     // JetStream the AckWait, which must outlast a fetch that finds nothing

@@ -39,7 +39,7 @@ export interface LedgerCase {
   db: TestDatabase;
   sql: Sql;
   /** A sandbox of the test's own (the test services exist already). */
-  sandboxId: string;
+  tenantId: string;
   /** JetStream: the test's stream, dropped after the test. */
   stream?: string;
   /** JetStream: that stream and its consumers, as the broker holds them. */
@@ -51,7 +51,7 @@ export interface LedgerCase {
   ): Promise<void>;
   /** Redrives dead letters as an operator does on this transport. */
   redrive(
-    sandboxId: string,
+    tenantId: string,
     filter: DeadLetterFilter,
     actor: string,
   ): Promise<number[]>;
@@ -79,7 +79,7 @@ async function runCase(transport: TransportName, scenario: Scenario) {
   await withTestDatabase(async (db) => {
     const { sql } = db;
     await createTestServices(sql);
-    const sandboxId = await createSandbox(sql);
+    const tenantId = await createSandbox(sql);
     const stream = transport === "jetstream" ? testStream() : undefined;
     const broker = stream ? await openTestStream(stream, RECEIVERS) : undefined;
     try {
@@ -87,7 +87,7 @@ async function runCase(transport: TransportName, scenario: Scenario) {
         transport,
         db,
         sql,
-        sandboxId,
+        tenantId,
         stream,
         view: broker && new StreamView(broker),
         workers: (options, fn) =>

@@ -34,7 +34,7 @@ export async function attemptsBySubscriber(
 export const receiverScenarios: Scenario[] = [{
   name:
     "receiver rolls back (500): the delivery stays pending and retries, no inbox row, no job; once it recovers, one job",
-  run: async ({ sql, sandboxId, view, workers }) => {
+  run: async ({ sql, tenantId, view, workers }) => {
     let broken = true;
     const dispatcher = testDispatcher(sql, {
       apply: {
@@ -49,7 +49,7 @@ export const receiverScenarios: Scenario[] = [{
     // Enough retries that the delivery cannot die while the test looks.
     const retryDelaysMs = Array(20).fill(50);
     await workers({ dispatcher, retryDelaysMs }, async () => {
-      const envelope = await placeOrder(sql, sandboxId, "O1");
+      const envelope = await placeOrder(sql, tenantId, "O1");
       await waitFor(
         "three failed attempts at t_recv_a",
         async () =>
@@ -96,8 +96,8 @@ export const receiverScenarios: Scenario[] = [{
 }, {
   name:
     "lost acknowledgement: the receiver applied it, the delivery is still owed; the redelivery is a duplicate and closes it",
-  run: async ({ sql, sandboxId, view, workers }) => {
-    await setFault(sql, sandboxId, CONSUMER_FAULTS.lostAcks, true);
+  run: async ({ sql, tenantId, view, workers }) => {
+    await setFault(sql, tenantId, CONSUMER_FAULTS.lostAcks, true);
     const answers: Answer[] = [];
     const dispatcher = testDispatcher(sql, {
       onAnswer: (a) => answers.push(a),
@@ -106,7 +106,7 @@ export const receiverScenarios: Scenario[] = [{
     // the second attempt. Should the second be lost too, it stays owed.
     const retryDelaysMs = [500, 500, 500];
     await workers({ dispatcher, retryDelaysMs }, async () => {
-      const envelope = await placeOrder(sql, sandboxId, "O1");
+      const envelope = await placeOrder(sql, tenantId, "O1");
       await waitFor(
         "a first attempt at every receiver",
         async () =>
@@ -128,7 +128,7 @@ export const receiverScenarios: Scenario[] = [{
       // The sender's part is done; the obligation is not closed.
       assert.equal(await count(sql, "t_sender.outbox"), 0);
 
-      await setFault(sql, sandboxId, CONSUMER_FAULTS.lostAcks, false);
+      await setFault(sql, tenantId, CONSUMER_FAULTS.lostAcks, false);
       await waitForDeliveries(sql, "done", 3);
       for (const r of RECEIVERS) {
         assert.equal(await count(sql, `${r}.inbox`), 1, r);

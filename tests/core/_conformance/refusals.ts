@@ -29,13 +29,13 @@ import type { Scenario } from "./mod.ts";
 export const refusalScenarios: Scenario[] = [{
   name:
     "contradictory instruction: a second job for one order is refused with 422, recorded, dead at once; a repeat gets the same answer",
-  run: async ({ sql, sandboxId, view, workers, redrive }) => {
+  run: async ({ sql, tenantId, view, workers, redrive }) => {
     const answers: Answer[] = [];
     const dispatcher = testDispatcher(sql, {
       onAnswer: (a) => answers.push(a),
     });
     await workers({ dispatcher }, async () => {
-      const first = await placeOrder(sql, sandboxId, "O1");
+      const first = await placeOrder(sql, tenantId, "O1");
       await waitForDeliveries(sql, "done", 3);
 
       // A new message id that asks for a second job for the same order.
@@ -43,10 +43,10 @@ export const refusalScenarios: Scenario[] = [{
         type: "OrderPlaced",
         aggregateId: "O1",
         aggregateVersion: 2,
-        sandboxId,
+        sandboxId: tenantId,
         payload: { orderId: "O1" },
       });
-      await asService(sql, SENDER, { sandboxId }, (tx) => append(tx, [second]));
+      await asService(sql, SENDER, { tenantId }, (tx) => append(tx, [second]));
       await waitForDeliveries(sql, "dead", 3);
 
       const dead = await sql`
@@ -113,7 +113,7 @@ export const refusalScenarios: Scenario[] = [{
       // And through the queue: a redrive goes again, is refused again, and
       // changes nothing at the receivers.
       const redriven = await redrive(
-        sandboxId,
+        tenantId,
         { subscriber: "t_recv_b" },
         "operator",
       );
@@ -150,10 +150,10 @@ export const refusalScenarios: Scenario[] = [{
 }, {
   name:
     "a message older than the replay horizon is refused with 422 and recorded; no job",
-  run: async ({ sql, sandboxId, view, workers }) => {
+  run: async ({ sql, tenantId, view, workers }) => {
     await workers({}, async () => {
       const occurredAt = new Date(Date.now() - 31 * 86_400_000).toISOString();
-      const old = await placeOrder(sql, sandboxId, "O1", { occurredAt });
+      const old = await placeOrder(sql, tenantId, "O1", { occurredAt });
       assert.equal(old.occurredAt, occurredAt);
       await waitForDeliveries(sql, "dead", 3);
       const reason = "older than the replay horizon of 30 days";
@@ -177,7 +177,7 @@ export const refusalScenarios: Scenario[] = [{
 
       // One day inside the horizon is applied as usual.
       const recent = new Date(Date.now() - 29 * 86_400_000).toISOString();
-      const next = await placeOrder(sql, sandboxId, "O2", {
+      const next = await placeOrder(sql, tenantId, "O2", {
         occurredAt: recent,
       });
       await waitForJobs(sql, 1);
@@ -193,7 +193,7 @@ export const refusalScenarios: Scenario[] = [{
 }, {
   name:
     "poison message: a payload that fails its schema is refused (422, malformed: <field>), dead at once, recorded; the other receivers apply it",
-  run: async ({ sql, sandboxId, view, workers }) => {
+  run: async ({ sql, tenantId, view, workers }) => {
     // t_recv_a expects a quantity that the sender's OrderPlaced lacks.
     const schema = z.object({
       orderId: z.string(),
@@ -207,7 +207,7 @@ export const refusalScenarios: Scenario[] = [{
     const reason =
       "malformed: lines: Invalid input: expected array, received undefined";
     await workers({ dispatcher }, async () => {
-      const sent = await placeOrder(sql, sandboxId, "O1");
+      const sent = await placeOrder(sql, tenantId, "O1");
       await waitForDeliveries(sql, "done", 2);
       await waitForDeliveries(sql, "dead", 1);
       const [dead] = await sql`
@@ -240,7 +240,7 @@ export const refusalScenarios: Scenario[] = [{
 
     // Called directly (receiveOnce, the receiver's own transaction) the
     // same: refused, recorded.
-    const other = orderPlacedEnvelope(sandboxId, "O2");
+    const other = orderPlacedEnvelope(tenantId, "O2");
     const result = await receiveOnce(sql, "t_recv_a", other, strict, {
       replayHorizonDays: 30,
     });

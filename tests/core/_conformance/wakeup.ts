@@ -23,8 +23,8 @@ async function listenerPids(sql: Sql): Promise<number[]> {
 }
 
 /** Commits an order and measures the time until every receiver has its job. */
-async function deliveryTime(sql: Sql, sandboxId: string, orderId: string) {
-  await placeOrder(sql, sandboxId, orderId);
+async function deliveryTime(sql: Sql, tenantId: string, orderId: string) {
+  await placeOrder(sql, tenantId, orderId);
   const committed = performance.now();
   await waitFor(`${orderId} at every receiver`, async () => {
     const [{ n }] = await sql<{ n: number }[]>`
@@ -40,7 +40,7 @@ async function deliveryTime(sql: Sql, sandboxId: string, orderId: string) {
 export const wakeupScenarios: Scenario[] = [{
   name:
     "a commit wakes idle workers: delivered within a second, also after the listener's connection was killed",
-  run: async ({ sql, sandboxId, view, workers }) => {
+  run: async ({ sql, tenantId, view, workers }) => {
     await workers({ pollMs: POLL_MS }, async ({ lines }) => {
       const [pid] = await listenerPids(sql);
       assert.ok(pid, "the listener is connected");
@@ -53,7 +53,7 @@ export const wakeupScenarios: Scenario[] = [{
         return n === 0;
       });
 
-      const first = await deliveryTime(sql, sandboxId, "O1");
+      const first = await deliveryTime(sql, tenantId, "O1");
       assert.ok(first < 1000, `the first order took ${first.toFixed(0)} ms`);
 
       const [{ killed }] = await sql<{ killed: boolean }[]>`
@@ -68,7 +68,7 @@ export const wakeupScenarios: Scenario[] = [{
       });
       assert.ok(lines.some((l) => l.event === "listener_lost"));
 
-      const second = await deliveryTime(sql, sandboxId, "O2");
+      const second = await deliveryTime(sql, tenantId, "O2");
       assert.ok(second < 1000, `the second order took ${second.toFixed(0)} ms`);
       for (const r of RECEIVERS) {
         assert.equal(await count(sql, `${r}.jobs`), 2, r);
