@@ -6,8 +6,17 @@
  * and what arrives for it is refused with a row of
  * `platform.closed_refusals` that says why, written by whoever refused it.
  */
-import type { Sql } from "./connect.ts";
+import type { Fragment, Sql, TxSql } from "./connect.ts";
 import { inPlatform } from "./names.ts";
+
+/**
+ * A condition that `column`, a tenant id, is not a tenant being wiped: the
+ * relay's and consumers' claims leave such rows, which the wipe deletes.
+ */
+export function notWiping(sql: Sql | TxSql, column: string): Fragment {
+  return sql`${sql(column)} <> all((select
+    ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])`;
+}
 
 /** The SQLSTATE of `platform.enter_sandbox`'s refusal. */
 export const TENANT_CLOSED_CODE = "55W01";

@@ -18,7 +18,8 @@
 import type { Sql } from "../db/connect.ts";
 import { asBookkeeper } from "../db/service.ts";
 import type { TickResult } from "../wake/loop.ts";
-import { inPlatform, inQueue } from "../db/names.ts";
+import { inQueue } from "../db/names.ts";
+import { notWiping } from "../db/closed.ts";
 
 export interface AuditOptions {
   sql: Sql;
@@ -90,8 +91,7 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
         -- deleted its counts already.
         update ${sql(inQueue("deliveries"))} d set audited = true
           from r where d.id = r.id and not d.audited and d.state = 'done'
-           and d.sandbox_id <> all((select
-             ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])
+           and ${notWiping(sql, "d.sandbox_id")}
         returning d.id, d.sandbox_id, d.subscriber, d.message_id, r.accepted
       ), m as (
         insert into ${sql(inQueue("mismatches"))}

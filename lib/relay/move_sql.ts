@@ -14,7 +14,7 @@ import {
   messagesAndDeliveries,
   type Routes,
 } from "../queue/postgres/store_sql.ts";
-import { inPlatform } from "../db/names.ts";
+import { notWiping } from "../db/closed.ts";
 
 /** The first key of the move slots' advisory locks (the second is the slot). */
 export const MOVE_SLOT_LOCK = 0x6d6f7665; // "move"
@@ -83,8 +83,7 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
           select o.message_id, o.id from ${table} o
            where ${dueOrOwed(sql, service)}
              ${skip}
-             and o.sandbox_id <> all((select
-               ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])
+             and ${notWiping(sql, "o.sandbox_id")}
              and exists (select from slot)
            order by o.id
            limit ${limit}

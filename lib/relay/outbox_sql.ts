@@ -8,6 +8,7 @@ import type { Fragment, Sql, TxSql } from "../db/connect.ts";
 import { asBookkeeper } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 import { inPlatform } from "../db/names.ts";
+import { notWiping } from "../db/closed.ts";
 
 export interface ClaimedRow {
   id: number;
@@ -97,8 +98,7 @@ export async function claimOutbox(
         select id, message_id, sandbox_id, state = 'claimed' as taken_over
           from ${table} o
          where ${dueOrOwed(sql, service)} ${only}
-           and sandbox_id <> all((select
-             ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])
+           and ${notWiping(sql, "sandbox_id")}
          order by id
          limit ${limit}
          for update skip locked
@@ -241,8 +241,7 @@ export async function nextOutboxDue(
       sql<{ at: Date | null }[]>`
       select min(next_attempt_at) as at from ${sql(`${service}.outbox`)}
        where next_attempt_at < 'infinity'
-         and sandbox_id <> all((select
-           ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])`,
+         and ${notWiping(sql, "sandbox_id")}`,
   );
   return row.at;
 }

@@ -20,7 +20,8 @@ import type { TickResult } from "../../wake/loop.ts";
 import { SOURCE_HEADER } from "./queue.ts";
 import type { StreamNames } from "./stream.ts";
 import { type Lanes, ringAll } from "./lanes.ts";
-import { inPlatform, inQueue } from "../../db/names.ts";
+import { inQueue } from "../../db/names.ts";
+import { notWiping } from "../../db/closed.ts";
 
 export interface RepublishOptions {
   sql: Sql;
@@ -60,8 +61,7 @@ export async function republishOnce(
         -- Not for a tenant being wiped: the broker is purged of it.
         select id from ${sql(inQueue("deliveries"))}
          where republish_at <= now()
-           and sandbox_id <> all((select
-             ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])
+           and ${notWiping(sql, "sandbox_id")}
          order by republish_at
          limit ${batch}
          for update skip locked
@@ -81,8 +81,7 @@ export async function republishOnce(
         sql<{ at: Date | null }[]>`
         select min(republish_at) as at from ${sql(inQueue("deliveries"))}
          where republish_at is not null
-           and sandbox_id <> all((select
-             ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])`,
+           and ${notWiping(sql, "sandbox_id")}`,
     );
     return { more: false, nextDueAt: next?.at ?? undefined };
   }

@@ -16,7 +16,8 @@ import {
   NOTHING_CLOSED,
   NOTHING_HELD,
 } from "../fair_share.ts";
-import { inPlatform, inQueue } from "../../db/names.ts";
+import { inQueue } from "../../db/names.ts";
+import { notWiping } from "../../db/closed.ts";
 
 /**
  * The claim and the finish are planned once per connection: their plans
@@ -134,8 +135,7 @@ function claimStatement(
   // An open delivery `d` to a served subscriber, outside the closed lanes
   // and the tenants being wiped (their wipe deletes them).
   const waiting = sql`d.state in ('pending', 'in_flight') ${served}
-    and d.sandbox_id <> all((select
-      ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])
+    and ${notWiping(sql, "d.sandbox_id")}
     and not exists (
       select from full_lanes f
        where f.sandbox_id = d.sandbox_id and f.subscriber = d.subscriber)`;
@@ -455,8 +455,7 @@ function finishStatement(sql: TxSql, results: AttemptResult[]) {
        where d.id = r.id and d.lease_owner = r.lease and d.state = 'in_flight'
          -- An attempt that ends after the tenant's wipe began records
          -- nothing: the wipe may have deleted the attempts already.
-         and d.sandbox_id <> all((select
-           ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])
+         and ${notWiping(sql, "d.sandbox_id")}
       returning d.id, d.sandbox_id, r.state, r.attempt, r.started_at,
                 r.duration_ms, r.status, r.error
     ), attempted as (
