@@ -15,6 +15,7 @@ import { bodyLimits } from "./kit/http/body_limit.ts";
 import { clientAddress, rateLimit } from "./kit/http/rate_limit.ts";
 import { StreamCap } from "./kit/http/stream_cap.ts";
 import { Layout } from "./components/layout.tsx";
+import { sandboxClosedMessage } from "./services/sandboxes.ts";
 import { health } from "./routes/health.ts";
 import { registerStorefront } from "./routes/storefront.ts";
 import { registerOrderPages } from "./routes/orders/mod.ts";
@@ -249,14 +250,15 @@ export function createApp(deps: Deps): Hono {
     if (error instanceof TenantClosed) {
       // A request of a sandbox whose wipe began while it ran: nothing of it
       // was applied, and a row says so.
+      const message = sandboxClosedMessage(error);
       await recordClosedRefusal(deps.sql, {
         tenantId: error.tenantId,
         refusedBy: error.service,
         what: "request",
         key: `${c.req.method} ${c.req.path}`,
-        reason: error.message,
+        reason: message,
       });
-      return c.json({ error: error.message }, 410);
+      return c.json({ error: message }, 410);
     }
     if (error instanceof HttpError) {
       const wantsHtml = !c.req.path.startsWith("/api/") &&

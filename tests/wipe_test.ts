@@ -7,7 +7,12 @@ import { setFault } from "../lib/faults/mod.ts";
 import { TenantClosed } from "../lib/db/closed.ts";
 import { SessionStore } from "../kit/http/session.ts";
 import type { Sql } from "../lib/db/connect.ts";
-import { eventually, withTestBakery } from "./_app.ts";
+import {
+  eventually,
+  signIn,
+  walkthroughOrder,
+  withTestBakery,
+} from "./_app.ts";
 
 /** The boundary at or before `at`, as the database computes it. */
 async function cutoffFor(sql: Sql, at: Date): Promise<Date> {
@@ -177,5 +182,26 @@ Deno.test("wipe: one that could not finish leaves its sandboxes closed, and the 
     assert.deepEqual(await state(left), { wiping: true, wiped: true });
     assert.equal(await orders(left), 0);
     assert.equal((await wipeDue(sql, logger)).ran, false, "nothing left");
+  });
+});
+
+Deno.test("wipe: an order of a sandbox being wiped is a 410 in the bakery's words, and a row", async () => {
+  await withTestBakery(async ({ sql, client }) => {
+    const visitor = client();
+    const { sandboxId } = await signIn(visitor, "Ada");
+    await sql`update platform.sandboxes set wiping_at = now()
+               where id = ${sandboxId}`;
+    const { status, body } = await visitor.json<{ error: string }>(
+      "POST",
+      "/api/orders",
+      walkthroughOrder(),
+    );
+    assert.equal(status, 410);
+    assert.match(body.error, new RegExp(`^sandbox ${sandboxId} is closed`));
+    const [row] = await sql<{ what: string; reason: string }[]>`
+      select what, reason from platform.closed_refusals
+       where sandbox_id = ${sandboxId}`;
+    assert.equal(row.what, "request");
+    assert.equal(row.reason, body.error);
   });
 });

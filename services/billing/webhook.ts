@@ -14,6 +14,7 @@ import {
   recordStripeEvent,
   stripeEventSchema,
 } from "./payments.ts";
+import { sandboxClosedMessage } from "../sandboxes.ts";
 
 export const SIGNATURE_TOLERANCE_S = 300;
 
@@ -62,11 +63,11 @@ export async function handleStripeWebhook(
       refusedBy: "billing",
       what: "webhook",
       key: parsed.data.id,
-      reason: error.message,
+      reason: sandboxClosedMessage(error),
     });
     return {
       duplicate: false,
-      outcome: `refused: ${error.message}`,
+      outcome: `refused: ${sandboxClosedMessage(error)}`,
       status: 200,
     };
   }
