@@ -51,8 +51,8 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   ]).finally(() => clearTimeout(timer));
 }
 
-/** Where one idle paid order's time went, in ms from the webhook's commit. */
-export interface IdleSample {
+/** Where one paid order's time went, in ms from the webhook's commit. */
+export interface StageSample {
   /** The relay claimed PaymentSucceeded. */
   paymentClaimed: number;
   /** Orders applied PaymentSucceeded (and wrote OrderPaid). */
@@ -64,9 +64,12 @@ export interface IdleSample {
 }
 
 /** `n` paid orders one at a time, nothing else running. */
-export async function runIdle(env: FlowEnv, n: number): Promise<IdleSample[]> {
+export async function runIdle(
+  env: FlowEnv,
+  n: number,
+): Promise<StageSample[]> {
   const source = new OrderSource(env.sql, `idle-${Date.now()}`);
-  const out: IdleSample[] = [];
+  const out: StageSample[] = [];
   for (let i = 0; i < n; i++) {
     const order = await place(env.sql, source);
     // Let OrderPlaced reach its receivers first: the webhook comes later.
@@ -77,16 +80,20 @@ export async function runIdle(env: FlowEnv, n: number): Promise<IdleSample[]> {
     const t = performance.now();
     const p = await within(payment, 10_000, `PaymentSucceeded of order ${i}`);
     const o = await within(paid, 10_000, `OrderPaid of order ${i}`);
-    out.push({
-      paymentClaimed: p.claimedAt - t,
-      paymentApplied: p.doneAt - t,
-      paidClaimed: o.claimedAt - t,
-      total: o.doneAt - t,
-    });
+    out.push(stages(t, p, o));
     env.progress.update(Progress.count(i + 1, n));
     await sleep(10);
   }
   return out;
+}
+
+function stages(t: number, payment: Completion, paid: Completion) {
+  return {
+    paymentClaimed: payment.claimedAt - t,
+    paymentApplied: payment.doneAt - t,
+    paidClaimed: paid.claimedAt - t,
+    total: paid.doneAt - t,
+  };
 }
 
 /**
@@ -112,6 +119,8 @@ export interface RateRun {
   rate: number;
   offered: OpenLoopResult;
   latencies: number[];
+  /** Where the time went, for each order whose two messages were seen. */
+  stages: StageSample[];
   /** Payments committed whose OrderPaid was not applied everywhere in time. */
   incomplete: number;
   /** Backlog growth over the second half of the run, rows/s. */
@@ -134,7 +143,8 @@ export async function runAtRate(env: FlowEnv, o: {
     (_, i) => new OrderSource(env.sql, `${o.label}-${i}`),
   );
   const committed = new Map<string, number>();
-  const done = new Map<string, number>();
+  const payments = new Map<string, Completion>();
+  const paid = new Map<string, Completion>();
   const samples: { x: number; y: number }[] = [];
   const t0 = performance.now();
   let sampling = true;
@@ -145,7 +155,7 @@ export async function runAtRate(env: FlowEnv, o: {
       env.progress.update(
         `${
           o.rate.toFixed(1)
-        }/s: ${committed.size} paid, ${done.size} applied, backlog ${y}`,
+        }/s: ${committed.size} paid, ${paid.size} applied, backlog ${y}`,
       );
       await sleep(250);
     }
@@ -160,9 +170,13 @@ export async function runAtRate(env: FlowEnv, o: {
       op: async (i) => {
         const order = await place(env.sql, sources[i % clients]);
         await sleep(o.payDelayMs);
+        env.probe.watch("PaymentSucceeded", order.orderId, (c) => {
+          env.probe.unwatch("PaymentSucceeded", order.orderId);
+          payments.set(order.orderId, c);
+        });
         env.probe.watch("OrderPaid", order.orderId, (c) => {
           env.probe.unwatch("OrderPaid", order.orderId);
-          done.set(order.orderId, c.doneAt);
+          paid.set(order.orderId, c);
         });
         await pay(env.sql, order);
         committed.set(order.orderId, performance.now());
@@ -177,14 +191,18 @@ export async function runAtRate(env: FlowEnv, o: {
   const growth = slope(during.filter((s) => s.x >= loadEnd / 2));
   const endBacklog = during.at(-1)?.y ?? 0;
   const deadline = performance.now() + o.drainMs;
-  while (done.size < committed.size && performance.now() < deadline) {
+  while (paid.size < committed.size && performance.now() < deadline) {
     await sleep(20);
   }
   await waitForEmptyBacklog(env, Math.max(0, deadline - performance.now()));
   const latencies: number[] = [];
+  const stageSamples: StageSample[] = [];
   for (const [orderId, t] of committed) {
-    const d = done.get(orderId);
-    if (d !== undefined) latencies.push(Math.max(0, d - t));
+    const o = paid.get(orderId);
+    if (o !== undefined) latencies.push(Math.max(0, o.doneAt - t));
+    const p = payments.get(orderId);
+    if (o !== undefined && p !== undefined) stageSamples.push(stages(t, p, o));
+    env.probe.unwatch("PaymentSucceeded", orderId);
     env.probe.unwatch("OrderPaid", orderId);
   }
   const work = o.rate * ROWS_PER_PAID_ORDER;
@@ -205,6 +223,7 @@ export async function runAtRate(env: FlowEnv, o: {
     rate: o.rate,
     offered,
     latencies,
+    stages: stageSamples,
     incomplete: committed.size - latencies.length,
     growth,
     endBacklog,

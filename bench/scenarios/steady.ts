@@ -16,10 +16,10 @@ import { connect } from "../../lib/db/connect.ts";
 import { baseline, type Ctx } from "../context.ts";
 import {
   type FlowEnv,
-  type IdleSample,
   type RateRun,
   runAtRate,
   runIdle,
+  type StageSample,
   waitForEmptyBacklog,
 } from "../paid_flow.ts";
 import { startProbe } from "../probe.ts";
@@ -145,9 +145,8 @@ export async function steady(ctx: Ctx): Promise<Figure[]> {
   return figures;
 }
 
-function idleFigures(ctx: Ctx, samples: IdleSample[]): Figure[] {
+function idleFigures(ctx: Ctx, samples: StageSample[]): Figure[] {
   const idle = summarize(samples.map((x) => x.total));
-  const p50 = (f: (x: IdleSample) => number) => summarize(samples.map(f)).p50;
   ctx.progress.note(
     `no other load: p50 ${idle.p50?.toFixed(1)} ms, p99 ${
       idle.p99?.toFixed(1)
@@ -161,16 +160,44 @@ function idleFigures(ctx: Ctx, samples: IdleSample[]): Figure[] {
     figure("idle_p95", idle.p95, "ms"),
     figure("idle_p99", idle.p99, "ms", { target: atMost(30, "<= 30 ms") }),
     figure("idle_max", idle.max, "ms"),
-    figure("idle_p50_payment_claimed", p50((x) => x.paymentClaimed), "ms", {
-      note: "webhook commit -> relay claimed PaymentSucceeded",
-    }),
-    figure("idle_p50_payment_applied", p50((x) => x.paymentApplied), "ms", {
-      note: "webhook commit -> orders applied PaymentSucceeded",
-    }),
-    figure("idle_p50_paid_claimed", p50((x) => x.paidClaimed), "ms", {
-      note: "webhook commit -> relay claimed OrderPaid",
-    }),
+    ...stageFigures("idle", samples),
   ];
+}
+
+/**
+ * Each stage of a paid order's way, from the webhook's commit: its p50, and
+ * at a rate its p99 too, which says which stage the slow orders lost their
+ * time in.
+ */
+function stageFigures(
+  label: string,
+  samples: StageSample[],
+  quantiles: readonly ("p50" | "p99")[] = ["p50"],
+): Figure[] {
+  const stages = [
+    [
+      "payment_claimed",
+      (x: StageSample) => x.paymentClaimed,
+      "relay claimed PaymentSucceeded",
+    ],
+    [
+      "payment_applied",
+      (x: StageSample) => x.paymentApplied,
+      "orders applied PaymentSucceeded",
+    ],
+    [
+      "paid_claimed",
+      (x: StageSample) => x.paidClaimed,
+      "relay claimed OrderPaid",
+    ],
+  ] as const;
+  return quantiles.flatMap((q) =>
+    stages.map(([name, f, what]) =>
+      figure(`${label}_${q}_${name}`, summarize(samples.map(f))[q], "ms", {
+        note: `webhook commit -> ${what}`,
+      })
+    )
+  );
 }
 
 function latencyFigures(label: string, run: RateRun): Figure[] {
@@ -185,5 +212,8 @@ function latencyFigures(label: string, run: RateRun): Figure[] {
       label === "half_rate" ? { target: atMost(60, "<= 60 ms") } : {},
     ),
     figure(`${label}_max`, p.max, "ms"),
+    ...(label === "half_rate"
+      ? stageFigures(label, run.stages, ["p50", "p99"])
+      : []),
   ];
 }
