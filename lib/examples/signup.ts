@@ -12,7 +12,12 @@ import { pgFaults } from "../faults/mod.ts";
 import { type Apply, inboxBatchHandler, inboxHandler } from "../inbox/mod.ts";
 import { createLogger, type Logger } from "../log/mod.ts";
 import { append, newEnvelope } from "../outbox/mod.ts";
-import { Dispatcher, pgTransport } from "../queue/mod.ts";
+import {
+  Dispatcher,
+  pgTransport,
+  type Routing,
+  type Transport,
+} from "../queue/mod.ts";
 import { migrateMessaging } from "../schema.ts";
 import { startMessaging } from "../workers/mod.ts";
 import { inPlatform, schemaNames } from "../db/names.ts";
@@ -63,19 +68,25 @@ export async function setUp(sql: Sql, log: Logger) {
   }
 }
 
+/** Builds the transport the messages travel by, for a pool and a routing. */
+export type TransportOf = (sql: Sql, routing: Routing) => Transport;
+
 /**
  * Signs `email` up in `tenant` and waits until the mailer has sent its
  * welcome email. Returns the emails the mailer holds for that address.
+ * The messages go through the PostgreSQL queue unless `transportOf` gives
+ * another transport (JetStream's: tests/core/schema_names_test.ts).
  */
 export async function signUp(
   url: string,
   tenant: string,
   email: string,
   log: Logger,
+  transportOf: TransportOf = (sql, routing) => pgTransport({ sql, routing }),
 ): Promise<number> {
   const sql = connect(url, { max: 4 });
   const routing = { SignupCompleted: ["mailer"] };
-  const transport = pgTransport({ sql, routing });
+  const transport = transportOf(sql, routing);
   // The mailer's endpoints, served in this process. Across processes, the
   // subscriber's URL is a real one and the dispatcher sends it there.
   const mailer = {

@@ -2,13 +2,16 @@
  * The core's schemas under names of the program's choosing
  * (lib/db/names.ts): lib/README.md's example, run on an empty database in
  * a child Deno that picked other names first, makes its tables there and
- * delivers through them. The names belong to the process, so the child has
- * them to itself.
+ * delivers through them, over the PostgreSQL queue and over JetStream. The
+ * names belong to the process, so the child has them to itself.
  */
 import assert from "node:assert/strict";
+import { connect as natsConnect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "../../lib/db/connect.ts";
 import { useSchemaNames } from "../../lib/db/names.ts";
 import { emptyDatabase } from "./_db.ts";
+import { dropStream, natsTest, TEST_NATS_URL, testStream } from "../_nats.ts";
 
 const NAMES = new URL("../../lib/db/names.ts", import.meta.url).href;
 const LOG = new URL("../../lib/log/mod.ts", import.meta.url).href;
@@ -18,18 +21,40 @@ const QUEUE = new URL("../../lib/queue/mod.ts", import.meta.url).href;
 const FAULTS = new URL("../../lib/faults/mod.ts", import.meta.url).href;
 const RETENTION = new URL("../../lib/queue/retention.ts", import.meta.url).href;
 const AUDIT = new URL("../../lib/queue/audit.ts", import.meta.url).href;
+const JETSTREAM = new URL("../../lib/queue/jetstream/mod.ts", import.meta.url)
+  .href;
 
-/** The example in a child Deno, under the core's schemas `names`. */
+/**
+ * The example's transport, as the child builds it: the PostgreSQL queue,
+ * or JetStream on `stream` (with the queue's tables as its ledger).
+ */
+function transportOf(stream?: string): string {
+  if (!stream) return "undefined";
+  return `(sql, routing) => jetStreamTransport({
+      stream: broker,
+      ledger: new PgQueue(sql, routing),
+      routing,
+      ackWaitMs: 10_000,
+    })`;
+}
+
+/**
+ * The example in a child Deno, under the core's schemas `names`, over the
+ * PostgreSQL queue or, given a stream's name, over JetStream.
+ */
 async function exampleUnder(
   url: string,
   names: { platform: string; queue: string },
+  stream?: string,
 ) {
   const program = `
     import { inPlatform, useSchemaNames } from ${JSON.stringify(NAMES)};
     import { createLogger } from ${JSON.stringify(LOG)};
     import { connect } from ${JSON.stringify(CONNECT)};
-    import { failureGroups, pausedSubscribers, setPaused }
+    import { failureGroups, pausedSubscribers, PgQueue, setPaused }
       from ${JSON.stringify(QUEUE)};
+    import { jetStreamTransport, openJetStream, StreamNames }
+      from ${JSON.stringify(JETSTREAM)};
     import { pruneHistory } from ${JSON.stringify(RETENTION)};
     import { auditOnce } from ${JSON.stringify(AUDIT)};
     import { pgFaults, setFault } from ${JSON.stringify(FAULTS)};
@@ -43,7 +68,18 @@ async function exampleUnder(
       insert into \${sql(inPlatform("sandboxes"))} (name)
       values ('example') returning id\`;
     await sql.end();
-    const sent = await signUp(url, id, "grace@example.com", log);
+    const broker = ${
+    stream
+      ? `await openJetStream(${JSON.stringify(TEST_NATS_URL)}, {
+          names: new StreamNames(${JSON.stringify(stream)}),
+          subscribers: ["mailer"],
+          duplicateWindowMs: 120_000,
+          ackWaitMs: 10_000,
+        }, log)`
+      : "undefined"
+  };
+    const sent = await signUp(
+      url, id, "grace@example.com", log, ${transportOf(stream)});
     // The console's side of the core, under the same names.
     const pool = connect(url, { max: 2 });
     await setPaused(pool, id, "mailer", true, "test");
@@ -76,10 +112,11 @@ async function exampleUnder(
   return JSON.parse(new TextDecoder().decode(out.stdout).trim());
 }
 
-Deno.test("the core runs under schema names of the program's choosing", async () => {
+/** Runs the example under other names, then checks what it made, and where. */
+async function underOtherNames(stream?: string) {
   await emptyDatabase(async (url) => {
     const names = { platform: "msg_tenancy", queue: "msg_queue" };
-    assert.deepEqual(await exampleUnder(url, names), {
+    assert.deepEqual(await exampleUnder(url, names, stream), {
       sent: 1,
       paused: ["mailer"],
       faults: 1,
@@ -128,7 +165,30 @@ Deno.test("the core runs under schema names of the program's choosing", async ()
       await sql.end();
     }
   });
-});
+}
+
+Deno.test("the core runs under schema names of the program's choosing", () =>
+  underOtherNames());
+
+natsTest(
+  "the core runs under schema names of the program's choosing, over JetStream",
+  async () => {
+    const stream = testStream();
+    try {
+      await underOtherNames(stream);
+      // The message went through the broker, not around it.
+      const nc = await natsConnect({ servers: TEST_NATS_URL });
+      try {
+        const info = await (await jetstreamManager(nc)).streams.info(stream);
+        assert.equal(info.state.messages, 1);
+      } finally {
+        await nc.close();
+      }
+    } finally {
+      await dropStream(stream);
+    }
+  },
+);
 
 Deno.test("schema names that are not plain identifiers are refused", () => {
   for (
