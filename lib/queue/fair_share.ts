@@ -89,6 +89,13 @@ export class FairShare {
   #held = new Map<string, { lane: Lane; n: number }>();
   #detached = 0;
   #running = new Set<Promise<void>>();
+  /**
+   * Tenants that a claim or a handoff was told were closed (in full or in
+   * one lane) since some of their deliveries were last released. The
+   * consumer whose release makes room must look again: the one turned away
+   * went to sleep, and no one else wakes for the rows it left behind.
+   */
+  #turnedAway = new Set<string>();
   /** The claim whose turn it is, or the last one's end. */
   #turn: Promise<unknown> = Promise.resolve();
 
@@ -133,13 +140,21 @@ export class FairShare {
     }
   }
 
-  /** Counts finished (or given up) deliveries as no longer held. */
-  release(deliveries: readonly Lane[]) {
+  /**
+   * Counts finished (or given up) deliveries as no longer held. Returns
+   * true when this made room for a tenant that a claim or a handoff was
+   * turned away from meanwhile: the caller should claim again once it has
+   * recorded these, or the rows left behind wait for the poll.
+   */
+  release(deliveries: readonly Lane[]): boolean {
+    let room = false;
     for (const d of deliveries) {
       const key = `${d.tenantId}\u0000${d.subscriber}`;
       const held = this.#held.get(key);
       if (held && --held.n <= 0) this.#held.delete(key);
+      if (this.#turnedAway.delete(d.tenantId)) room = true;
     }
+    return room;
   }
 
   /**
@@ -189,6 +204,8 @@ export class FairShare {
     const tenantIds = [...totals]
       .filter(([, n]) => n >= this.perTenant)
       .map(([id]) => id);
+    const full = lanes.tenantIds.slice(paused?.tenantIds.length ?? 0);
+    for (const id of [...full, ...tenantIds]) this.#turnedAway.add(id);
     return { lanes, tenantIds };
   }
 

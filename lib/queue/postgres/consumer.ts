@@ -119,7 +119,7 @@ export async function consumeOnce(
     for (const d of claimed) touched.add(d.tenantId);
     const ids = new Set(results.map((r) => r.id));
     const settled = claimed.filter((d) => ids.has(d.id));
-    share.release(settled);
+    const room = share.release(settled);
     if (late) finishLate(options, claimed.filter((d) => !ids.has(d.id)), late);
     const chain = full && !late && round < rounds;
     let finished: number;
@@ -145,7 +145,9 @@ export async function consumeOnce(
     }
     if (!chain) {
       return {
-        more: full,
+        // Room made for a claim turned away meanwhile: look again now that
+        // these are recorded (a claim before that could not pass them).
+        more: full || room,
         nextDueAt: retryAt < Infinity ? new Date(retryAt) : undefined,
         touched: [...touched],
       };
@@ -196,7 +198,10 @@ function finishLate(
       .finally(() => {
         // A send that failed as a whole answers nothing more: what it left
         // stays leased, as above, and leaves the share.
-        share.release([...waiting.values()]);
+        const left = [...waiting.values()];
+        if (share.release(left)) {
+          options.onLateFinished?.([...new Set(left.map((d) => d.tenantId))]);
+        }
       }),
   );
 }
