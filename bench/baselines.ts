@@ -45,13 +45,13 @@ async function createTables(sql: Sql) {
     key int primary key, n int not null, updated_at timestamptz not null)`;
   // six_rows_plain: the rows an order writes, in plain tables.
   await sql`create table bench.keys (
-    sandbox_id int not null, key text not null, request_hash text not null,
-    order_id uuid not null, primary key (sandbox_id, key))`;
+    tenant_id int not null, key text not null, request_hash text not null,
+    order_id uuid not null, primary key (tenant_id, key))`;
   await sql`create table bench.day_counts (
-    sandbox_id int not null, day int not null, sku text not null,
-    qty int not null, primary key (sandbox_id, day, sku))`;
+    tenant_id int not null, day int not null, sku text not null,
+    qty int not null, primary key (tenant_id, day, sku))`;
   await sql`create table bench.placed (
-    id uuid primary key, sandbox_id int not null, customer_name text not null,
+    id uuid primary key, tenant_id int not null, customer_name text not null,
     customer_email text not null, total_cents int not null,
     created_at timestamptz not null default now())`;
   await sql`create table bench.lines (
@@ -193,9 +193,9 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
             insert into bench.keys values (${sandbox}, ${key}, 'h', ${orderId})
           ), c as (
             insert into bench.day_counts as d values (${sandbox}, ${day}, 'bun', 1)
-            on conflict (sandbox_id, day, sku) do update set qty = d.qty + 1
+            on conflict (tenant_id, day, sku) do update set qty = d.qty + 1
           ), o as (
-            insert into bench.placed (id, sandbox_id, customer_name,
+            insert into bench.placed (id, tenant_id, customer_name,
                                       customer_email, total_cents)
             values (${orderId}, ${sandbox}, 'Bench Customer',
                     'bench@example.com', 350)

@@ -31,7 +31,7 @@ export async function createLeanOrders(sql: Sql): Promise<void> {
   await sql`
     create table if not exists bench.lean_orders (
       id uuid primary key,
-      sandbox_id uuid not null,
+      tenant_id uuid not null,
       idempotency_key text not null,
       request_hash text not null,
       state text not null default 'placed'
@@ -46,9 +46,9 @@ export async function createLeanOrders(sql: Sql): Promise<void> {
       payment_ref text,
       created_at timestamptz not null default now(),
       updated_at timestamptz not null default now(),
-      unique (sandbox_id, idempotency_key)
+      unique (tenant_id, idempotency_key)
     )`;
-  await sql`select platform.enable_sandbox_rls('bench.lean_orders')`;
+  await sql`select platform.enable_tenant_rls('bench.lean_orders')`;
   await sql`grant usage on schema bench to orders`;
   await sql`grant select, insert on bench.lean_orders to orders`;
 }
@@ -77,7 +77,7 @@ export async function placeLeanOrder(
         return sql<{ placed: boolean }[]>`
         with placed as (
           insert into bench.lean_orders
-                 (id, sandbox_id, idempotency_key, request_hash,
+                 (id, tenant_id, idempotency_key, request_hash,
                   customer_name, customer_email, fulfilment, day,
                   total_cents, lines)
           values (${orderId}, ${sandboxId}, ${input.idempotencyKey},
@@ -91,12 +91,12 @@ export async function placeLeanOrder(
           lines.map((l) => l.qty)
         }::int[], ${caps}::int[]) with ordinality as l(sku, qty, cap, n)
         ), taken as (
-          insert into orders.day_counts as d (sandbox_id, day, sku, qty)
+          insert into orders.day_counts as d (tenant_id, day, sku, qty)
           select ${sandboxId}, ${day}, line.sku, line.qty
             from placed, line
            where line.qty <= line.cap
            order by line.n
-          on conflict (sandbox_id, day, sku) do update
+          on conflict (tenant_id, day, sku) do update
              set qty = d.qty + excluded.qty
            where d.qty + excluded.qty
                  <= (${caps}::int[])[array_position(${skus}::text[], excluded.sku)]

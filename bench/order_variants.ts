@@ -62,7 +62,7 @@ const ADD_JOB: Tail = (tx, envelope, placed) => ({
 function rowIn(table: "bench.bare_outbox" | "orders.outbox"): Tail {
   return (tx, envelope, placed) => ({
     ctes: tx.sql`outbox_row as (
-      insert into ${tx.sql(table)} (sandbox_id, message_id, type, envelope)
+      insert into ${tx.sql(table)} (tenant_id, message_id, type, envelope)
       select ${envelope.sandboxId}, ${envelope.messageId}, ${envelope.type},
              ${tx.sql.json(envelope as never)}
        where ${placed}
@@ -100,7 +100,7 @@ async function placeWith(sql: Sql, source: OrderSource, tail: Tail) {
         return sql<{ claimed: boolean }[]>`
         with claim as (
           insert into orders.commands_seen
-                 (sandbox_id, idempotency_key, request_hash, order_id)
+                 (tenant_id, idempotency_key, request_hash, order_id)
           values (${sandboxId}, ${input.idempotencyKey}, ${requestHash},
                   ${orderId})
           on conflict do nothing
@@ -115,7 +115,7 @@ async function placeWith(sql: Sql, source: OrderSource, tail: Tail) {
         ), taken as (
           ${capacityTake(tx, sandboxId, day, sorted)}
         ), placed as (
-          insert into orders.orders (id, sandbox_id, customer_name,
+          insert into orders.orders (id, tenant_id, customer_name,
                                      customer_email, fulfilment, day,
                                      total_cents)
           select ${orderId}, ${sandboxId}, ${input.customer.name},
@@ -124,13 +124,13 @@ async function placeWith(sql: Sql, source: OrderSource, tail: Tail) {
            where (select count(*) from taken) = ${sorted.length}
           returning id
         ), placed_lines as (
-          insert into orders.lines (order_id, sku, sandbox_id, name, qty,
+          insert into orders.lines (order_id, sku, tenant_id, name, qty,
                                     unit_cents)
           select placed.id, line.sku, ${sandboxId}, line.name, line.qty,
                  line.unit_cents
             from placed, line
         ), placed_event as (
-          insert into orders.events (sandbox_id, order_id, type, version,
+          insert into orders.events (tenant_id, order_id, type, version,
                                      message_id)
           select ${sandboxId}, placed.id, 'OrderPlaced', 1,
                  ${envelope.messageId}
@@ -176,12 +176,12 @@ export async function createBareOutbox(sql: Sql): Promise<void> {
   await sql`
     create table if not exists bench.bare_outbox (
       id bigint generated always as identity primary key,
-      sandbox_id uuid not null,
+      tenant_id uuid not null,
       message_id uuid not null,
       type text not null,
       envelope jsonb not null
     )`;
-  await sql`select platform.enable_sandbox_rls('bench.bare_outbox')`;
+  await sql`select platform.enable_tenant_rls('bench.bare_outbox')`;
   await sql`grant usage on schema bench to orders`;
   await sql`grant select, insert on bench.bare_outbox to orders`;
 }

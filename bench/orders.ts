@@ -54,7 +54,7 @@ export function orderInput(
 /** Makes a sandbox row; returns its id. */
 export async function newSandbox(sql: Sql, name: string): Promise<string> {
   const [row] = await sql<{ id: string }[]>`
-    insert into platform.sandboxes (name) values (${name}) returning id`;
+    insert into platform.tenants (name) values (${name}) returning id`;
   return row.id;
 }
 
@@ -121,7 +121,7 @@ export async function placeOrderRowOnly(sql: Sql, source: OrderSource) {
   const { sandboxId, input } = await source.next();
   await serviceStatement(sql, "orders", { tenantId: sandboxId }, (tx) =>
     tx.sql`
-      insert into orders.orders (id, sandbox_id, customer_name, customer_email,
+      insert into orders.orders (id, tenant_id, customer_name, customer_email,
                                  fulfilment, day, total_cents)
       values (${uuidv7()}, ${sandboxId}, ${input.customer.name},
               ${input.customer.email}, ${input.fulfilment}, ${input.day!},

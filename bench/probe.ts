@@ -155,7 +155,7 @@ export async function startProbe(options: {
       { message_id: string; type: string; aggregate_id: string }[]
     >`
       select message_id, type, aggregate_id from queue.messages
-       where sandbox_id = any(${sandboxIds}::uuid[])
+       where tenant_id = any(${sandboxIds}::uuid[])
          and published_at >= ${since} and source = ${service}`;
     for (const r of rows) trackOnce(r.message_id, r.type, r.aggregate_id, at);
   };

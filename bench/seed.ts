@@ -12,7 +12,7 @@ import { RECEIVERS } from "../services/routing.ts";
 /** Makes `n` sandboxes numbered 0..n-1 in a temp table `seed_sandboxes`. */
 async function sandboxes(tx: TxSql, n: number): Promise<string[]> {
   const rows = await tx<{ id: string }[]>`
-    insert into platform.sandboxes (name)
+    insert into platform.tenants (name)
     select 'bench ' || g from generate_series(0, ${n - 1}) g returning id`;
   const ids = rows.map((r) => r.id);
   await tx`create temp table seed_sandboxes on commit drop as
@@ -22,7 +22,7 @@ async function sandboxes(tx: TxSql, n: number): Promise<string[]> {
 }
 
 /**
- * A temp table `seed` of `n` orders: g, message_id, order_id, sandbox_id
+ * A temp table `seed` of `n` orders: g, message_id, order_id, tenant_id
  * (the sandboxes round robin) and a receiver (the six round robin). Message
  * ids are UUIDv7 in the order of g, as lib/outbox makes them: 48 bits of
  * milliseconds (ten messages a millisecond), version 7, the variant, and
@@ -36,7 +36,7 @@ async function seedOrders(tx: TxSql, n: number, sandboxCount: number) {
             || to_hex(8 + (random() * 3)::int)
             || substr(md5(random()::text), 1, 15))::uuid as message_id,
            gen_random_uuid() as order_id,
-           s.id as sandbox_id,
+           s.id as tenant_id,
            (${[...RECEIVERS]}::text[])[1 + g % 6] as subscriber
       from generate_series(1, ${n}) g
       join seed_sandboxes s on s.n = g % ${sandboxCount}`;
@@ -49,9 +49,9 @@ async function seedOrders(tx: TxSql, n: number, sandboxCount: number) {
  */
 async function seedOrderRows(tx: TxSql) {
   await tx`
-    insert into orders.orders (id, sandbox_id, customer_name, customer_email,
+    insert into orders.orders (id, tenant_id, customer_name, customer_email,
                                fulfilment, day, total_cents)
-    select order_id, sandbox_id, 'Bench Customer',
+    select order_id, tenant_id, 'Bench Customer',
            'customer' || (g % 50000) || '@example.com', 'delivery',
            current_date, 350
       from seed order by g`;
@@ -62,7 +62,7 @@ function envelopeSql(tx: TxSql, type: string, version: number, paid: boolean) {
   return tx`jsonb_build_object(
     'messageId', seed.message_id, 'type', ${type}::text, 'schemaVersion', 1,
     'aggregateId', seed.order_id, 'aggregateVersion', ${version}::int,
-    'sandboxId', seed.sandbox_id,
+    'sandboxId', seed.tenant_id,
     'occurredAt', to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
     'payload', jsonb_build_object(
       'orderId', seed.order_id,
@@ -92,8 +92,8 @@ export async function outboxBacklog(sql: Sql, n: number, sandboxCount = 100) {
     await sandboxes(tx, sandboxCount);
     await seedOrders(tx, n, sandboxCount);
     await tx`
-      insert into orders.outbox (sandbox_id, message_id, type, envelope)
-      select seed.sandbox_id, seed.message_id, 'OrderPlaced',
+      insert into orders.outbox (tenant_id, message_id, type, envelope)
+      select seed.tenant_id, seed.message_id, 'OrderPlaced',
              ${envelopeSql(tx, "OrderPlaced", 1, false)}
         from seed order by seed.g`;
   });
@@ -110,17 +110,17 @@ export async function paidDeliveries(sql: Sql, n: number, sandboxCount = 100) {
     await sandboxes(tx, sandboxCount);
     await seedOrders(tx, n, sandboxCount);
     await tx`
-      insert into kitchen.cards (order_id, sandbox_id, state, version, items, day, placed_message_id)
-      select order_id, sandbox_id, 'new', 1, '[]', current_date, gen_random_uuid()
+      insert into kitchen.cards (order_id, tenant_id, state, version, items, day, placed_message_id)
+      select order_id, tenant_id, 'new', 1, '[]', current_date, gen_random_uuid()
         from seed`;
     await tx`
-      insert into queue.messages (message_id, sandbox_id, source, type, aggregate_id, envelope)
-      select seed.message_id, seed.sandbox_id, 'orders', 'OrderPaid', seed.order_id::text,
+      insert into queue.messages (message_id, tenant_id, source, type, aggregate_id, envelope)
+      select seed.message_id, seed.tenant_id, 'orders', 'OrderPaid', seed.order_id::text,
              ${envelopeSql(tx, "OrderPaid", 2, true)}
         from seed order by seed.g`;
     await tx`
-      insert into queue.deliveries (sandbox_id, message_id, subscriber, type, aggregate_id)
-      select seed.sandbox_id, seed.message_id, r.subscriber, 'OrderPaid', seed.order_id::text
+      insert into queue.deliveries (tenant_id, message_id, subscriber, type, aggregate_id)
+      select seed.tenant_id, seed.message_id, r.subscriber, 'OrderPaid', seed.order_id::text
         from seed cross join unnest(${[...RECEIVERS]}::text[]) as r(subscriber)
        order by seed.g, r.subscriber`;
   });
@@ -154,19 +154,19 @@ export async function consoleWorld(sql: Sql, o: {
     // History envelopes are compact (no order snapshot): nothing reads them.
     // Published, they live in the queue alone: the outbox holds what is owed.
     const small = tx`jsonb_build_object('messageId', seed.message_id,
-      'type', 'OrderPlaced', 'aggregateId', seed.order_id, 'sandboxId', seed.sandbox_id)`;
+      'type', 'OrderPlaced', 'aggregateId', seed.order_id, 'sandboxId', seed.tenant_id)`;
     step("history: messages");
     await tx`
-      insert into queue.messages (message_id, sandbox_id, source, type, aggregate_id,
+      insert into queue.messages (message_id, tenant_id, source, type, aggregate_id,
                                   envelope, published_at)
-      select message_id, sandbox_id, 'orders', 'OrderPlaced', order_id::text, ${small},
+      select message_id, tenant_id, 'orders', 'OrderPlaced', order_id::text, ${small},
              now() - (${o.history} - g) * interval '100 ms'
         from seed order by g`;
     step("history: deliveries");
     await tx`
-      insert into queue.deliveries (sandbox_id, message_id, subscriber, type, aggregate_id,
+      insert into queue.deliveries (tenant_id, message_id, subscriber, type, aggregate_id,
                                     state, attempts, last_status, done_at)
-      select sandbox_id, message_id, subscriber, 'OrderPlaced', order_id::text,
+      select tenant_id, message_id, subscriber, 'OrderPlaced', order_id::text,
              'done', 1, 200, now()
         from seed order by g`;
     // History as the running system leaves it: where the closure audit
@@ -180,20 +180,20 @@ export async function consoleWorld(sql: Sql, o: {
       step("history: audit");
       await tx`update queue.deliveries set audited = true where state = 'done'`;
       await tx`
-        insert into queue.closure_counts (sandbox_id, subscriber, closed)
-        select sandbox_id, subscriber, count(*) from seed group by 1, 2`;
+        insert into queue.closure_counts (tenant_id, subscriber, closed)
+        select tenant_id, subscriber, count(*) from seed group by 1, 2`;
     }
     step("history: attempts");
     await tx`
-      insert into queue.attempts (sandbox_id, delivery_id, attempt, started_at,
+      insert into queue.attempts (tenant_id, delivery_id, attempt, started_at,
                                   duration_ms, status, outcome)
-      select sandbox_id, id, 1, now(), 3, 200, 'done' from queue.deliveries
+      select tenant_id, id, 1, now(), 3, 200, 'done' from queue.deliveries
        order by id`;
     step("history: inboxes");
     for (const r of RECEIVERS) {
       await tx`
-        insert into ${tx(`${r}.inbox`)} (message_id, sandbox_id, type, status)
-        select message_id, sandbox_id, 'OrderPlaced', 200 from seed
+        insert into ${tx(`${r}.inbox`)} (message_id, tenant_id, type, status)
+        select message_id, tenant_id, 'OrderPlaced', 200 from seed
          where subscriber = ${r}`;
     }
     return ids[0];
@@ -205,21 +205,21 @@ export async function consoleWorld(sql: Sql, o: {
     await seedOrders(tx, o.pending + o.dead, 1);
     await seedOrderRows(tx);
     await tx`
-      insert into orders.outbox (sandbox_id, message_id, type, envelope)
-      select seed.sandbox_id, seed.message_id, 'OrderPlaced',
+      insert into orders.outbox (tenant_id, message_id, type, envelope)
+      select seed.tenant_id, seed.message_id, 'OrderPlaced',
              ${envelopeSql(tx, "OrderPlaced", 1, false)}
         from seed where g <= ${o.pending} order by g`;
     await tx`
-      insert into queue.messages (message_id, sandbox_id, source, type, aggregate_id,
+      insert into queue.messages (message_id, tenant_id, source, type, aggregate_id,
                                   envelope, published_at)
-      select seed.message_id, seed.sandbox_id, 'orders', 'OrderPaid', seed.order_id::text,
+      select seed.message_id, seed.tenant_id, 'orders', 'OrderPaid', seed.order_id::text,
              ${envelopeSql(tx, "OrderPaid", 2, true)},
              now() - (${o.pending + o.dead} - g) * interval '1 s'
         from seed where g > ${o.pending} order by g`;
     await tx`
-      insert into queue.deliveries (sandbox_id, message_id, subscriber, type, aggregate_id,
+      insert into queue.deliveries (tenant_id, message_id, subscriber, type, aggregate_id,
                                     state, attempts, last_status, last_error, dead_at)
-      select sandbox_id, message_id, 'kitchen', 'OrderPaid', order_id::text, 'dead', 4,
+      select tenant_id, message_id, 'kitchen', 'OrderPaid', order_id::text, 'dead', 4,
              503, 'Kitchen answered 503: Kitchen refuses deliveries',
              now() - (${o.pending + o.dead} - g) * interval '1 s'
         from seed where g > ${o.pending} order by g`;

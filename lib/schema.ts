@@ -1,6 +1,6 @@
 /**
  * The messaging core's own schema. Each part ships its versioned migrations
- * beside its code, applied in this order:
+ * beside its code. Within each version, the parts go in this order:
  *
  * - tenancy (lib/db/migrations), which every database of the core needs:
  *   the `platform` schema, the roles `relay`, `queue` and `console`, the
@@ -62,7 +62,8 @@ export interface MigrateMessagingOptions {
 }
 
 /**
- * The core's migration files, named `<part>/<file>`, in the order applied.
+ * The core's migration files, named `<part>/<file>`, in the order applied:
+ * by version, and within one version by part.
  * The files write the core's schemas as `{{platform}}` and `{{queue}}`;
  * each is read with the names in use (lib/db/names.ts), so that under the
  * default names the text, and so its checksum, is the file as it was
@@ -72,17 +73,23 @@ export async function messagingMigrations(
   parts: readonly MessagingPart[] = MESSAGING_PARTS,
 ): Promise<(MigrationFile & { version: number })[]> {
   const all = [];
-  for (const part of MESSAGING_PARTS) {
+  for (const [order, part] of MESSAGING_PARTS.entries()) {
     if (part !== "tenancy" && !parts.includes(part)) continue;
     for (const file of await readMigrations(FOLDERS[part])) {
       all.push({
+        order,
         version: Number(file.name.slice(0, 4)),
         name: `${part}/${file.name}`,
         sql: withSchemaNames(file.sql),
       });
     }
   }
-  return all;
+  // Version by version, each in the parts' order: a part's first version
+  // calls tenancy's functions under their first names, which tenancy's
+  // second version changes.
+  return all
+    .sort((a, b) => a.version - b.version || a.order - b.order)
+    .map(({ order: _, ...file }) => file);
 }
 
 function withSchemaNames(sql: string): string {

@@ -130,17 +130,17 @@ CREATE OR REPLACE FUNCTION platform.add_outbox_indexes(s text)
 AS $function$
 begin
   execute format(
-    'create index outbox_retry on %I.outbox (sandbox_id, next_attempt_at)
+    'create index outbox_retry on %I.outbox (tenant_id, next_attempt_at)
        where state = ''pending'' and attempts > 0', s);
 end $function$;
 GRANT EXECUTE ON FUNCTION platform.add_outbox_indexes(s text) TO PUBLIC;
 
-CREATE OR REPLACE FUNCTION platform.all_sandboxes()
+CREATE OR REPLACE FUNCTION platform.all_tenants()
  RETURNS boolean
  LANGUAGE sql
  STABLE
 AS $function$ select coalesce(current_setting('app.scope', true), '') = 'workers' $function$;
-GRANT EXECUTE ON FUNCTION platform.all_sandboxes() TO PUBLIC;
+GRANT EXECUTE ON FUNCTION platform.all_tenants() TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION platform.create_inbox(s text)
  RETURNS void
@@ -156,13 +156,11 @@ begin
     -- row (422) keeps none: it applied no version.
     --
     -- repeats: how many times the inbox answered a repeat from the stored
-    -- answer (a message id it already had came again: a redelivery after a
-    -- lost acknowledgement, a redrive, a delivery sent twice). Counted on the
-    -- row where the repeat is recognised, so "applied once" can be shown
-    -- with its count of repeats (the How it's built page reads it).
+    -- answer (a redelivery after a lost acknowledgement, a redrive, a
+    -- delivery sent twice), counted on the row the repeat found.
     create table %1$I.inbox (
       message_id uuid primary key,
-      sandbox_id uuid not null,
+      tenant_id uuid not null,
       type text not null,
       received_at timestamptz not null default now(),
       status int not null check (status in (200, 422)),
@@ -181,7 +179,7 @@ begin
     -- Every instruction the receiver refused, and why.
     create table %1$I.refusals (
       id bigint generated always as identity primary key,
-      sandbox_id uuid not null,
+      tenant_id uuid not null,
       message_id uuid not null unique,
       type text not null,
       reason text not null,
@@ -190,12 +188,10 @@ begin
 
     -- The order watch: one row per message of an aggregate that arrived
     -- after a later version of the same aggregate was already applied here
-    -- (a message is new to an inbox once, so it is noted once). The note is
-    -- made by the inbox's own insert, so a repeat that rolls back notes
-    -- nothing; the console's order violations read it.
+    -- (a message is new to an inbox once, so it is noted once).
     create table %1$I.order_violations (
       id bigint generated always as identity primary key,
-      sandbox_id uuid not null,
+      tenant_id uuid not null,
       message_id uuid not null unique,
       type text not null,
       aggregate_id text not null,
@@ -204,11 +200,11 @@ begin
       at timestamptz not null default now(),
       check (applied_version > arrived_version)
     );
-    create index order_violations_by_sandbox on %1$I.order_violations (sandbox_id, at);
+    create index order_violations_by_tenant on %1$I.order_violations (tenant_id, at);
   $ddl$, s);
-  perform platform.enable_sandbox_rls(format('%I.inbox', s)::regclass);
-  perform platform.enable_sandbox_rls(format('%I.refusals', s)::regclass);
-  perform platform.enable_sandbox_rls(format('%I.order_violations', s)::regclass);
+  perform platform.enable_tenant_rls(format('%I.inbox', s)::regclass);
+  perform platform.enable_tenant_rls(format('%I.refusals', s)::regclass);
+  perform platform.enable_tenant_rls(format('%I.order_violations', s)::regclass);
 end $function$;
 GRANT EXECUTE ON FUNCTION platform.create_inbox(s text) TO PUBLIC;
 
@@ -220,7 +216,7 @@ begin
   execute format($ddl$
     create table %1$I.outbox (
       id bigint generated always as identity,
-      sandbox_id uuid not null,
+      tenant_id uuid not null,
       message_id uuid primary key,
       type text not null,
       envelope jsonb not null,
@@ -237,17 +233,17 @@ begin
     create trigger outbox_immutable before update on %1$I.outbox
       for each row execute function platform.forbid_envelope_change();
 
-    -- The loop guard: automatic re-arms after a failed publish, per sandbox
+    -- The loop guard: automatic re-arms after a failed publish, per tenant
     -- and UTC day.
     create table %1$I.relay_guard (
-      sandbox_id uuid not null,
+      tenant_id uuid not null,
       day date not null,
       rearms int not null default 0,
-      primary key (sandbox_id, day)
+      primary key (tenant_id, day)
     );
   $ddl$, s);
-  perform platform.enable_sandbox_rls(format('%I.outbox', s)::regclass);
-  perform platform.enable_sandbox_rls(format('%I.relay_guard', s)::regclass);
+  perform platform.enable_tenant_rls(format('%I.outbox', s)::regclass);
+  perform platform.enable_tenant_rls(format('%I.relay_guard', s)::regclass);
 end $function$;
 GRANT EXECUTE ON FUNCTION platform.create_outbox(s text) TO PUBLIC;
 
@@ -262,46 +258,46 @@ begin
 end $function$;
 GRANT EXECUTE ON FUNCTION platform.create_outbox_with_indexes(s text) TO PUBLIC;
 
-CREATE OR REPLACE FUNCTION platform.current_sandbox()
+CREATE OR REPLACE FUNCTION platform.current_tenant()
  RETURNS uuid
  LANGUAGE sql
  STABLE
-AS $function$ select nullif(current_setting('app.sandbox_id', true), '')::uuid $function$;
-GRANT EXECUTE ON FUNCTION platform.current_sandbox() TO PUBLIC;
+AS $function$ select nullif(current_setting('app.tenant_id', true), '')::uuid $function$;
+GRANT EXECUTE ON FUNCTION platform.current_tenant() TO PUBLIC;
 
-CREATE OR REPLACE FUNCTION platform.enable_sandbox_rls(t regclass)
+CREATE OR REPLACE FUNCTION platform.enable_tenant_rls(t regclass)
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
 begin
   execute format('alter table %s enable row level security', t);
-  execute format('drop policy if exists sandbox_isolation on %s', t);
+  execute format('drop policy if exists tenant_isolation on %s', t);
   execute format(
-    'create policy sandbox_isolation on %s
-       using (sandbox_id = (select platform.current_sandbox())
-              or (select platform.all_sandboxes()))
-       with check (sandbox_id = (select platform.current_sandbox())
-                   or (select platform.all_sandboxes()))',
+    'create policy tenant_isolation on %s
+       using (tenant_id = (select platform.current_tenant())
+              or (select platform.all_tenants()))
+       with check (tenant_id = (select platform.current_tenant())
+                   or (select platform.all_tenants()))',
     t);
 end $function$;
-GRANT EXECUTE ON FUNCTION platform.enable_sandbox_rls(t regclass) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION platform.enable_tenant_rls(t regclass) TO PUBLIC;
 
-CREATE OR REPLACE FUNCTION platform.enter_sandbox(id uuid)
+CREATE OR REPLACE FUNCTION platform.enter_tenant(id uuid)
  RETURNS boolean
  LANGUAGE plpgsql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog'
 AS $function$
 begin
-  if exists (select from platform.sandboxes s
-              where s.id = enter_sandbox.id and s.wiping_at is not null) then
+  if exists (select from platform.tenants t
+              where t.id = enter_tenant.id and t.wiping_at is not null) then
     raise exception using errcode = '55W01',
-      message = format('sandbox %s is closed: it is being wiped or was wiped',
+      message = format('tenant %s is closed: it is being wiped or was wiped',
                        id);
   end if;
   return true;
 end $function$;
-GRANT EXECUTE ON FUNCTION platform.enter_sandbox(id uuid) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION platform.enter_tenant(id uuid) TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION platform.forbid_envelope_change()
  RETURNS trigger
@@ -342,48 +338,6 @@ begin
 end $function$;
 GRANT EXECUTE ON FUNCTION platform.open_outbox_to_relay(s text) TO PUBLIC;
 
-CREATE OR REPLACE FUNCTION platform.outbox_to_owed_only(s text)
- RETURNS void
- LANGUAGE plpgsql
-AS $function$
-declare
-  c record;
-  copied int;
-  deleted int;
-begin
-  execute format($q$
-    insert into queue.messages
-      (message_id, sandbox_id, source, type, aggregate_id, envelope,
-       published_at)
-    select message_id, sandbox_id, %1$L, type,
-           coalesce(envelope->>'aggregateId', ''), envelope, published_at
-      from %1$I.outbox where state = 'published'
-    on conflict (message_id) do nothing$q$, s);
-  get diagnostics copied = row_count;
-  execute format('delete from %I.outbox where state = ''published''', s);
-  get diagnostics deleted = row_count;
-  raise notice '%.outbox: % published rows left for queue.messages (% copied)',
-    s, deleted, copied;
-  for c in
-    select conname from pg_constraint
-     where conrelid = format('%I.outbox', s)::regclass
-       and contype in ('c', 'u', 'p')
-  loop
-    execute format('alter table %I.outbox drop constraint %I', s, c.conname);
-  end loop;
-  execute format('drop index if exists %I.outbox_unpublished', s);
-  execute format('drop index if exists %I.outbox_by_aggregate', s);
-  execute format($ddl$
-    alter table %1$I.outbox
-      drop column published_at,
-      add primary key (message_id),
-      add check (state in ('pending', 'claimed')),
-      add check ((state = 'claimed') = (lease_owner is not null))
-  $ddl$, s);
-  perform platform.open_outbox_to_relay(s);
-end $function$;
-GRANT EXECUTE ON FUNCTION platform.outbox_to_owed_only(s text) TO PUBLIC;
-
 CREATE OR REPLACE FUNCTION platform.refuse(code text, message text)
  RETURNS boolean
  LANGUAGE plpgsql
@@ -393,16 +347,16 @@ begin
 end $function$;
 GRANT EXECUTE ON FUNCTION platform.refuse(code text, message text) TO PUBLIC;
 
-CREATE OR REPLACE FUNCTION platform.sandbox_closed(id uuid)
+CREATE OR REPLACE FUNCTION platform.tenant_closed(id uuid)
  RETURNS boolean
  LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog'
 AS $function$
-    select exists (select from platform.sandboxes s
-                    where s.id = $1 and s.wiping_at is not null)
+    select exists (select from platform.tenants t
+                    where t.id = $1 and t.wiping_at is not null)
   $function$;
-GRANT EXECUTE ON FUNCTION platform.sandbox_closed(id uuid) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION platform.tenant_closed(id uuid) TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION platform.wipe_cutoff(t timestamp with time zone)
  RETURNS timestamp with time zone
@@ -415,16 +369,16 @@ AS $function$
   $function$;
 GRANT EXECUTE ON FUNCTION platform.wipe_cutoff(t timestamp with time zone) TO PUBLIC;
 
-CREATE OR REPLACE FUNCTION platform.wiping_sandboxes()
+CREATE OR REPLACE FUNCTION platform.wiping_tenants()
  RETURNS uuid[]
  LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog'
 AS $function$
-    select coalesce(array_agg(s.id), '{}') from platform.sandboxes s
-     where s.wiping_at is not null and s.wiped_at is null
+    select coalesce(array_agg(t.id), '{}') from platform.tenants t
+     where t.wiping_at is not null and t.wiped_at is null
   $function$;
-GRANT EXECUTE ON FUNCTION platform.wiping_sandboxes() TO PUBLIC;
+GRANT EXECUTE ON FUNCTION platform.wiping_tenants() TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION queue.error_pattern(error text)
  RETURNS text
@@ -454,7 +408,7 @@ GRANT EXECUTE ON FUNCTION queue.failure_group(subscriber text, type text, error 
 
 CREATE TABLE billing.checkout_events (
   event_id text NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   payment_id text NOT NULL,
   payload text NOT NULL,
   state text NOT NULL DEFAULT 'pending'::text,
@@ -474,15 +428,15 @@ ALTER TABLE billing.checkout_events ADD CONSTRAINT checkout_events_state_check C
 CREATE INDEX checkout_events_by_payment ON billing.checkout_events USING btree (payment_id);
 CREATE INDEX checkout_events_due ON billing.checkout_events USING btree (next_attempt_at) WHERE (state = 'pending'::text);
 ALTER TABLE billing.checkout_events ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON billing.checkout_events AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON billing.checkout_events AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE billing.checkout_events TO billing;
 GRANT SELECT ON TABLE billing.checkout_events TO console;
 
 CREATE TABLE billing.outbox (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   envelope jsonb NOT NULL,
@@ -497,12 +451,12 @@ CREATE TABLE billing.outbox (
 ALTER TABLE billing.outbox ADD CONSTRAINT outbox_check CHECK (((state = 'claimed'::text) = (lease_owner IS NOT NULL)));
 ALTER TABLE billing.outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE billing.outbox ADD CONSTRAINT outbox_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'claimed'::text])));
-CREATE INDEX outbox_retry ON billing.outbox USING btree (sandbox_id, next_attempt_at) WHERE ((state = 'pending'::text) AND (attempts > 0));
+CREATE INDEX outbox_retry ON billing.outbox USING btree (tenant_id, next_attempt_at) WHERE ((state = 'pending'::text) AND (attempts > 0));
 CREATE TRIGGER outbox_immutable BEFORE UPDATE OF envelope, message_id ON billing.outbox FOR EACH ROW EXECUTE FUNCTION platform.forbid_envelope_change();
 ALTER TABLE billing.outbox ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON billing.outbox AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON billing.outbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE billing.outbox TO billing;
 GRANT SELECT ON TABLE billing.outbox TO console;
 GRANT SELECT, UPDATE, DELETE ON TABLE billing.outbox TO relay;
@@ -511,7 +465,7 @@ GRANT SELECT, USAGE ON SEQUENCE billing.outbox_id_seq TO billing;
 
 CREATE TABLE billing.payments (
   id text NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   order_id uuid NOT NULL,
   amount_cents integer NOT NULL,
   state text NOT NULL DEFAULT 'pending'::text,
@@ -529,30 +483,30 @@ ALTER TABLE billing.payments ADD CONSTRAINT payments_amount_cents_check CHECK ((
 ALTER TABLE billing.payments ADD CONSTRAINT payments_pkey PRIMARY KEY (id);
 ALTER TABLE billing.payments ADD CONSTRAINT payments_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'succeeded'::text, 'failed'::text, 'refund_due'::text])));
 CREATE INDEX payments_by_order ON billing.payments USING btree (order_id);
-CREATE INDEX payments_refund_due ON billing.payments USING btree (sandbox_id, updated_at) WHERE (state = 'refund_due'::text);
+CREATE INDEX payments_refund_due ON billing.payments USING btree (tenant_id, updated_at) WHERE (state = 'refund_due'::text);
 ALTER TABLE billing.payments ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON billing.payments AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON billing.payments AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE billing.payments TO billing;
 GRANT SELECT ON TABLE billing.payments TO console;
 
 CREATE TABLE billing.relay_guard (
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   day date NOT NULL,
   rearms integer NOT NULL DEFAULT 0
 );
-ALTER TABLE billing.relay_guard ADD CONSTRAINT relay_guard_pkey PRIMARY KEY (sandbox_id, day);
+ALTER TABLE billing.relay_guard ADD CONSTRAINT relay_guard_pkey PRIMARY KEY (tenant_id, day);
 ALTER TABLE billing.relay_guard ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON billing.relay_guard AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON billing.relay_guard AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE billing.relay_guard TO billing;
 GRANT SELECT ON TABLE billing.relay_guard TO console;
 
 CREATE TABLE billing.stripe_events (
   event_id text NOT NULL,
-  sandbox_id uuid,
+  tenant_id uuid,
   type text NOT NULL,
   payment_id text,
   order_id uuid,
@@ -563,15 +517,15 @@ CREATE TABLE billing.stripe_events (
 ALTER TABLE billing.stripe_events ADD CONSTRAINT stripe_events_pkey PRIMARY KEY (event_id);
 ALTER TABLE billing.stripe_events ADD CONSTRAINT stripe_events_status_check CHECK ((status = ANY (ARRAY[200, 422])));
 ALTER TABLE billing.stripe_events ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON billing.stripe_events AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON billing.stripe_events AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE billing.stripe_events TO billing;
 GRANT SELECT ON TABLE billing.stripe_events TO console;
 
 CREATE TABLE crm.inbox (
   message_id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
@@ -586,15 +540,15 @@ ALTER TABLE crm.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY (AR
 CREATE INDEX inbox_by_aggregate ON crm.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 CREATE INDEX inbox_received_by_time ON crm.inbox USING brin (received_at);
 ALTER TABLE crm.inbox ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON crm.inbox AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON crm.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE crm.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE crm.inbox TO crm;
 
 CREATE TABLE crm.interactions (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   email text NOT NULL,
   order_id uuid NOT NULL,
@@ -605,9 +559,9 @@ CREATE TABLE crm.interactions (
 ALTER TABLE crm.interactions ADD CONSTRAINT interactions_message_id_key UNIQUE (message_id);
 ALTER TABLE crm.interactions ADD CONSTRAINT interactions_pkey PRIMARY KEY (id);
 ALTER TABLE crm.interactions ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON crm.interactions AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON crm.interactions AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE crm.interactions TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE crm.interactions TO crm;
 CREATE SEQUENCE crm.interactions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of crm.interactions.id
@@ -615,7 +569,7 @@ GRANT SELECT, USAGE ON SEQUENCE crm.interactions_id_seq TO crm;
 
 CREATE TABLE crm.order_violations (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   aggregate_id text NOT NULL,
@@ -626,11 +580,11 @@ CREATE TABLE crm.order_violations (
 ALTER TABLE crm.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
 ALTER TABLE crm.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
 ALTER TABLE crm.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
-CREATE INDEX order_violations_by_sandbox ON crm.order_violations USING btree (sandbox_id, at);
+CREATE INDEX order_violations_by_tenant ON crm.order_violations USING btree (tenant_id, at);
 ALTER TABLE crm.order_violations ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON crm.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON crm.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE crm.order_violations TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE crm.order_violations TO crm;
 CREATE SEQUENCE crm.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of crm.order_violations.id
@@ -638,7 +592,7 @@ GRANT SELECT, USAGE ON SEQUENCE crm.order_violations_id_seq TO crm;
 
 CREATE TABLE crm.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   reason text NOT NULL,
@@ -647,9 +601,9 @@ CREATE TABLE crm.refusals (
 ALTER TABLE crm.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
 ALTER TABLE crm.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
 ALTER TABLE crm.refusals ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON crm.refusals AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON crm.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE crm.refusals TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE crm.refusals TO crm;
 CREATE SEQUENCE crm.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of crm.refusals.id
@@ -657,7 +611,7 @@ GRANT SELECT, USAGE ON SEQUENCE crm.refusals_id_seq TO crm;
 
 CREATE TABLE customers.history (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   email text NOT NULL,
   name text NOT NULL,
@@ -668,11 +622,11 @@ CREATE TABLE customers.history (
 );
 ALTER TABLE customers.history ADD CONSTRAINT history_message_id_key UNIQUE (message_id);
 ALTER TABLE customers.history ADD CONSTRAINT history_pkey PRIMARY KEY (id);
-CREATE INDEX history_by_email ON customers.history USING btree (sandbox_id, email);
+CREATE INDEX history_by_email ON customers.history USING btree (tenant_id, email);
 ALTER TABLE customers.history ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON customers.history AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON customers.history AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE customers.history TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE customers.history TO customers;
 CREATE SEQUENCE customers.history_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of customers.history.id
@@ -680,7 +634,7 @@ GRANT SELECT, USAGE ON SEQUENCE customers.history_id_seq TO customers;
 
 CREATE TABLE customers.inbox (
   message_id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
@@ -695,15 +649,15 @@ ALTER TABLE customers.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = A
 CREATE INDEX inbox_by_aggregate ON customers.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 CREATE INDEX inbox_received_by_time ON customers.inbox USING brin (received_at);
 ALTER TABLE customers.inbox ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON customers.inbox AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON customers.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE customers.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE customers.inbox TO customers;
 
 CREATE TABLE customers.order_violations (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   aggregate_id text NOT NULL,
@@ -714,11 +668,11 @@ CREATE TABLE customers.order_violations (
 ALTER TABLE customers.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
 ALTER TABLE customers.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
 ALTER TABLE customers.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
-CREATE INDEX order_violations_by_sandbox ON customers.order_violations USING btree (sandbox_id, at);
+CREATE INDEX order_violations_by_tenant ON customers.order_violations USING btree (tenant_id, at);
 ALTER TABLE customers.order_violations ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON customers.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON customers.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE customers.order_violations TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE customers.order_violations TO customers;
 CREATE SEQUENCE customers.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of customers.order_violations.id
@@ -726,7 +680,7 @@ GRANT SELECT, USAGE ON SEQUENCE customers.order_violations_id_seq TO customers;
 
 CREATE TABLE customers.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   reason text NOT NULL,
@@ -735,9 +689,9 @@ CREATE TABLE customers.refusals (
 ALTER TABLE customers.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
 ALTER TABLE customers.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
 ALTER TABLE customers.refusals ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON customers.refusals AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON customers.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE customers.refusals TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE customers.refusals TO customers;
 CREATE SEQUENCE customers.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of customers.refusals.id
@@ -745,7 +699,7 @@ GRANT SELECT, USAGE ON SEQUENCE customers.refusals_id_seq TO customers;
 
 CREATE TABLE dispatch.inbox (
   message_id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
@@ -760,15 +714,15 @@ ALTER TABLE dispatch.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = AN
 CREATE INDEX inbox_by_aggregate ON dispatch.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 CREATE INDEX inbox_received_by_time ON dispatch.inbox USING brin (received_at);
 ALTER TABLE dispatch.inbox ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON dispatch.inbox AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON dispatch.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE dispatch.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE dispatch.inbox TO dispatch;
 
 CREATE TABLE dispatch.order_violations (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   aggregate_id text NOT NULL,
@@ -779,11 +733,11 @@ CREATE TABLE dispatch.order_violations (
 ALTER TABLE dispatch.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
 ALTER TABLE dispatch.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
 ALTER TABLE dispatch.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
-CREATE INDEX order_violations_by_sandbox ON dispatch.order_violations USING btree (sandbox_id, at);
+CREATE INDEX order_violations_by_tenant ON dispatch.order_violations USING btree (tenant_id, at);
 ALTER TABLE dispatch.order_violations ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON dispatch.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON dispatch.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE dispatch.order_violations TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE dispatch.order_violations TO dispatch;
 CREATE SEQUENCE dispatch.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of dispatch.order_violations.id
@@ -791,7 +745,7 @@ GRANT SELECT, USAGE ON SEQUENCE dispatch.order_violations_id_seq TO dispatch;
 
 CREATE TABLE dispatch.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   reason text NOT NULL,
@@ -800,9 +754,9 @@ CREATE TABLE dispatch.refusals (
 ALTER TABLE dispatch.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
 ALTER TABLE dispatch.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
 ALTER TABLE dispatch.refusals ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON dispatch.refusals AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON dispatch.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE dispatch.refusals TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE dispatch.refusals TO dispatch;
 CREATE SEQUENCE dispatch.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of dispatch.refusals.id
@@ -810,7 +764,7 @@ GRANT SELECT, USAGE ON SEQUENCE dispatch.refusals_id_seq TO dispatch;
 
 CREATE TABLE dispatch.stops (
   order_id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   state text NOT NULL,
   version integer NOT NULL,
   customer_name text,
@@ -820,15 +774,15 @@ CREATE TABLE dispatch.stops (
 ALTER TABLE dispatch.stops ADD CONSTRAINT stops_pkey PRIMARY KEY (order_id);
 ALTER TABLE dispatch.stops ADD CONSTRAINT stops_state_check CHECK ((state = ANY (ARRAY['confirmed'::text, 'cancelled'::text])));
 ALTER TABLE dispatch.stops ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON dispatch.stops AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON dispatch.stops AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE dispatch.stops TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE dispatch.stops TO dispatch;
 
 CREATE TABLE kitchen.cards (
   order_id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   state text NOT NULL,
   version integer NOT NULL,
   items jsonb NOT NULL DEFAULT '[]'::jsonb,
@@ -838,17 +792,17 @@ CREATE TABLE kitchen.cards (
 );
 ALTER TABLE kitchen.cards ADD CONSTRAINT cards_pkey PRIMARY KEY (order_id);
 ALTER TABLE kitchen.cards ADD CONSTRAINT cards_state_check CHECK ((state = ANY (ARRAY['new'::text, 'confirmed'::text, 'cancelled'::text])));
-CREATE INDEX cards_by_sandbox ON kitchen.cards USING btree (sandbox_id, updated_at DESC);
+CREATE INDEX cards_by_tenant ON kitchen.cards USING btree (tenant_id, updated_at DESC);
 ALTER TABLE kitchen.cards ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON kitchen.cards AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON kitchen.cards AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE kitchen.cards TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE kitchen.cards TO kitchen;
 
 CREATE TABLE kitchen.inbox (
   message_id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
@@ -863,15 +817,15 @@ ALTER TABLE kitchen.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY
 CREATE INDEX inbox_by_aggregate ON kitchen.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 CREATE INDEX inbox_received_by_time ON kitchen.inbox USING brin (received_at);
 ALTER TABLE kitchen.inbox ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON kitchen.inbox AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON kitchen.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE kitchen.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE kitchen.inbox TO kitchen;
 
 CREATE TABLE kitchen.order_violations (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   aggregate_id text NOT NULL,
@@ -882,11 +836,11 @@ CREATE TABLE kitchen.order_violations (
 ALTER TABLE kitchen.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
 ALTER TABLE kitchen.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
 ALTER TABLE kitchen.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
-CREATE INDEX order_violations_by_sandbox ON kitchen.order_violations USING btree (sandbox_id, at);
+CREATE INDEX order_violations_by_tenant ON kitchen.order_violations USING btree (tenant_id, at);
 ALTER TABLE kitchen.order_violations ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON kitchen.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON kitchen.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE kitchen.order_violations TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE kitchen.order_violations TO kitchen;
 CREATE SEQUENCE kitchen.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of kitchen.order_violations.id
@@ -894,7 +848,7 @@ GRANT SELECT, USAGE ON SEQUENCE kitchen.order_violations_id_seq TO kitchen;
 
 CREATE TABLE kitchen.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   reason text NOT NULL,
@@ -903,9 +857,9 @@ CREATE TABLE kitchen.refusals (
 ALTER TABLE kitchen.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
 ALTER TABLE kitchen.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
 ALTER TABLE kitchen.refusals ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON kitchen.refusals AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON kitchen.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE kitchen.refusals TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE kitchen.refusals TO kitchen;
 CREATE SEQUENCE kitchen.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of kitchen.refusals.id
@@ -913,7 +867,7 @@ GRANT SELECT, USAGE ON SEQUENCE kitchen.refusals_id_seq TO kitchen;
 
 CREATE TABLE lab_printer.inbox (
   message_id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
@@ -928,15 +882,15 @@ ALTER TABLE lab_printer.inbox ADD CONSTRAINT inbox_status_check CHECK ((status =
 CREATE INDEX inbox_by_aggregate ON lab_printer.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 CREATE INDEX inbox_received_by_time ON lab_printer.inbox USING brin (received_at);
 ALTER TABLE lab_printer.inbox ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON lab_printer.inbox AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON lab_printer.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE lab_printer.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_printer.inbox TO lab_printer;
 
 CREATE TABLE lab_printer.order_violations (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   aggregate_id text NOT NULL,
@@ -947,11 +901,11 @@ CREATE TABLE lab_printer.order_violations (
 ALTER TABLE lab_printer.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
 ALTER TABLE lab_printer.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
 ALTER TABLE lab_printer.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
-CREATE INDEX order_violations_by_sandbox ON lab_printer.order_violations USING btree (sandbox_id, at);
+CREATE INDEX order_violations_by_tenant ON lab_printer.order_violations USING btree (tenant_id, at);
 ALTER TABLE lab_printer.order_violations ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON lab_printer.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON lab_printer.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE lab_printer.order_violations TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_printer.order_violations TO lab_printer;
 CREATE SEQUENCE lab_printer.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of lab_printer.order_violations.id
@@ -959,7 +913,7 @@ GRANT SELECT, USAGE ON SEQUENCE lab_printer.order_violations_id_seq TO lab_print
 
 CREATE TABLE lab_printer.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   reason text NOT NULL,
@@ -968,32 +922,32 @@ CREATE TABLE lab_printer.refusals (
 ALTER TABLE lab_printer.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
 ALTER TABLE lab_printer.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
 ALTER TABLE lab_printer.refusals ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON lab_printer.refusals AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON lab_printer.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE lab_printer.refusals TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_printer.refusals TO lab_printer;
 CREATE SEQUENCE lab_printer.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of lab_printer.refusals.id
 GRANT SELECT, USAGE ON SEQUENCE lab_printer.refusals_id_seq TO lab_printer;
 
 CREATE TABLE lab_printer.runs (
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   settings jsonb NOT NULL,
   timeline jsonb NOT NULL,
   queue_figures jsonb NOT NULL,
   ran_at timestamp with time zone NOT NULL DEFAULT now()
 );
-ALTER TABLE lab_printer.runs ADD CONSTRAINT runs_pkey PRIMARY KEY (sandbox_id);
+ALTER TABLE lab_printer.runs ADD CONSTRAINT runs_pkey PRIMARY KEY (tenant_id);
 ALTER TABLE lab_printer.runs ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON lab_printer.runs AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON lab_printer.runs AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE lab_printer.runs TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_printer.runs TO lab_printer;
 
 CREATE TABLE lab_printer.tickets (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   order_no integer NOT NULL,
   worker integer NOT NULL,
@@ -1001,11 +955,11 @@ CREATE TABLE lab_printer.tickets (
   printed_at timestamp with time zone NOT NULL DEFAULT now()
 );
 ALTER TABLE lab_printer.tickets ADD CONSTRAINT tickets_pkey PRIMARY KEY (id);
-CREATE INDEX tickets_by_sandbox ON lab_printer.tickets USING btree (sandbox_id, id);
+CREATE INDEX tickets_by_tenant ON lab_printer.tickets USING btree (tenant_id, id);
 ALTER TABLE lab_printer.tickets ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON lab_printer.tickets AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON lab_printer.tickets AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE lab_printer.tickets TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_printer.tickets TO lab_printer;
 CREATE SEQUENCE lab_printer.tickets_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of lab_printer.tickets.id
@@ -1013,7 +967,7 @@ GRANT SELECT, USAGE ON SEQUENCE lab_printer.tickets_id_seq TO lab_printer;
 
 CREATE TABLE lab_receiver.inbox (
   message_id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
@@ -1028,14 +982,14 @@ ALTER TABLE lab_receiver.inbox ADD CONSTRAINT inbox_status_check CHECK ((status 
 CREATE INDEX inbox_by_aggregate ON lab_receiver.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 CREATE INDEX inbox_received_by_time ON lab_receiver.inbox USING brin (received_at);
 ALTER TABLE lab_receiver.inbox ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON lab_receiver.inbox AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON lab_receiver.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE lab_receiver.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_receiver.inbox TO lab_receiver;
 
 CREATE TABLE lab_receiver.jobs (
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   order_id text NOT NULL,
   message_id uuid NOT NULL,
   label text NOT NULL,
@@ -1043,18 +997,18 @@ CREATE TABLE lab_receiver.jobs (
   version integer NOT NULL,
   applied_at timestamp with time zone NOT NULL DEFAULT now()
 );
-ALTER TABLE lab_receiver.jobs ADD CONSTRAINT jobs_pkey PRIMARY KEY (sandbox_id, order_id);
+ALTER TABLE lab_receiver.jobs ADD CONSTRAINT jobs_pkey PRIMARY KEY (tenant_id, order_id);
 ALTER TABLE lab_receiver.jobs ADD CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['scheduled'::text, 'cancelled'::text])));
 ALTER TABLE lab_receiver.jobs ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON lab_receiver.jobs AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON lab_receiver.jobs AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE lab_receiver.jobs TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_receiver.jobs TO lab_receiver;
 
 CREATE TABLE lab_receiver.order_violations (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   aggregate_id text NOT NULL,
@@ -1065,11 +1019,11 @@ CREATE TABLE lab_receiver.order_violations (
 ALTER TABLE lab_receiver.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
 ALTER TABLE lab_receiver.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
 ALTER TABLE lab_receiver.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
-CREATE INDEX order_violations_by_sandbox ON lab_receiver.order_violations USING btree (sandbox_id, at);
+CREATE INDEX order_violations_by_tenant ON lab_receiver.order_violations USING btree (tenant_id, at);
 ALTER TABLE lab_receiver.order_violations ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON lab_receiver.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON lab_receiver.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE lab_receiver.order_violations TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_receiver.order_violations TO lab_receiver;
 CREATE SEQUENCE lab_receiver.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of lab_receiver.order_violations.id
@@ -1077,7 +1031,7 @@ GRANT SELECT, USAGE ON SEQUENCE lab_receiver.order_violations_id_seq TO lab_rece
 
 CREATE TABLE lab_receiver.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   reason text NOT NULL,
@@ -1086,34 +1040,34 @@ CREATE TABLE lab_receiver.refusals (
 ALTER TABLE lab_receiver.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
 ALTER TABLE lab_receiver.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
 ALTER TABLE lab_receiver.refusals ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON lab_receiver.refusals AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON lab_receiver.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE lab_receiver.refusals TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_receiver.refusals TO lab_receiver;
 CREATE SEQUENCE lab_receiver.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of lab_receiver.refusals.id
 GRANT SELECT, USAGE ON SEQUENCE lab_receiver.refusals_id_seq TO lab_receiver;
 
 CREATE TABLE lab_sender.orders (
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   order_id text NOT NULL,
   state text NOT NULL DEFAULT 'placed'::text,
   version integer NOT NULL DEFAULT 1,
   created_at timestamp with time zone NOT NULL DEFAULT now()
 );
 ALTER TABLE lab_sender.orders ADD CONSTRAINT orders_order_id_check CHECK ((order_id ~ '^O[0-9]{1,6}$'::text));
-ALTER TABLE lab_sender.orders ADD CONSTRAINT orders_pkey PRIMARY KEY (sandbox_id, order_id);
+ALTER TABLE lab_sender.orders ADD CONSTRAINT orders_pkey PRIMARY KEY (tenant_id, order_id);
 ALTER TABLE lab_sender.orders ADD CONSTRAINT orders_state_check CHECK ((state = ANY (ARRAY['placed'::text, 'cancelled'::text])));
 ALTER TABLE lab_sender.orders ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON lab_sender.orders AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON lab_sender.orders AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE lab_sender.orders TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_sender.orders TO lab_sender;
 
 CREATE TABLE lab_sender.outbox (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   envelope jsonb NOT NULL,
@@ -1128,12 +1082,12 @@ CREATE TABLE lab_sender.outbox (
 ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_check CHECK (((state = 'claimed'::text) = (lease_owner IS NOT NULL)));
 ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE lab_sender.outbox ADD CONSTRAINT outbox_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'claimed'::text])));
-CREATE INDEX outbox_retry ON lab_sender.outbox USING btree (sandbox_id, next_attempt_at) WHERE ((state = 'pending'::text) AND (attempts > 0));
+CREATE INDEX outbox_retry ON lab_sender.outbox USING btree (tenant_id, next_attempt_at) WHERE ((state = 'pending'::text) AND (attempts > 0));
 CREATE TRIGGER outbox_immutable BEFORE UPDATE OF envelope, message_id ON lab_sender.outbox FOR EACH ROW EXECUTE FUNCTION platform.forbid_envelope_change();
 ALTER TABLE lab_sender.outbox ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON lab_sender.outbox AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON lab_sender.outbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE lab_sender.outbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_sender.outbox TO lab_sender;
 GRANT SELECT, UPDATE, DELETE ON TABLE lab_sender.outbox TO relay;
@@ -1141,51 +1095,51 @@ CREATE SEQUENCE lab_sender.outbox_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 
 GRANT SELECT, USAGE ON SEQUENCE lab_sender.outbox_id_seq TO lab_sender;
 
 CREATE TABLE lab_sender.relay_guard (
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   day date NOT NULL,
   rearms integer NOT NULL DEFAULT 0
 );
-ALTER TABLE lab_sender.relay_guard ADD CONSTRAINT relay_guard_pkey PRIMARY KEY (sandbox_id, day);
+ALTER TABLE lab_sender.relay_guard ADD CONSTRAINT relay_guard_pkey PRIMARY KEY (tenant_id, day);
 ALTER TABLE lab_sender.relay_guard ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON lab_sender.relay_guard AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON lab_sender.relay_guard AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE lab_sender.relay_guard TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE lab_sender.relay_guard TO lab_sender;
 
 CREATE TABLE orders.commands_seen (
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   idempotency_key text NOT NULL,
   request_hash text NOT NULL,
   order_id uuid NOT NULL,
   created_at timestamp with time zone NOT NULL DEFAULT now()
 );
-ALTER TABLE orders.commands_seen ADD CONSTRAINT commands_seen_pkey PRIMARY KEY (sandbox_id, idempotency_key);
+ALTER TABLE orders.commands_seen ADD CONSTRAINT commands_seen_pkey PRIMARY KEY (tenant_id, idempotency_key);
 ALTER TABLE orders.commands_seen ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON orders.commands_seen AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON orders.commands_seen AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE orders.commands_seen TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.commands_seen TO orders;
 
 CREATE TABLE orders.day_counts (
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   day date NOT NULL,
   sku text NOT NULL,
   qty integer NOT NULL
 );
-ALTER TABLE orders.day_counts ADD CONSTRAINT day_counts_pkey PRIMARY KEY (sandbox_id, day, sku);
+ALTER TABLE orders.day_counts ADD CONSTRAINT day_counts_pkey PRIMARY KEY (tenant_id, day, sku);
 ALTER TABLE orders.day_counts ADD CONSTRAINT day_counts_qty_check CHECK ((qty >= 0));
 ALTER TABLE orders.day_counts ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON orders.day_counts AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON orders.day_counts AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE orders.day_counts TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.day_counts TO orders;
 
 CREATE TABLE orders.events (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   order_id uuid NOT NULL,
   type text NOT NULL,
   version integer NOT NULL,
@@ -1196,11 +1150,11 @@ CREATE TABLE orders.events (
 ALTER TABLE orders.events ADD CONSTRAINT events_order_id_fkey FOREIGN KEY (order_id) REFERENCES orders.orders(id);
 ALTER TABLE orders.events ADD CONSTRAINT events_pkey PRIMARY KEY (id);
 CREATE INDEX events_by_order ON orders.events USING btree (order_id, id);
-CREATE INDEX events_needing_refund ON orders.events USING btree (sandbox_id, at) WHERE ((payload ->> 'action'::text) = 'refund'::text);
+CREATE INDEX events_needing_refund ON orders.events USING btree (tenant_id, at) WHERE ((payload ->> 'action'::text) = 'refund'::text);
 ALTER TABLE orders.events ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON orders.events AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON orders.events AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE orders.events TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.events TO orders;
 CREATE SEQUENCE orders.events_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of orders.events.id
@@ -1208,7 +1162,7 @@ GRANT SELECT, USAGE ON SEQUENCE orders.events_id_seq TO orders;
 
 CREATE TABLE orders.inbox (
   message_id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
@@ -1223,16 +1177,16 @@ ALTER TABLE orders.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = ANY 
 CREATE INDEX inbox_by_aggregate ON orders.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 CREATE INDEX inbox_received_by_time ON orders.inbox USING brin (received_at);
 ALTER TABLE orders.inbox ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON orders.inbox AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON orders.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE orders.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.inbox TO orders;
 
 CREATE TABLE orders.lines (
   order_id uuid NOT NULL,
   sku text NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   name text NOT NULL,
   qty integer NOT NULL,
   unit_cents integer NOT NULL
@@ -1242,15 +1196,15 @@ ALTER TABLE orders.lines ADD CONSTRAINT lines_pkey PRIMARY KEY (order_id, sku);
 ALTER TABLE orders.lines ADD CONSTRAINT lines_qty_check CHECK (((qty >= 1) AND (qty <= 50)));
 ALTER TABLE orders.lines ADD CONSTRAINT lines_unit_cents_check CHECK ((unit_cents >= 0));
 ALTER TABLE orders.lines ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON orders.lines AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON orders.lines AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE orders.lines TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.lines TO orders;
 
 CREATE TABLE orders.order_violations (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   aggregate_id text NOT NULL,
@@ -1261,11 +1215,11 @@ CREATE TABLE orders.order_violations (
 ALTER TABLE orders.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
 ALTER TABLE orders.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
 ALTER TABLE orders.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
-CREATE INDEX order_violations_by_sandbox ON orders.order_violations USING btree (sandbox_id, at);
+CREATE INDEX order_violations_by_tenant ON orders.order_violations USING btree (tenant_id, at);
 ALTER TABLE orders.order_violations ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON orders.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON orders.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE orders.order_violations TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.order_violations TO orders;
 CREATE SEQUENCE orders.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of orders.order_violations.id
@@ -1273,7 +1227,7 @@ GRANT SELECT, USAGE ON SEQUENCE orders.order_violations_id_seq TO orders;
 
 CREATE TABLE orders.orders (
   id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   state text NOT NULL DEFAULT 'placed'::text,
   version integer NOT NULL DEFAULT 1,
   customer_name text NOT NULL,
@@ -1291,18 +1245,18 @@ ALTER TABLE orders.orders ADD CONSTRAINT orders_fulfilment_check CHECK ((fulfilm
 ALTER TABLE orders.orders ADD CONSTRAINT orders_pkey PRIMARY KEY (id);
 ALTER TABLE orders.orders ADD CONSTRAINT orders_state_check CHECK ((state = ANY (ARRAY['placed'::text, 'payment_failed'::text, 'paid'::text, 'cancelled'::text])));
 ALTER TABLE orders.orders ADD CONSTRAINT orders_total_cents_check CHECK ((total_cents >= 0));
-CREATE INDEX orders_by_email ON orders.orders USING btree (sandbox_id, email_key text_pattern_ops);
+CREATE INDEX orders_by_email ON orders.orders USING btree (tenant_id, email_key text_pattern_ops);
 CREATE INDEX orders_by_number ON orders.orders USING btree (number);
 ALTER TABLE orders.orders ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON orders.orders AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON orders.orders AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE orders.orders TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.orders TO orders;
 
 CREATE TABLE orders.outbox (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   envelope jsonb NOT NULL,
@@ -1317,12 +1271,12 @@ CREATE TABLE orders.outbox (
 ALTER TABLE orders.outbox ADD CONSTRAINT outbox_check CHECK (((state = 'claimed'::text) = (lease_owner IS NOT NULL)));
 ALTER TABLE orders.outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (message_id);
 ALTER TABLE orders.outbox ADD CONSTRAINT outbox_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'claimed'::text])));
-CREATE INDEX outbox_retry ON orders.outbox USING btree (sandbox_id, next_attempt_at) WHERE ((state = 'pending'::text) AND (attempts > 0));
+CREATE INDEX outbox_retry ON orders.outbox USING btree (tenant_id, next_attempt_at) WHERE ((state = 'pending'::text) AND (attempts > 0));
 CREATE TRIGGER outbox_immutable BEFORE UPDATE OF envelope, message_id ON orders.outbox FOR EACH ROW EXECUTE FUNCTION platform.forbid_envelope_change();
 ALTER TABLE orders.outbox ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON orders.outbox AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON orders.outbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE orders.outbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.outbox TO orders;
 GRANT SELECT, UPDATE, DELETE ON TABLE orders.outbox TO relay;
@@ -1331,7 +1285,7 @@ GRANT SELECT, USAGE ON SEQUENCE orders.outbox_id_seq TO orders;
 
 CREATE TABLE orders.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   reason text NOT NULL,
@@ -1340,30 +1294,30 @@ CREATE TABLE orders.refusals (
 ALTER TABLE orders.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
 ALTER TABLE orders.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
 ALTER TABLE orders.refusals ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON orders.refusals AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON orders.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE orders.refusals TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.refusals TO orders;
 CREATE SEQUENCE orders.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of orders.refusals.id
 GRANT SELECT, USAGE ON SEQUENCE orders.refusals_id_seq TO orders;
 
 CREATE TABLE orders.relay_guard (
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   day date NOT NULL,
   rearms integer NOT NULL DEFAULT 0
 );
-ALTER TABLE orders.relay_guard ADD CONSTRAINT relay_guard_pkey PRIMARY KEY (sandbox_id, day);
+ALTER TABLE orders.relay_guard ADD CONSTRAINT relay_guard_pkey PRIMARY KEY (tenant_id, day);
 ALTER TABLE orders.relay_guard ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON orders.relay_guard AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON orders.relay_guard AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE orders.relay_guard TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE orders.relay_guard TO orders;
 
 CREATE TABLE platform.closed_refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   refused_at timestamp with time zone NOT NULL DEFAULT now(),
   refused_by text NOT NULL,
   what text NOT NULL,
@@ -1371,25 +1325,25 @@ CREATE TABLE platform.closed_refusals (
   reason text NOT NULL
 );
 ALTER TABLE platform.closed_refusals ADD CONSTRAINT closed_refusals_pkey PRIMARY KEY (id);
-ALTER TABLE platform.closed_refusals ADD CONSTRAINT closed_refusals_sandbox_id_fkey FOREIGN KEY (sandbox_id) REFERENCES platform.sandboxes(id);
+ALTER TABLE platform.closed_refusals ADD CONSTRAINT closed_refusals_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES platform.tenants(id);
 ALTER TABLE platform.closed_refusals ADD CONSTRAINT closed_refusals_what_check CHECK ((what = ANY (ARRAY['delivery'::text, 'message'::text, 'webhook'::text, 'request'::text])));
-CREATE INDEX closed_refusals_by_sandbox ON platform.closed_refusals USING btree (sandbox_id, id);
+CREATE INDEX closed_refusals_by_tenant ON platform.closed_refusals USING btree (tenant_id, id);
 GRANT SELECT ON TABLE platform.closed_refusals TO console;
 GRANT INSERT ON TABLE platform.closed_refusals TO queue;
 CREATE SEQUENCE platform.closed_refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of platform.closed_refusals.id
 
 CREATE TABLE platform.faults (
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   name text NOT NULL,
   enabled boolean NOT NULL DEFAULT false,
   updated_at timestamp with time zone NOT NULL DEFAULT now()
 );
 ALTER TABLE platform.faults ADD CONSTRAINT faults_name_check CHECK ((name ~ '^[a-zA-Z]{1,40}$'::text));
-ALTER TABLE platform.faults ADD CONSTRAINT faults_pkey PRIMARY KEY (sandbox_id, name);
+ALTER TABLE platform.faults ADD CONSTRAINT faults_pkey PRIMARY KEY (tenant_id, name);
 ALTER TABLE platform.faults ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON platform.faults AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON platform.faults AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE platform.faults TO billing;
 GRANT SELECT ON TABLE platform.faults TO console;
 GRANT SELECT ON TABLE platform.faults TO crm;
@@ -1403,31 +1357,9 @@ GRANT SELECT ON TABLE platform.faults TO receipts;
 GRANT SELECT ON TABLE platform.faults TO relay;
 GRANT SELECT ON TABLE platform.faults TO schedule;
 
-CREATE TABLE platform.sandboxes (
-  id uuid NOT NULL DEFAULT gen_random_uuid(),
-  name text NOT NULL,
-  created_at timestamp with time zone NOT NULL DEFAULT now(),
-  wiped_at timestamp with time zone,
-  wiping_at timestamp with time zone
-);
-ALTER TABLE platform.sandboxes ADD CONSTRAINT sandboxes_name_check CHECK (((length(name) >= 1) AND (length(name) <= 80)));
-ALTER TABLE platform.sandboxes ADD CONSTRAINT sandboxes_pkey PRIMARY KEY (id);
-ALTER TABLE platform.sandboxes ADD CONSTRAINT sandboxes_wiped_after_wiping CHECK (((wiped_at IS NULL) OR (wiping_at IS NOT NULL)));
-CREATE INDEX sandboxes_wiping ON platform.sandboxes USING btree (id) WHERE ((wiping_at IS NOT NULL) AND (wiped_at IS NULL));
-GRANT SELECT ON TABLE platform.sandboxes TO billing;
-GRANT SELECT ON TABLE platform.sandboxes TO console;
-GRANT SELECT ON TABLE platform.sandboxes TO crm;
-GRANT SELECT ON TABLE platform.sandboxes TO customers;
-GRANT SELECT ON TABLE platform.sandboxes TO dispatch;
-GRANT SELECT ON TABLE platform.sandboxes TO kitchen;
-GRANT SELECT ON TABLE platform.sandboxes TO orders;
-GRANT SELECT ON TABLE platform.sandboxes TO queue;
-GRANT SELECT ON TABLE platform.sandboxes TO receipts;
-GRANT SELECT ON TABLE platform.sandboxes TO schedule;
-
 CREATE TABLE platform.sessions (
   id text NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   name text,
   csrf_token text NOT NULL,
   created_at timestamp with time zone NOT NULL DEFAULT now(),
@@ -1436,8 +1368,30 @@ CREATE TABLE platform.sessions (
 );
 ALTER TABLE platform.sessions ADD CONSTRAINT sessions_name_check CHECK (((length(name) >= 1) AND (length(name) <= 80)));
 ALTER TABLE platform.sessions ADD CONSTRAINT sessions_pkey PRIMARY KEY (id);
-ALTER TABLE platform.sessions ADD CONSTRAINT sessions_sandbox_id_fkey FOREIGN KEY (sandbox_id) REFERENCES platform.sandboxes(id);
-CREATE INDEX sessions_by_sandbox ON platform.sessions USING btree (sandbox_id);
+ALTER TABLE platform.sessions ADD CONSTRAINT sessions_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES platform.tenants(id);
+CREATE INDEX sessions_by_tenant ON platform.sessions USING btree (tenant_id);
+
+CREATE TABLE platform.tenants (
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
+  name text NOT NULL,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  wiped_at timestamp with time zone,
+  wiping_at timestamp with time zone
+);
+ALTER TABLE platform.tenants ADD CONSTRAINT tenants_name_check CHECK (((length(name) >= 1) AND (length(name) <= 80)));
+ALTER TABLE platform.tenants ADD CONSTRAINT tenants_pkey PRIMARY KEY (id);
+ALTER TABLE platform.tenants ADD CONSTRAINT tenants_wiped_after_wiping CHECK (((wiped_at IS NULL) OR (wiping_at IS NOT NULL)));
+CREATE INDEX tenants_wiping ON platform.tenants USING btree (id) WHERE ((wiping_at IS NOT NULL) AND (wiped_at IS NULL));
+GRANT SELECT ON TABLE platform.tenants TO billing;
+GRANT SELECT ON TABLE platform.tenants TO console;
+GRANT SELECT ON TABLE platform.tenants TO crm;
+GRANT SELECT ON TABLE platform.tenants TO customers;
+GRANT SELECT ON TABLE platform.tenants TO dispatch;
+GRANT SELECT ON TABLE platform.tenants TO kitchen;
+GRANT SELECT ON TABLE platform.tenants TO orders;
+GRANT SELECT ON TABLE platform.tenants TO queue;
+GRANT SELECT ON TABLE platform.tenants TO receipts;
+GRANT SELECT ON TABLE platform.tenants TO schedule;
 
 CREATE TABLE platform.wipes (
   cutoff timestamp with time zone NOT NULL,
@@ -1465,7 +1419,7 @@ ALTER TABLE public.schema_migrations ADD CONSTRAINT schema_migrations_pkey PRIMA
 
 CREATE TABLE queue.actions (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   delivery_id bigint NOT NULL,
   action text NOT NULL,
   actor text NOT NULL,
@@ -1477,9 +1431,9 @@ ALTER TABLE queue.actions ADD CONSTRAINT actions_delivery_id_fkey FOREIGN KEY (d
 ALTER TABLE queue.actions ADD CONSTRAINT actions_pkey PRIMARY KEY (id);
 CREATE INDEX actions_by_delivery ON queue.actions USING btree (delivery_id, id);
 ALTER TABLE queue.actions ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON queue.actions AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON queue.actions AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE queue.actions TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.actions TO queue;
 CREATE SEQUENCE queue.actions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.actions.id
@@ -1487,7 +1441,7 @@ GRANT SELECT, USAGE ON SEQUENCE queue.actions_id_seq TO queue;
 
 CREATE VIEW queue.attempt_log AS
  SELECT a.id,
-    a.sandbox_id,
+    a.tenant_id,
     a.delivery_id,
     d.subscriber,
     a.attempt,
@@ -1500,7 +1454,7 @@ CREATE VIEW queue.attempt_log AS
      JOIN queue.deliveries d ON d.id = a.delivery_id
 UNION ALL
  SELECT 0 AS id,
-    d.sandbox_id,
+    d.tenant_id,
     d.id AS delivery_id,
     d.subscriber,
     1 AS attempt,
@@ -1516,7 +1470,7 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.attempt_log TO queue;
 
 CREATE TABLE queue.attempts (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   delivery_id bigint NOT NULL,
   attempt integer NOT NULL,
   started_at timestamp with time zone NOT NULL,
@@ -1531,9 +1485,9 @@ ALTER TABLE queue.attempts ADD CONSTRAINT attempts_pkey PRIMARY KEY (id);
 CREATE INDEX attempts_by_delivery ON queue.attempts USING btree (delivery_id, id);
 CREATE INDEX attempts_by_time ON queue.attempts USING brin (started_at);
 ALTER TABLE queue.attempts ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON queue.attempts AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON queue.attempts AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE queue.attempts TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.attempts TO queue;
 CREATE SEQUENCE queue.attempts_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.attempts.id
@@ -1541,7 +1495,7 @@ GRANT SELECT, USAGE ON SEQUENCE queue.attempts_id_seq TO queue;
 
 CREATE TABLE queue.bulk_jobs (
   id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   action text NOT NULL,
   ids bigint[] NOT NULL,
   total integer NOT NULL,
@@ -1569,29 +1523,29 @@ ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_rate_per_second_check CHECK
 ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_state_check CHECK ((state = ANY (ARRAY['running'::text, 'done'::text, 'cancelled'::text])));
 CREATE INDEX bulk_jobs_running ON queue.bulk_jobs USING btree (next_run_at) WHERE (state = 'running'::text);
 ALTER TABLE queue.bulk_jobs ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON queue.bulk_jobs AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON queue.bulk_jobs AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE queue.bulk_jobs TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.bulk_jobs TO queue;
 
 CREATE TABLE queue.closure_counts (
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   subscriber text NOT NULL,
   closed bigint NOT NULL DEFAULT 0,
   mismatch bigint NOT NULL DEFAULT 0
 );
-ALTER TABLE queue.closure_counts ADD CONSTRAINT closure_counts_pkey PRIMARY KEY (sandbox_id, subscriber);
+ALTER TABLE queue.closure_counts ADD CONSTRAINT closure_counts_pkey PRIMARY KEY (tenant_id, subscriber);
 ALTER TABLE queue.closure_counts ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON queue.closure_counts AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON queue.closure_counts AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE queue.closure_counts TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.closure_counts TO queue;
 
 CREATE TABLE queue.deliveries (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   subscriber text NOT NULL,
   type text NOT NULL,
@@ -1623,17 +1577,17 @@ ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_check2 CHECK (((state = '
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_message_id_subscriber_key UNIQUE (message_id, subscriber);
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_pkey PRIMARY KEY (id);
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'in_flight'::text, 'done'::text, 'dead'::text, 'refused'::text])));
-CREATE INDEX deliveries_dead ON queue.deliveries USING btree (sandbox_id, dead_at, id) WHERE (state = 'dead'::text);
+CREATE INDEX deliveries_dead ON queue.deliveries USING btree (tenant_id, dead_at, id) WHERE (state = 'dead'::text);
 CREATE INDEX deliveries_done_by_time ON queue.deliveries USING brin (last_started_at);
 CREATE INDEX deliveries_error_words ON queue.deliveries USING gin (last_error platform.gin_trgm_ops) WHERE (last_error IS NOT NULL);
-CREATE INDEX deliveries_open ON queue.deliveries USING btree (sandbox_id, id) WHERE (state = ANY (ARRAY['pending'::text, 'in_flight'::text]));
-CREATE INDEX deliveries_refused ON queue.deliveries USING btree (sandbox_id, refused_at, id) WHERE (state = 'refused'::text);
+CREATE INDEX deliveries_open ON queue.deliveries USING btree (tenant_id, id) WHERE (state = ANY (ARRAY['pending'::text, 'in_flight'::text]));
+CREATE INDEX deliveries_refused ON queue.deliveries USING btree (tenant_id, refused_at, id) WHERE (state = 'refused'::text);
 CREATE INDEX deliveries_republish ON queue.deliveries USING btree (republish_at) WHERE (republish_at IS NOT NULL);
 CREATE INDEX deliveries_unaudited ON queue.deliveries USING btree (subscriber, id) WHERE ((state = 'done'::text) AND (NOT audited));
 ALTER TABLE queue.deliveries ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON queue.deliveries AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON queue.deliveries AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE queue.deliveries TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.deliveries TO queue;
 GRANT SELECT, INSERT ON TABLE queue.deliveries TO relay;
@@ -1642,7 +1596,7 @@ GRANT SELECT, USAGE ON SEQUENCE queue.deliveries_id_seq TO queue;
 
 CREATE TABLE queue.messages (
   message_id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   source text NOT NULL,
   type text NOT NULL,
   aggregate_id text NOT NULL,
@@ -1651,20 +1605,20 @@ CREATE TABLE queue.messages (
 );
 ALTER TABLE queue.messages ADD CONSTRAINT messages_pkey PRIMARY KEY (message_id);
 CREATE INDEX messages_by_aggregate ON queue.messages USING btree (aggregate_id);
-CREATE INDEX messages_by_sandbox ON queue.messages USING btree (sandbox_id, published_at);
+CREATE INDEX messages_by_tenant ON queue.messages USING btree (tenant_id, published_at);
 CREATE INDEX messages_published_by_time ON queue.messages USING brin (published_at);
 CREATE TRIGGER messages_immutable BEFORE UPDATE OF envelope, message_id ON queue.messages FOR EACH ROW EXECUTE FUNCTION platform.forbid_envelope_change();
 ALTER TABLE queue.messages ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON queue.messages AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON queue.messages AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE queue.messages TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.messages TO queue;
 GRANT SELECT, INSERT ON TABLE queue.messages TO relay;
 
 CREATE TABLE queue.mismatches (
   delivery_id bigint NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   subscriber text NOT NULL,
   message_id uuid NOT NULL,
   found_at timestamp with time zone NOT NULL DEFAULT now()
@@ -1672,15 +1626,15 @@ CREATE TABLE queue.mismatches (
 ALTER TABLE queue.mismatches ADD CONSTRAINT mismatches_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES queue.deliveries(id);
 ALTER TABLE queue.mismatches ADD CONSTRAINT mismatches_pkey PRIMARY KEY (delivery_id);
 ALTER TABLE queue.mismatches ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON queue.mismatches AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON queue.mismatches AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE queue.mismatches TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.mismatches TO queue;
 
 CREATE TABLE queue.operator_actions (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   actor text NOT NULL,
   action text NOT NULL,
   target jsonb NOT NULL,
@@ -1691,11 +1645,11 @@ CREATE TABLE queue.operator_actions (
 ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_action_check CHECK ((action = ANY (ARRAY['redrive'::text, 'refuse'::text, 'supersede'::text, 'cancel'::text, 'release'::text])));
 ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_count_check CHECK ((count >= 0));
 ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_pkey PRIMARY KEY (id);
-CREATE INDEX operator_actions_by_sandbox ON queue.operator_actions USING btree (sandbox_id, at);
+CREATE INDEX operator_actions_by_tenant ON queue.operator_actions USING btree (tenant_id, at);
 ALTER TABLE queue.operator_actions ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON queue.operator_actions AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON queue.operator_actions AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE queue.operator_actions TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.operator_actions TO queue;
 GRANT INSERT ON TABLE queue.operator_actions TO relay;
@@ -1704,7 +1658,7 @@ GRANT SELECT, USAGE ON SEQUENCE queue.operator_actions_id_seq TO queue;
 
 CREATE TABLE queue.pause_actions (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   subscriber text NOT NULL,
   action text NOT NULL,
   actor text NOT NULL,
@@ -1712,35 +1666,35 @@ CREATE TABLE queue.pause_actions (
 );
 ALTER TABLE queue.pause_actions ADD CONSTRAINT pause_actions_action_check CHECK ((action = ANY (ARRAY['pause'::text, 'resume'::text])));
 ALTER TABLE queue.pause_actions ADD CONSTRAINT pause_actions_pkey PRIMARY KEY (id);
-CREATE INDEX pause_actions_by_sandbox ON queue.pause_actions USING btree (sandbox_id, id);
+CREATE INDEX pause_actions_by_tenant ON queue.pause_actions USING btree (tenant_id, id);
 ALTER TABLE queue.pause_actions ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON queue.pause_actions AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON queue.pause_actions AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE queue.pause_actions TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.pause_actions TO queue;
 CREATE SEQUENCE queue.pause_actions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.pause_actions.id
 GRANT SELECT, USAGE ON SEQUENCE queue.pause_actions_id_seq TO queue;
 
 CREATE TABLE queue.pauses (
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   subscriber text NOT NULL,
   paused boolean NOT NULL,
   actor text NOT NULL,
   updated_at timestamp with time zone NOT NULL DEFAULT now()
 );
-ALTER TABLE queue.pauses ADD CONSTRAINT pauses_pkey PRIMARY KEY (sandbox_id, subscriber);
+ALTER TABLE queue.pauses ADD CONSTRAINT pauses_pkey PRIMARY KEY (tenant_id, subscriber);
 ALTER TABLE queue.pauses ADD CONSTRAINT pauses_subscriber_check CHECK (((length(subscriber) >= 1) AND (length(subscriber) <= 80)));
 ALTER TABLE queue.pauses ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON queue.pauses AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON queue.pauses AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE queue.pauses TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.pauses TO queue;
 
 CREATE TABLE queue.supersessions (
   delivery_id bigint NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   actor text NOT NULL,
   reason text NOT NULL,
@@ -1750,15 +1704,15 @@ ALTER TABLE queue.supersessions ADD CONSTRAINT supersessions_delivery_id_fkey FO
 ALTER TABLE queue.supersessions ADD CONSTRAINT supersessions_pkey PRIMARY KEY (delivery_id);
 CREATE INDEX supersessions_by_message ON queue.supersessions USING btree (message_id);
 ALTER TABLE queue.supersessions ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON queue.supersessions AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON queue.supersessions AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE queue.supersessions TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.supersessions TO queue;
 
 CREATE TABLE receipts.inbox (
   message_id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
@@ -1773,15 +1727,15 @@ ALTER TABLE receipts.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = AN
 CREATE INDEX inbox_by_aggregate ON receipts.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 CREATE INDEX inbox_received_by_time ON receipts.inbox USING brin (received_at);
 ALTER TABLE receipts.inbox ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON receipts.inbox AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON receipts.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE receipts.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE receipts.inbox TO receipts;
 
 CREATE TABLE receipts.order_violations (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   aggregate_id text NOT NULL,
@@ -1792,11 +1746,11 @@ CREATE TABLE receipts.order_violations (
 ALTER TABLE receipts.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
 ALTER TABLE receipts.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
 ALTER TABLE receipts.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
-CREATE INDEX order_violations_by_sandbox ON receipts.order_violations USING btree (sandbox_id, at);
+CREATE INDEX order_violations_by_tenant ON receipts.order_violations USING btree (tenant_id, at);
 ALTER TABLE receipts.order_violations ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON receipts.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON receipts.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE receipts.order_violations TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE receipts.order_violations TO receipts;
 CREATE SEQUENCE receipts.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of receipts.order_violations.id
@@ -1804,7 +1758,7 @@ GRANT SELECT, USAGE ON SEQUENCE receipts.order_violations_id_seq TO receipts;
 
 CREATE TABLE receipts.receipts (
   order_id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   number text NOT NULL,
   lines jsonb NOT NULL,
   total_cents integer NOT NULL,
@@ -1815,15 +1769,15 @@ CREATE TABLE receipts.receipts (
 ALTER TABLE receipts.receipts ADD CONSTRAINT receipts_pkey PRIMARY KEY (order_id);
 CREATE INDEX receipts_by_number ON receipts.receipts USING btree (number);
 ALTER TABLE receipts.receipts ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON receipts.receipts AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON receipts.receipts AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE receipts.receipts TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE receipts.receipts TO receipts;
 
 CREATE TABLE receipts.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   reason text NOT NULL,
@@ -1832,9 +1786,9 @@ CREATE TABLE receipts.refusals (
 ALTER TABLE receipts.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
 ALTER TABLE receipts.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
 ALTER TABLE receipts.refusals ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON receipts.refusals AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON receipts.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE receipts.refusals TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE receipts.refusals TO receipts;
 CREATE SEQUENCE receipts.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of receipts.refusals.id
@@ -1843,7 +1797,7 @@ GRANT SELECT, USAGE ON SEQUENCE receipts.refusals_id_seq TO receipts;
 CREATE TABLE schedule.bookings (
   order_id uuid NOT NULL,
   sku text NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   day date NOT NULL,
   qty integer NOT NULL,
   state text NOT NULL,
@@ -1851,17 +1805,17 @@ CREATE TABLE schedule.bookings (
 );
 ALTER TABLE schedule.bookings ADD CONSTRAINT bookings_pkey PRIMARY KEY (order_id, sku);
 ALTER TABLE schedule.bookings ADD CONSTRAINT bookings_state_check CHECK ((state = ANY (ARRAY['held'::text, 'reserved'::text, 'released'::text])));
-CREATE INDEX bookings_by_day ON schedule.bookings USING btree (sandbox_id, day, sku);
+CREATE INDEX bookings_by_day ON schedule.bookings USING btree (tenant_id, day, sku);
 ALTER TABLE schedule.bookings ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON schedule.bookings AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON schedule.bookings AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE schedule.bookings TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE schedule.bookings TO schedule;
 
 CREATE TABLE schedule.inbox (
   message_id uuid NOT NULL,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   type text NOT NULL,
   received_at timestamp with time zone NOT NULL DEFAULT now(),
   status integer NOT NULL,
@@ -1876,15 +1830,15 @@ ALTER TABLE schedule.inbox ADD CONSTRAINT inbox_status_check CHECK ((status = AN
 CREATE INDEX inbox_by_aggregate ON schedule.inbox USING btree (aggregate_id, aggregate_version) WHERE (aggregate_id IS NOT NULL);
 CREATE INDEX inbox_received_by_time ON schedule.inbox USING brin (received_at);
 ALTER TABLE schedule.inbox ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON schedule.inbox AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON schedule.inbox AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE schedule.inbox TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE schedule.inbox TO schedule;
 
 CREATE TABLE schedule.order_violations (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   aggregate_id text NOT NULL,
@@ -1895,11 +1849,11 @@ CREATE TABLE schedule.order_violations (
 ALTER TABLE schedule.order_violations ADD CONSTRAINT order_violations_check CHECK ((applied_version > arrived_version));
 ALTER TABLE schedule.order_violations ADD CONSTRAINT order_violations_message_id_key UNIQUE (message_id);
 ALTER TABLE schedule.order_violations ADD CONSTRAINT order_violations_pkey PRIMARY KEY (id);
-CREATE INDEX order_violations_by_sandbox ON schedule.order_violations USING btree (sandbox_id, at);
+CREATE INDEX order_violations_by_tenant ON schedule.order_violations USING btree (tenant_id, at);
 ALTER TABLE schedule.order_violations ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON schedule.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON schedule.order_violations AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE schedule.order_violations TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE schedule.order_violations TO schedule;
 CREATE SEQUENCE schedule.order_violations_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of schedule.order_violations.id
@@ -1907,7 +1861,7 @@ GRANT SELECT, USAGE ON SEQUENCE schedule.order_violations_id_seq TO schedule;
 
 CREATE TABLE schedule.refusals (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  sandbox_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
   message_id uuid NOT NULL,
   type text NOT NULL,
   reason text NOT NULL,
@@ -1916,9 +1870,9 @@ CREATE TABLE schedule.refusals (
 ALTER TABLE schedule.refusals ADD CONSTRAINT refusals_message_id_key UNIQUE (message_id);
 ALTER TABLE schedule.refusals ADD CONSTRAINT refusals_pkey PRIMARY KEY (id);
 ALTER TABLE schedule.refusals ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_isolation ON schedule.refusals AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)))
-  WITH CHECK (((sandbox_id = ( SELECT platform.current_sandbox() AS current_sandbox)) OR ( SELECT platform.all_sandboxes() AS all_sandboxes)));
+CREATE POLICY tenant_isolation ON schedule.refusals AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE schedule.refusals TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE schedule.refusals TO schedule;
 CREATE SEQUENCE schedule.refusals_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of schedule.refusals.id

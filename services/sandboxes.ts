@@ -9,10 +9,10 @@ export function sandboxClosedMessage(error: TenantClosed): string {
 
 export async function createSandbox(sql: Sql, name: string): Promise<string> {
   const [row] = await sql<{ id: string }[]>`
-    insert into platform.sandboxes (name) values (${name}) returning id`;
+    insert into platform.tenants (name) values (${name}) returning id`;
   return row.id;
 }
 
 export async function renameSandbox(sql: Sql, id: string, name: string) {
-  await sql`update platform.sandboxes set name = ${name} where id = ${id}`;
+  await sql`update platform.tenants set name = ${name} where id = ${id}`;
 }

@@ -50,9 +50,9 @@ const FIRST = [
   "orders.events",
 ];
 
-/** Rows with a sandbox_id that the wipe keeps (see above). */
+/** Rows with a tenant_id that the wipe keeps (see above). */
 const KEPT = [
-  "platform.sandboxes",
+  "platform.tenants",
   "platform.sessions",
   "platform.closed_refusals",
 ];
@@ -102,7 +102,7 @@ export async function wipeDue(
     select c.cutoff,
            not exists (select from platform.wipes w
                         where w.cutoff = c.cutoff and w.finished_at is not null)
-           or exists (select from platform.sandboxes
+           or exists (select from platform.tenants
                        where wiping_at is not null and wiped_at is null) as due
       from (select platform.wipe_cutoff(
                      coalesce(${options.at ?? null}::timestamptz, now()))
@@ -149,7 +149,7 @@ async function wipe(
   }
   const rowsDeleted = await asOwner(sql, async (tx) => {
     const deleted = ids.length > 0 ? await deleteRows(tx, ids, log) : 0;
-    await tx`update platform.sandboxes set wiped_at = now()
+    await tx`update platform.tenants set wiped_at = now()
               where id = any(${ids}::uuid[])`;
     await tx`
       insert into platform.wipes (cutoff, finished_at, sandboxes, rows_deleted)
@@ -170,7 +170,7 @@ async function wipe(
 async function close(sql: Sql, cutoff: Date): Promise<string[]> {
   const rows = await sql<{ id: string }[]>`
     with closed as (
-      update platform.sandboxes set wiping_at = now()
+      update platform.tenants set wiping_at = now()
        where created_at < ${cutoff} and wiping_at is null
       returning id
     ), ids as (
@@ -178,11 +178,11 @@ async function close(sql: Sql, cutoff: Date): Promise<string[]> {
       -- closed earlier and left wiping.
       select id from closed
       union all
-      select id from platform.sandboxes
+      select id from platform.tenants
        where wiping_at is not null and wiped_at is null
     ), ended as (
       update platform.sessions set ended_at = now()
-       where sandbox_id in (select id from ids) and ended_at is null
+       where tenant_id in (select id from ids) and ended_at is null
     )
     select id from ids`;
   return rows.map((r) => r.id);
@@ -227,7 +227,7 @@ async function fence(sql: Sql, ids: readonly string[], fenceMs: number) {
         (await sql<{ leased: boolean }[]>`
         select exists (
           select from ${sql(outbox)}
-           where sandbox_id = any(${ids as string[]}::uuid[])
+           where tenant_id = any(${ids as string[]}::uuid[])
              and state = 'claimed' and lease_expires_at > now()) as leased`)[0]
           .leased === false,
     );
@@ -253,7 +253,7 @@ async function until(
 
 /**
  * Step 4: deletes every row of the sandboxes, in every table that has a
- * sandbox_id but the kept ones. A second pass finds nothing unless
+ * tenant_id but the kept ones. A second pass finds nothing unless
  * something wrote past the gate; it deletes that too, and says so (a bug to
  * fix). Three passes that each found rows fail the wipe, which leaves the
  * sandboxes wiping for the next run.
@@ -267,7 +267,7 @@ async function deleteRows(
     select format('%I.%I', c.table_schema, c.table_name) as t
       from information_schema.columns c
       join information_schema.tables t using (table_schema, table_name)
-     where c.column_name = 'sandbox_id' and t.table_type = 'BASE TABLE'
+     where c.column_name = 'tenant_id' and t.table_type = 'BASE TABLE'
        and c.table_schema not in ('pg_catalog', 'information_schema')`)
     .map((r) => r.t).filter((t) => !KEPT.includes(t));
   const ordered = [...FIRST, ...tables.filter((t) => !FIRST.includes(t))];
@@ -277,7 +277,7 @@ async function deleteRows(
     for (const table of ordered) {
       const deleted = await tx`
         delete from ${tx(table)}
-         where sandbox_id = any(${ids as string[]}::uuid[])`;
+         where tenant_id = any(${ids as string[]}::uuid[])`;
       if (deleted.count > 0) found[table] = deleted.count;
     }
     const n = Object.values(found).reduce((a, b) => a + b, 0);

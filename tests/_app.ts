@@ -259,23 +259,23 @@ export async function countOf(
  * The messages `service` wrote, owed or published, as a subquery to name
  * after `from` with an alias: its outbox rows, and the copies in
  * queue.messages of those already published (the outbox row is deleted
- * then). Columns: message_id, sandbox_id, type, envelope.
+ * then). Columns: message_id, tenant_id, type, envelope.
  */
 export function sentBy(sql: Sql, service: string) {
   return sql`(
-    select message_id, sandbox_id, type, envelope from ${
+    select message_id, tenant_id, type, envelope from ${
     sql(`${service}.outbox`)
   } o
      where not exists (
        select from queue.messages m where m.message_id = o.message_id)
     union all
-    select message_id, sandbox_id, type, envelope from queue.messages
+    select message_id, tenant_id, type, envelope from queue.messages
      where source = ${service})`;
 }
 
 /** Tables that a command (order, payment, session) writes to. */
 export const COMMAND_TABLES = [
-  "platform.sandboxes",
+  "platform.tenants",
   "platform.sessions",
   "orders.orders",
   "orders.lines",
@@ -306,7 +306,7 @@ export async function rowCounts(
     );
   }
   const days = await sql<{ key: string; qty: number }[]>`
-    select sandbox_id || '/' || day || '/' || sku as key, qty
+    select tenant_id || '/' || day || '/' || sku as key, qty
       from orders.day_counts order by 1`;
   counts["orders.day_counts"] = days.map((d) => `${d.key}=${d.qty}`).join(
     ",",

@@ -33,19 +33,19 @@ export async function copyDeadLetter(
   }));
   const rows = await sql<{ id: string }[]>`
     with m as (
-      insert into queue.messages (message_id, sandbox_id, source, type,
+      insert into queue.messages (message_id, tenant_id, source, type,
                                   aggregate_id, envelope, published_at)
-      select (e->>'messageId')::uuid, o.sandbox_id, o.source, o.type,
+      select (e->>'messageId')::uuid, o.tenant_id, o.source, o.type,
              o.aggregate_id, e, o.published_at
         from queue.messages o,
              jsonb_array_elements(${sql.json(envelopes as never)}) as e
        where o.message_id = ${d.message_id}
       returning message_id
     )
-    insert into queue.deliveries (sandbox_id, message_id, subscriber, type,
+    insert into queue.deliveries (tenant_id, message_id, subscriber, type,
                                   aggregate_id, state, attempts, last_status,
                                   last_error, dead_at)
-    select o.sandbox_id, m.message_id, o.subscriber, o.type, o.aggregate_id,
+    select o.tenant_id, m.message_id, o.subscriber, o.type, o.aggregate_id,
            'dead', o.attempts, o.last_status, o.last_error,
            o.dead_at + interval '1 millisecond'
       from queue.deliveries o, m where o.id = ${id}

@@ -47,7 +47,7 @@ async function orderWithOpenPayment(sql: Sql, client: Client) {
   // As the pay request opens it: the order's amount and currency.
   await sql`
     insert into billing.payments
-      (id, sandbox_id, order_id, amount_cents, currency)
+      (id, tenant_id, order_id, amount_cents, currency)
     values (${paymentId}, ${body.sandboxId}, ${orderId}, ${totalCents}, 'eur')`;
   return { orderId, sandboxId: body.sandboxId, paymentId, totalCents };
 }
@@ -215,19 +215,19 @@ Deno.test("payments: a payment id of another sandbox is a 422 and a recorded ref
       );
     }
     const [recorded] = await sql`
-      select sandbox_id, payment_id, order_id, status, outcome
+      select tenant_id, payment_id, order_id, status, outcome
         from billing.stripe_events`;
     assert.deepEqual(
-      [recorded.sandbox_id, recorded.payment_id, recorded.order_id],
+      [recorded.tenant_id, recorded.payment_id, recorded.order_id],
       [ours.sandboxId, theirs.paymentId, ours.orderId],
     );
     assert.equal(recorded.status, 422);
     assert.match(recorded.outcome, /^refused: /);
     // Their payment, and both orders, are as they were.
     const payments = await sql`
-      select id, sandbox_id, state from billing.payments order by id`;
+      select id, tenant_id, state from billing.payments order by id`;
     assert.deepEqual(
-      payments.map((p) => [p.id, p.sandbox_id, p.state]).sort(),
+      payments.map((p) => [p.id, p.tenant_id, p.state]).sort(),
       [
         [theirs.paymentId, theirs.sandboxId, "pending"],
         [ours.paymentId, ours.sandboxId, "pending"],

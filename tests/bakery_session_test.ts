@@ -43,7 +43,7 @@ Deno.test("session: signing in without a session opens a new sandbox", async () 
     assert.match(cookie, /;\s*Path=\//i);
 
     const [sandbox] = await t.sql`
-      select name from platform.sandboxes where id = ${body.sandboxId}`;
+      select name from platform.tenants where id = ${body.sandboxId}`;
     assert.equal(sandbox.name, "Ada");
     const read = await client.json<Record<string, string>>(
       "GET",
@@ -66,7 +66,7 @@ Deno.test("session: signing in without a session opens a new sandbox", async () 
     }
     assert.equal(
       await countOf(t.sql<{ n: number }[]>`
-        select count(*)::int as n from platform.sandboxes`),
+        select count(*)::int as n from platform.tenants`),
       1,
     );
   });
@@ -86,7 +86,7 @@ Deno.test("session: a guest who signs in keeps the sandbox, with a new cookie", 
     assert.equal(guest.body.name, null);
     const sandboxes = () =>
       countOf(t.sql<{ n: number }[]>`
-        select count(*)::int as n from platform.sandboxes`);
+        select count(*)::int as n from platform.tenants`);
     assert.equal(await sandboxes(), 1);
 
     const signIn = await client.fetch("/api/session", {

@@ -29,7 +29,7 @@ async function orderWithPendingPayment(sql: Sql, client: Client) {
   const { sandboxId } = session.body;
   const paymentId = `pi_test_${crypto.randomUUID().slice(0, 8)}`;
   await sql`
-    insert into billing.payments (id, sandbox_id, order_id, amount_cents)
+    insert into billing.payments (id, tenant_id, order_id, amount_cents)
     values (${paymentId}, ${sandboxId}, ${orderId}, ${totalCents})`;
   return { orderId, sandboxId, paymentId, totalCents };
 }
@@ -279,7 +279,7 @@ Deno.test("webhook: other payments of a paid order change nothing but are kept f
     );
     for (const id of [declined, extra]) {
       await sql`
-        insert into billing.payments (id, sandbox_id, order_id, amount_cents)
+        insert into billing.payments (id, tenant_id, order_id, amount_cents)
         values (${id}, ${ids.sandboxId}, ${ids.orderId}, ${ids.totalCents})`;
     }
     const send = async (paymentId: string, failed = false) => {

@@ -38,7 +38,7 @@ function boundaryTest(name: string, fn: (ctx: Ctx) => Promise<void>) {
   Deno.test(`boundaries: ${name}`, () =>
     withTestDatabase(async ({ sql }) => {
       const [{ id: sandboxId }] = await sql<{ id: string }[]>`
-        insert into platform.sandboxes (name) values ('boundaries')
+        insert into platform.tenants (name) values ('boundaries')
         returning id`;
       const attempt: Ctx["attempt"] = async (service, statement) => {
         try {
@@ -75,7 +75,7 @@ async function serviceTables(sql: Sql): Promise<Map<string, string[]>> {
 
 /**
  * The tables of the service schemas (and the platform's sandboxed tables)
- * that lack a `sandbox_id` column, row level security or a policy, each with
+ * that lack a `tenant_id` column, row level security or a policy, each with
  * what it lacks. Empty when every table is guarded.
  */
 async function unguardedTables(sql: Sql): Promise<string[]> {
@@ -84,7 +84,7 @@ async function unguardedTables(sql: Sql): Promise<string[]> {
   >`
     select format('%I.%I', n.nspname, c.relname) as table,
            exists (select 1 from pg_attribute a
-                    where a.attrelid = c.oid and a.attname = 'sandbox_id'
+                    where a.attrelid = c.oid and a.attname = 'tenant_id'
                       and not a.attisdropped) as has_column,
            c.relrowsecurity as rls,
            (select count(*)::int from pg_policy p where p.polrelid = c.oid)
@@ -100,7 +100,7 @@ async function unguardedTables(sql: Sql): Promise<string[]> {
   assert.ok(rows.length >= 10, `only ${rows.length} tables found`);
   return rows.flatMap((r) => {
     const missing = [
-      ...r.has_column ? [] : ["sandbox_id"],
+      ...r.has_column ? [] : ["tenant_id"],
       ...r.rls ? [] : ["row level security"],
       ...r.policies > 0 ? [] : ["policy"],
     ];
@@ -113,7 +113,7 @@ boundaryTest(
   async ({ sql, sandboxId, attempt }) => {
     const messageId = crypto.randomUUID();
     const insert = (tx: Sql) =>
-      tx`insert into kitchen.inbox (message_id, sandbox_id, type, status)
+      tx`insert into kitchen.inbox (message_id, tenant_id, type, status)
         values (${messageId}, ${sandboxId}, 'OrderPlaced', 200)`;
     const read = (tx: Sql) => tx`select count(*) from kitchen.inbox`;
 
@@ -123,7 +123,7 @@ boundaryTest(
     assert.equal(await attempt("kitchen", read), "ok");
     const [row] = await sql<{ n: number }[]>`
       select count(*)::int as n from kitchen.inbox
-       where message_id = ${messageId} and sandbox_id = ${sandboxId}`;
+       where message_id = ${messageId} and tenant_id = ${sandboxId}`;
     assert.equal(row.n, 1);
   },
 );
@@ -140,10 +140,10 @@ boundaryTest(
           { tenantId: sandboxId },
           async ({ sql: tx }) => {
             await tx`insert into kitchen.inbox
-            (message_id, sandbox_id, type, status)
+            (message_id, tenant_id, type, status)
             values (${messageId}, ${sandboxId}, 'OrderPaid', 200)`;
             await tx`insert into receipts.inbox
-            (message_id, sandbox_id, type, status)
+            (message_id, tenant_id, type, status)
             values (${messageId}, ${sandboxId}, 'OrderPaid', 200)`;
           },
         ),
@@ -236,7 +236,7 @@ boundaryTest(
     const insert = await attempt(
       "console",
       (tx) =>
-        tx`insert into kitchen.inbox (message_id, sandbox_id, type, status)
+        tx`insert into kitchen.inbox (message_id, tenant_id, type, status)
           values (${crypto.randomUUID()}, ${sandboxId}, 'OrderPlaced', 200)`,
     );
     assert.match(insert, /permission denied for table inbox/);
@@ -249,7 +249,7 @@ boundaryTest(
 );
 
 boundaryTest(
-  "every service table has sandbox_id and row level security",
+  "every service table has tenant_id and row level security",
   async ({ sql }) => {
     assert.deepEqual(await unguardedTables(sql), []);
   },
@@ -263,7 +263,7 @@ boundaryTest("a table that forgets its sandbox is caught", async ({ sql }) => {
   const rollback = new Error("rollback");
   await sql.begin(async (tx) => {
     await tx`create table kitchen.forgotten (id int)`;
-    await tx`create table dispatch.open_to_all (sandbox_id uuid not null)`;
+    await tx`create table dispatch.open_to_all (tenant_id uuid not null)`;
     found = (await unguardedTables(tx as unknown as Sql))
       .filter((t) => /^(kitchen\.forgotten|dispatch\.open_to_all):/.test(t));
     throw rollback;
@@ -272,7 +272,7 @@ boundaryTest("a table that forgets its sandbox is caught", async ({ sql }) => {
   });
   assert.deepEqual(found, [
     "dispatch.open_to_all: missing row level security, policy",
-    "kitchen.forgotten: missing sandbox_id, row level security, policy",
+    "kitchen.forgotten: missing tenant_id, row level security, policy",
   ]);
   const [left] = await sql`select to_regclass('kitchen.forgotten') as t`;
   assert.equal(left.t, null);

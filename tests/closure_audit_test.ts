@@ -24,17 +24,17 @@ Deno.test("closure audit: done deliveries are counted once as closed; an ack wit
       return r.n === 0;
     });
     const [{ closed }] = await t.sql`select sum(closed)::int as closed
-      from queue.closure_counts where sandbox_id = ${sandboxId}`;
+      from queue.closure_counts where tenant_id = ${sandboxId}`;
     assert.equal(closed, 10);
 
     // An acknowledgement the kitchen never recorded: a done delivery of a
     // message that is in no inbox.
     const messageId = crypto.randomUUID();
     await t
-      .sql`insert into queue.messages (message_id, sandbox_id, source, type, aggregate_id, envelope)
+      .sql`insert into queue.messages (message_id, tenant_id, source, type, aggregate_id, envelope)
       values (${messageId}, ${sandboxId}, 'orders', 'OrderPlaced', ${orderId}, '{}')`;
     const [d] = await t.sql`insert into queue.deliveries
-        (sandbox_id, message_id, subscriber, type, aggregate_id, state, done_at)
+        (tenant_id, message_id, subscriber, type, aggregate_id, state, done_at)
       values (${sandboxId}, ${messageId}, 'kitchen', 'OrderPlaced', ${orderId}, 'done', now())
       returning id`;
     // Seen as a mismatch before the audit (unaudited done, no inbox row)...

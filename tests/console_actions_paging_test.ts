@@ -37,12 +37,12 @@ async function seedLog(sql: Sql, sandboxId: string, who: string) {
   for (let i = 0; i < 45; i++) {
     const at = moment(i < 20 ? 500 : 1000 + 2 * i);
     await sql`
-      insert into queue.operator_actions (sandbox_id, actor, action, target,
+      insert into queue.operator_actions (tenant_id, actor, action, target,
                                           count, at)
       values (${sandboxId}, ${`${who} o${i}`}, 'redrive',
               ${sql.json({ ids: [i] })}, 1, ${at})`;
     await sql`
-      insert into queue.pause_actions (sandbox_id, subscriber, action, actor,
+      insert into queue.pause_actions (tenant_id, subscriber, action, actor,
                                        at)
       values (${sandboxId}, 'kitchen', ${i % 2 ? "resume" : "pause"},
               ${`${who} p${i}`}, ${i < 20 ? at : moment(1001 + 2 * i)})`;
@@ -71,10 +71,10 @@ Deno.test("operator log: page by page, every entry once and in order, across bot
     const expected = (await t.sql<{ actor: string }[]>`
       select actor from (
         select at, 'o' as src, id, actor from queue.operator_actions
-         where sandbox_id = ${sandboxId}
+         where tenant_id = ${sandboxId}
         union all
         select at, 'p', id, actor from queue.pause_actions
-         where sandbox_id = ${sandboxId}
+         where tenant_id = ${sandboxId}
       ) a order by at desc, src desc, id desc`).map((r) => r.actor);
     assert.equal(expected.length, 90);
 

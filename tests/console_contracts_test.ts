@@ -279,7 +279,7 @@ Deno.test("contracts: every console twin's answer parses against its schema, wit
     // A job of this sandbox, as the job loop leaves a finished one.
     const jobId = crypto.randomUUID();
     await t.sql`
-      insert into queue.bulk_jobs (id, sandbox_id, action, ids, total, done,
+      insert into queue.bulk_jobs (id, tenant_id, action, ids, total, done,
                                    changed, rate_per_second, actor, state,
                                    finished_at)
       values (${jobId}, ${sandboxId}, 'redrive', '{1,2}', 2, 2, 1, 50,

@@ -55,7 +55,7 @@ Deno.test("console deliveries: counts and newest-first list of one sandbox, with
     const rows = async () =>
       await t.sql<{ id: string; state: string; audited: boolean }[]>`
         select d.id, d.state, d.audited from queue.deliveries d
-         where d.sandbox_id = ${sandboxA}`;
+         where d.tenant_id = ${sandboxA}`;
     const expected = (all: { state: string }[]) => {
       const counts: Record<string, number> = {
         pending: 0,

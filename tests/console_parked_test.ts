@@ -61,7 +61,7 @@ async function parkedRows(sql: Sql, sandboxId: string): Promise<ParkedRow[]> {
       ...await sql<ParkedRow[]>`
         select ${service}::text as service, type, message_id, attempts
           from ${sql(`${service}.outbox`)}
-         where sandbox_id = ${sandboxId} and state = 'pending'
+         where tenant_id = ${sandboxId} and state = 'pending'
            and next_attempt_at = 'infinity'
          order by id`,
     );
@@ -75,7 +75,7 @@ async function owed(sql: Sql, sandboxId: string): Promise<number> {
   for (const service of SENDERS) {
     n += await countOf(sql<{ n: number }[]>`
       select count(*)::int as n from ${sql(`${service}.outbox`)}
-       where sandbox_id = ${sandboxId}`);
+       where tenant_id = ${sandboxId}`);
   }
   return n;
 }
@@ -215,7 +215,7 @@ Deno.test("parked: rows the loop guard parked are listed apart and stay undelive
     // and the queue refuses sends: each failed publish parks its row.
     for (const service of SENDERS) {
       await sql`
-        insert into ${sql(`${service}.relay_guard`)} (sandbox_id, day, rearms)
+        insert into ${sql(`${service}.relay_guard`)} (tenant_id, day, rearms)
         values (${sandboxId}, (now() at time zone 'utc')::date,
                 ${GUARD_LIMIT})`;
     }
@@ -287,7 +287,7 @@ Deno.test("parked: rows the loop guard parked are listed apart and stay undelive
     const adaMessages = () =>
       countOf(sql<{ n: number }[]>`
         select count(*)::int as n from queue.messages
-         where sandbox_id = ${sandboxId}`);
+         where tenant_id = ${sandboxId}`);
     assert.equal(await adaMessages(), 0);
 
     // Bo sees none of Ada's rows, and releases none of them.
@@ -419,12 +419,12 @@ Deno.test("parked: rows the loop guard parked are listed apart and stay undelive
         count: 0,
       },
     ]);
-    const byActor = await sql<{ actor: string; sandbox_id: string }[]>`
-      select distinct actor, sandbox_id from queue.operator_actions
+    const byActor = await sql<{ actor: string; tenant_id: string }[]>`
+      select distinct actor, tenant_id from queue.operator_actions
        order by actor`;
     assert.deepEqual(byActor.map((r) => ({ ...r })), [
-      { actor: "Ada", sandbox_id: sandboxId },
-      { actor: "Bo", sandbox_id: boSandbox },
+      { actor: "Ada", tenant_id: sandboxId },
+      { actor: "Bo", tenant_id: boSandbox },
     ]);
     const log = await (await ada.fetch("/console/actions")).text();
     assert.match(log, /data-testid="action-release"/);

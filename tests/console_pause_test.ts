@@ -145,22 +145,22 @@ Deno.test("pause: unknown receivers are a 404, bad bodies a 400 naming the field
     assert.equal(await isPaused(client, "kitchen"), false);
     const actions = await t.sql<
       {
-        sandbox_id: string;
+        tenant_id: string;
         subscriber: string;
         action: string;
         actor: string;
       }[]
-    >`select sandbox_id, subscriber, action, actor from queue.pause_actions
+    >`select tenant_id, subscriber, action, actor from queue.pause_actions
        order by id`;
     assert.deepEqual(actions.map((a) => ({ ...a })), [
       {
-        sandbox_id: sandboxId,
+        tenant_id: sandboxId,
         subscriber: "kitchen",
         action: "pause",
         actor: "Pause operator",
       },
       {
-        sandbox_id: sandboxId,
+        tenant_id: sandboxId,
         subscriber: "kitchen",
         action: "resume",
         actor: "Pause operator",

@@ -85,7 +85,7 @@ async function paidOrders(client: Client, n: number) {
 function openDeliveries(sql: Sql, sandboxId: string) {
   return countOf(sql<{ n: number }[]>`
     select count(*)::int as n from queue.deliveries
-     where sandbox_id = ${sandboxId} and state in ('pending', 'in_flight')`);
+     where tenant_id = ${sandboxId} and state in ('pending', 'in_flight')`);
 }
 
 /** Receivers whose inbox holds the OrderPaid of `orderId`. */
@@ -146,7 +146,7 @@ fairTest(
         async () =>
           await countOf(t.sql<{ n: number }[]>`
         select count(*)::int as n from queue.deliveries
-         where sandbox_id = ${sandboxId} and type = 'OrderPaid'`) >= 30 * 6,
+         where tenant_id = ${sandboxId} and type = 'OrderPaid'`) >= 30 * 6,
         30_000,
       );
       await quietOrderIsPrompt(t, sandboxId);
@@ -215,7 +215,7 @@ Deno.test({
       const done = () =>
         countOf(t.sql<{ n: number }[]>`
         select count(*)::int as n from queue.deliveries
-         where sandbox_id = ${sandboxId} and type = 'OrderPaid'
+         where tenant_id = ${sandboxId} and type = 'OrderPaid'
            and subscriber = any(${others}) and state = 'done'`);
       // The kitchen takes 6 s a delivery and times out at 5 s: its own
       // deliveries wait for their retries, the other five receivers do not.
@@ -245,7 +245,7 @@ Deno.test({
       );
       const kitchenOpen = await countOf(t.sql<{ n: number }[]>`
       select count(*)::int as n from queue.deliveries
-       where sandbox_id = ${sandboxId} and subscriber = 'kitchen'
+       where tenant_id = ${sandboxId} and subscriber = 'kitchen'
          and state in ('pending', 'in_flight')`);
       assert.ok(
         kitchenOpen > 0,

@@ -149,7 +149,7 @@ Deno.test("what it costs: per paid order, counted from the rows of this sandbox 
         from queue.messages o
         join billing.stripe_events e on e.order_id::text = o.aggregate_id
        where o.source = 'orders' and o.type = 'OrderPaid'
-         and o.sandbox_id = ${sandboxId}`;
+         and o.tenant_id = ${sandboxId}`;
     assert.ok(costs.latencyMs.p95! <= Math.round(worst.ms * 10) / 10 + 0.1);
 
     // The page's twin carries the same figures, and the page shows them.
@@ -208,7 +208,7 @@ Deno.test("the page without a session: routing and settings, no sandbox; the san
     assert.match(html, /href="\/labs\/queue"/);
     // No visit leaves a sandbox behind.
     assert.equal(
-      await countOf(t.sql`select count(*)::int as n from platform.sandboxes`),
+      await countOf(t.sql`select count(*)::int as n from platform.tenants`),
       0,
     );
   });

@@ -73,7 +73,7 @@ Deno.test("hostile input: a NUL character is a 400 naming the field, and nothing
       "/api/session",
     );
     const named = () =>
-      t.sql<{ name: string }[]>`select name from platform.sandboxes`;
+      t.sql<{ name: string }[]>`select name from platform.tenants`;
     const sandboxes = await named();
     const form = new URLSearchParams({
       _csrf: session.csrfToken,

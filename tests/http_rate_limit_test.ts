@@ -53,7 +53,7 @@ Deno.test("rate limits: the sixth session from one address is a 429, and X-Forwa
   await withTestBakery(async (t) => {
     const sandboxes = () =>
       countOf(t.sql<{ n: number }[]>`
-        select count(*)::int as n from platform.sandboxes`);
+        select count(*)::int as n from platform.tenants`);
     for (let i = 0; i < 5; i++) {
       const answer = await send(t.client(), "POST", "/api/session", {
         name: `Visitor ${i}`,

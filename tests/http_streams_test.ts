@@ -142,7 +142,7 @@ Deno.test("event streams: a session ended elsewhere (the daily wipe, another pro
     // What the daily wipe does to a sandbox's sessions, and what another
     // process's sign-out does: the row ends, and this process is not told.
     const ended = await t.sql`update platform.sessions set ended_at = now()
-      where sandbox_id = ${mine.sandboxId} and ended_at is null`;
+      where tenant_id = ${mine.sandboxId} and ended_at is null`;
     assert.ok(ended.count >= 1);
     assert.equal(
       await ends(stream.reader!),

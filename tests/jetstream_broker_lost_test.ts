@@ -104,12 +104,12 @@ natsServerTest(
         // closure audit counted of it since (it counts done rows only).
         const [lost] = await t.sql<{ id: string }[]>`
           with lost as (
-            select id, sandbox_id, subscriber, audited from queue.deliveries
+            select id, tenant_id, subscriber, audited from queue.deliveries
              where subscriber = 'kitchen' and type = 'OrderPaid'
           ), uncounted as (
             update queue.closure_counts c set closed = c.closed - 1
               from lost
-             where lost.audited and c.sandbox_id = lost.sandbox_id
+             where lost.audited and c.tenant_id = lost.tenant_id
                and c.subscriber = lost.subscriber
           )
           update queue.deliveries d

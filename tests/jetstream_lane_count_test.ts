@@ -39,7 +39,7 @@ natsTest(
       await Promise.all(
         Array.from({ length: SANDBOXES }, async (_, s) => {
           const [{ id: sandboxId }] = await sql<{ id: string }[]>`
-            insert into platform.sandboxes (name) values (${`lanes ${s}`})
+            insert into platform.tenants (name) values (${`lanes ${s}`})
             returning id`;
           for (let i = 0; i < ORDERS_PER_SANDBOX; i++) {
             // One item, spread over days and products: never over capacity.

@@ -241,7 +241,7 @@ Deno.test("labs: the daily wipe removes both labs' rows", async () => {
     });
     // Published rows leave the outbox; one still owed, for the wipe to find.
     await t.sql`
-      insert into lab_sender.outbox (sandbox_id, message_id, type, envelope)
+      insert into lab_sender.outbox (tenant_id, message_id, type, envelope)
       values (${sandboxId}, gen_random_uuid(), 'OrderCreated', '{}')`;
     const tables = [
       "lab_sender.orders",
@@ -258,7 +258,7 @@ Deno.test("labs: the daily wipe removes both labs' rows", async () => {
       for (const table of tables) {
         const [{ n }] = await t.sql<{ n: number }[]>`
           select count(*)::int as n from ${t.sql(table)}
-           where sandbox_id = ${sandboxId}`;
+           where tenant_id = ${sandboxId}`;
         out[table] = n;
       }
       return out;

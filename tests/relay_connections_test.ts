@@ -26,7 +26,7 @@ const order = () => ({
 
 async function newSandbox(sql: Sql): Promise<string> {
   const [row] = await sql<{ id: string }[]>`
-    insert into platform.sandboxes (name) values ('relay pool') returning id`;
+    insert into platform.tenants (name) values ('relay pool') returning id`;
   return row.id;
 }
 

@@ -25,7 +25,7 @@ function rlsTest(name: string, fn: (ctx: Ctx) => Promise<void>) {
   Deno.test(`sandbox rls: ${name}`, () =>
     withTestDatabase(async ({ sql }) => {
       const [{ id: a }, { id: b }] = await sql<{ id: string }[]>`
-        insert into platform.sandboxes (name) values ('A'), ('B')
+        insert into platform.tenants (name) values ('A'), ('B')
         returning id`;
       const rowsOf = { a: [] as string[], b: [] as string[] };
       for (const [sandboxId, ids] of [[a, rowsOf.a], [b, rowsOf.b]] as const) {
@@ -37,7 +37,7 @@ function rlsTest(name: string, fn: (ctx: Ctx) => Promise<void>) {
             for (const type of ["OrderPlaced", "OrderPaid"]) {
               const messageId = crypto.randomUUID();
               await tx`insert into kitchen.inbox
-              (message_id, sandbox_id, type, status)
+              (message_id, tenant_id, type, status)
               values (${messageId}, ${sandboxId}, ${type}, 200)`;
               ids.push(messageId);
             }
@@ -63,7 +63,7 @@ function kitchenSees(
 /** All kitchen inbox rows as the superuser sees them, for before/after. */
 async function allRows(sql: Sql) {
   return [
-    ...await sql`select message_id, sandbox_id, type, status
+    ...await sql`select message_id, tenant_id, type, status
       from kitchen.inbox order by message_id`,
   ];
 }
@@ -78,7 +78,7 @@ rlsTest("a sandbox reads its own rows and not the other's", async (ctx) => {
     { tenantId: a },
     async ({ sql: tx }) =>
       await tx`select * from kitchen.inbox
-        where message_id = ${rowsOf.b[0]} or sandbox_id = ${b}`,
+        where message_id = ${rowsOf.b[0]} or tenant_id = ${b}`,
   );
   assert.equal(found.length, 0);
 });
@@ -92,7 +92,7 @@ rlsTest("a sandbox cannot update or delete the other's rows", async (ctx) => {
     { tenantId: a },
     async ({ sql: tx }) => {
       const updated = await tx`update kitchen.inbox set status = 422
-        where sandbox_id = ${b}`;
+        where tenant_id = ${b}`;
       const updatedById = await tx`update kitchen.inbox set type = 'Changed'
         where message_id = ${rowsOf.b[0]}`;
       const deleted = await tx`delete from kitchen.inbox
@@ -111,7 +111,7 @@ rlsTest("a sandbox cannot update or delete the other's rows", async (ctx) => {
     { tenantId: b },
     async ({ sql: tx }) => {
       const updated = await tx`update kitchen.inbox set status = 422
-        where sandbox_id = ${b}`;
+        where tenant_id = ${b}`;
       const deleted = await tx`delete from kitchen.inbox
         where message_id = ${rowsOf.b[0]}`;
       return [updated.count, deleted.count];
@@ -127,7 +127,7 @@ rlsTest("a sandbox cannot write a row into the other", async (ctx) => {
     () =>
       asService(sql, "kitchen", { tenantId: a }, async ({ sql: tx }) => {
         await tx`insert into kitchen.inbox
-          (message_id, sandbox_id, type, status)
+          (message_id, tenant_id, type, status)
           values (${crypto.randomUUID()}, ${b}, 'OrderPlaced', 200)`;
       }),
     /new row violates row-level security policy for table "inbox"/,
@@ -136,8 +136,8 @@ rlsTest("a sandbox cannot write a row into the other", async (ctx) => {
   await assert.rejects(
     () =>
       asService(sql, "kitchen", { tenantId: a }, async ({ sql: tx }) => {
-        await tx`update kitchen.inbox set sandbox_id = ${b}
-          where sandbox_id = ${a}`;
+        await tx`update kitchen.inbox set tenant_id = ${b}
+          where tenant_id = ${a}`;
       }),
     /new row violates row-level security policy for table "inbox"/,
   );
@@ -163,7 +163,7 @@ rlsTest(
         sql.begin(async (tx) => {
           await tx`select set_config('role', 'kitchen', true)`;
           await tx`insert into kitchen.inbox
-          (message_id, sandbox_id, type, status)
+          (message_id, tenant_id, type, status)
           values (${crypto.randomUUID()}, ${a}, 'OrderPlaced', 200)`;
         }),
       /new row violates row-level security policy for table "inbox"/,
@@ -186,12 +186,12 @@ rlsTest("other services see their own tables by sandbox too", async (ctx) => {
   await asService(sql, "queue", "workers", async ({ sql: tx }) => {
     for (const sandboxId of [a, b]) {
       await tx`insert into queue.messages
-        (message_id, sandbox_id, source, type, aggregate_id, envelope)
+        (message_id, tenant_id, source, type, aggregate_id, envelope)
         values (${crypto.randomUUID()}, ${sandboxId}, 'orders',
                 'OrderPlaced', 'O1', '{}')`;
     }
   });
-  await sql`insert into platform.faults (sandbox_id, name, enabled)
+  await sql`insert into platform.faults (tenant_id, name, enabled)
     values (${a}, 'kitchenRefuses', true), (${b}, 'kitchenRefuses', false)`;
   for (const sandboxId of [a, b]) {
     const [messages, faults] = await asService(
@@ -199,11 +199,11 @@ rlsTest("other services see their own tables by sandbox too", async (ctx) => {
       "queue",
       { tenantId: sandboxId },
       async ({ sql: tx }) => [
-        await tx`select sandbox_id from queue.messages`,
-        await tx`select sandbox_id from platform.faults`,
+        await tx`select tenant_id from queue.messages`,
+        await tx`select tenant_id from platform.faults`,
       ],
     );
-    assert.deepEqual(messages.map((r) => r.sandbox_id), [sandboxId]);
-    assert.deepEqual(faults.map((r) => r.sandbox_id), [sandboxId]);
+    assert.deepEqual(messages.map((r) => r.tenant_id), [sandboxId]);
+    assert.deepEqual(faults.map((r) => r.tenant_id), [sandboxId]);
   }
 });

@@ -40,27 +40,25 @@ import { natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
 
 /** The rows the wipe keeps of a sandbox (services/wipe.ts). */
 const KEPT = [
-  "platform.sandboxes",
+  "platform.tenants",
   "platform.sessions",
   "platform.closed_refusals",
 ];
 
-/** Rows of the sandbox in every table that has a sandbox_id, but the kept. */
+/** Rows of the sandbox in every table that has a tenant_id, but the kept. */
 async function rowsOf(sql: Sql, sandboxId: string) {
   const tables = await sql<{ t: string }[]>`
     select format('%I.%I', c.table_schema, c.table_name) as t
       from information_schema.columns c
       join information_schema.tables t using (table_schema, table_name)
-     where c.column_name = 'sandbox_id' and t.table_type = 'BASE TABLE'
+     where c.column_name = 'tenant_id' and t.table_type = 'BASE TABLE'
        and c.table_schema not in ('pg_catalog', 'information_schema')
      order by 1`;
   const left: Record<string, number> = {};
   for (const { t } of tables) {
     if (KEPT.includes(t)) continue;
     const n = await countOf(sql<{ n: number }[]>`
-      select count(*)::int as n from ${
-      sql(t)
-    } where sandbox_id = ${sandboxId}`);
+      select count(*)::int as n from ${sql(t)} where tenant_id = ${sandboxId}`);
     if (n > 0) left[t] = n;
   }
   return left;
@@ -70,7 +68,7 @@ async function rowsOf(sql: Sql, sandboxId: string) {
 async function refusalsOf(sql: Sql, sandboxId: string): Promise<string[]> {
   const rows = await sql<{ r: string }[]>`
     select refused_by || '/' || what as r from platform.closed_refusals
-     where sandbox_id = ${sandboxId} order by id`;
+     where tenant_id = ${sandboxId} order by id`;
   return rows.map((r) => r.r);
 }
 
@@ -83,7 +81,7 @@ async function wipeRacingPayments(t: TestBakery, stream?: string) {
   const bo = t.client();
   const { sandboxId: keptId } = await signIn(bo, "Bo");
   // Ada's sandbox is older than the day's boundary, by the database's clock.
-  await sql`update platform.sandboxes
+  await sql`update platform.tenants
                set created_at = now() - interval '2 days'
              where id = ${sandboxId}`;
 
@@ -102,12 +100,12 @@ async function wipeRacingPayments(t: TestBakery, stream?: string) {
     async () =>
       await countOf(sql<{ n: number }[]>`
       select count(*)::int as n from queue.deliveries
-       where sandbox_id = ${sandboxId} and type = 'PaymentSucceeded'
+       where tenant_id = ${sandboxId} and type = 'PaymentSucceeded'
          and state = 'in_flight'`) === 2,
   );
   const [{ envelope }] = await sql<{ envelope: Envelope }[]>`
     select envelope from queue.messages
-     where sandbox_id = ${sandboxId} and type = 'PaymentSucceeded'
+     where tenant_id = ${sandboxId} and type = 'PaymentSucceeded'
        and aggregate_id = ${late[0].orderId}`;
 
   // A receiver's transaction open across the wipe's start: it has begun
@@ -137,7 +135,7 @@ async function wipeRacingPayments(t: TestBakery, stream?: string) {
       async () =>
         settled || (await sql<{ closed: boolean }[]>`
         select to_jsonb(s) ->> 'wiping_at' is not null as closed
-          from platform.sandboxes s where id = ${sandboxId}`)[0].closed,
+          from platform.tenants s where id = ${sandboxId}`)[0].closed,
     );
   } finally {
     release.resolve();
@@ -215,7 +213,7 @@ async function wipeRacingPayments(t: TestBakery, stream?: string) {
   );
   const [mark] = await sql<{ wiping: boolean; wiped: boolean }[]>`
     select wiping_at is not null as wiping, wiped_at is not null as wiped
-      from platform.sandboxes where id = ${sandboxId}`;
+      from platform.tenants where id = ${sandboxId}`;
   assert.deepEqual(mark, { wiping: true, wiped: true });
 
   // The broker holds nothing of the sandbox; its lanes made again give

@@ -41,11 +41,11 @@ Deno.test("wipe: sandboxes older than the boundary lose their rows; newer ones k
     const { logger } = memoryLogger();
     const now = new Date();
     const boundary = await cutoffFor(sql, now);
-    const [old] = await sql`insert into platform.sandboxes (name, created_at)
+    const [old] = await sql`insert into platform.tenants (name, created_at)
       values ('old', ${new Date(
       boundary.getTime() - 86_400_000,
     )}) returning id`;
-    const [fresh] = await sql`insert into platform.sandboxes (name, created_at)
+    const [fresh] = await sql`insert into platform.tenants (name, created_at)
       values ('fresh', ${new Date(boundary.getTime() + 1)}) returning id`;
     const order = (sandboxId: string) =>
       placeOrder(sql, sandboxId, {
@@ -68,7 +68,7 @@ Deno.test("wipe: sandboxes older than the boundary lose their rows; newer ones k
     const count = async (table: string, id: string) =>
       (await sql`select count(*)::int as n from ${
         sql(table)
-      } where sandbox_id = ${id}`)[0].n;
+      } where tenant_id = ${id}`)[0].n;
     for (
       const table of [
         "orders.orders",
@@ -88,7 +88,7 @@ Deno.test("wipe: sandboxes older than the boundary lose their rows; newer ones k
     assert.equal(await count("orders.orders", fresh.id), 1);
     assert.equal(await count("orders.outbox", fresh.id), 1);
     const [mark] =
-      await sql`select wiped_at from platform.sandboxes where id = ${old.id}`;
+      await sql`select wiped_at from platform.tenants where id = ${old.id}`;
     assert.ok(mark.wiped_at);
     assert.equal(await sessions.get(token), null);
     assert.ok(await sessions.get(kept.token));
@@ -125,7 +125,7 @@ Deno.test("wipe: one that could not finish leaves its sandboxes closed, and the 
     const { logger } = memoryLogger("error");
     const sandbox = async (name: string) =>
       (await sql<{ id: string }[]>`
-        insert into platform.sandboxes (name, created_at)
+        insert into platform.tenants (name, created_at)
         values (${name}, now() - interval '2 days') returning id`)[0].id;
     const order = (sandboxId: string) =>
       placeOrder(sql, sandboxId, {
@@ -137,11 +137,11 @@ Deno.test("wipe: one that could not finish leaves its sandboxes closed, and the 
     const orders = async (sandboxId: string) =>
       (await sql<{ n: number }[]>`
         select count(*)::int as n from orders.orders
-         where sandbox_id = ${sandboxId}`)[0].n;
+         where tenant_id = ${sandboxId}`)[0].n;
     const state = async (sandboxId: string) =>
       (await sql<{ wiping: boolean; wiped: boolean }[]>`
         select wiping_at is not null as wiping, wiped_at is not null as wiped
-          from platform.sandboxes where id = ${sandboxId}`)[0];
+          from platform.tenants where id = ${sandboxId}`)[0];
     const old = await sandbox("old");
     await order(old);
 
@@ -177,7 +177,7 @@ Deno.test("wipe: one that could not finish leaves its sandboxes closed, and the 
     // marked wiped) is finished even when the day's wipe is done.
     const left = await sandbox("left");
     await order(left);
-    await sql`update platform.sandboxes set wiping_at = now() where id = ${left}`;
+    await sql`update platform.tenants set wiping_at = now() where id = ${left}`;
     assert.equal((await wipeDue(sql, logger)).sandboxes, 1);
     assert.deepEqual(await state(left), { wiping: true, wiped: true });
     assert.equal(await orders(left), 0);
@@ -189,7 +189,7 @@ Deno.test("wipe: an order of a sandbox being wiped is a 410 in the bakery's word
   await withTestBakery(async ({ sql, client }) => {
     const visitor = client();
     const { sandboxId } = await signIn(visitor, "Ada");
-    await sql`update platform.sandboxes set wiping_at = now()
+    await sql`update platform.tenants set wiping_at = now()
                where id = ${sandboxId}`;
     const { status, body } = await visitor.json<{ error: string }>(
       "POST",
@@ -200,7 +200,7 @@ Deno.test("wipe: an order of a sandbox being wiped is a 410 in the bakery's word
     assert.match(body.error, new RegExp(`^sandbox ${sandboxId} is closed`));
     const [row] = await sql<{ what: string; reason: string }[]>`
       select what, reason from platform.closed_refusals
-       where sandbox_id = ${sandboxId}`;
+       where tenant_id = ${sandboxId}`;
     assert.equal(row.what, "request");
     assert.equal(row.reason, body.error);
   });

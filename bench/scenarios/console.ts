@@ -49,7 +49,7 @@ export async function consoleApis(ctx: Ctx): Promise<Figure[]> {
     // customer's address, and words of the dead letters' error.
     const [probe] = await db.sql<{ order_id: string; message_id: string }[]>`
       select aggregate_id as order_id, message_id from queue.deliveries
-       where sandbox_id = ${sandboxId} and state = 'dead' limit 1`;
+       where tenant_id = ${sandboxId} and state = 'dead' limit 1`;
     const shortNumber = probe.order_id.slice(-6).toUpperCase();
     const apis: [string, (sql: Sql) => Promise<unknown>][] = [
       ["outbox_ages", (sql) => outboxAges(sql, sandboxId)],

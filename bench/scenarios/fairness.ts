@@ -327,7 +327,7 @@ async function paidOrders(env: Env, source: OrderSource, n: number) {
 async function openDeliveries(sql: Sql, sandboxId: string): Promise<number> {
   const [row] = await sql<{ n: number }[]>`
     select count(*)::int as n from queue.deliveries
-     where sandbox_id = ${sandboxId} and state in ('pending', 'in_flight')`;
+     where tenant_id = ${sandboxId} and state in ('pending', 'in_flight')`;
   return row.n;
 }
 
@@ -335,7 +335,7 @@ async function openDeliveries(sql: Sql, sandboxId: string): Promise<number> {
 async function deliveriesOf(sql: Sql, sandboxId: string, type: string) {
   const [row] = await sql<{ n: number }[]>`
     select count(*)::int as n from queue.deliveries
-     where sandbox_id = ${sandboxId} and type = ${type}`;
+     where tenant_id = ${sandboxId} and type = ${type}`;
   return row.n;
 }
 
@@ -343,11 +343,11 @@ async function deliveriesOf(sql: Sql, sandboxId: string, type: string) {
 async function openWork(sql: Sql, sandboxId: string): Promise<number> {
   const [row] = await sql<{ n: number }[]>`
     select (select count(*) from orders.outbox
-             where sandbox_id = ${sandboxId})
+             where tenant_id = ${sandboxId})
          + (select count(*) from billing.outbox
-             where sandbox_id = ${sandboxId})
+             where tenant_id = ${sandboxId})
          + (select count(*) from queue.deliveries
-             where sandbox_id = ${sandboxId}
+             where tenant_id = ${sandboxId}
                and state in ('pending', 'in_flight')) as n`;
   return Number(row.n);
 }

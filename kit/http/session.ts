@@ -44,7 +44,7 @@ export class SessionStore {
       csrfToken: randomToken(),
     };
     await this.sql`
-      insert into platform.sessions (id, sandbox_id, name, csrf_token)
+      insert into platform.sessions (id, tenant_id, name, csrf_token)
       values (${session.id}, ${sandboxId}, ${name}, ${session.csrfToken})`;
     return { token, session };
   }
@@ -55,18 +55,18 @@ export class SessionStore {
     const [row] = await this.sql<
       {
         id: string;
-        sandbox_id: string;
+        tenant_id: string;
         name: string | null;
         csrf_token: string;
       }[]
     >`
       update platform.sessions set last_seen_at = now()
        where id = ${await sha256Hex(token)} and ${this.#isLive()}
-      returning id, sandbox_id, name, csrf_token`;
+      returning id, tenant_id, name, csrf_token`;
     return row
       ? {
         id: row.id,
-        sandboxId: row.sandbox_id,
+        sandboxId: row.tenant_id,
         name: row.name,
         csrfToken: row.csrf_token,
       }

@@ -24,14 +24,17 @@ export {
 } from "../../lib/db/migrate.ts";
 
 /** The app's history, and one advisory lock key for all of it. */
-const HISTORY = { table: "public.schema_migrations", lockKey: 7_316_024_001 };
+export const HISTORY = {
+  table: "public.schema_migrations",
+  lockKey: 7_316_024_001,
+};
 
 /**
  * The app's file that completes the messaging core's first version: the
  * app's early files made the core's tables themselves, before lib/ had
  * migrations of its own.
  */
-const CORE_MADE_BY = "0019_retention_indexes.sql";
+export const CORE_MADE_BY = "0019_retention_indexes.sql";
 
 /** The core's version that the app's own files made. */
 const CORE_BASELINE = 1;
@@ -95,15 +98,16 @@ export async function migrate(
   await assertPrivileges(sql);
   await assertNotUnreleased(sql);
   const all = files ?? await readMigrations(MIGRATIONS_DIR);
-  const applied = await applyMigrations(sql, log, HISTORY, all);
   // The app's own files made the messaging core's first version; the
-  // core's later versions are its own to apply (lib/schema.ts).
-  if (all.some((f) => f.name === CORE_MADE_BY)) {
-    applied.push(
-      ...await migrateMessaging(sql, log, { baseline: CORE_BASELINE }),
-    );
-  }
-  return applied;
+  // core's later versions are its own to apply (lib/schema.ts), before the
+  // app's later files, which use the core as it is now.
+  const made = all.findIndex((f) => f.name === CORE_MADE_BY);
+  if (made < 0) return await applyMigrations(sql, log, HISTORY, all);
+  return [
+    ...await applyMigrations(sql, log, HISTORY, all.slice(0, made + 1)),
+    ...await migrateMessaging(sql, log, { baseline: CORE_BASELINE }),
+    ...await applyMigrations(sql, log, HISTORY, all),
+  ];
 }
 
 async function assertNotUnreleased(sql: Sql) {

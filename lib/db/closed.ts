@@ -1,5 +1,5 @@
 /**
- * A tenant closed to work: its wipe has begun (`platform.sandboxes`
+ * A tenant closed to work: its wipe has begun (`platform.tenants`
  * `wiping_at`, lib/db/migrations/0001_tenancy.sql). From then on nothing of
  * it is applied: a service transaction that names it is refused as it
  * begins (service.ts), the relay's and consumers' claims leave its rows,
@@ -15,10 +15,10 @@ import { inPlatform } from "./names.ts";
  */
 export function notWiping(sql: Sql | TxSql, column: string): Fragment {
   return sql`${sql(column)} <> all((select
-    ${sql(inPlatform("wiping_sandboxes"))}())::uuid[])`;
+    ${sql(inPlatform("wiping_tenants"))}())::uuid[])`;
 }
 
-/** The SQLSTATE of `platform.enter_sandbox`'s refusal. */
+/** The SQLSTATE of `platform.enter_tenant`'s refusal. */
 export const TENANT_CLOSED_CODE = "55W01";
 
 /**
@@ -67,7 +67,7 @@ export async function recordClosedRefusal(
 ): Promise<void> {
   await sql`
     insert into ${sql(inPlatform("closed_refusals"))}
-      (sandbox_id, refused_by, what, key, reason)
+      (tenant_id, refused_by, what, key, reason)
     values (${refusal.tenantId}, ${refusal.refusedBy}, ${refusal.what},
             ${refusal.key}, ${refusal.reason})`;
 }

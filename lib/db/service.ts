@@ -133,7 +133,7 @@ export async function asService<T>(
       // closed the tenant (the application's wipe), so none that passed the
       // gate writes after the wipe has deleted. Workers' transactions
       // span tenants: their claims leave the closed ones instead.
-      // The look is inline, not platform.enter_sandbox (the same rule):
+      // The look is inline, not platform.enter_tenant (the same rule):
       // a security definer function with its own search_path took about
       // 20 us a call, the inline look about 2. Its privileges are the
       // program's own user's, checked as the statement starts, before it
@@ -141,7 +141,7 @@ export async function asService<T>(
       const gate = scope === "workers" ? tx`` : tx`
         (select ${tx(inPlatform("refuse"))}(${TENANT_CLOSED_CODE},
                   'tenant ' || s.id || ' is closed: it is being wiped or was wiped')
-           from ${tx(inPlatform("sandboxes"))} s
+           from ${tx(inPlatform("tenants"))} s
           where s.id = ${scope.tenantId}::uuid and s.wiping_at is not null),`;
       const generic = bk && options.genericPlans
         ? tx`, set_config('plan_cache_mode', 'force_generic_plan', true)`
@@ -156,7 +156,7 @@ export async function asService<T>(
             set_config('jit', 'off', true)${generic}`
         : tx``;
       return tx`select ${gate} set_config('role', ${service}, true),
-        set_config('app.sandbox_id', ${
+        set_config('app.tenant_id', ${
         scope === "workers" ? "" : scope.tenantId
       }, true),
         set_config('app.scope', ${

@@ -33,7 +33,7 @@ async function createService(sql: Sql, name: string) {
   await sql`grant usage on schema ${sql(name)}, ${sql(schemaNames().platform)}
             to ${sql(name)}`;
   await sql`grant select on
-    ${sql(inPlatform("sandboxes"))}, ${sql(inPlatform("faults"))}
+    ${sql(inPlatform("tenants"))}, ${sql(inPlatform("faults"))}
             to ${sql(name)}`;
   await sql`alter default privileges in schema ${sql(name)}
             grant select, insert, update, delete on tables to ${sql(name)}`;
@@ -42,7 +42,7 @@ async function createService(sql: Sql, name: string) {
 /** The mailer's effect, in its inbox's transaction: once per message id. */
 const sendWelcome: Apply = async (tx, envelope) => {
   const { email } = envelope.payload as { email: string };
-  await tx.sql`insert into mailer.welcome_emails (email, sandbox_id, message_id)
+  await tx.sql`insert into mailer.welcome_emails (email, tenant_id, message_id)
                values (${email}, ${envelope.sandboxId}, ${envelope.messageId})`;
   return { sent: email };
 };
@@ -52,17 +52,17 @@ export async function setUp(sql: Sql, log: Logger) {
   await migrateMessaging(sql, log);
   await createService(sql, "accounts");
   await sql`create table if not exists accounts.users (
-    email text primary key, sandbox_id uuid not null)`;
-  await sql`select ${sql(inPlatform("enable_sandbox_rls"))}('accounts.users')`;
+    email text primary key, tenant_id uuid not null)`;
+  await sql`select ${sql(inPlatform("enable_tenant_rls"))}('accounts.users')`;
   if (!(await sql`select to_regclass('accounts.outbox') as t`)[0].t) {
     await sql`select
       ${sql(inPlatform("create_outbox_with_indexes"))}('accounts')`;
   }
   await createService(sql, "mailer");
   await sql`create table if not exists mailer.welcome_emails (
-    email text primary key, sandbox_id uuid not null, message_id uuid)`;
+    email text primary key, tenant_id uuid not null, message_id uuid)`;
   await sql`select
-    ${sql(inPlatform("enable_sandbox_rls"))}('mailer.welcome_emails')`;
+    ${sql(inPlatform("enable_tenant_rls"))}('mailer.welcome_emails')`;
   if (!(await sql`select to_regclass('mailer.inbox') as t`)[0].t) {
     await sql`select ${sql(inPlatform("create_inbox"))}('mailer')`;
   }
@@ -127,7 +127,7 @@ export async function signUp(
   try {
     // The command: the user and the message it owes, in one transaction.
     await asService(sql, "accounts", { tenantId: tenant }, async (tx) => {
-      await tx.sql`insert into accounts.users (email, sandbox_id)
+      await tx.sql`insert into accounts.users (email, tenant_id)
                    values (${email}, ${tenant})`;
       await append(tx, [
         newEnvelope({
@@ -162,7 +162,7 @@ if (import.meta.main) {
   const sql = connect(url, { max: 2 });
   await setUp(sql, log);
   const [{ id }] = await sql<{ id: string }[]>`
-    insert into ${sql(inPlatform("sandboxes"))}
+    insert into ${sql(inPlatform("tenants"))}
       (name) values ('example') returning id`;
   await sql.end();
   const sent = await signUp(url, id, `user-${Date.now()}@example.com`, log);

@@ -37,11 +37,11 @@ const caches = new WeakMap<Sql, Cache>();
 
 async function loadAll(sql: Sql): Promise<ActiveFaults> {
   const active: ActiveFaults = new Map();
-  const rows = await sql<{ sandbox_id: string; name: string }[]>`
-    select sandbox_id, name from ${sql(inPlatform("faults"))} where enabled`;
-  for (const { sandbox_id, name } of rows) {
-    let set = active.get(sandbox_id);
-    if (!set) active.set(sandbox_id, set = new Set());
+  const rows = await sql<{ tenant_id: string; name: string }[]>`
+    select tenant_id, name from ${sql(inPlatform("faults"))} where enabled`;
+  for (const { tenant_id, name } of rows) {
+    let set = active.get(tenant_id);
+    if (!set) active.set(tenant_id, set = new Set());
     set.add(name);
   }
   return active;
@@ -98,7 +98,7 @@ export function pgFaults(sql: Sql, ttlMs = 250): FaultReader {
       return out;
     },
     tenantsWithQuery: (sql: TxSql, names: readonly string[]) =>
-      sql`select sandbox_id from ${sql(inPlatform("faults"))}
+      sql`select tenant_id from ${sql(inPlatform("faults"))}
            where enabled and name = any(${names as string[]})`,
   });
 }
@@ -120,10 +120,10 @@ export async function setFault(
 ) {
   try {
     await sql`
-      insert into ${sql(inPlatform("faults"))} (sandbox_id, name, enabled)
+      insert into ${sql(inPlatform("faults"))} (tenant_id, name, enabled)
       select ${tenantId}::uuid, ${name}::text, ${enabled}::boolean
-       where ${sql(inPlatform("enter_sandbox"))}(${tenantId}::uuid)
-      on conflict (sandbox_id, name)
+       where ${sql(inPlatform("enter_tenant"))}(${tenantId}::uuid)
+      on conflict (tenant_id, name)
       do update set enabled = excluded.enabled, updated_at = now()`;
   } catch (error) {
     if (!isTenantClosedError(error)) throw error;

@@ -356,15 +356,15 @@ async function refuseIn(
     sp`
       with i as (
         insert into ${sp(`${tx.service}.inbox`)}
-          (message_id, sandbox_id, type, status, outcome)
+          (message_id, tenant_id, type, status, outcome)
         values (${envelope.messageId}, ${envelope.sandboxId}, ${envelope.type},
                 422, ${sp.json(body)})
         on conflict (message_id) do nothing
-        returning message_id, sandbox_id, type
+        returning message_id, tenant_id, type
       )
       insert into ${sp(`${tx.service}.refusals`)}
-        (sandbox_id, message_id, type, reason)
-      select sandbox_id, message_id, type, ${reason} from i
+        (tenant_id, message_id, type, reason)
+      select tenant_id, message_id, type, ${reason} from i
       returning message_id`
   );
   if (recorded.length > 0) return answer(envelope, 422, body);

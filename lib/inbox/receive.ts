@@ -219,7 +219,7 @@ export function inboxRecord(
       : sql``
   }
     recorded as (
-      insert into ${sql(`${service}.inbox`)} (message_id, sandbox_id, type,
+      insert into ${sql(`${service}.inbox`)} (message_id, tenant_id, type,
         status, outcome, aggregate_id, aggregate_version)
       values (${envelope.messageId}, ${envelope.sandboxId},
               ${envelope.type}, 200, ${answer}, ${envelope.aggregateId},
@@ -241,14 +241,14 @@ export function inboxRecord(
 function orderWatch({ sql, service }: ServiceTx, envelope: Envelope) {
   return sql`noted as (
     insert into ${sql(`${service}.order_violations`)}
-      (sandbox_id, message_id, type, aggregate_id, arrived_version,
+      (tenant_id, message_id, type, aggregate_id, arrived_version,
        applied_version)
     select ${envelope.sandboxId}, ${envelope.messageId}, ${envelope.type},
            ${envelope.aggregateId}, ${envelope.aggregateVersion}, applied
       from (select max(aggregate_version) as applied
               from ${sql(`${service}.inbox`)}
              where aggregate_id = ${envelope.aggregateId}
-               and sandbox_id = ${envelope.sandboxId} and status = 200) later
+               and tenant_id = ${envelope.sandboxId} and status = 200) later
      where applied > ${envelope.aggregateVersion})`;
 }
 
@@ -268,15 +268,15 @@ async function recordRefusal(
       sql`
         with i as (
           insert into ${sql(`${service}.inbox`)}
-            (message_id, sandbox_id, type, status, outcome)
+            (message_id, tenant_id, type, status, outcome)
           values (${envelope.messageId}, ${envelope.sandboxId}, ${envelope.type},
                   422, ${sql.json(body)})
           on conflict (message_id) do nothing
-          returning message_id, sandbox_id, type
+          returning message_id, tenant_id, type
         )
         insert into ${sql(`${service}.refusals`)}
-          (sandbox_id, message_id, type, reason)
-        select sandbox_id, message_id, type, ${reason} from i
+          (tenant_id, message_id, type, reason)
+        select tenant_id, message_id, type, ${reason} from i
         returning message_id`,
   );
   if (recorded.length > 0) return { status: 422, body, duplicate: false };

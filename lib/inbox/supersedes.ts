@@ -42,7 +42,7 @@ export async function claimSuperseded(
   if (ids.length === 0) return undefined;
   const inbox = sql(`${service}.inbox`);
   const claimed = await sql<{ message_id: string }[]>`
-    insert into ${inbox} (message_id, sandbox_id, type, status, outcome)
+    insert into ${inbox} (message_id, tenant_id, type, status, outcome)
     select id, ${envelope.sandboxId}, ${envelope.type}, 200,
            ${sql.json({ supersededBy: envelope.messageId })}
       from unnest(${ids}::uuid[]) as id

@@ -81,7 +81,7 @@ export function outboxWrites(
   // are copies of envelope fields).
   return sql`
     outbox_rows as (
-      insert into ${table} (sandbox_id, message_id, type, envelope)
+      insert into ${table} (tenant_id, message_id, type, envelope)
       select (e->>'sandboxId')::uuid, (e->>'messageId')::uuid, e->>'type', e
         from jsonb_array_elements(${sql.json(envelopes as never)}) as e
        where ${gate}

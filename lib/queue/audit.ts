@@ -39,7 +39,7 @@ export interface AuditOptions {
 
 interface Checked {
   id: string;
-  sandbox_id: string;
+  tenant_id: string;
   subscriber: string;
   message_id: string;
   accepted: boolean;
@@ -63,7 +63,7 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
       sql<Checked[]>`${
         joined.map((subscriber) =>
           sql`(
-            select d.id, d.sandbox_id, d.subscriber, d.message_id,
+            select d.id, d.tenant_id, d.subscriber, d.message_id,
                    (i.message_id is not null) as accepted
               from ${sql(inQueue("deliveries"))} d
               left join ${
@@ -91,19 +91,19 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
         -- deleted its counts already.
         update ${sql(inQueue("deliveries"))} d set audited = true
           from r where d.id = r.id and not d.audited and d.state = 'done'
-           and ${notWiping(sql, "d.sandbox_id")}
-        returning d.id, d.sandbox_id, d.subscriber, d.message_id, r.accepted
+           and ${notWiping(sql, "d.tenant_id")}
+        returning d.id, d.tenant_id, d.subscriber, d.message_id, r.accepted
       ), m as (
         insert into ${sql(inQueue("mismatches"))}
-          (delivery_id, sandbox_id, subscriber, message_id)
-        select id, sandbox_id, subscriber, message_id from u where not accepted
+          (delivery_id, tenant_id, subscriber, message_id)
+        select id, tenant_id, subscriber, message_id from u where not accepted
       )
       insert into ${sql(inQueue("closure_counts"))}
-        (sandbox_id, subscriber, closed, mismatch)
-      select sandbox_id, subscriber,
+        (tenant_id, subscriber, closed, mismatch)
+      select tenant_id, subscriber,
              count(*) filter (where accepted), count(*) filter (where not accepted)
-        from u group by sandbox_id, subscriber
-      on conflict (sandbox_id, subscriber) do update
+        from u group by tenant_id, subscriber
+      on conflict (tenant_id, subscriber) do update
          set closed =
            ${sql(inQueue("closure_counts"))}.closed + excluded.closed,
              mismatch =
@@ -111,7 +111,7 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
   });
   return {
     more: checked.length >= limit,
-    touched: [...new Set(checked.map((c) => c.sandbox_id))],
+    touched: [...new Set(checked.map((c) => c.tenant_id))],
   };
 }
 
@@ -130,7 +130,7 @@ async function checkApart(
     options.reader,
     ({ sql }) =>
       sql<Omit<Checked, "accepted">[]>`
-        select id, sandbox_id, subscriber, message_id from
+        select id, tenant_id, subscriber, message_id from
           ${sql(inQueue("deliveries"))}
          where state = 'done' and not audited and subscriber = ${subscriber}
          order by id limit ${limit}`,

@@ -93,11 +93,11 @@ export async function redriveIn(
              republish_at = case when ${options.republish ?? false}
                then now() end
         from picked where d.id = picked.id
-      returning d.id, d.sandbox_id
+      returning d.id, d.tenant_id
     ), a as (
       insert into ${sql(inQueue("actions"))}
-        (sandbox_id, delivery_id, action, actor)
-      select sandbox_id, id, 'redrive', ${actor} from u
+        (tenant_id, delivery_id, action, actor)
+      select tenant_id, id, 'redrive', ${actor} from u
     )
     select u.id from u join picked using (id) order by picked.dead_at, u.id`;
   if (rows.length > 0) await sql`select pg_notify(${QUEUE_CHANNEL}, '')`;
@@ -143,11 +143,11 @@ export async function refuseIn(
          set state = 'refused', refused_reason = ${reason},
              refused_by = ${actor}, refused_at = now()
         from picked where d.id = picked.id
-      returning d.id, d.sandbox_id
+      returning d.id, d.tenant_id
     ), a as (
       insert into ${sql(inQueue("actions"))}
-        (sandbox_id, delivery_id, action, actor, reason)
-      select sandbox_id, id, 'refuse', ${actor}, ${reason} from u
+        (tenant_id, delivery_id, action, actor, reason)
+      select tenant_id, id, 'refuse', ${actor}, ${reason} from u
     )
     select id from u order by id`;
   return rows.map((r) => Number(r.id));
@@ -326,14 +326,14 @@ export async function supersedeIn(
   };
   await sql`
     insert into ${sql(inQueue("messages"))}
-      (message_id, sandbox_id, source, type,
+      (message_id, tenant_id, source, type,
                                 aggregate_id, envelope)
     values (${envelope.messageId}, ${tenantId}, ${old.source},
             ${envelope.type}, ${envelope.aggregateId},
             ${sql.json(envelope as never)})`;
   const [delivery] = await sql<{ id: string }[]>`
     insert into ${sql(inQueue("deliveries"))}
-      (sandbox_id, message_id, subscriber, type,
+      (tenant_id, message_id, subscriber, type,
                                   aggregate_id, republish_at)
     values (${tenantId}, ${envelope.messageId}, ${old.subscriber},
             ${envelope.type}, ${envelope.aggregateId},
@@ -347,7 +347,7 @@ export async function supersedeIn(
   );
   await sql`
     insert into ${sql(inQueue("supersessions"))}
-      (delivery_id, sandbox_id, message_id,
+      (delivery_id, tenant_id, message_id,
                                      actor, reason)
     values (${id}, ${tenantId}, ${envelope.messageId}, ${actor}, ${reason})`;
   await sql`select pg_notify(${QUEUE_CHANNEL}, '')`;

@@ -110,15 +110,15 @@ function written(
 async function refresh(sql: Sql, cache: Cache) {
   for (;;) {
     const generation = cache.generation;
-    const rows = await sql<{ sandbox_id: string; subscriber: string }[]>`
-      select sandbox_id, subscriber from ${sql(inQueue("pauses"))}
+    const rows = await sql<{ tenant_id: string; subscriber: string }[]>`
+      select tenant_id, subscriber from ${sql(inQueue("pauses"))}
         where paused`;
     if (generation !== cache.generation) continue;
     cache.lanes = {
-      tenantIds: rows.map((r) => r.sandbox_id),
+      tenantIds: rows.map((r) => r.tenant_id),
       subscribers: rows.map((r) => r.subscriber),
     };
-    cache.keys = new Set(rows.map((r) => keyOf(r.sandbox_id, r.subscriber)));
+    cache.keys = new Set(rows.map((r) => keyOf(r.tenant_id, r.subscriber)));
     cache.readAt = Date.now();
     return;
   }
@@ -184,20 +184,20 @@ export async function setPaused(
       const [row] = await sql<{ changed: boolean }[]>`
         with before as (
           select paused from ${sql(inQueue("pauses"))}
-           where sandbox_id = ${tenantId} and subscriber = ${subscriber}
+           where tenant_id = ${tenantId} and subscriber = ${subscriber}
            for update
         ), upsert as (
           insert into ${sql(inQueue("pauses"))}
-            (sandbox_id, subscriber, paused, actor)
+            (tenant_id, subscriber, paused, actor)
           values (${tenantId}, ${subscriber}, ${paused}, ${actor})
-          on conflict (sandbox_id, subscriber) do update
+          on conflict (tenant_id, subscriber) do update
              set paused = excluded.paused, actor = excluded.actor,
                  updated_at = now()
            where ${sql(inQueue("pauses"))}.paused <> excluded.paused
           returning 1
         ), audit as (
           insert into ${sql(inQueue("pause_actions"))}
-            (sandbox_id, subscriber, action, actor)
+            (tenant_id, subscriber, action, actor)
           select ${tenantId}, ${subscriber},
                  ${paused ? "pause" : "resume"}, ${actor}
             from upsert
@@ -224,7 +224,7 @@ export async function pausedSubscribers(
   return await asService(sql, "queue", { tenantId }, async ({ sql }) => {
     const rows = await sql<{ subscriber: string }[]>`
       select subscriber from ${sql(inQueue("pauses"))}
-       where sandbox_id = ${tenantId} and paused
+       where tenant_id = ${tenantId} and paused
        order by subscriber`;
     return rows.map((r) => r.subscriber);
   });

@@ -126,13 +126,13 @@ export class PgMove implements Shortcut {
     return {
       rows: row.rows,
       published: row.published,
-      tenantIds: row.sandbox_ids ?? [],
+      tenantIds: row.tenant_ids ?? [],
       lagSeconds: row.lags ?? [],
       traceparents: row.traceparents ?? [],
       busy: row.busy,
       handed: (row.handed ?? []).map((h) => ({
         id: Number(h.id),
-        tenantId: h.sandbox_id,
+        tenantId: h.tenant_id,
         messageId: h.message_id,
         subscriber: h.subscriber,
         type: h.type,

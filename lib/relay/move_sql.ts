@@ -22,7 +22,7 @@ export const MOVE_SLOT_LOCK = 0x6d6f7665; // "move"
 /** A delivery a move handed off, as the statement returns it. */
 export interface HandedRow {
   id: number;
-  sandbox_id: string;
+  tenant_id: string;
   message_id: string;
   subscriber: string;
   type: string;
@@ -34,7 +34,7 @@ export interface HandedRow {
 export interface MoveRow {
   rows: number;
   published: number;
-  sandbox_ids: string[] | null;
+  tenant_ids: string[] | null;
   lags: number[] | null;
   traceparents: string[] | null;
   notified: number;
@@ -69,7 +69,7 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
   return bookkeepingStatement(sql, "relay", ({ sql }) => {
     const table = sql(`${service}.outbox`);
     const skip = m.skip
-      ? sql`and o.sandbox_id <> all(array(${m.skip(sql)}))`
+      ? sql`and o.tenant_id <> all(array(${m.skip(sql)}))`
       : sql``;
     return sql<MoveRow[]>`
         with slot as materialized (
@@ -83,7 +83,7 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
           select o.message_id, o.id from ${table} o
            where ${dueOrOwed(sql, service)}
              ${skip}
-             and ${notWiping(sql, "o.sandbox_id")}
+             and ${notWiping(sql, "o.tenant_id")}
              and exists (select from slot)
            order by o.id
            limit ${limit}
@@ -92,14 +92,14 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
           -- Owed no more: the queue's copy is stored in this statement.
           delete from ${table} o
            where o.message_id = any(array(select message_id from due))
-          returning o.id, o.sandbox_id, o.message_id, o.type, o.envelope,
+          returning o.id, o.tenant_id, o.message_id, o.type, o.envelope,
                     o.created_at
         ), ${
       messagesAndDeliveries(
         sql,
         m.routes,
         sql`
-            select message_id, sandbox_id, ${service}::text as source, type,
+            select message_id, tenant_id, ${service}::text as source, type,
                    envelope->>'aggregateId' as aggregate_id, envelope,
                    id as position
               from moved`,
@@ -116,7 +116,7 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
         )
         select (select count(*)::int from moved) as rows,
                (select count(*)::int from m) as published,
-               (select array_agg(distinct sandbox_id) from moved) as sandbox_ids,
+               (select array_agg(distinct tenant_id) from moved) as tenant_ids,
                (select array_agg(date_part('epoch', now() - created_at))
                   from moved) as lags,
                ${
@@ -130,7 +130,7 @@ export function moveStatement(sql: Sql, m: MoveStatement): Promise<MoveRow> {
                ${
       handoff
         ? sql`(select json_agg(json_build_object(
-                   'id', d.id, 'sandbox_id', d.sandbox_id,
+                   'id', d.id, 'tenant_id', d.tenant_id,
                    'message_id', d.message_id, 'subscriber', d.subscriber,
                    'type', d.type, 'aggregate_id', d.aggregate_id,
                    'envelope', mv.envelope) order by d.id)

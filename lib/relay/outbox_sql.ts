@@ -57,8 +57,8 @@ export function dueOrOwed(sql: TxSql, service: string): Fragment {
   const table = sql(`${service}.outbox`);
   return sql`(o.next_attempt_at <= now()
     or (o.state = 'pending' and o.attempts > 0
-        and o.sandbox_id = any(array(
-          select n.sandbox_id from ${table} n
+        and o.tenant_id = any(array(
+          select n.tenant_id from ${table} n
            where n.state = 'pending' and n.attempts = 0
              and n.next_attempt_at <= now()))))`;
 }
@@ -90,28 +90,28 @@ export async function claimOutbox(
     const table = sql(`${service}.outbox`);
     const guardTable = sql(`${service}.relay_guard`);
     const only = tenantIds
-      ? sql`and sandbox_id = any(${tenantIds as string[]}::uuid[])`
+      ? sql`and tenant_id = any(${tenantIds as string[]}::uuid[])`
       : sql``;
     return sql<{ rows: ClaimedJson[] | null; parked: string[] | null }[]>`
       with due as (
         -- Not the rows of a tenant being wiped (see lib/relay/move_sql.ts).
-        select id, message_id, sandbox_id, state = 'claimed' as taken_over
+        select id, message_id, tenant_id, state = 'claimed' as taken_over
           from ${table} o
          where ${dueOrOwed(sql, service)} ${only}
-           and ${notWiping(sql, "sandbox_id")}
+           and ${notWiping(sql, "tenant_id")}
          order by id
          limit ${limit}
          for update skip locked
       ), guard as (
-        insert into ${guardTable} (sandbox_id, day, rearms)
-        select distinct sandbox_id, (now() at time zone 'utc')::date, 1
+        insert into ${guardTable} (tenant_id, day, rearms)
+        select distinct tenant_id, (now() at time zone 'utc')::date, 1
           from due where taken_over
-        on conflict (sandbox_id, day)
+        on conflict (tenant_id, day)
         do update set rearms = ${guardTable}.rearms + 1
-        returning sandbox_id, rearms
+        returning tenant_id, rearms
       ), over as (
         select due.message_id from due
-          join guard on guard.sandbox_id = due.sandbox_id
+          join guard on guard.tenant_id = due.tenant_id
          where due.taken_over and guard.rearms > ${guardLimit}
       ), parked as (
         update ${table} o
@@ -120,7 +120,7 @@ export async function claimOutbox(
                next_attempt_at = 'infinity',
                lease_owner = null, lease_expires_at = null
          where o.message_id in (select message_id from over)
-        returning o.sandbox_id
+        returning o.tenant_id
       ), claimed as (
         update ${table} o
            set state = 'claimed',
@@ -130,17 +130,17 @@ export async function claimOutbox(
           from due
          where o.message_id = due.message_id
            and due.message_id not in (select message_id from over)
-        returning o.id, o.sandbox_id, o.envelope
+        returning o.id, o.tenant_id, o.envelope
       )
       select (select json_agg(json_build_object('id', id,
-                'sandbox_id', sandbox_id, 'envelope', envelope) order by id)
+                'tenant_id', tenant_id, 'envelope', envelope) order by id)
                 from claimed) as rows,
-             (select array_agg(distinct sandbox_id) from parked) as parked`;
+             (select array_agg(distinct tenant_id) from parked) as parked`;
   });
   return {
     rows: (result.rows ?? []).map((r) => ({
       id: Number(r.id),
-      tenantId: r.sandbox_id,
+      tenantId: r.tenant_id,
       envelope: r.envelope,
     })),
     parked: result.parked ?? [],
@@ -150,7 +150,7 @@ export async function claimOutbox(
 /** A claimed row as the claim statement returns it. */
 interface ClaimedJson {
   id: number;
-  sandbox_id: string;
+  tenant_id: string;
   envelope: Envelope;
 }
 
@@ -202,24 +202,24 @@ export async function failPublish(
   if (failed.messageIds.length === 0) return [];
   return await asBookkeeper(sql, service, async ({ sql }) => {
     const tenants = [...new Set(failed.tenantIds)];
-    const guard = await sql<{ sandbox_id: string; rearms: number }[]>`
-      insert into ${sql(`${service}.relay_guard`)} (sandbox_id, day, rearms)
+    const guard = await sql<{ tenant_id: string; rearms: number }[]>`
+      insert into ${sql(`${service}.relay_guard`)} (tenant_id, day, rearms)
       select s, (now() at time zone 'utc')::date, 1
         from unnest(${tenants}::uuid[]) as s
        -- A publish that failed after the tenant's wipe began counts
        -- nothing: the wipe may have deleted its guard row already.
-       where not ${sql(inPlatform("sandbox_closed"))}(s)
-      on conflict (sandbox_id, day)
+       where not ${sql(inPlatform("tenant_closed"))}(s)
+      on conflict (tenant_id, day)
       do update set rearms = ${sql(`${service}.relay_guard`)}.rearms + 1
-      returning sandbox_id, rearms`;
+      returning tenant_id, rearms`;
     const parked = guard.filter((g) => g.rearms > failed.guardLimit)
-      .map((g) => g.sandbox_id);
+      .map((g) => g.tenant_id);
     await sql`
       update ${sql(`${service}.outbox`)}
          set state = 'pending',
              attempts = attempts + 1,
              last_error = ${failed.error},
-             next_attempt_at = case when sandbox_id = any(${parked}::uuid[])
+             next_attempt_at = case when tenant_id = any(${parked}::uuid[])
                then 'infinity'::timestamptz
                else now() + ${failed.retryMs} * interval '1 millisecond' end,
              lease_owner = null, lease_expires_at = null
@@ -241,7 +241,7 @@ export async function nextOutboxDue(
       sql<{ at: Date | null }[]>`
       select min(next_attempt_at) as at from ${sql(`${service}.outbox`)}
        where next_attempt_at < 'infinity'
-         and ${notWiping(sql, "sandbox_id")}`,
+         and ${notWiping(sql, "tenant_id")}`,
   );
   return row.at;
 }

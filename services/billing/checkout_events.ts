@@ -41,14 +41,14 @@ export async function enqueueCheckoutEvent(
 ): Promise<void> {
   await tx.sql`
     insert into billing.checkout_events
-      (event_id, sandbox_id, payment_id, payload, traceparent)
+      (event_id, tenant_id, payment_id, payload, traceparent)
     values (${event.id}, ${sandboxId}, ${paymentId}, ${JSON.stringify(event)},
             ${currentTraceparent() ?? null})`;
 }
 
 interface Claimed {
   event_id: string;
-  sandbox_id: string;
+  tenant_id: string;
   payload: string;
   attempts: number;
   traceparent: string | null;
@@ -124,7 +124,7 @@ export class CheckoutSender {
            set lease_token = gen_random_uuid(), attempts = e.attempts + 1,
                next_attempt_at = now() + ${LEASE_MS} * interval '1 millisecond'
           from due where e.event_id = due.event_id
-        returning e.event_id, e.sandbox_id, e.payload, e.attempts, e.lease_token,
+        returning e.event_id, e.tenant_id, e.payload, e.attempts, e.lease_token,
                   e.traceparent`,
     );
     await Promise.all(claimed.map((event) => this.#deliver(event)));
@@ -140,7 +140,7 @@ export class CheckoutSender {
     return {
       more: claimed.length === BATCH,
       nextDueAt: next?.at ?? undefined,
-      touched: [...new Set(claimed.map((c) => c.sandbox_id))],
+      touched: [...new Set(claimed.map((c) => c.tenant_id))],
     };
   }
 

@@ -93,7 +93,7 @@ export async function createPayment(
       }
       await sql`
       insert into billing.payments
-        (id, sandbox_id, order_id, amount_cents, currency, card_last4)
+        (id, tenant_id, order_id, amount_cents, currency, card_last4)
       values (${p.id}, ${sandboxId}, ${p.orderId}, ${p.amountCents},
               ${p.currency ?? CURRENCY}, ${p.cardLast4 ?? null})`;
       await onCreated?.(tx);

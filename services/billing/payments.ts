@@ -78,7 +78,7 @@ export async function recordStripeEvent(
   return await asService(sql, "billing", scope, async (tx) => {
     const { sql } = tx;
     const inserted = await sql`
-      insert into billing.stripe_events (event_id, sandbox_id, type, payment_id, order_id, outcome)
+      insert into billing.stripe_events (event_id, tenant_id, type, payment_id, order_id, outcome)
       values (${event.id}, ${sandboxId}, ${event.type}, ${paymentId}, ${orderId}, 'received')
       on conflict (event_id) do nothing returning event_id`;
     if (inserted.length === 0) {
@@ -147,7 +147,7 @@ async function act(
     // taken: row-level security hides another sandbox's payments, but the
     // key is one for all, so the insert finds it and inserts nothing.
     [payment] = await sql<Row[]>`
-      insert into billing.payments (id, sandbox_id, order_id, amount_cents, currency)
+      insert into billing.payments (id, tenant_id, order_id, amount_cents, currency)
       values (${paymentId}, ${sandboxId}, ${orderId}, ${charged.cents ?? 0},
               ${charged.currency ?? CURRENCY})
       on conflict (id) do nothing

@@ -35,7 +35,7 @@ export async function logAction(
   },
 ): Promise<void> {
   await sql`
-    insert into queue.operator_actions (sandbox_id, actor, action, target,
+    insert into queue.operator_actions (tenant_id, actor, action, target,
                                         count, job_id)
     values (${sandboxId}, ${row.actor}, ${row.action},
             ${sql.json(row.target as never)}, ${row.count},
@@ -100,7 +100,7 @@ export async function listActions(
     { tenantId: sandboxId },
     ({ sql }) => {
       // Older than the cursor, for the rows of table `src`; the bound on `at`
-      // alone lets the sandbox's index on (sandbox_id, at) narrow the scan.
+      // alone lets the sandbox's index on (tenant_id, at) narrow the scan.
       const at = before &&
         sql`(timestamptz 'epoch' + ${before.us}::bigint * interval '1 microsecond')`;
       const older = (src: "o" | "p") =>

@@ -198,7 +198,7 @@ export async function closureRows(
         // migrations/0003_queue.sql).
         state === "closed"
           ? sql`join queue.messages m on m.message_id = d.message_id
-                and m.sandbox_id = ${sandboxId}`
+                and m.tenant_id = ${sandboxId}`
           : sql``}
        where d.subscriber = ${subscriber} and ${
         // Each cell reads only rows that can be in it, through the partial

@@ -112,7 +112,7 @@ export async function listDeliveries(
       ${
         history
           ? sql`join queue.messages m on m.message_id = d.message_id
-               where m.sandbox_id = ${sandboxId}`
+               where m.tenant_id = ${sandboxId}`
           : sql`where true`
       }
        ${

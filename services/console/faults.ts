@@ -10,7 +10,7 @@ export async function readFaults(
   sandboxId: string,
 ): Promise<FaultsData> {
   const rows = await sql<{ name: string; enabled: boolean }[]>`
-    select name, enabled from platform.faults where sandbox_id = ${sandboxId}`;
+    select name, enabled from platform.faults where tenant_id = ${sandboxId}`;
   const on = new Map(rows.map((r) => [r.name, r.enabled]));
   return faultsDataSchema.parse(Object.fromEntries(
     FAULT_NAMES.map((name) => [name, on.get(name) ?? false]),

@@ -67,7 +67,7 @@ export async function createJob(
 ): Promise<string> {
   const id = uuidv7();
   await sql`
-    insert into queue.bulk_jobs (id, sandbox_id, action, ids, total,
+    insert into queue.bulk_jobs (id, tenant_id, action, ids, total,
                                  rate_per_second, reason, force, republish, actor)
     values (${id}, ${sandboxId}, ${job.action}, ${job.ids}::bigint[],
             ${job.ids.length}, ${job.ratePerSecond}, ${job.reason ?? null},
@@ -167,7 +167,7 @@ export interface JobRunnerOptions {
 
 interface Claimed {
   id: string;
-  sandbox_id: string;
+  tenant_id: string;
   action: "redrive" | "refuse";
   slice: string[];
   reason: string | null;
@@ -197,11 +197,11 @@ export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
                  and (lease_owner is null or lease_owner = ${o.owner}
                       or lease_expires_at < now())
                  -- a sandbox being wiped: its wipe deletes the job
-                 and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])
+                 and tenant_id <> all((select platform.wiping_tenants())::uuid[])
                order by next_run_at limit 1
                for update skip locked) due
        where j.id = due.id
-      returning j.id, j.sandbox_id, j.action,
+      returning j.id, j.tenant_id, j.action,
                 j.ids[j.done + 1 : j.done + j.rate_per_second] as slice,
                 j.reason, j.force, j.republish, j.actor`,
   );
@@ -214,7 +214,7 @@ export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
         sql<{ at: Date | null }[]>`
         select min(next_run_at) as at from queue.bulk_jobs
          where state = 'running'
-           and sandbox_id <> all((select platform.wiping_sandboxes())::uuid[])`,
+           and tenant_id <> all((select platform.wiping_tenants())::uuid[])`,
     );
     return { more: false, nextDueAt: next?.at ?? undefined };
   }
@@ -222,7 +222,7 @@ export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
   await asService(
     o.sql,
     "queue",
-    { tenantId: job.sandbox_id },
+    { tenantId: job.tenant_id },
     async ({ sql }) => {
       // Fenced by the lease: a job cancelled or taken over meanwhile is
       // left alone.
@@ -255,7 +255,7 @@ export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
     },
   );
   // Another job may be due now; the loop asks again at once.
-  return { more: true, touched: [job.sandbox_id] };
+  return { more: true, touched: [job.tenant_id] };
 }
 
 /** Hands back the leases of `owner` (a loop that stops). */

@@ -70,7 +70,7 @@ async function orders(
     // (starts with) is leakproof and becomes a range of that index.
     return await sql`
       select ${columns} from orders.orders
-       where sandbox_id = ${sandboxId} and email_key ^@ ${q.toLowerCase()}
+       where tenant_id = ${sandboxId} and email_key ^@ ${q.toLowerCase()}
        order by email_key limit ${PER_KIND}`;
   }
   return [];

@@ -67,7 +67,7 @@ export async function tryIt(sql: Sql, sandboxId: string): Promise<TryIt> {
   const [session] = await sql<{ named: boolean }[]>`
     select exists (
       select from platform.sessions
-       where sandbox_id = ${sandboxId} and name is not null
+       where tenant_id = ${sandboxId} and name is not null
          and ended_at is null) as named`;
   const facts = await asService(
     sql,

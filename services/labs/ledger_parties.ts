@@ -87,7 +87,7 @@ export async function senderCommand(
 
 /** The sender accepts order O42. */
 export function placeOrder(tx: ServiceTx) {
-  return tx.sql`insert into lab_sender.orders (sandbox_id, order_id)
+  return tx.sql`insert into lab_sender.orders (tenant_id, order_id)
     values (${(tx.scope as { tenantId: string }).tenantId}, ${ORDER})`;
 }
 
@@ -148,7 +148,7 @@ async function applyToJobs(tx: ServiceTx, e: Envelope) {
   if (e.type === "JobRequested") {
     if (!job) {
       await sql`insert into lab_receiver.jobs
-          (sandbox_id, order_id, message_id, label, state, version)
+          (tenant_id, order_id, message_id, label, state, version)
         values (${e.sandboxId}, ${e.aggregateId}, ${e.messageId}, ${label},
                 'scheduled', ${v})`;
       return { label, job: "scheduled" };
@@ -165,7 +165,7 @@ async function applyToJobs(tx: ServiceTx, e: Envelope) {
   }
   if (!job) {
     await sql`insert into lab_receiver.jobs
-        (sandbox_id, order_id, message_id, label, state, version)
+        (tenant_id, order_id, message_id, label, state, version)
       values (${e.sandboxId}, ${e.aggregateId}, ${e.messageId}, ${label},
               'cancelled', ${v})`;
     return { label, job: "cancelled before it was asked for" };

@@ -115,7 +115,7 @@ export async function runQueueLab(
       { tenantId: sandboxId },
       ({ sql }) =>
         sql`insert into lab_printer.runs
-                   (sandbox_id, settings, timeline, queue_figures)
+                   (tenant_id, settings, timeline, queue_figures)
           values (${sandboxId}, ${sql.json(settings as never)},
                   ${sql.json(timeline as never)}, ${sql.json(queued)})`,
     );
@@ -141,7 +141,7 @@ function printer(sql: Sql, worker: number, remembers: boolean, heard: Heard) {
     }
     const print = (tx: ServiceTx) =>
       tx.sql`insert into lab_printer.tickets
-          (sandbox_id, message_id, order_no, worker, attempt)
+          (tenant_id, message_id, order_no, worker, attempt)
         values (${envelope.sandboxId}, ${envelope.messageId}, ${order},
                 ${worker}, ${attempt})`;
     if (remembers) {

@@ -12,7 +12,7 @@ import type { OrderState } from "./states.ts";
 
 export interface OrderRow {
   id: string;
-  sandbox_id: string;
+  tenant_id: string;
   state: OrderState;
   version: number;
   customer_name: string;
@@ -28,7 +28,7 @@ export interface OrderRow {
 /** Reads an order and locks it for the rest of the transaction. */
 export async function lockOrder(sql: TxSql, orderId: string) {
   const [row] = await sql<OrderRow[]>`
-    select id, sandbox_id, state, version, customer_name, customer_email,
+    select id, tenant_id, state, version, customer_name, customer_email,
            fulfilment, day::text as day, total_cents, payment_ref,
            created_at, updated_at
       from orders.orders where id = ${orderId} for update`;
@@ -84,7 +84,7 @@ export async function recordEvent(
   },
 ) {
   await sql`
-    insert into orders.events (sandbox_id, order_id, type, version, message_id, payload)
+    insert into orders.events (tenant_id, order_id, type, version, message_id, payload)
     values (${e.sandboxId}, ${e.orderId}, ${e.type}, ${e.version},
             ${e.messageId ?? null}, ${sql.json((e.payload ?? {}) as never)})`;
 }
@@ -165,7 +165,7 @@ export function newOrderStatement(
   return sql<NewOrderOutcome[]>`
     with claim as (
       insert into orders.commands_seen
-             (sandbox_id, idempotency_key, request_hash, order_id)
+             (tenant_id, idempotency_key, request_hash, order_id)
       values (${sandboxId}, ${order.idempotencyKey}, ${order.requestHash},
               ${order.orderId})
       on conflict do nothing
@@ -177,7 +177,7 @@ export function newOrderStatement(
     ), taken as (
       ${capacityTake(tx, sandboxId, order.day, sorted)}
     ), placed as (
-      insert into orders.orders (id, sandbox_id, customer_name, customer_email,
+      insert into orders.orders (id, tenant_id, customer_name, customer_email,
                                  fulfilment, day, total_cents)
       select ${order.orderId}, ${sandboxId}, ${order.customer.name},
              ${order.customer.email}, ${order.fulfilment}, ${order.day},
@@ -185,12 +185,12 @@ export function newOrderStatement(
        where (select count(*) from taken) = ${sorted.length}
       returning id
     ), placed_lines as (
-      insert into orders.lines (order_id, sku, sandbox_id, name, qty, unit_cents)
+      insert into orders.lines (order_id, sku, tenant_id, name, qty, unit_cents)
       select placed.id, line.sku, ${sandboxId}, line.name, line.qty,
              line.unit_cents
         from placed, line
     ), placed_event as (
-      insert into orders.events (sandbox_id, order_id, type, version, message_id)
+      insert into orders.events (tenant_id, order_id, type, version, message_id)
       select ${sandboxId}, placed.id, 'OrderPlaced', 1, ${envelope.messageId}
         from placed
     ), ${outboxWrites(tx, [envelope], placed)}
@@ -232,12 +232,12 @@ export function capacityTake(
   const skus = sorted.map((l) => l.sku);
   const caps = sorted.map((l) => l.capacity);
   return sql`
-      insert into orders.day_counts as d (sandbox_id, day, sku, qty)
+      insert into orders.day_counts as d (tenant_id, day, sku, qty)
       select ${sandboxId}, ${day}, line.sku, line.qty
         from claim, line
        where line.qty <= line.cap
        order by line.n
-      on conflict (sandbox_id, day, sku) do update
+      on conflict (tenant_id, day, sku) do update
          set qty = d.qty + excluded.qty
        where d.qty + excluded.qty
              <= (${caps}::int[])[array_position(${skus}::text[], excluded.sku)]
@@ -253,7 +253,7 @@ export async function capacityLeft(
 ): Promise<Map<string, number>> {
   const rows = await sql<{ sku: string; qty: number }[]>`
     select sku, qty from orders.day_counts
-     where sandbox_id = ${sandboxId} and day = ${day}
+     where tenant_id = ${sandboxId} and day = ${day}
        and sku = any(${lines.map((l) => l.sku)}::text[])`;
   const promised = new Map(rows.map((r) => [r.sku, r.qty]));
   return new Map(
@@ -270,7 +270,7 @@ export async function releaseCapacity(
   for (const line of lines) {
     await sql`
       update orders.day_counts set qty = greatest(0, qty - ${line.qty})
-       where sandbox_id = ${order.sandbox_id} and day = ${order.day}
+       where tenant_id = ${order.tenant_id} and day = ${order.day}
          and sku = ${line.sku}`;
   }
 }

@@ -109,7 +109,7 @@ async function paymentSucceeded(tx: ServiceTx, envelope: Envelope) {
       returning id
     ), paid_event as (
       insert into orders.events
-        (sandbox_id, order_id, type, version, message_id, payload)
+        (tenant_id, order_id, type, version, message_id, payload)
       select ${envelope.sandboxId}, id, 'OrderPaid', ${version},
              ${paid.messageId}, ${sql.json({ paymentId: p.paymentId })}
         from paid_order
@@ -125,7 +125,7 @@ async function lockWithLines(
   orderId: string,
 ): Promise<(OrderRow & { lines: Line[] }) | undefined> {
   const [row] = await sql<(OrderRow & { lines: Line[] })[]>`
-    select o.id, o.sandbox_id, o.state, o.version, o.customer_name,
+    select o.id, o.tenant_id, o.state, o.version, o.customer_name,
            o.customer_email, o.fulfilment, o.day::text as day, o.total_cents,
            o.payment_ref, o.created_at, o.updated_at,
            coalesce((select json_agg(json_build_object('sku', l.sku,

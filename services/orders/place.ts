@@ -163,7 +163,7 @@ async function placedBefore(
 ): Promise<Placed> {
   const [seen] = await sql<{ request_hash: string; order_id: string }[]>`
     select request_hash, order_id from orders.commands_seen
-     where sandbox_id = ${sandboxId} and idempotency_key = ${input.idempotencyKey}`;
+     where tenant_id = ${sandboxId} and idempotency_key = ${input.idempotencyKey}`;
   if (seen.request_hash !== requestHash) {
     throw new HttpError(
       409,

@@ -34,7 +34,7 @@ export async function applyToKitchen(tx: ServiceTx, e: Envelope) {
         return inStatement(
           tx,
           sql`
-          insert into kitchen.cards (order_id, sandbox_id, state, version, items, day, placed_message_id)
+          insert into kitchen.cards (order_id, tenant_id, state, version, items, day, placed_message_id)
           values (${orderId}, ${e.sandboxId}, 'new', ${v}, ${
             sql.json(p.lines as never)
           },
@@ -72,7 +72,7 @@ export async function applyToKitchen(tx: ServiceTx, e: Envelope) {
         return inStatement(
           tx,
           sql`
-          insert into kitchen.cards (order_id, sandbox_id, state, version)
+          insert into kitchen.cards (order_id, tenant_id, state, version)
           values (${orderId}, ${e.sandboxId}, 'cancelled', ${v})`,
           { card: "cancelled", note: "cancelled before it was placed" },
         );

@@ -16,7 +16,7 @@ export function applyToReceipts(tx: ServiceTx, e: Envelope) {
   return inStatement(
     tx,
     sql`
-    insert into receipts.receipts (order_id, sandbox_id, number, lines, total_cents, payment_ref, message_id)
+    insert into receipts.receipts (order_id, tenant_id, number, lines, total_cents, payment_ref, message_id)
     values (${p.orderId}, ${e.sandboxId}, ${number}, ${
       sql.json(p.lines as never)
     },

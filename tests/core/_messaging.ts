@@ -60,7 +60,7 @@ export async function createService(sql: Sql, s: string) {
   await sql`create schema ${sql(s)}`;
   await sql`grant usage on schema ${sql(s)} to ${sql(s)}`;
   await sql`grant usage on schema platform to ${sql(s)}`;
-  await sql`grant select on platform.sandboxes, platform.faults to ${sql(s)}`;
+  await sql`grant select on platform.tenants, platform.faults to ${sql(s)}`;
   await sql`alter default privileges in schema ${sql(s)}
     grant select, insert, update, delete on tables to ${sql(s)}`;
   await sql`alter default privileges in schema ${sql(s)}
@@ -72,21 +72,21 @@ export async function createTestServices(sql: Sql) {
   for (const s of [SENDER, ...RECEIVERS]) await createService(sql, s);
   await sql`select platform.create_outbox_with_indexes(${SENDER})`;
   await sql`create table t_sender.orders (
-    id text primary key, sandbox_id uuid not null, note text)`;
-  await sql`select platform.enable_sandbox_rls('t_sender.orders')`;
+    id text primary key, tenant_id uuid not null, note text)`;
+  await sql`select platform.enable_tenant_rls('t_sender.orders')`;
   for (const r of RECEIVERS) {
     await sql`select platform.create_inbox(${r})`;
     await sql`create table ${sql(r + ".jobs")} (
-      order_id text primary key, sandbox_id uuid not null,
+      order_id text primary key, tenant_id uuid not null,
       message_id uuid not null, applied_at timestamptz not null default now())`;
-    await sql`select platform.enable_sandbox_rls(${r + ".jobs"})`;
+    await sql`select platform.enable_tenant_rls(${r + ".jobs"})`;
   }
 }
 
 /** A sandbox row; returns its id. */
 export async function createSandbox(sql: Sql, name = "test"): Promise<string> {
   const [row] = await sql<{ id: string }[]>`
-    insert into platform.sandboxes (name) values (${name}) returning id`;
+    insert into platform.tenants (name) values (${name}) returning id`;
   return row.id;
 }
 
@@ -115,7 +115,7 @@ export async function placeOrder(
   if (options.occurredAt) envelope.occurredAt = options.occurredAt;
   await asService(sql, SENDER, { tenantId }, async (tx) => {
     await tx
-      .sql`insert into t_sender.orders (id, sandbox_id) values (${orderId}, ${tenantId})`;
+      .sql`insert into t_sender.orders (id, tenant_id) values (${orderId}, ${tenantId})`;
     await append(tx, [envelope]);
     if (options.failBeforeCommit) throw new Error("failure before commit");
   });
@@ -142,7 +142,7 @@ export async function placeOrders(
   );
   await asService(sql, SENDER, { tenantId }, async (tx) => {
     await tx.sql`
-      insert into t_sender.orders (id, sandbox_id)
+      insert into t_sender.orders (id, tenant_id)
       select id, ${tenantId} from unnest(${orderIds}::text[]) as id`;
     await append(tx, envelopes);
   });
@@ -158,7 +158,7 @@ export function receiverApply(service: string) {
     const orderId = envelope.aggregateId;
     const jobs = tx.sql(`${service}.jobs`);
     const inserted = await tx.sql`
-      insert into ${jobs} (order_id, sandbox_id, message_id)
+      insert into ${jobs} (order_id, tenant_id, message_id)
       values (${orderId}, ${envelope.sandboxId}, ${envelope.messageId})
       on conflict (order_id) do nothing returning order_id`;
     if (inserted.length === 0) {

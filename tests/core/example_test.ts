@@ -17,7 +17,7 @@ Deno.test("the README's example runs on a plain database", async () => {
       // Set up twice, as a program that starts again does.
       await setUp(sql, logger);
       const [{ id }] = await sql<{ id: string }[]>`
-        insert into platform.sandboxes (name) values ('example') returning id`;
+        insert into platform.tenants (name) values ('example') returning id`;
       assert.equal(await signUp(url, id, "ada@example.com", logger), 1);
       assert.equal(await signUp(url, id, "alan@example.com", logger), 1);
 

@@ -25,7 +25,7 @@ const RECEIVER = "t_recv_a";
 async function apply(tx: ServiceTx, envelope: Envelope) {
   const { behave } = envelope.payload as { behave?: string };
   await tx.sql`
-    insert into t_recv_a.jobs (order_id, sandbox_id, message_id)
+    insert into t_recv_a.jobs (order_id, tenant_id, message_id)
     values (${envelope.messageId}, ${envelope.sandboxId}, ${envelope.messageId})`;
   if (behave === "refuse") throw new Refused("this order contradicts itself");
   if (behave === "notYet") throw new NotYet("the card is not there yet");
@@ -143,7 +143,7 @@ function applyAsStatement(tx: ServiceTx, envelope: Envelope) {
   return inStatement(
     tx,
     tx.sql`
-      insert into t_recv_a.jobs (order_id, sandbox_id, message_id)
+      insert into t_recv_a.jobs (order_id, tenant_id, message_id)
       values (${orderId}, ${envelope.sandboxId}, ${envelope.messageId})
       returning order_id`,
     { job: envelope.messageId },
@@ -222,7 +222,7 @@ Deno.test("batches of the same messages at once (a delivery sent twice): each me
       await tx.sql`select count(*) from t_recv_a.jobs`;
       return inStatement(
         tx,
-        tx.sql`insert into t_recv_a.jobs (order_id, sandbox_id, message_id)
+        tx.sql`insert into t_recv_a.jobs (order_id, tenant_id, message_id)
           values (${e.messageId}, ${e.sandboxId}, ${e.messageId})`,
         { job: e.messageId },
       );

@@ -109,7 +109,7 @@ Deno.test("order watch: other aggregates, other sandboxes and other receivers ar
       (tx, e) =>
         inStatement(
           tx,
-          tx.sql`insert into t_recv_a.jobs (order_id, sandbox_id, message_id)
+          tx.sql`insert into t_recv_a.jobs (order_id, tenant_id, message_id)
                  values (${e.aggregateId + "-late"}, ${e.sandboxId},
                          ${e.messageId}) returning order_id`,
           { job: "late" },

@@ -33,7 +33,7 @@ Deno.test("receiveOnce: applied once; a repeat gets the first answer and its own
     // Each call writes a job row of its own; only the first may survive.
     const apply: Apply = async (tx, e) => {
       calls++;
-      await tx.sql`insert into t_recv_a.jobs (order_id, sandbox_id, message_id)
+      await tx.sql`insert into t_recv_a.jobs (order_id, tenant_id, message_id)
         values (${"O1-" + calls}, ${e.sandboxId}, ${e.messageId})`;
       return { call: calls };
     };
@@ -200,7 +200,7 @@ Deno.test("receiveOnce: concurrent deliveries of one message apply it once", asy
 const jobInStatement: Apply = (tx, e) =>
   inStatement(
     tx,
-    tx.sql`insert into t_recv_a.jobs (order_id, sandbox_id, message_id)
+    tx.sql`insert into t_recv_a.jobs (order_id, tenant_id, message_id)
       values (${e.aggregateId}, ${e.sandboxId}, ${e.messageId})
       on conflict (order_id) do nothing
       returning order_id`,
@@ -261,7 +261,7 @@ Deno.test("receiveOnce: an effect given as a statement that fails throws its own
     const broken: Apply = (tx, e) =>
       inStatement(
         tx,
-        tx.sql`insert into t_recv_a.jobs (order_id, sandbox_id, message_id)
+        tx.sql`insert into t_recv_a.jobs (order_id, tenant_id, message_id)
           values (null, ${e.sandboxId}, ${e.messageId})`,
         { job: "never" },
       );

@@ -31,7 +31,7 @@ Deno.test("outboxWrites: the order and its outbox row in one statement, or neith
         const envelope = orderPlacedEnvelope(tenantId, orderId);
         const [row] = await tx.sql<{ placed: boolean }[]>`
           with o as (
-            insert into t_sender.orders (id, sandbox_id)
+            insert into t_sender.orders (id, tenant_id)
             values (${orderId}, ${tenantId})
             on conflict do nothing
             returning id

@@ -83,11 +83,11 @@ Deno.test("a claim takes round-robin from each sandbox, a lane at a time, and lo
     const [oldest] = await sql<{ ids: number[] }[]>`
       select array_agg(id order by id) as ids from (
         select id from queue.deliveries
-         where sandbox_id = ${big} and subscriber = ${fromBig[0].subscriber}
+         where tenant_id = ${big} and subscriber = ${fromBig[0].subscriber}
          order by id limit 4) x`;
     assert.deepEqual(fromBig.map((d) => d.id), oldest.ids.map(Number));
     const [first] = await sql<{ subscriber: string }[]>`
-      select subscriber from queue.deliveries where sandbox_id = ${big}
+      select subscriber from queue.deliveries where tenant_id = ${big}
        order by id limit 1`;
     assert.equal(fromBig[0].subscriber, first.subscriber);
     assert.equal(
@@ -133,7 +133,7 @@ Deno.test("a lane gives a claim no more than its share; the sandbox's other lane
     const id = await sandboxWithOrders(sql, "busy", 10);
     await new PgMove(new PgQueue(sql, ROUTING)).move(SENDER, 100);
     const [first] = await sql<{ subscriber: string }[]>`
-      select subscriber from queue.deliveries where sandbox_id = ${id}
+      select subscriber from queue.deliveries where tenant_id = ${id}
        order by id limit 1`;
 
     const { claimed } = await claimBatch(sql, "consumer-1", {

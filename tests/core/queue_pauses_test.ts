@@ -78,7 +78,7 @@ Deno.test("the claim leaves a paused pair's deliveries, in its sandbox only, and
     const [waiting] = await sql<{ n: number; attempts: number }[]>`
       select count(*)::int as n, coalesce(sum(attempts), 0)::int as attempts
         from queue.deliveries
-       where sandbox_id = ${one} and subscriber = ${A} and state = 'pending'`;
+       where tenant_id = ${one} and subscriber = ${A} and state = 'pending'`;
     assert.deepEqual({ ...waiting }, { n: 2, attempts: 0 });
 
     // Resumed: they are claimed.

@@ -90,7 +90,7 @@ Deno.test("a move publishes due rows oldest first with their deliveries, in batc
       await count(
         sql,
         `${SENDER}.outbox`,
-        sql`state = 'pending' and attempts = 0 and sandbox_id = ${faulted}`,
+        sql`state = 'pending' and attempts = 0 and tenant_id = ${faulted}`,
       ),
       2,
     );
@@ -133,7 +133,7 @@ Deno.test("a move reads the switches in its own snapshot: one turned on just bef
     assert.equal(moved.rows, 0);
     assert.equal(await count(sql, "queue.messages"), 0);
     assert.equal(
-      await count(sql, `${SENDER}.outbox`, sql`sandbox_id = ${sandbox}`),
+      await count(sql, `${SENDER}.outbox`, sql`tenant_id = ${sandbox}`),
       1,
     );
 

@@ -43,14 +43,14 @@ async function delivered(
   );
   assert.equal(received.status, 200);
   await sql`
-    insert into queue.messages (message_id, sandbox_id, source, type,
+    insert into queue.messages (message_id, tenant_id, source, type,
                                 aggregate_id, envelope)
     values (${envelope.messageId}, ${tenantId}, 't_sender', ${envelope.type},
             ${envelope.aggregateId}, ${sql.json(envelope as never)})`;
   // A dead one was answered at last, but its delivery gave up before: an
   // operator may still redrive it.
   const [{ id }] = await sql<{ id: string }[]>`
-    insert into queue.deliveries (sandbox_id, message_id, subscriber, type,
+    insert into queue.deliveries (tenant_id, message_id, subscriber, type,
       aggregate_id, state, attempts, done_at, dead_at, audited,
       last_started_at, last_status)
     values (${tenantId}, ${envelope.messageId}, ${RECEIVER}, ${envelope.type},
@@ -60,7 +60,7 @@ async function delivered(
             ${state === "done"}, now(), 200)
     returning id`;
   await sql`
-    insert into queue.attempts (sandbox_id, delivery_id, attempt, started_at,
+    insert into queue.attempts (tenant_id, delivery_id, attempt, started_at,
                                 duration_ms, status, outcome, error)
     values (${tenantId}, ${id}, 1, now(), 5, 503, 'retry', 'busy')`;
   return envelope;

@@ -65,7 +65,7 @@ async function exampleUnder(
     const sql = connect(url, { max: 2 });
     await setUp(sql, log);
     const [{ id }] = await sql\`
-      insert into \${sql(inPlatform("sandboxes"))} (name)
+      insert into \${sql(inPlatform("tenants"))} (name)
       values ('example') returning id\`;
     await sql.end();
     const broker = ${
@@ -149,7 +149,7 @@ async function underOtherNames(stream?: string) {
         }[]
       >`
         select (select count(*)::int from msg_queue.deliveries) as deliveries,
-               (select count(*)::int from msg_tenancy.sandboxes) as sandboxes,
+               (select count(*)::int from msg_tenancy.tenants) as sandboxes,
                (select count(*)::int from msg_tenancy.faults) as faults,
                (select count(*)::int from msg_queue.pauses) as pauses`;
       assert.deepEqual(

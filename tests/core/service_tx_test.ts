@@ -190,11 +190,11 @@ Deno.test("serviceStatement: a statement that refuses (platform.refuse) rolls ba
   await withTestDatabase(async ({ sql, url }) => {
     await createTestServices(sql);
     const [{ id: tenantId }] = await sql<{ id: string }[]>`
-      insert into platform.sandboxes (name) values ('refuse probe') returning id`;
+      insert into platform.tenants (name) values ('refuse probe') returning id`;
     const one = connect(url, { max: 1 });
     const keys = (rows: number) =>
       one`select count(*)::int as n from t_sender.orders
-           where sandbox_id = ${tenantId}`.then(([r]) =>
+           where tenant_id = ${tenantId}`.then(([r]) =>
         assert.equal(r.n, rows)
       );
     // Writes a key, then refuses when asked to: all or nothing in one go.
@@ -206,7 +206,7 @@ Deno.test("serviceStatement: a statement that refuses (platform.refuse) rolls ba
         ({ sql }) =>
           sql<{ key: string; role: string }[]>`
           with k as (
-            insert into t_sender.orders (sandbox_id, id)
+            insert into t_sender.orders (tenant_id, id)
             values (${tenantId}, ${key})
             returning id
           )

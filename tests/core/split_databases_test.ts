@@ -92,14 +92,14 @@ async function split(layout: Layout) {
     await createService(sender.sql, SENDER);
     await sender.sql`select platform.create_outbox_with_indexes(${SENDER})`;
     await sender.sql`create table t_sender.orders (
-        id text primary key, sandbox_id uuid not null, note text)`;
-    await sender.sql`select platform.enable_sandbox_rls('t_sender.orders')`;
+        id text primary key, tenant_id uuid not null, note text)`;
+    await sender.sql`select platform.enable_tenant_rls('t_sender.orders')`;
     await createService(receiver.sql, RECEIVER);
     await receiver.sql`select platform.create_inbox(${RECEIVER})`;
     await receiver.sql`create table ${receiver.sql(RECEIVER + ".jobs")} (
-        order_id text primary key, sandbox_id uuid not null,
+        order_id text primary key, tenant_id uuid not null,
         message_id uuid not null, applied_at timestamptz not null default now())`;
-    await receiver.sql`select platform.enable_sandbox_rls(${
+    await receiver.sql`select platform.enable_tenant_rls(${
       RECEIVER + ".jobs"
     })`;
 
@@ -181,7 +181,7 @@ async function split(layout: Layout) {
           SENDER,
           { tenantId: tenant },
           async (tx) => {
-            await tx.sql`insert into t_sender.orders (id, sandbox_id)
+            await tx.sql`insert into t_sender.orders (id, tenant_id)
                            values (${orderId}, ${tenant})`;
             await append(tx, [envelope]);
           },

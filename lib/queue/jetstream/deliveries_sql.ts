@@ -25,7 +25,7 @@ export interface Taken {
 
 interface StartedRow {
   id: string;
-  sandbox_id: string;
+  tenant_id: string;
   message_id: string;
   subscriber: string;
   attempts: number;
@@ -54,7 +54,7 @@ export async function startDeliveries(
   // One start is one claim: its rows are leased under a token of its own.
   const lease = claimLease(owner);
   const envelopes = taken.map((t) => t.envelope);
-  const closed = sql(inPlatform("sandbox_closed"));
+  const closed = sql(inPlatform("tenant_closed"));
   const rows = await bookkeepingStatement(
     sql,
     "queue",
@@ -62,7 +62,7 @@ export async function startDeliveries(
       sql<StartedRow[]>`
       with t as (
         select (e->>'messageId')::uuid as message_id,
-               (e->>'sandboxId')::uuid as sandbox_id, s as subscriber,
+               (e->>'sandboxId')::uuid as tenant_id, s as subscriber,
                e->>'type' as type, e->>'aggregateId' as aggregate_id,
                ${closed}((e->>'sandboxId')::uuid) as closed
           from unnest(${taken.map((t) => t.subscriber)}::text[],
@@ -71,16 +71,16 @@ export async function startDeliveries(
             as x(s, e)
       ), refused as (
         insert into ${sql(inPlatform("closed_refusals"))}
-          (sandbox_id, refused_by, what, key, reason)
-        select sandbox_id, 'queue', 'delivery',
+          (tenant_id, refused_by, what, key, reason)
+        select tenant_id, 'queue', 'delivery',
                message_id || '.' || subscriber,
                'taken from the broker after the tenant''s wipe began'
           from t where closed
       )
       insert into ${sql(inQueue("deliveries"))} as d
-        (sandbox_id, message_id, subscriber, type, aggregate_id, state,
+        (tenant_id, message_id, subscriber, type, aggregate_id, state,
          lease_owner, lease_expires_at, next_attempt_at, attempts)
-      select sandbox_id, message_id, subscriber, type, aggregate_id,
+      select tenant_id, message_id, subscriber, type, aggregate_id,
              'in_flight', ${lease},
              now() + ${leaseMs} * interval '1 millisecond',
              now() + ${leaseMs} * interval '1 millisecond', 1
@@ -95,7 +95,7 @@ export async function startDeliveries(
              next_attempt_at = excluded.next_attempt_at,
              attempts = d.attempts + 1
        where d.state in ('pending', 'in_flight')
-      returning d.id, d.sandbox_id, d.message_id, d.subscriber, d.attempts,
+      returning d.id, d.tenant_id, d.message_id, d.subscriber, d.attempts,
                 d.max_attempts`,
   );
   const byKey = new Map(
@@ -105,7 +105,7 @@ export async function startDeliveries(
     const t = byKey.get(takenKey(r.message_id, r.subscriber))!;
     return {
       id: Number(r.id),
-      tenantId: r.sandbox_id,
+      tenantId: r.tenant_id,
       messageId: r.message_id,
       subscriber: r.subscriber,
       type: t.envelope.type,
@@ -134,17 +134,17 @@ export async function openLanes(
     sql,
     "queue",
     ({ sql }) =>
-      sql<{ subscriber: string; sandbox_id: string; open: number }[]>`
-      select subscriber, sandbox_id, count(*)::int as open
+      sql<{ subscriber: string; tenant_id: string; open: number }[]>`
+      select subscriber, tenant_id, count(*)::int as open
         from ${sql(inQueue("deliveries"))}
        where state in ('pending', 'in_flight')
          and subscriber = any(${subscribers as string[]}::text[])
          and created_at < ${before}
-       group by subscriber, sandbox_id`,
+       group by subscriber, tenant_id`,
   );
   return rows.map((r) => ({
     subscriber: r.subscriber,
-    tenantId: r.sandbox_id,
+    tenantId: r.tenant_id,
     open: r.open,
   }));
 }
@@ -172,8 +172,8 @@ export async function markLost(
          set republish_at = now(), republishes = d.republishes + 1
         from unnest(${lanes.map((l) => l.subscriber)}::text[],
                     ${lanes.map((l) => l.tenantId)}::uuid[])
-             as l(subscriber, sandbox_id)
-       where d.subscriber = l.subscriber and d.sandbox_id = l.sandbox_id
+             as l(subscriber, tenant_id)
+       where d.subscriber = l.subscriber and d.tenant_id = l.tenant_id
          and d.state in ('pending', 'in_flight')
          and d.next_attempt_at < now() - ${graceMs} * interval '1 millisecond'
          and d.republish_at is null

@@ -36,7 +36,7 @@ export interface RepublishOptions {
 
 interface MarkRow {
   id: string;
-  sandbox_id: string;
+  tenant_id: string;
   message_id: string;
   subscriber: string;
   redrives: number;
@@ -61,7 +61,7 @@ export async function republishOnce(
         -- Not for a tenant being wiped: the broker is purged of it.
         select id from ${sql(inQueue("deliveries"))}
          where republish_at <= now()
-           and ${notWiping(sql, "sandbox_id")}
+           and ${notWiping(sql, "tenant_id")}
          order by republish_at
          limit ${batch}
          for update skip locked
@@ -70,7 +70,7 @@ export async function republishOnce(
          set republish_at = now() + ${leaseMs} * interval '1 millisecond'
         from due, ${sql(inQueue("messages"))} m
        where d.id = due.id and m.message_id = d.message_id
-      returning d.id, d.sandbox_id, d.message_id, d.subscriber, d.redrives,
+      returning d.id, d.tenant_id, d.message_id, d.subscriber, d.redrives,
                 d.republishes, m.source, m.envelope`,
   );
   if (marks.length === 0) {
@@ -81,19 +81,19 @@ export async function republishOnce(
         sql<{ at: Date | null }[]>`
         select min(republish_at) as at from ${sql(inQueue("deliveries"))}
          where republish_at is not null
-           and ${notWiping(sql, "sandbox_id")}`,
+           and ${notWiping(sql, "tenant_id")}`,
     );
     return { more: false, nextDueAt: next?.at ?? undefined };
   }
   await lanes.ensure(
-    marks.map((m) => ({ subscriber: m.subscriber, tenantId: m.sandbox_id })),
+    marks.map((m) => ({ subscriber: m.subscriber, tenantId: m.tenant_id })),
   );
   const acks = await Promise.all(marks.map((m) => {
     const h = headers();
     h.set(SOURCE_HEADER, m.source);
     if (m.envelope.traceparent) h.set("traceparent", m.envelope.traceparent);
     return js.publish(
-      names.subject(m.subscriber, m.sandbox_id, m.envelope.type),
+      names.subject(m.subscriber, m.tenant_id, m.envelope.type),
       JSON.stringify(m.envelope),
       {
         msgID: names.messageId(
@@ -110,7 +110,7 @@ export async function republishOnce(
     lanes,
     marks.map((m, i) => ({
       subscriber: m.subscriber,
-      tenantId: m.sandbox_id,
+      tenantId: m.tenant_id,
       seq: acks[i].seq,
     })),
   );
@@ -127,6 +127,6 @@ export async function republishOnce(
          and d.republishes = p.republishes`);
   return {
     more: marks.length === batch,
-    touched: [...new Set(marks.map((m) => m.sandbox_id))],
+    touched: [...new Set(marks.map((m) => m.tenant_id))],
   };
 }

@@ -84,7 +84,7 @@ const NO_TENANT = "00000000-0000-0000-0000-000000000000";
 
 interface ClaimRow {
   id: string | null;
-  sandbox_id: string;
+  tenant_id: string;
   message_id: string;
   subscriber: string;
   type: string;
@@ -135,22 +135,22 @@ function claimStatement(
   // An open delivery `d` to a served subscriber, outside the closed lanes
   // and the tenants being wiped (their wipe deletes them).
   const waiting = sql`d.state in ('pending', 'in_flight') ${served}
-    and ${notWiping(sql, "d.sandbox_id")}
+    and ${notWiping(sql, "d.tenant_id")}
     and not exists (
       select from full_lanes f
-       where f.sandbox_id = d.sandbox_id and f.subscriber = d.subscriber)`;
+       where f.tenant_id = d.tenant_id and f.subscriber = d.subscriber)`;
   // Of those, one of `tenant` that is due.
   const pickable = (tenant: ReturnType<typeof sql>) =>
-    sql`d.sandbox_id = ${tenant} and d.next_attempt_at <= now() and ${waiting}`;
+    sql`d.tenant_id = ${tenant} and d.next_attempt_at <= now() and ${waiting}`;
   const next = (after: ReturnType<typeof sql>) =>
     sql`coalesce(
-      (select sandbox_id from ${sql(inQueue("deliveries"))}
-        where ${open} and sandbox_id > ${after}
-        order by sandbox_id limit 1),
-      (select sandbox_id from ${sql(inQueue("deliveries"))}
-        where ${open} order by sandbox_id limit 1))`;
+      (select tenant_id from ${sql(inQueue("deliveries"))}
+        where ${open} and tenant_id > ${after}
+        order by tenant_id limit 1),
+      (select tenant_id from ${sql(inQueue("deliveries"))}
+        where ${open} order by tenant_id limit 1))`;
   return sql<ClaimRow[]>`
-    with recursive ring (sandbox_id, first, n) as (
+    with recursive ring (tenant_id, first, n) as (
       -- offset 0: the first tenant is looked up once, not once for each
       -- place that names it.
       select s, s, 1
@@ -162,40 +162,38 @@ function claimStatement(
       select nx.s, r.first, r.n + 1
         -- offset 0: the next tenant is looked up once, not again in the
         -- condition below.
-        from ring r, lateral (select ${
-    next(sql`r.sandbox_id`)
-  } as s offset 0) nx
+        from ring r, lateral (select ${next(sql`r.tenant_id`)} as s offset 0) nx
        where r.n < ${ROUND_TENANTS} and nx.s <> r.first
     ), held as (
       select * from unnest(${held.tenantIds}::uuid[],
                            ${held.subscribers}::text[],
                            ${held.counts}::int[])
-        as h(sandbox_id, subscriber, n)
+        as h(tenant_id, subscriber, n)
     ), full_lanes as (
       select * from unnest(${closed.tenantIds}::uuid[],
                            ${closed.subscribers}::text[])
-        as f(sandbox_id, subscriber)
+        as f(tenant_id, subscriber)
     ), totals as (
-      select sandbox_id, sum(n)::int as n from held group by sandbox_id
+      select tenant_id, sum(n)::int as n from held group by tenant_id
     ), caps as (
       -- What each tenant of the round may give: its room in the share,
       -- and first an even part of the batch (a row locked is a write, so
       -- no more are locked than the batch could take).
-      select r.sandbox_id, r.n,
+      select r.tenant_id, r.n,
              greatest(0, least(${limit}, ${round.perTenant} - coalesce(t.n, 0))) as room,
              (${limit} + k.n - 1) / k.n as part
         from ring r
-        left join totals t on t.sandbox_id = r.sandbox_id
+        left join totals t on t.tenant_id = r.tenant_id
         cross join (select count(*)::int as n from ring) k
     ), chosen as (
       -- Each tenant's oldest due delivery names the lane it gives this
       -- claim: its picks are of one subscriber, so that they travel as one
       -- batch (one request, one receiver transaction).
-      select c.sandbox_id, c.n, c.room, c.part, h.id, h.subscriber
+      select c.tenant_id, c.n, c.room, c.part, h.id, h.subscriber
         from caps c
         cross join lateral (
           select d.id, d.subscriber from ${sql(inQueue("deliveries"))} d
-           where ${pickable(sql`c.sandbox_id`)} and least(c.room, c.part) > 0
+           where ${pickable(sql`c.tenant_id`)} and least(c.room, c.part) > 0
            order by d.id
            limit 1
            for update skip locked
@@ -208,19 +206,19 @@ function claimStatement(
         select ch.*,
                least(ch.room, ${perLane} - coalesce(hl.n, 0)) as lane_room
           from chosen ch
-          left join held hl on hl.sandbox_id = ch.sandbox_id
+          left join held hl on hl.tenant_id = ch.tenant_id
                            and hl.subscriber = ch.subscriber
       ) x
     ), first_picks as (
-      select h.sandbox_id, h.id, 1::bigint as rank, h.n from heads h
+      select h.tenant_id, h.id, 1::bigint as rank, h.n from heads h
       union all
-      select h.sandbox_id, p.id, 1 + p.rank, h.n
+      select h.tenant_id, p.id, 1 + p.rank, h.n
         from heads h
         cross join lateral (
           -- FOR UPDATE and a window function cannot share a query level.
           select q.id, row_number() over (order by q.id) as rank from (
             select d.id from ${sql(inQueue("deliveries"))} d
-             where ${pickable(sql`h.sandbox_id`)}
+             where ${pickable(sql`h.tenant_id`)}
                and d.subscriber = h.subscriber and d.id > h.id
              order by d.id
              limit greatest(0, h.take - 1)
@@ -230,21 +228,21 @@ function claimStatement(
     ), short as (
       select ${limit} - count(*)::int as n from first_picks
     ), given as (
-      select sandbox_id, count(*)::int as taken, max(id) as last
-        from first_picks group by sandbox_id
+      select tenant_id, count(*)::int as taken, max(id) as last
+        from first_picks group by tenant_id
     ), more_picks as (
       -- The batch not yet full: more of the same lane from the tenants
       -- whose lane gave all it was asked (it may have more) and may give
       -- more ...
       select p.id, g.taken + p.rank as rank, h.n
         from heads h
-        join given g on g.sandbox_id = h.sandbox_id
+        join given g on g.tenant_id = h.tenant_id
                     and g.taken = h.take and g.taken < h.lane_room
         cross join short
         cross join lateral (
           select q.id, row_number() over (order by q.id) as rank from (
             select d.id from ${sql(inQueue("deliveries"))} d
-             where ${pickable(sql`h.sandbox_id`)}
+             where ${pickable(sql`h.tenant_id`)}
                and d.subscriber = h.subscriber and d.id > g.last
              order by d.id
              limit greatest(0, least(h.lane_room - g.taken, short.n))
@@ -259,14 +257,14 @@ function claimStatement(
       -- does not take a tenant's whole share.
       select p.id, g.taken + p.rank as rank, h.n
         from heads h
-        join given g on g.sandbox_id = h.sandbox_id
+        join given g on g.tenant_id = h.tenant_id
                     and g.taken < least(h.room, h.part)
                     and not (g.taken = h.take and g.taken < h.lane_room)
         cross join short
         cross join lateral (
           select q.id, row_number() over (order by q.id) as rank from (
             select d.id from ${sql(inQueue("deliveries"))} d
-             where ${pickable(sql`h.sandbox_id`)}
+             where ${pickable(sql`h.tenant_id`)}
                and d.subscriber <> h.subscriber
              order by d.id
              limit greatest(0, least(least(h.room, h.part) - g.taken, short.n))
@@ -290,30 +288,30 @@ function claimStatement(
         from ${sql(inQueue("messages"))} m
        where d.id = any(array(select id from due))
          and m.message_id = d.message_id
-      returning d.id, d.sandbox_id, d.message_id, d.subscriber, d.type,
+      returning d.id, d.tenant_id, d.message_id, d.subscriber, d.type,
                 d.aggregate_id, d.attempts, d.max_attempts, m.envelope
     ), after as (
-      select sandbox_id from ring
+      select tenant_id from ring
        where n = coalesce((select max(n) from due), (select max(n) from ring))
     )
     select c.*, null::timestamptz as next_due,
-           (select sandbox_id from after) as after
+           (select tenant_id from after) as after
       from claimed c
     union all
     select null, null, null, null, null, null, null, null, null,
            (select min(next_attempt_at) from ${sql(inQueue("deliveries"))} d
              where ${waiting}
                and not exists (
-                 select from totals t where t.sandbox_id = d.sandbox_id
+                 select from totals t where t.tenant_id = d.tenant_id
                     and t.n >= ${round.perTenant})),
-           (select sandbox_id from after)
+           (select tenant_id from after)
      where not exists (select from claimed)`;
 }
 
 function toBatch(rows: ClaimRow[], lease: string): ClaimBatch {
   const claimed = rows.filter((r) => r.id !== null).map((r) => ({
     id: Number(r.id),
-    tenantId: r.sandbox_id,
+    tenantId: r.tenant_id,
     messageId: r.message_id,
     subscriber: r.subscriber,
     type: r.type,
@@ -455,17 +453,17 @@ function finishStatement(sql: TxSql, results: AttemptResult[]) {
        where d.id = r.id and d.lease_owner = r.lease and d.state = 'in_flight'
          -- An attempt that ends after the tenant's wipe began records
          -- nothing: the wipe may have deleted the attempts already.
-         and ${notWiping(sql, "d.sandbox_id")}
-      returning d.id, d.sandbox_id, r.state, r.attempt, r.started_at,
+         and ${notWiping(sql, "d.tenant_id")}
+      returning d.id, d.tenant_id, r.state, r.attempt, r.started_at,
                 r.duration_ms, r.status, r.error
     ), attempted as (
       -- A success at the first attempt is told by the delivery's own row
       -- (last_started_at, last_duration_ms, last_status, done_at): it
       -- writes no attempt row. Every other attempt keeps one.
       insert into ${sql(inQueue("attempts"))}
-        (sandbox_id, delivery_id, attempt, started_at, duration_ms, status,
+        (tenant_id, delivery_id, attempt, started_at, duration_ms, status,
          outcome, error)
-      select sandbox_id, id, attempt, started_at, duration_ms, status,
+      select tenant_id, id, attempt, started_at, duration_ms, status,
              case state when 'pending' then 'retry' else state end, error
         from u
        where not (state = 'done' and attempt = 1)

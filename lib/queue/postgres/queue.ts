@@ -42,7 +42,7 @@ export class PgQueue implements Queue {
     );
     const e = messages.map((m) => m.envelope);
     return await asBookkeeper(this.sql, "queue", async ({ sql }) => {
-      const closed = sql(inPlatform("sandbox_closed"));
+      const closed = sql(inPlatform("tenant_closed"));
       const [{ count }] = await sql<{ count: number }[]>`
         with x as (
           select x.source, x.e, x.n, (x.e->>'messageId')::uuid as message_id,
@@ -54,7 +54,7 @@ export class PgQueue implements Queue {
             ) with ordinality as x(source, e, n)
         ), refused as (
           insert into ${sql(inPlatform("closed_refusals"))}
-            (sandbox_id, refused_by, what, key, reason)
+            (tenant_id, refused_by, what, key, reason)
           select (e->>'sandboxId')::uuid, 'queue', 'message',
                  message_id::text, 'published after the tenant''s wipe began'
             from x where closed
@@ -63,7 +63,7 @@ export class PgQueue implements Queue {
           sql,
           routes,
           sql`
-            select message_id, (e->>'sandboxId')::uuid as sandbox_id, source,
+            select message_id, (e->>'sandboxId')::uuid as tenant_id, source,
                    e->>'type' as type, e->>'aggregateId' as aggregate_id,
                    e as envelope, n as position
               from x where not closed`,

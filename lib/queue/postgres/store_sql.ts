@@ -45,7 +45,7 @@ export interface Handoff {
 }
 
 /**
- * The INSERT of the messages that `rows` yields (message_id, sandbox_id,
+ * The INSERT of the messages that `rows` yields (message_id, tenant_id,
  * source, type, aggregate_id, envelope, position), in the order of
  * `position`. With `repeats`, a message id the queue has already is left as
  * it is; without, it fails the statement (cheaper when there are none).
@@ -54,8 +54,8 @@ export interface Handoff {
 function messagesOf(sql: TxSql, rows: Fragment, repeats: boolean): Fragment {
   return sql`
     insert into ${sql(inQueue("messages"))}
-      (message_id, sandbox_id, source, type, aggregate_id, envelope)
-    select s.message_id, s.sandbox_id, s.source, s.type, s.aggregate_id,
+      (message_id, tenant_id, source, type, aggregate_id, envelope)
+    select s.message_id, s.tenant_id, s.source, s.type, s.aggregate_id,
            s.envelope
       from (${rows}) s
      order by s.position
@@ -65,7 +65,7 @@ function messagesOf(sql: TxSql, rows: Fragment, repeats: boolean): Fragment {
 
 /**
  * The INSERT of one delivery per subscriber of each message that `rows`
- * yields (sandbox_id, message_id, type, aggregate_id, position), in the
+ * yields (tenant_id, message_id, type, aggregate_id, position), in the
  * order of `position` (the outbox's), not of message ids: two UUIDv7 of one
  * millisecond do not sort by time. With `repeats`, a delivery the queue has
  * already (its message was published before) is left as it is, so the
@@ -87,8 +87,8 @@ function deliveriesOf(
   if (!handoff) {
     return sql`
     insert into ${sql(inQueue("deliveries"))}
-      (sandbox_id, message_id, subscriber, type, aggregate_id)
-    select s.sandbox_id, s.message_id, r.subscriber, s.type, s.aggregate_id
+      (tenant_id, message_id, subscriber, type, aggregate_id)
+    select s.tenant_id, s.message_id, r.subscriber, s.type, s.aggregate_id
       from (${rows}) s
       join unnest(${routeTypes}::text[], ${routeSubs}::text[])
         as r(type, subscriber) on r.type = s.type
@@ -104,35 +104,35 @@ function deliveriesOf(
   const hand = sql`(s.n <= ${handoff.max} and not s.closed)`;
   return sql`
     insert into ${sql(inQueue("deliveries"))}
-      (sandbox_id, message_id, subscriber, type, aggregate_id, state,
+      (tenant_id, message_id, subscriber, type, aggregate_id, state,
        lease_owner, lease_expires_at, next_attempt_at, attempts)
-    select s.sandbox_id, s.message_id, s.subscriber, s.type, s.aggregate_id,
+    select s.tenant_id, s.message_id, s.subscriber, s.type, s.aggregate_id,
            case when ${hand} then 'in_flight' else 'pending' end,
            case when ${hand} then ${handoff.owner} end,
            case when ${hand} then ${lease} end,
            case when ${hand} then ${lease} else now() end,
            case when ${hand} then 1 else 0 end
       from (select s.*, r.subscriber, count(*) over () as n,
-                   (s.sandbox_id = any(${closed.tenantIds}::uuid[])
+                   (s.tenant_id = any(${closed.tenantIds}::uuid[])
                     or exists (
                       select from unnest(${closed.lanes.tenantIds}::uuid[],
                                          ${closed.lanes.subscribers}::text[])
-                        as c(sandbox_id, subscriber)
-                       where c.sandbox_id = s.sandbox_id
+                        as c(tenant_id, subscriber)
+                       where c.tenant_id = s.tenant_id
                          and c.subscriber = r.subscriber)) as closed
               from (${rows}) s
               join unnest(${routeTypes}::text[], ${routeSubs}::text[])
                 as r(type, subscriber) on r.type = s.type) s
      order by s.position, s.subscriber
     ${skipRepeats}
-    returning id, sandbox_id, message_id, subscriber, type, aggregate_id,
+    returning id, tenant_id, message_id, subscriber, type, aggregate_id,
               state`;
 }
 
 /**
  * `m` and `d`, two common table expressions (to follow `with` or a comma):
  * the messages and the deliveries of the rows that `rows` yields
- * (message_id, sandbox_id, source, type, aggregate_id, envelope, position).
+ * (message_id, tenant_id, source, type, aggregate_id, envelope, position).
  * `m` returns the ids of the messages it stored.
  */
 export function messagesAndDeliveries(

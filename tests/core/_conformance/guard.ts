@@ -39,10 +39,10 @@ async function clearAndFlush(
     await count(
       sql,
       "queue.messages",
-      sql`sandbox_id = ${tenantId} and source = ${SENDER}`,
+      sql`tenant_id = ${tenantId} and source = ${SENDER}`,
     ) === 2);
   const messages = await sql`
-    select message_id from queue.messages where sandbox_id = ${tenantId}
+    select message_id from queue.messages where tenant_id = ${tenantId}
      order by message_id`;
   assert.deepEqual(
     messages.map((m) => m.message_id).sort(),
@@ -59,7 +59,7 @@ export const guardScenarios: Scenario[] = [{
   run: async ({ sql, tenantId, view, workers }) => {
     const other = await createSandbox(sql, "other");
     await sql`
-    insert into t_sender.relay_guard (sandbox_id, day, rearms)
+    insert into t_sender.relay_guard (tenant_id, day, rearms)
     values (${tenantId}, (now() at time zone 'utc')::date, 100)`;
     await setFault(sql, tenantId, RELAY_FAULTS.queueRefusesSends, true);
     await workers({}, async ({ lines }) => {
@@ -79,7 +79,7 @@ export const guardScenarios: Scenario[] = [{
       });
       const [guard] = await sql`
       select rearms from t_sender.relay_guard
-       where sandbox_id = ${tenantId}
+       where tenant_id = ${tenantId}
          and day = (now() at time zone 'utc')::date`;
       assert.equal(guard.rearms, 101);
       const alarms = lines.filter((l) => l.event === "alarm_guard");
@@ -101,7 +101,7 @@ export const guardScenarios: Scenario[] = [{
         parked: true,
       });
       assert.equal(
-        await count(sql, "queue.messages", sql`sandbox_id = ${tenantId}`),
+        await count(sql, "queue.messages", sql`tenant_id = ${tenantId}`),
         0,
       );
 
@@ -183,13 +183,13 @@ export const guardScenarios: Scenario[] = [{
     "loop guard: a relay that crashes before marking re-arms by its lease; each takeover counts, and the 101st parks the row with an alarm",
   run: async ({ sql, tenantId, view, workers }) => {
     await sql`
-    insert into t_sender.relay_guard (sandbox_id, day, rearms)
+    insert into t_sender.relay_guard (tenant_id, day, rearms)
     values (${tenantId}, (now() at time zone 'utc')::date, 99)`;
     await setFault(sql, tenantId, RELAY_FAULTS.crashBeforeMark, true);
     const rearms = async () => {
       const [guard] = await sql`
       select rearms from t_sender.relay_guard
-       where sandbox_id = ${tenantId}
+       where tenant_id = ${tenantId}
          and day = (now() at time zone 'utc')::date`;
       return guard.rearms;
     };
