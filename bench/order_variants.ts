@@ -63,7 +63,7 @@ function rowIn(table: "bench.bare_outbox" | "orders.outbox"): Tail {
   return (tx, envelope, placed) => ({
     ctes: tx.sql`outbox_row as (
       insert into ${tx.sql(table)} (tenant_id, message_id, type, envelope)
-      select ${envelope.sandboxId}, ${envelope.messageId}, ${envelope.type},
+      select ${envelope.tenantId}, ${envelope.messageId}, ${envelope.type},
              ${tx.sql.json(envelope as never)}
        where ${placed}
       returning id)`,

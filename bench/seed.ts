@@ -62,7 +62,7 @@ function envelopeSql(tx: TxSql, type: string, version: number, paid: boolean) {
   return tx`jsonb_build_object(
     'messageId', seed.message_id, 'type', ${type}::text, 'schemaVersion', 1,
     'aggregateId', seed.order_id, 'aggregateVersion', ${version}::int,
-    'sandboxId', seed.tenant_id,
+    'tenantId', seed.tenant_id,
     'occurredAt', to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
     'payload', jsonb_build_object(
       'orderId', seed.order_id,
@@ -154,7 +154,7 @@ export async function consoleWorld(sql: Sql, o: {
     // History envelopes are compact (no order snapshot): nothing reads them.
     // Published, they live in the queue alone: the outbox holds what is owed.
     const small = tx`jsonb_build_object('messageId', seed.message_id,
-      'type', 'OrderPlaced', 'aggregateId', seed.order_id, 'sandboxId', seed.tenant_id)`;
+      'type', 'OrderPlaced', 'aggregateId', seed.order_id, 'tenantId', seed.tenant_id)`;
     step("history: messages");
     await tx`
       insert into queue.messages (message_id, tenant_id, source, type, aggregate_id,

@@ -160,14 +160,14 @@ Deno.test("cancel: an OrderCancelled before its OrderPlaced wins; the late Order
       type: "OrderCancelled",
       aggregateId: orderId,
       aggregateVersion: 2,
-      sandboxId,
+      tenantId: sandboxId,
       payload: { ...snapshot(orderId), reason: "changed my mind" },
     });
     const placed = newEnvelope({
       type: "OrderPlaced",
       aggregateId: orderId,
       aggregateVersion: 1,
-      sandboxId,
+      tenantId: sandboxId,
       payload: { ...snapshot(orderId) },
     });
 
@@ -226,7 +226,7 @@ Deno.test("cancel: a second OrderPlaced with a new message id is refused (422), 
       type: "OrderPlaced",
       aggregateId: orderId,
       aggregateVersion: 1,
-      sandboxId,
+      tenantId: sandboxId,
       payload: { ...snapshot(orderId) },
     });
 

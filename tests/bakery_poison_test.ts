@@ -23,7 +23,7 @@ Deno.test("poison message: a PaymentSucceeded whose amount is not a number is de
       type: "PaymentSucceeded",
       aggregateId: orderId,
       aggregateVersion: 1,
-      sandboxId,
+      tenantId: sandboxId,
       payload: {
         paymentId: "pi_test_poison",
         orderId,

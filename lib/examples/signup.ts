@@ -43,7 +43,7 @@ async function createService(sql: Sql, name: string) {
 const sendWelcome: Apply = async (tx, envelope) => {
   const { email } = envelope.payload as { email: string };
   await tx.sql`insert into mailer.welcome_emails (email, tenant_id, message_id)
-               values (${email}, ${envelope.sandboxId}, ${envelope.messageId})`;
+               values (${email}, ${envelope.tenantId}, ${envelope.messageId})`;
   return { sent: email };
 };
 
@@ -134,7 +134,7 @@ export async function signUp(
           type: "SignupCompleted",
           aggregateId: email,
           aggregateVersion: 1,
-          sandboxId: tenant,
+          tenantId: tenant,
           payload: { email },
         }),
       ]);

@@ -69,9 +69,9 @@ async function tenantOf(request: Request): Promise<string | undefined> {
   try {
     const body = await request.clone().json();
     const envelope = Array.isArray(body?.messages) ? body.messages[0] : body;
-    return typeof envelope?.sandboxId === "string"
-      ? envelope.sandboxId
-      : undefined;
+    // Version 1 envelopes name the tenant sandboxId.
+    const tenant = envelope?.tenantId ?? envelope?.sandboxId;
+    return typeof tenant === "string" ? tenant : undefined;
   } catch {
     return undefined;
   }

@@ -20,6 +20,7 @@ import {
   type Queue,
 } from "../queue/queue.ts";
 import { type FaultReader, isOn } from "./switches.ts";
+import { tenantOf } from "../outbox/envelope.ts";
 
 /** Fault switches of the transport, as the relay meets them. */
 export const RELAY_FAULTS = {
@@ -48,11 +49,11 @@ export function faultyQueue(
     },
     publish: async (messages: OutgoingMessage[]) => {
       const active = await faults([
-        ...new Set(messages.map((m) => m.envelope.sandboxId)),
+        ...new Set(messages.map((m) => tenantOf(m.envelope))),
       ]);
       if (active.size === 0) return await queue.publish(messages);
       const on = (m: OutgoingMessage, name: string) =>
-        isOn(active, m.envelope.sandboxId, name);
+        isOn(active, tenantOf(m.envelope), name);
       const refused = messages.filter((m) =>
         on(m, RELAY_FAULTS.queueRefusesSends)
       );

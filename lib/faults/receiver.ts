@@ -37,9 +37,9 @@ export function faultyReceiver(
   receiver: (work: W) => Promise<Response>,
 ) => (work: W) => Promise<Response> {
   return (receiver) => async (work) => {
-    const tenantId = "sandboxId" in work
-      ? work.sandboxId
-      : (work as readonly Envelope[])[0]?.sandboxId;
+    const tenantId = "tenantId" in work
+      ? work.tenantId
+      : (work as readonly Envelope[])[0]?.tenantId;
     if (tenantId === undefined) return await receiver(work);
     const active = await faults([tenantId]);
     if (switches.refuses && isOn(active, tenantId, switches.refuses)) {

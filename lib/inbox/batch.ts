@@ -56,8 +56,8 @@ export async function receiveBatch(
   options: ReceiveOptions,
 ): Promise<BatchAnswer[]> {
   if (envelopes.length === 0) return [];
-  const tenantId = envelopes[0].sandboxId;
-  if (envelopes.some((e) => e.sandboxId !== tenantId)) {
+  const tenantId = envelopes[0].tenantId;
+  if (envelopes.some((e) => e.tenantId !== tenantId)) {
     throw new TypeError("a batch holds the messages of one tenant");
   }
   return await asService(sql, service, { tenantId }, async (tx) => {
@@ -357,7 +357,7 @@ async function refuseIn(
       with i as (
         insert into ${sp(`${tx.service}.inbox`)}
           (message_id, tenant_id, type, status, outcome)
-        values (${envelope.messageId}, ${envelope.sandboxId}, ${envelope.type},
+        values (${envelope.messageId}, ${envelope.tenantId}, ${envelope.type},
                 422, ${sp.json(body)})
         on conflict (message_id) do nothing
         returning message_id, tenant_id, type

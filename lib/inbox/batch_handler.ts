@@ -75,7 +75,7 @@ export function inboxBatchHandler(options: InboxBatchHandlerOptions) {
         body: { error: envelope },
       });
     });
-    if (new Set(valid.map((e) => e.sandboxId)).size > 1) {
+    if (new Set(valid.map((e) => e.tenantId)).size > 1) {
       return json(400, { error: "a batch holds the messages of one tenant" });
     }
     if (valid.length === 0) return json(200, { results: malformed });

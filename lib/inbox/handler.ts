@@ -119,7 +119,7 @@ export async function refuseClosed(
   error: TenantClosed,
 ): Promise<void> {
   await recordClosedRefusal(options.sql, {
-    tenantId: envelope.sandboxId,
+    tenantId: envelope.tenantId,
     refusedBy: options.service,
     what: "delivery",
     key: envelope.messageId,

@@ -143,7 +143,7 @@ export async function receiveOnce(
   if (beyondHorizon(envelope, options)) {
     return await recordRefusal(sql, service, envelope, horizonReason(options));
   }
-  const scope = { tenantId: envelope.sandboxId };
+  const scope = { tenantId: envelope.tenantId };
   let recorded: Promise<{ outcome: Record<string, unknown> }[]> | undefined;
   /** A copy's replaced message that this inbox had applied already. */
   let repeatOf: string | undefined;
@@ -221,7 +221,7 @@ export function inboxRecord(
     recorded as (
       insert into ${sql(`${service}.inbox`)} (message_id, tenant_id, type,
         status, outcome, aggregate_id, aggregate_version)
-      values (${envelope.messageId}, ${envelope.sandboxId},
+      values (${envelope.messageId}, ${envelope.tenantId},
               ${envelope.type}, 200, ${answer}, ${envelope.aggregateId},
               ${envelope.aggregateVersion})
       returning outcome
@@ -243,12 +243,12 @@ function orderWatch({ sql, service }: ServiceTx, envelope: Envelope) {
     insert into ${sql(`${service}.order_violations`)}
       (tenant_id, message_id, type, aggregate_id, arrived_version,
        applied_version)
-    select ${envelope.sandboxId}, ${envelope.messageId}, ${envelope.type},
+    select ${envelope.tenantId}, ${envelope.messageId}, ${envelope.type},
            ${envelope.aggregateId}, ${envelope.aggregateVersion}, applied
       from (select max(aggregate_version) as applied
               from ${sql(`${service}.inbox`)}
              where aggregate_id = ${envelope.aggregateId}
-               and tenant_id = ${envelope.sandboxId} and status = 200) later
+               and tenant_id = ${envelope.tenantId} and status = 200) later
      where applied > ${envelope.aggregateVersion})`;
 }
 
@@ -263,13 +263,13 @@ async function recordRefusal(
   const recorded = await asService(
     sql,
     service,
-    { tenantId: envelope.sandboxId },
+    { tenantId: envelope.tenantId },
     ({ sql }) =>
       sql`
         with i as (
           insert into ${sql(`${service}.inbox`)}
             (message_id, tenant_id, type, status, outcome)
-          values (${envelope.messageId}, ${envelope.sandboxId}, ${envelope.type},
+          values (${envelope.messageId}, ${envelope.tenantId}, ${envelope.type},
                   422, ${sql.json(body)})
           on conflict (message_id) do nothing
           returning message_id, tenant_id, type
@@ -299,7 +299,7 @@ async function storedAnswer(
   const [seen] = await asService(
     sql,
     service,
-    { tenantId: envelope.sandboxId },
+    { tenantId: envelope.tenantId },
     ({ sql }) =>
       sql<{ status: 200 | 422; outcome: Record<string, unknown> }[]>`
         update ${sql(`${service}.inbox`)} set repeats = repeats + 1

@@ -43,7 +43,7 @@ export async function claimSuperseded(
   const inbox = sql(`${service}.inbox`);
   const claimed = await sql<{ message_id: string }[]>`
     insert into ${inbox} (message_id, tenant_id, type, status, outcome)
-    select id, ${envelope.sandboxId}, ${envelope.type}, 200,
+    select id, ${envelope.tenantId}, ${envelope.type}, 200,
            ${sql.json({ supersededBy: envelope.messageId })}
       from unnest(${ids}::uuid[]) as id
      order by id

@@ -73,7 +73,8 @@ export function outboxWrites(
   when?: Fragment,
 ): Fragment {
   if (envelopes.length === 0) throw new TypeError("no envelopes to append");
-  for (const e of envelopes) envelopeSchema.parse(e);
+  // Stored as parsed: an envelope of version 1 is stored as version 2.
+  const parsed = envelopes.map((e) => envelopeSchema.parse(e));
   const { sql } = tx;
   const table = sql(`${tx.service}.outbox`);
   const gate = when ?? sql`true`;
@@ -82,8 +83,8 @@ export function outboxWrites(
   return sql`
     outbox_rows as (
       insert into ${table} (tenant_id, message_id, type, envelope)
-      select (e->>'sandboxId')::uuid, (e->>'messageId')::uuid, e->>'type', e
-        from jsonb_array_elements(${sql.json(envelopes as never)}) as e
+      select (e->>'tenantId')::uuid, (e->>'messageId')::uuid, e->>'type', e
+        from jsonb_array_elements(${sql.json(parsed as never)}) as e
        where ${gate}
       returning id
     )`;

@@ -1,6 +1,8 @@
 /**
  * The message envelope: what a sender stores in its outbox and what every
- * receiver gets, byte for byte. Version 1 of the envelope format.
+ * receiver gets, byte for byte. Version 2 of the envelope format, which
+ * names the tenant `tenantId`; version 1 named it `sandboxId`, and stored
+ * messages of version 1 are read as version 2 (see {@link tenantOf}).
  */
 import { z } from "zod";
 import { currentTraceparent } from "../trace/mod.ts";
@@ -39,8 +41,21 @@ const uuid = z.string().regex(
  */
 export const MAX_SUPERSEDES = 20;
 
-/** The envelope schema; receivers parse every delivery with it. */
-export const envelopeSchema = z.object({
+/**
+ * A version 1 envelope as version 2: `sandboxId` becomes `tenantId`. Both
+ * at once is left as it is, for the schema to refuse.
+ */
+function upgrade(value: unknown): unknown {
+  if (
+    typeof value !== "object" || value === null || "tenantId" in value ||
+    !("sandboxId" in value)
+  ) return value;
+  const { sandboxId, ...rest } = value as Record<string, unknown>;
+  return { ...rest, tenantId: sandboxId };
+}
+
+/** Version 2, as it is written. */
+const version2 = z.object({
   /** Stable forever: the receivers' inboxes are keyed by it. */
   messageId: uuid,
   type: z.string().regex(
@@ -53,7 +68,8 @@ export const envelopeSchema = z.object({
   aggregateId: z.string().min(1).max(100),
   /** The object's version after the change; receivers ignore stale ones. */
   aggregateVersion: z.number().int().min(1),
-  sandboxId: uuid,
+  /** The tenant the message belongs to. */
+  tenantId: uuid,
   occurredAt: z.string().datetime({ offset: true }),
   payload: z.record(z.string(), z.unknown()),
   /**
@@ -77,7 +93,23 @@ export const envelopeSchema = z.object({
   message: "a message cannot supersede itself",
 });
 
+/**
+ * The envelope schema; receivers parse every delivery with it. It takes
+ * either version, and gives version 2.
+ */
+export const envelopeSchema = z.preprocess(upgrade, version2);
+
 export type Envelope = z.output<typeof envelopeSchema>;
+
+/**
+ * The tenant of an envelope read from storage without the schema (a row of
+ * an outbox or of the queue, a broker's message), which may be of version
+ * 1. An envelope the schema parsed has `tenantId` always.
+ */
+export function tenantOf(envelope: Envelope): string {
+  return envelope.tenantId ??
+    (envelope as unknown as { sandboxId: string }).sandboxId;
+}
 
 /**
  * Builds a new envelope with a fresh UUIDv7 and the current time, and the

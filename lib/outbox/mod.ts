@@ -11,6 +11,7 @@ export {
   type Envelope,
   envelopeSchema,
   newEnvelope,
+  tenantOf,
   uuidv7,
 } from "./envelope.ts";
 export { OUTBOX_STATES, type OutboxState } from "./states.ts";

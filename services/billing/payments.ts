@@ -192,7 +192,7 @@ async function act(
     aggregateId: payment.order_id,
     // Billing's own aggregate is the payment: one settlement, version 1.
     aggregateVersion: 1,
-    sandboxId,
+    tenantId: sandboxId,
     payload: succeeded
       ? {
         paymentId,

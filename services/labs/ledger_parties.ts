@@ -53,7 +53,7 @@ export function instruction(
     type,
     aggregateId: ORDER,
     aggregateVersion: version,
-    sandboxId,
+    tenantId: sandboxId,
     payload: { label },
   });
   if (occurredAt) envelope.occurredAt = occurredAt.toISOString();
@@ -149,7 +149,7 @@ async function applyToJobs(tx: ServiceTx, e: Envelope) {
     if (!job) {
       await sql`insert into lab_receiver.jobs
           (tenant_id, order_id, message_id, label, state, version)
-        values (${e.sandboxId}, ${e.aggregateId}, ${e.messageId}, ${label},
+        values (${e.tenantId}, ${e.aggregateId}, ${e.messageId}, ${label},
                 'scheduled', ${v})`;
       return { label, job: "scheduled" };
     }
@@ -166,7 +166,7 @@ async function applyToJobs(tx: ServiceTx, e: Envelope) {
   if (!job) {
     await sql`insert into lab_receiver.jobs
         (tenant_id, order_id, message_id, label, state, version)
-      values (${e.sandboxId}, ${e.aggregateId}, ${e.messageId}, ${label},
+      values (${e.tenantId}, ${e.aggregateId}, ${e.messageId}, ${label},
               'cancelled', ${v})`;
     return { label, job: "cancelled before it was asked for" };
   }

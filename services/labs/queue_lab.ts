@@ -142,7 +142,7 @@ function printer(sql: Sql, worker: number, remembers: boolean, heard: Heard) {
     const print = (tx: ServiceTx) =>
       tx.sql`insert into lab_printer.tickets
           (tenant_id, message_id, order_no, worker, attempt)
-        values (${envelope.sandboxId}, ${envelope.messageId}, ${order},
+        values (${envelope.tenantId}, ${envelope.messageId}, ${order},
                 ${worker}, ${attempt})`;
     if (remembers) {
       const received = await receiveOnce(sql, PRINTER, envelope, async (tx) => {
@@ -154,7 +154,7 @@ function printer(sql: Sql, worker: number, remembers: boolean, heard: Heard) {
         received.duplicate ? "remembered" : "printed",
       );
     } else {
-      await asService(sql, PRINTER, { tenantId: envelope.sandboxId }, print);
+      await asService(sql, PRINTER, { tenantId: envelope.tenantId }, print);
       heard.set(envelope.messageId, "printed");
     }
     return Response.json({ printed: order });
@@ -179,7 +179,7 @@ async function play(
         type: TYPE,
         aggregateId: `Q${i + 1}`,
         aggregateVersion: 1,
-        sandboxId,
+        tenantId: sandboxId,
         payload: { order: i + 1, poison: i + 1 >= firstPoison },
       }),
     })),

@@ -41,7 +41,7 @@ export async function cancelOrder(
       type: "OrderCancelled",
       aggregateId: orderId,
       aggregateVersion: version,
-      sandboxId,
+      tenantId: sandboxId,
       payload: { ...(await snapshot(tx.sql, order)), reason },
     });
     await recordEvent(tx.sql, {

@@ -39,7 +39,7 @@ async function paymentSucceeded(tx: ServiceTx, envelope: Envelope) {
     throw new Refused(`no order ${p.orderId} for payment ${p.paymentId}`);
   }
   const base = {
-    sandboxId: envelope.sandboxId,
+    sandboxId: envelope.tenantId,
     orderId: order.id,
     version: order.version,
     messageId: envelope.messageId,
@@ -87,7 +87,7 @@ async function paymentSucceeded(tx: ServiceTx, envelope: Envelope) {
     type: "OrderPaid",
     aggregateId: order.id,
     aggregateVersion: version,
-    sandboxId: envelope.sandboxId,
+    tenantId: envelope.tenantId,
     payload: {
       orderId: order.id,
       lines: order.lines,
@@ -110,7 +110,7 @@ async function paymentSucceeded(tx: ServiceTx, envelope: Envelope) {
     ), paid_event as (
       insert into orders.events
         (tenant_id, order_id, type, version, message_id, payload)
-      select ${envelope.sandboxId}, id, 'OrderPaid', ${version},
+      select ${envelope.tenantId}, id, 'OrderPaid', ${version},
              ${paid.messageId}, ${sql.json({ paymentId: p.paymentId })}
         from paid_order
     ), ${outboxWrites(tx, [paid], sql`exists (select from paid_order)`)}
@@ -150,7 +150,7 @@ async function paymentFailed(tx: ServiceTx, envelope: Envelope) {
   }
   const version = await setState(tx.sql, order, "payment_failed");
   await recordEvent(tx.sql, {
-    sandboxId: envelope.sandboxId,
+    sandboxId: envelope.tenantId,
     orderId: order.id,
     type: "PaymentFailed",
     version,

@@ -149,7 +149,7 @@ export function orderPlacedEnvelope(
     type: "OrderPlaced",
     aggregateId: snapshot.orderId,
     aggregateVersion: 1,
-    sandboxId,
+    tenantId: sandboxId,
     payload: snapshot,
   });
 }

@@ -19,7 +19,7 @@ export function applyToDispatch(tx: ServiceTx, e: Envelope) {
       tx,
       sql`
       insert into dispatch.stops (order_id, tenant_id, state, version, customer_name, day)
-      values (${p.orderId}, ${e.sandboxId}, 'confirmed', ${e.aggregateVersion},
+      values (${p.orderId}, ${e.tenantId}, 'confirmed', ${e.aggregateVersion},
               ${p.customer.name}, ${p.day})
       on conflict (order_id) do update set state = 'confirmed', version = excluded.version,
              updated_at = now()

@@ -25,7 +25,7 @@ export function applyToCrm(tx: ServiceTx, e: Envelope) {
     tx,
     sql`
       insert into crm.interactions (tenant_id, message_id, email, order_id, kind, note)
-      values (${e.sandboxId}, ${e.messageId}, ${p.customer.email}, ${p.orderId}, ${kind}, ${note})`,
+      values (${e.tenantId}, ${e.messageId}, ${p.customer.email}, ${p.orderId}, ${kind}, ${note})`,
     { interaction: kind },
   );
 }
@@ -46,7 +46,7 @@ export function applyToCustomers(tx: ServiceTx, e: Envelope) {
     tx,
     sql`
       insert into customers.history (tenant_id, message_id, email, name, order_id, event, total_cents)
-      values (${e.sandboxId}, ${e.messageId}, ${p.customer.email}, ${p.customer.name},
+      values (${e.tenantId}, ${e.messageId}, ${p.customer.email}, ${p.customer.name},
               ${p.orderId}, ${e.type}, ${p.totalCents})`,
     { history: e.type },
   );

@@ -35,7 +35,7 @@ export async function applyToKitchen(tx: ServiceTx, e: Envelope) {
           tx,
           sql`
           insert into kitchen.cards (order_id, tenant_id, state, version, items, day, placed_message_id)
-          values (${orderId}, ${e.sandboxId}, 'new', ${v}, ${
+          values (${orderId}, ${e.tenantId}, 'new', ${v}, ${
             sql.json(p.lines as never)
           },
                   ${p.day}, ${e.messageId})`,
@@ -73,7 +73,7 @@ export async function applyToKitchen(tx: ServiceTx, e: Envelope) {
           tx,
           sql`
           insert into kitchen.cards (order_id, tenant_id, state, version)
-          values (${orderId}, ${e.sandboxId}, 'cancelled', ${v})`,
+          values (${orderId}, ${e.tenantId}, 'cancelled', ${v})`,
           { card: "cancelled", note: "cancelled before it was placed" },
         );
       }

@@ -17,7 +17,7 @@ export function applyToReceipts(tx: ServiceTx, e: Envelope) {
     tx,
     sql`
     insert into receipts.receipts (order_id, tenant_id, number, lines, total_cents, payment_ref, message_id)
-    values (${p.orderId}, ${e.sandboxId}, ${number}, ${
+    values (${p.orderId}, ${e.tenantId}, ${number}, ${
       sql.json(p.lines as never)
     },
             ${p.totalCents}, ${p.paymentId}, ${e.messageId})

@@ -24,7 +24,7 @@ export function applyToSchedule(tx: ServiceTx, e: Envelope) {
     tx,
     sql`
     insert into schedule.bookings (order_id, sku, tenant_id, day, qty, state, version)
-    select ${p.orderId}, l.sku, ${e.sandboxId}, ${p.day}, l.qty, ${state}, ${e.aggregateVersion}
+    select ${p.orderId}, l.sku, ${e.tenantId}, ${p.day}, l.qty, ${state}, ${e.aggregateVersion}
       from jsonb_to_recordset(${
       sql.json(p.lines as never)
     }) as l(sku text, qty int)

@@ -99,7 +99,7 @@ export function orderPlacedEnvelope(
     type: "OrderPlaced",
     aggregateId: orderId,
     aggregateVersion: 1,
-    sandboxId: tenantId,
+    tenantId: tenantId,
     payload: { orderId },
   });
 }
@@ -136,7 +136,7 @@ export async function placeOrders(
       type: "OrderPlaced",
       aggregateId: orderId,
       aggregateVersion: 1,
-      sandboxId: tenantId,
+      tenantId: tenantId,
       payload: { orderId },
     })
   );
@@ -159,7 +159,7 @@ export function receiverApply(service: string) {
     const jobs = tx.sql(`${service}.jobs`);
     const inserted = await tx.sql`
       insert into ${jobs} (order_id, tenant_id, message_id)
-      values (${orderId}, ${envelope.sandboxId}, ${envelope.messageId})
+      values (${orderId}, ${envelope.tenantId}, ${envelope.messageId})
       on conflict (order_id) do nothing returning order_id`;
     if (inserted.length === 0) {
       throw new Refused(`a job for order ${orderId} exists already`);

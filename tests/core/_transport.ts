@@ -16,6 +16,7 @@ import {
   type Routing,
   type Transport,
 } from "../../lib/queue/mod.ts";
+import { type Envelope, tenantOf } from "../../lib/outbox/mod.ts";
 import type { Shortcut } from "../../lib/relay/mod.ts";
 import type { RedriveOptions } from "../../lib/queue/dead_letters.ts";
 import {
@@ -80,13 +81,13 @@ export class StreamView {
     for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
       const m = await this.stream.jsm.streams.getMessage(this.name, { seq });
       if (!m) continue;
-      const envelope = m.json<{ messageId: string; sandboxId: string }>();
+      const envelope = m.json<Envelope>();
       out.push({
         seq: m.seq,
         subject: m.subject,
         msgId: m.header.get("Nats-Msg-Id"),
         messageId: envelope.messageId,
-        tenantId: envelope.sandboxId,
+        tenantId: tenantOf(envelope),
       });
     }
     return out;

@@ -4,6 +4,7 @@ import {
   type Envelope,
   envelopeSchema,
   newEnvelope,
+  tenantOf,
   uuidv7,
 } from "../../lib/outbox/envelope.ts";
 
@@ -65,7 +66,7 @@ function valid(): Envelope {
     type: "OrderPlaced",
     aggregateId: "O1",
     aggregateVersion: 1,
-    sandboxId: "0190f3c2-8c1e-7a3b-9d2e-4f5a6b7c8d9e",
+    tenantId: "0190f3c2-8c1e-7a3b-9d2e-4f5a6b7c8d9e",
     payload: { orderId: "O1" },
   });
 }
@@ -100,9 +101,23 @@ Deno.test("envelopeSchema: rejects a bad or upper-case uuid", () => {
     assert.equal(result.success, false, messageId);
     assert.deepEqual(result.error!.issues[0].path, ["messageId"]);
   }
-  const bad = envelopeSchema.safeParse({ ...e, sandboxId: "x" });
+  const bad = envelopeSchema.safeParse({ ...e, tenantId: "x" });
   assert.equal(bad.success, false);
-  assert.deepEqual(bad.error!.issues[0].path, ["sandboxId"]);
+  assert.deepEqual(bad.error!.issues[0].path, ["tenantId"]);
+});
+
+// Messages stored before version 2 name the tenant sandboxId; receivers
+// still get them, byte for byte, and must read them.
+Deno.test("envelopeSchema: reads a version 1 envelope as version 2", () => {
+  const { tenantId, ...rest } = valid();
+  const v1 = { ...rest, sandboxId: tenantId };
+  assert.deepEqual(envelopeSchema.parse(v1), { ...rest, tenantId });
+  assert.equal(tenantOf(v1 as unknown as Envelope), tenantId);
+  // Both names at once is neither version.
+  const both = envelopeSchema.safeParse({ ...v1, tenantId });
+  assert.equal(both.success, false);
+  const bad = envelopeSchema.safeParse({ ...rest, sandboxId: "x" });
+  assert.deepEqual(bad.error!.issues[0].path, ["tenantId"]);
 });
 
 Deno.test("envelopeSchema: rejects missing fields and malformed values", () => {

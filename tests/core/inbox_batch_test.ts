@@ -26,7 +26,7 @@ async function apply(tx: ServiceTx, envelope: Envelope) {
   const { behave } = envelope.payload as { behave?: string };
   await tx.sql`
     insert into t_recv_a.jobs (order_id, tenant_id, message_id)
-    values (${envelope.messageId}, ${envelope.sandboxId}, ${envelope.messageId})`;
+    values (${envelope.messageId}, ${envelope.tenantId}, ${envelope.messageId})`;
   if (behave === "refuse") throw new Refused("this order contradicts itself");
   if (behave === "notYet") throw new NotYet("the card is not there yet");
   if (behave === "fail") throw new Error("the oven is on fire");
@@ -43,7 +43,7 @@ function message(
     type: "OrderPlaced",
     aggregateId,
     aggregateVersion,
-    sandboxId: tenantId,
+    tenantId: tenantId,
     payload: { behave },
   });
 }
@@ -144,7 +144,7 @@ function applyAsStatement(tx: ServiceTx, envelope: Envelope) {
     tx,
     tx.sql`
       insert into t_recv_a.jobs (order_id, tenant_id, message_id)
-      values (${orderId}, ${envelope.sandboxId}, ${envelope.messageId})
+      values (${orderId}, ${envelope.tenantId}, ${envelope.messageId})
       returning order_id`,
     { job: envelope.messageId },
   );
@@ -223,7 +223,7 @@ Deno.test("batches of the same messages at once (a delivery sent twice): each me
       return inStatement(
         tx,
         tx.sql`insert into t_recv_a.jobs (order_id, tenant_id, message_id)
-          values (${e.messageId}, ${e.sandboxId}, ${e.messageId})`,
+          values (${e.messageId}, ${e.tenantId}, ${e.messageId})`,
         { job: e.messageId },
       );
     };

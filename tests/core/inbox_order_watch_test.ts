@@ -110,7 +110,7 @@ Deno.test("order watch: other aggregates, other sandboxes and other receivers ar
         inStatement(
           tx,
           tx.sql`insert into t_recv_a.jobs (order_id, tenant_id, message_id)
-                 values (${e.aggregateId + "-late"}, ${e.sandboxId},
+                 values (${e.aggregateId + "-late"}, ${e.tenantId},
                          ${e.messageId}) returning order_id`,
           { job: "late" },
         ),

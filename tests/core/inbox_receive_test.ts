@@ -34,7 +34,7 @@ Deno.test("receiveOnce: applied once; a repeat gets the first answer and its own
     const apply: Apply = async (tx, e) => {
       calls++;
       await tx.sql`insert into t_recv_a.jobs (order_id, tenant_id, message_id)
-        values (${"O1-" + calls}, ${e.sandboxId}, ${e.messageId})`;
+        values (${"O1-" + calls}, ${e.tenantId}, ${e.messageId})`;
       return { call: calls };
     };
     const first = await receiveOnce(sql, R, envelope, apply, OPTIONS);
@@ -201,7 +201,7 @@ const jobInStatement: Apply = (tx, e) =>
   inStatement(
     tx,
     tx.sql`insert into t_recv_a.jobs (order_id, tenant_id, message_id)
-      values (${e.aggregateId}, ${e.sandboxId}, ${e.messageId})
+      values (${e.aggregateId}, ${e.tenantId}, ${e.messageId})
       on conflict (order_id) do nothing
       returning order_id`,
     tx.sql`jsonb_build_object('job', (select order_id from effect))`,
@@ -262,7 +262,7 @@ Deno.test("receiveOnce: an effect given as a statement that fails throws its own
       inStatement(
         tx,
         tx.sql`insert into t_recv_a.jobs (order_id, tenant_id, message_id)
-          values (null, ${e.sandboxId}, ${e.messageId})`,
+          values (null, ${e.tenantId}, ${e.messageId})`,
         { job: "never" },
       );
     await assert.rejects(

@@ -30,7 +30,7 @@ const R = "t_recv_a";
 /** One effect row per message id, whatever the order. */
 const historyRow: Apply = async (tx, e) => {
   await tx.sql`insert into t_recv_a.jobs (order_id, tenant_id, message_id)
-    values (${e.messageId}, ${e.sandboxId}, ${e.messageId})`;
+    values (${e.messageId}, ${e.tenantId}, ${e.messageId})`;
   return { applied: e.messageId };
 };
 

@@ -31,7 +31,7 @@ async function delivered(
     type: "OrderPlaced",
     aggregateId: crypto.randomUUID(),
     aggregateVersion: 1,
-    sandboxId: tenantId,
+    tenantId: tenantId,
     payload: {},
   });
   const received = await receiveOnce(

@@ -437,7 +437,7 @@ export class JetStreamConsumer {
     // A paused pair's message goes back to the broker for later, before
     // anything is recorded: no attempt, and never dead (max_deliver is -1).
     for (const [key, { msg, t }] of taken) {
-      if (await options.pauses?.isPaused(t.envelope.sandboxId, t.subscriber)) {
+      if (await options.pauses?.isPaused(t.envelope.tenantId, t.subscriber)) {
         msg.nak(PAUSED_REDELIVER_MS);
         taken.delete(key);
       }

@@ -62,13 +62,16 @@ export async function startDeliveries(
       sql<StartedRow[]>`
       with t as (
         select (e->>'messageId')::uuid as message_id,
-               (e->>'sandboxId')::uuid as tenant_id, s as subscriber,
+               tenant_id, s as subscriber,
                e->>'type' as type, e->>'aggregateId' as aggregate_id,
-               ${closed}((e->>'sandboxId')::uuid) as closed
+               ${closed}(tenant_id) as closed
           from unnest(${taken.map((t) => t.subscriber)}::text[],
                       array(select v from jsonb_array_elements(
                               ${sql.json(envelopes as never)}) as v))
-            as x(s, e)
+            as x(s, e),
+          -- Version 1 envelopes name the tenant sandboxId.
+          lateral (select coalesce(e->>'tenantId',
+                                   e->>'sandboxId')::uuid as tenant_id) v
       ), refused as (
         insert into ${sql(inPlatform("closed_refusals"))}
           (tenant_id, refused_by, what, key, reason)

@@ -25,6 +25,7 @@ import type { PgQueue } from "../postgres/queue.ts";
 import type { OutgoingMessage, Queue, Routing } from "../queue.ts";
 import type { StreamNames } from "./stream.ts";
 import { type Lanes, ringAll } from "./lanes.ts";
+import { tenantOf } from "../../outbox/envelope.ts";
 
 /** The header that names the service whose outbox a message came from. */
 export const SOURCE_HEADER = "Outbox-Source";
@@ -77,7 +78,7 @@ export class JetStreamQueue implements Queue {
     const lanesOf = messages.flatMap(({ envelope }) =>
       (routing[envelope.type] ?? []).map((subscriber) => ({
         subscriber,
-        tenantId: envelope.sandboxId,
+        tenantId: tenantOf(envelope),
       }))
     );
     await lanes.ensure(lanesOf);
@@ -95,7 +96,7 @@ export class JetStreamQueue implements Queue {
         const acks = await Promise.all(
           (routing[envelope.type] ?? []).map(async (subscriber) => {
             const ack = await js.publish(
-              names.subject(subscriber, envelope.sandboxId, envelope.type),
+              names.subject(subscriber, tenantOf(envelope), envelope.type),
               data,
               {
                 msgID: names.messageId(envelope.messageId, subscriber),
@@ -105,7 +106,7 @@ export class JetStreamQueue implements Queue {
             );
             published.push({
               subscriber,
-              tenantId: envelope.sandboxId,
+              tenantId: tenantOf(envelope),
               seq: ack.seq,
             });
             return ack;

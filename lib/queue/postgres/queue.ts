@@ -46,16 +46,19 @@ export class PgQueue implements Queue {
       const [{ count }] = await sql<{ count: number }[]>`
         with x as (
           select x.source, x.e, x.n, (x.e->>'messageId')::uuid as message_id,
-                 ${closed}((x.e->>'sandboxId')::uuid) as closed
+                 t.tenant_id, ${closed}(t.tenant_id) as closed
             from unnest(
               ${messages.map((m) => m.source)}::text[],
               array(select v from jsonb_array_elements(${sql.json(e as never)})
                     with ordinality as t(v, n) order by n)
-            ) with ordinality as x(source, e, n)
+            ) with ordinality as x(source, e, n),
+            -- Version 1 envelopes name the tenant sandboxId.
+            lateral (select coalesce(x.e->>'tenantId',
+                                     x.e->>'sandboxId')::uuid as tenant_id) t
         ), refused as (
           insert into ${sql(inPlatform("closed_refusals"))}
             (tenant_id, refused_by, what, key, reason)
-          select (e->>'sandboxId')::uuid, 'queue', 'message',
+          select tenant_id, 'queue', 'message',
                  message_id::text, 'published after the tenant''s wipe began'
             from x where closed
         ), ${
@@ -63,7 +66,7 @@ export class PgQueue implements Queue {
           sql,
           routes,
           sql`
-            select message_id, (e->>'sandboxId')::uuid as tenant_id, source,
+            select message_id, tenant_id, source,
                    e->>'type' as type, e->>'aggregateId' as aggregate_id,
                    e as envelope, n as position
               from x where not closed`,

@@ -43,7 +43,7 @@ export const refusalScenarios: Scenario[] = [{
         type: "OrderPlaced",
         aggregateId: "O1",
         aggregateVersion: 2,
-        sandboxId: tenantId,
+        tenantId: tenantId,
         payload: { orderId: "O1" },
       });
       await asService(sql, SENDER, { tenantId }, (tx) => append(tx, [second]));
