@@ -38,6 +38,12 @@ export interface Moved {
    * `MoveOptions.handoff` (empty without one, or when there were more).
    */
   handed: ClaimedDelivery[];
+  /**
+   * A move that handed deliveries off also stored some pending: those of a
+   * lane or tenant the handoff's `closed` named. Its NOTIFY skips this
+   * process, so the caller wakes a consumer of its own for them.
+   */
+  leftPending: boolean;
 }
 
 export interface MoveOptions {
@@ -130,6 +136,7 @@ export class PgMove implements Shortcut {
       lagSeconds: row.lags ?? [],
       traceparents: row.traceparents ?? [],
       busy: row.busy,
+      leftPending: options.handoff !== undefined && row.notified > 0,
       handed: (row.handed ?? []).map((h) => ({
         id: Number(h.id),
         tenantId: h.tenant_id,

@@ -88,6 +88,9 @@ export function relayLoops(options: RelayLoopsOptions): Map<string, Loop> {
         // Held from now, so that the next move sees it.
         share?.hold(moved.handed);
         local.hand(moved.handed);
+        // The rest waits for room, which a consumer may have made while
+        // this move ran: after its release, before these rows committed.
+        if (moved.leftPending) local.hint();
       } else if (moved.published > 0) local.hint();
       return moved;
     },

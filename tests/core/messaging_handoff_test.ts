@@ -192,6 +192,8 @@ Deno.test("a move hands nothing over to a lane or a sandbox the share holds in f
       RECEIVERS.filter((r) => r !== slow),
     );
     assert.deepEqual(await states(one.messageId), inFlight([slow]));
+    // The relay wakes a consumer of its own for the one left pending.
+    assert.equal(first.leftPending, true);
 
     // One more of `full` held: the sandbox's whole share. Nothing of it is
     // handed over; another sandbox's move still is, whole.
@@ -200,7 +202,9 @@ Deno.test("a move hands nothing over to a lane or a sandbox the share holds in f
     assert.deepEqual((await move()).handed, []);
     assert.deepEqual(await states(two.messageId), inFlight(RECEIVERS));
     const [three] = await placeOrders(sql, other, ["O1"]);
-    assert.equal((await move()).handed.length, RECEIVERS.length);
+    const whole = await move();
+    assert.equal(whole.handed.length, RECEIVERS.length);
+    assert.equal(whole.leftPending, false);
     assert.deepEqual(await states(three.messageId), inFlight([]));
   });
 });

@@ -84,6 +84,7 @@ function addMoved(a: Moved, b: Moved): Moved {
     traceparents: [...a.traceparents, ...b.traceparents],
     busy: a.rows + b.rows === 0 && (a.busy || b.busy),
     handed: [...a.handed, ...b.handed],
+    leftPending: a.leftPending || b.leftPending,
   };
 }
 
