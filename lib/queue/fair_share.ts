@@ -187,7 +187,8 @@ export class FairShare {
    * What this process may take no more of now: the lanes it holds in full,
    * the `paused` lanes beside them (lib/queue/pauses.ts), and the tenants
    * it holds its whole share of. Both the claim and a move's handoff leave
-   * these.
+   * these, so the tenants held in full count as turned away (see
+   * {@link release}).
    */
   closed(paused?: LaneList): Closed {
     const lanes: LaneList = {
@@ -200,12 +201,12 @@ export class FairShare {
       if (n < this.perLane) continue;
       lanes.tenantIds.push(lane.tenantId);
       lanes.subscribers.push(lane.subscriber);
+      this.#turnedAway.add(lane.tenantId);
     }
     const tenantIds = [...totals]
       .filter(([, n]) => n >= this.perTenant)
       .map(([id]) => id);
-    const full = lanes.tenantIds.slice(paused?.tenantIds.length ?? 0);
-    for (const id of [...full, ...tenantIds]) this.#turnedAway.add(id);
+    for (const id of tenantIds) this.#turnedAway.add(id);
     return { lanes, tenantIds };
   }
 
