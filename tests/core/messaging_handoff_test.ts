@@ -208,3 +208,43 @@ Deno.test("a move hands nothing over to a lane or a sandbox the share holds in f
     assert.deepEqual(await states(three.messageId), inFlight([]));
   });
 });
+
+// A handoff that leaves one lane's delivery pending: its NOTIFY skips this
+// process, and the consumer that takes the rest finds its batch small. Fails
+// when the relay does not wake a consumer for the pending one: it then waits
+// for the minute's poll. The lane is closed for the move alone, as when its
+// holder released it while the move ran.
+Deno.test("the relay wakes a consumer for what its handoff left pending", async () => {
+  await withTestDatabase(async (db) => {
+    const { sql } = db;
+    await createTestServices(sql);
+    const tenantId = await createSandbox(sql);
+    const [closedLane] = RECEIVERS;
+    const leftPending: boolean[] = [];
+    await withWorkers(db, {
+      pollMs: 60_000,
+      wrapShortcut: (inner) => ({
+        move: async (service, limit, options) => {
+          const handoff = options?.handoff && {
+            ...options.handoff,
+            closed: {
+              lanes: { tenantIds: [tenantId], subscribers: [closedLane] },
+              tenantIds: [],
+            },
+          };
+          const moved = await inner.move(service, limit, {
+            ...options,
+            handoff,
+          });
+          if (handoff) leftPending.push(moved.leftPending);
+          return moved;
+        },
+      }),
+    }, async () => {
+      await sleep(300); // the loops' first ticks find nothing and sleep
+      await placeOrder(sql, tenantId, "O1");
+      await waitForJobs(sql, 1, 3_000);
+    });
+    assert.ok(leftPending.includes(true), "no handoff left one pending");
+  });
+});
