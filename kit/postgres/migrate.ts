@@ -14,7 +14,11 @@ import {
   readMigrations,
 } from "../../lib/db/migrate.ts";
 import type { Logger } from "../../lib/log/mod.ts";
-import { messagingMigrations, migrateMessaging } from "../../lib/schema.ts";
+import {
+  messagingMigrations,
+  type MessagingPart,
+  migrateMessaging,
+} from "../../lib/schema.ts";
 
 export {
   MigrationError,
@@ -129,4 +133,44 @@ async function assertNotUnreleased(sql: Sql) {
       `this database was migrated by an unreleased earlier schema (${names}); drop it, or delete DATA_DIR for the embedded one`,
     );
   }
+}
+
+/** Split mode's files: one folder per database (services/databases.ts). */
+export const SPLIT_DIR = new URL("split/", MIGRATIONS_DIR);
+
+/** What split mode needs to know of one database. */
+export interface SplitDatabase {
+  name: string;
+  parts: readonly MessagingPart[];
+  ownSchema: boolean;
+}
+
+/**
+ * Brings one database of split mode up to date: the core's parts that it
+ * holds, then the service's role and schema (`split/service.sql`), the
+ * console's tables beside a queue (`split/queue/`) and the service's own
+ * files (`split/<name>/`). The history is the app's, with each file named
+ * `<folder>/<file>`. Returns the names applied by this call.
+ */
+export async function migrateServiceDatabase(
+  sql: Sql,
+  log: Logger,
+  db: SplitDatabase,
+): Promise<string[]> {
+  await assertPrivileges(sql);
+  const core = await migrateMessaging(sql, log, { parts: db.parts });
+  const files: MigrationFile[] = [];
+  if (db.ownSchema) {
+    const template = await Deno.readTextFile(new URL("service.sql", SPLIT_DIR));
+    files.push({
+      name: `${db.name}/0000_service.sql`,
+      sql: template.replaceAll("{{service}}", db.name),
+    });
+  }
+  const folders = [...db.parts.includes("queue") ? ["queue"] : [], db.name];
+  for (const folder of folders) {
+    const found = await readMigrations(new URL(`${folder}/`, SPLIT_DIR));
+    files.push(...found.map((f) => ({ ...f, name: `${folder}/${f.name}` })));
+  }
+  return [...core, ...await applyMigrations(sql, log, HISTORY, files)];
 }
