@@ -15,7 +15,12 @@ import {
   TestModeGateway,
 } from "./services/billing/gateway.ts";
 import { webhookSecret } from "./services/billing/webhook.ts";
-import { startBakeryMessaging } from "./services/mod.ts";
+import {
+  type BakeryMessaging,
+  startBakeryMessaging,
+  startSplitMessaging,
+} from "./services/mod.ts";
+import type { ServiceDatabases } from "./services/databases.ts";
 import { ChangeFeed, notifyChanged } from "./lib/wake/feed.ts";
 import { coalescingWaker, setOutboxWaker } from "./lib/outbox/mod.ts";
 import { bakeryMetrics } from "./services/metrics.ts";
@@ -29,7 +34,7 @@ export interface Bakery {
   /** Where the server listens, e.g. http://127.0.0.1:8000/ (behind a proxy, not `url`). */
   localUrl: string;
   deps: Deps;
-  messaging?: Awaited<ReturnType<typeof startBakeryMessaging>>;
+  messaging?: BakeryMessaging;
   /** Stops the server, the workers, pending webhook sends and the pool. */
   stop(): Promise<void>;
 }
@@ -39,9 +44,14 @@ export async function startBakery(options: {
   databaseUrl: string;
   log: Logger;
   sql?: Sql;
+  /**
+   * Split mode: a database per service. `databaseUrl` and `sql` are then
+   * the console's (`databases.main`).
+   */
+  databases?: ServiceDatabases;
 }): Promise<Bakery> {
-  const { config, log } = options;
-  const sql = options.sql ??
+  const { config, log, databases } = options;
+  const sql = options.sql ?? databases?.main ??
     connect(options.databaseUrl, { applicationName: "bakery" });
   const secret = await webhookSecret(
     config.STRIPE_WEBHOOK_SECRET,
@@ -92,9 +102,16 @@ export async function startBakery(options: {
   await ready.promise;
   // The test checkout's events go out once the webhook they post to listens.
   gateway.start();
+  const startWorkers = databases
+    ? (extra: Parameters<typeof startSplitMessaging>[2]) =>
+      startSplitMessaging({ sql, log, config }, databases, extra)
+    : (extra: Parameters<typeof startBakeryMessaging>[1]) =>
+      startBakeryMessaging(
+        { sql, log, config, url: options.databaseUrl },
+        extra,
+      );
   const messaging = config.WORKERS === "on"
-    ? await startBakeryMessaging(
-      { sql, log, config, url: options.databaseUrl },
+    ? await startWorkers(
       {
         // One NOTIFY per batch tells open pages of those sandboxes to look.
         onTouched: (ids) =>
@@ -106,7 +123,17 @@ export async function startBakery(options: {
       },
     )
     : undefined;
-  const jobs = messaging && startBakeryJobs(sql, log, config, messaging.owner);
+  // Split mode does not run the console's jobs, the wipe or retention yet:
+  // each reads and writes the queue's tables, which are in the senders'
+  // databases there, not in the console's.
+  const platformJobs = !databases;
+  if (databases) {
+    log.warn("split_mode_partial", {
+      notRunning: ["bulk jobs", "sandbox wipe", "retention"],
+    });
+  }
+  const jobs = messaging && platformJobs &&
+      startBakeryJobs(sql, log, config, messaging.owner) || undefined;
   deps.jobs = jobs;
   // Commits wake the relay after commit, not with a NOTIFY inside every
   // order transaction (lib/outbox/wake.ts says why).
@@ -115,15 +142,23 @@ export async function startBakery(options: {
   if (messaging) {
     deps.redriveRepublishes = messaging.transport.redriveRepublishes;
   }
-  const waker = coalescingWaker(sql, {
-    local: messaging,
-    onError: (error) => log.warn("outbox_wake_failed", { error }),
+  // An outbox's commit wakes the relay through its own pool: in split mode,
+  // each sender's.
+  const wakers = [...databases?.senders ?? [undefined]].map((sender) => {
+    const pool = sender === undefined ? sql : databases!.pools.get(sender)!;
+    const waker = coalescingWaker(pool, {
+      local: messaging,
+      onError: (error) => log.warn("outbox_wake_failed", { error }),
+    });
+    setOutboxWaker(pool, waker.wake);
+    return waker;
   });
-  setOutboxWaker(sql, waker.wake);
-  const stopWipes = config.WORKERS === "on" && config.SANDBOX_WIPE === "on"
+  const stopWipes = config.WORKERS === "on" && config.SANDBOX_WIPE === "on" &&
+      platformJobs
     ? scheduleWipes(sql, log, { transport: messaging })
     : () => Promise.resolve();
-  const stopRetention = config.WORKERS === "on" && config.RETENTION === "on"
+  const stopRetention = config.WORKERS === "on" &&
+      config.RETENTION === "on" && platformJobs
     ? scheduleRetention(sql, log, config)
     : () => Promise.resolve();
   deps.started = true;
@@ -148,9 +183,9 @@ export async function startBakery(options: {
       await server.shutdown();
       await jobs?.stop();
       await messaging?.stop();
-      await waker.flush();
+      await Promise.all(wakers.map((w) => w.flush()));
       await feed.stop();
-      if (!options.sql) await sql.end({ timeout: 5 });
+      if (!options.sql && !databases) await sql.end({ timeout: 5 });
     },
   };
 }

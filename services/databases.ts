@@ -5,12 +5,21 @@
  * transaction inside the sender's database; a receiver holds its inbox.
  * No database is shared by every delivery, and no transaction touches two.
  *
- * The default is still one database for every service; this layout is
- * what `kit/postgres/migrate.ts`'s `migrateServiceDatabase` applies, one
- * database at a time.
+ * The default is still one database for every service
+ * (SERVICE_DATABASES=shared).
  */
-import { withDatabase } from "../lib/db/connect.ts";
+import { connect, type Sql, withDatabase } from "../lib/db/connect.ts";
+import type { TxSql } from "../lib/db/connect.ts";
+import {
+  asService,
+  isRouted,
+  poolOf,
+  routeServices,
+} from "../lib/db/service.ts";
+import type { Logger } from "../lib/log/mod.ts";
 import type { MessagingPart } from "../lib/schema.ts";
+import { ensureDatabase } from "../kit/postgres/open.ts";
+import { migrateServiceDatabase } from "../kit/postgres/migrate.ts";
 import { RECEIVERS, SENDERS } from "./routing.ts";
 
 /** One database of split mode. */
@@ -66,4 +75,115 @@ export function serviceDatabaseUrls(
     env(`DATABASE_URL_${name.toUpperCase()}`) ??
       withDatabase(baseUrl, `${decodeURIComponent(base)}_${name}`),
   ]));
+}
+
+/** Split mode's databases, open and migrated. */
+export interface ServiceDatabases {
+  /** Each database's URL, by service. */
+  urls: ReadonlyMap<string, string>;
+  /** Each database's pool, by service. */
+  pools: ReadonlyMap<string, Sql>;
+  /**
+   * The console's pool, the app's own: its service transactions go to
+   * each service's database ({@link routeServices}).
+   */
+  main: Sql;
+  /** The databases that hold a queue: the senders'. */
+  senders: readonly string[];
+  close(): Promise<void>;
+}
+
+/**
+ * A sender's pool serves its commands, its relay and its consumers; a
+ * receiver's only its transactions. 13 databases stay well under
+ * PostgreSQL's 100 connections.
+ */
+const POOL_SIZE = { sender: 10, other: 4 };
+
+/**
+ * Opens split mode's databases: creates each one that is named after
+ * `baseUrl` and missing (one that `DATABASE_URL_<SERVICE>` names must
+ * exist), brings its schema up to date, and opens its pool. The console's
+ * pool then routes each service's transactions to its own database.
+ */
+export async function openServiceDatabases(
+  baseUrl: string,
+  log: Logger,
+  env: (name: string) => string | undefined = (name) => Deno.env.get(name),
+): Promise<ServiceDatabases> {
+  const urls = serviceDatabaseUrls(baseUrl, env);
+  const pools = new Map<string, Sql>();
+  const close = async () => {
+    await Promise.all([...pools.values()].map((p) => p.end({ timeout: 5 })));
+  };
+  try {
+    for (const db of SPLIT_DATABASES) {
+      const url = urls.get(db.name)!;
+      if (env(`DATABASE_URL_${db.name.toUpperCase()}`) === undefined) {
+        await ensureDatabase(
+          baseUrl,
+          decodeURIComponent(new URL(url).pathname.slice(1)),
+        );
+      }
+      const sql = connect(url, {
+        max: db.parts.includes("queue") ? POOL_SIZE.sender : POOL_SIZE.other,
+        applicationName: `bakery-${db.name}`,
+      });
+      pools.set(db.name, sql);
+      await migrateServiceDatabase(sql, log, db);
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  const main = pools.get("console")!;
+  routeServices(main, (service) => pools.get(service));
+  return {
+    urls,
+    pools,
+    main,
+    senders: SPLIT_DATABASES.filter((d) => d.parts.includes("outbox"))
+      .map((d) => d.name),
+    close,
+  };
+}
+
+/** Reads in one service's database, as {@link readServices} gives it. */
+export type ReadAt = <R>(
+  service: string,
+  read: (sql: TxSql) => Promise<R>,
+) => Promise<R>;
+
+/**
+ * Reads across services as the read-only `console` role, in `tenantId`.
+ * With one database, every read is in one snapshot, so that the parts
+ * agree while workers move rows on. In split mode each read is a snapshot
+ * of its service's database, taken in the order `fn` asks: no snapshot
+ * spans two databases, so the caller reads a message's later steps after
+ * its earlier ones.
+ */
+export async function readServices<T>(
+  sql: Sql,
+  tenantId: string,
+  fn: (at: ReadAt) => Promise<T>,
+): Promise<T> {
+  const scope = { tenantId };
+  if (!isRouted(sql)) {
+    return await asService(
+      sql,
+      "console",
+      scope,
+      (tx) => fn((_, read) => read(tx.sql)),
+      { snapshot: true },
+    );
+  }
+  return await fn((service, read) =>
+    asService(
+      poolOf(sql, service),
+      "console",
+      scope,
+      (tx) => read(tx.sql),
+      { snapshot: true },
+    )
+  );
 }

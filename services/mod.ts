@@ -51,6 +51,7 @@ import { applyToDispatch } from "./receivers/dispatch.ts";
 import { applyToCrm, applyToCustomers } from "./receivers/history.ts";
 import { applyToReceipts } from "./receivers/receipts.ts";
 import { applyToOrders } from "./orders/payments.ts";
+import type { ServiceDatabases } from "./databases.ts";
 
 /** Receivers live in this process, reached without a socket. */
 export const INTERNAL_ORIGIN = "http://bakery.internal";
@@ -76,6 +77,8 @@ export const BAKERY_SUBSCRIBERS: Record<string, Subscriber> = Object
 
 export interface BakeryDeps {
   sql: Sql;
+  /** Split mode's databases; `sql` is then the one the workers run in. */
+  databases?: ServiceDatabases;
   log: Logger;
   config: Config;
   faults?: FaultReader;
@@ -209,10 +212,16 @@ export async function openBakeryTransport(
  */
 export async function startBakeryMessaging(
   deps: BakeryDeps & { url: string },
-  extra: Pick<
-    MessagingOptions,
-    "roles" | "onTouched" | "observeLag" | "observeDelivered" | "consumers"
-  > = {},
+  extra:
+    & Pick<
+      MessagingOptions,
+      | "roles"
+      | "onTouched"
+      | "observeLag"
+      | "observeDelivered"
+      | "consumers"
+    >
+    & { senders?: MessagingOptions["senders"] } = {},
 ): Promise<
   Messaging & {
     transport: Transport;
@@ -235,7 +244,13 @@ export async function startBakeryMessaging(
       senders: SENDERS,
       transport,
       relayLeaseMs: RELAY_LEASE_MS,
-      dispatcher: bakeryDispatcher({ ...deps, faults }),
+      // In split mode the receivers apply through the console's pool, which
+      // routes each to its own database.
+      dispatcher: bakeryDispatcher({
+        ...deps,
+        sql: deps.databases?.main ?? deps.sql,
+        faults,
+      }),
       subscribers: BAKERY_SUBSCRIBERS,
       pollMs: deps.config.POLL_INTERVAL_MS,
       relayRetryMs: deps.config.RELAY_RETRY_MS,
@@ -247,6 +262,8 @@ export async function startBakeryMessaging(
         reader: "console",
         subscribers: SUBSCRIBERS,
         inboxOf: (subscriber) => `${subscriber}.inbox`,
+        inboxDatabase: deps.databases &&
+          ((subscriber) => deps.databases!.pools.get(subscriber)),
       },
       ...extra,
     });
@@ -263,5 +280,63 @@ export async function startBakeryMessaging(
       await messaging.stop();
       await transport.close();
     },
+  };
+}
+
+/** What {@link startBakeryMessaging} returns. */
+export type BakeryMessaging = Awaited<ReturnType<typeof startBakeryMessaging>>;
+
+/**
+ * Split mode's workers (services/databases.ts): for each sender, a relay
+ * and consumers of its own in its own database, on a queue there. The
+ * relay's move stays one transaction in that database; the consumers'
+ * receivers apply in theirs (the console's pool routes them), and the
+ * closure audit reads each inbox where it is. The fault switches are the
+ * console's, in its database.
+ */
+export async function startSplitMessaging(
+  deps: BakeryDeps,
+  databases: ServiceDatabases,
+  extra: Parameters<typeof startBakeryMessaging>[1] = {},
+): Promise<BakeryMessaging> {
+  if (deps.config.QUEUE === "jetstream") {
+    // One stream would serve the ledgers of two databases, and a consumer
+    // could not tell which one a message's delivery is in.
+    throw new Error("split mode runs on the PostgreSQL queue only, for now");
+  }
+  const faults = deps.faults ?? pgFaults(deps.sql);
+  const started: BakeryMessaging[] = [];
+  const stopAll = async () => {
+    for (const m of started.splice(0).reverse()) await m.stop();
+  };
+  try {
+    for (const sender of SENDERS) {
+      const sql = databases.pools.get(sender)!;
+      const messaging = await startBakeryMessaging({
+        ...deps,
+        faults,
+        sql,
+        url: databases.urls.get(sender)!,
+        databases,
+      }, {
+        ...extra,
+        senders: [sender],
+      });
+      started.push(messaging);
+    }
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+  const bySender = new Map(SENDERS.map((s, i) => [s as string, started[i]]));
+  const [first] = started;
+  return {
+    ...first,
+    wakeRelay: (service) => bySender.get(service)?.wakeRelay(service) ?? false,
+    wakeConsumers: () => started.forEach((m) => m.wakeConsumers()),
+    forget: async (tenantIds) => {
+      for (const m of started) await m.forget(tenantIds);
+    },
+    stop: stopAll,
   };
 }

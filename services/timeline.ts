@@ -6,7 +6,7 @@
  * which may read every schema and write none, inside the caller's sandbox.
  */
 import type { Sql } from "../lib/db/connect.ts";
-import { asService } from "../lib/db/service.ts";
+import { readServices } from "./databases.ts";
 import { RECEIVERS } from "./routing.ts";
 
 export interface OrderView {
@@ -64,7 +64,9 @@ const iso = (d: Date | null) => d ? d.toISOString() : null;
 /**
  * The whole story of one order; null when the sandbox has no such order.
  * Read from one snapshot: the events, messages and deliveries agree with one
- * another even while workers move them on.
+ * another even while workers move them on. In split mode each service's
+ * part is read in its own database, along the order's path: its messages
+ * before their deliveries, and those before the inboxes.
  */
 export async function orderView(
   sql: Sql,
@@ -72,139 +74,145 @@ export async function orderView(
   orderId: string,
 ): Promise<OrderView | null> {
   if (!/^[0-9a-f-]{36}$/.test(orderId)) return null;
-  return await asService(
-    sql,
-    "console",
-    { tenantId: sandboxId },
-    async ({ sql }) => {
-      const [o] = await sql`
+  return await readServices(sql, sandboxId, async (at) => {
+    const [o] = await at("orders", (sql) =>
+      sql`
       select id, state, version, total_cents, customer_name, customer_email,
              fulfilment, day::text as day, payment_ref, created_at
-        from orders.orders where id = ${orderId}`;
-      if (!o) return null;
-      const lines = await sql`
+        from orders.orders where id = ${orderId}`);
+    if (!o) return null;
+    const lines = await at("orders", (sql) =>
+      sql`
       select sku, name, qty, unit_cents from orders.lines
-       where order_id = ${orderId} order by sku`;
-      const events = await sql`
+       where order_id = ${orderId} order by sku`);
+    const events = await at("orders", (sql) =>
+      sql`
       select type, version, at, message_id from orders.events
-       where order_id = ${orderId} order by id`;
-      // What a sender still owes is in its outbox; what it published, in the
-      // queue's copy (the outbox row goes when the copy is stored, or, the
-      // long way, just after: then the copy is what counts).
-      const copied = sql`not exists (
-      select from queue.messages m where m.message_id = o.message_id)`;
-      const messages = await sql`
-      select 'orders' as service, message_id, type, state, attempts, last_error,
-             created_at, null::timestamptz as published_at,
-             split_part(envelope->>'traceparent', '-', 2) as trace_id
-        from orders.outbox o
-       where message_id in (select message_id from orders.events
-                             where order_id = ${orderId})
-         and ${copied}
-      union all
-      select 'billing', message_id, type, state, attempts, last_error,
-             created_at, null,
-             split_part(envelope->>'traceparent', '-', 2)
-        from billing.outbox o
-       where envelope->>'aggregateId' = ${orderId} and ${copied}
-      union all
-      select source, message_id, type, 'published', 0, null,
-             (envelope->>'occurredAt')::timestamptz, published_at,
-             split_part(envelope->>'traceparent', '-', 2)
-        from queue.messages
-       where aggregate_id = ${orderId} and source in ('orders', 'billing')
-      order by created_at`;
-      const deliveries = await sql`
-      select id, message_id, type, subscriber, state, attempts, last_status,
-             last_error, next_attempt_at
-        from queue.deliveries
-       where message_id in (select message_id from queue.messages
-                             where aggregate_id = ${orderId})
-       order by id`;
-      const ids = deliveries.map((d) => d.message_id as string);
-      const inbox = new Map<
-        string,
-        { status: number; at: string; outcome: unknown }
-      >();
-      for (const service of [...RECEIVERS, "orders"]) {
-        const rows = await sql`
+       where order_id = ${orderId} order by id`);
+    // What a sender still owes is in its outbox; what it published, in the
+    // queue's copy (the outbox row goes when the copy is stored, or, the
+    // long way, just after: then the copy is what counts). Each sender's
+    // queue is in its own database in split mode, so each is read there.
+    const sent = (sender: "orders" | "billing") =>
+      at(sender, (sql) => {
+        const copied = sql`not exists (
+        select from queue.messages m where m.message_id = o.message_id)`;
+        const owed = sender === "orders"
+          ? sql`message_id in (select message_id from orders.events
+                                where order_id = ${orderId})`
+          : sql`envelope->>'aggregateId' = ${orderId}`;
+        return sql`
+        select ${sender} as service, message_id, type, state, attempts,
+               last_error, created_at, null::timestamptz as published_at,
+               split_part(envelope->>'traceparent', '-', 2) as trace_id
+          from ${sql(`${sender}.outbox`)} o
+         where ${owed} and ${copied}
+        union all
+        select source, message_id, type, 'published', 0, null,
+               (envelope->>'occurredAt')::timestamptz, published_at,
+               split_part(envelope->>'traceparent', '-', 2)
+          from queue.messages
+         where aggregate_id = ${orderId} and source = ${sender}`;
+      });
+    const delivered = (sender: "orders" | "billing") =>
+      at(sender, (sql) =>
+        sql`
+        select id, message_id, type, subscriber, state, attempts, last_status,
+               last_error, next_attempt_at
+          from queue.deliveries
+         where message_id in (select message_id from queue.messages
+                               where aggregate_id = ${orderId}
+                                 and source = ${sender})`);
+    const messages = [...await sent("orders"), ...await sent("billing")]
+      .sort((a, b) => a.created_at - b.created_at);
+    const deliveries = [
+      ...await delivered("orders"),
+      ...await delivered("billing"),
+    ].sort((a, b) => Number(a.id) - Number(b.id));
+    const ids = deliveries.map((d) => d.message_id as string);
+    const inbox = new Map<
+      string,
+      { status: number; at: string; outcome: unknown }
+    >();
+    for (const service of [...RECEIVERS, "orders"]) {
+      const rows = await at(service, (sql) =>
+        sql`
         select message_id, status, received_at, outcome
-          from ${
-          sql(`${service}.inbox`)
-        } where message_id = any(${ids}::uuid[])`;
-        for (const r of rows) {
-          inbox.set(`${service}:${r.message_id}`, {
-            status: r.status,
-            at: r.received_at.toISOString(),
-            outcome: r.outcome,
-          });
-        }
+          from ${sql(`${service}.inbox`)}
+         where message_id = any(${ids}::uuid[])`);
+      for (const r of rows) {
+        inbox.set(`${service}:${r.message_id}`, {
+          status: r.status,
+          at: r.received_at.toISOString(),
+          outcome: r.outcome,
+        });
       }
-      const [receipt] = await sql`
+    }
+    const [receipt] = await at("receipts", (sql) =>
+      sql`
       select number, total_cents, payment_ref, issued_at from receipts.receipts
-       where order_id = ${orderId}`;
-      const [card] = await sql`
-      select state, version from kitchen.cards where order_id = ${orderId}`;
-      return {
-        orderId: o.id,
-        state: o.state,
-        version: o.version,
-        totalCents: o.total_cents,
-        customer: { name: o.customer_name, email: o.customer_email },
-        fulfilment: o.fulfilment,
-        day: o.day,
-        paymentRef: o.payment_ref,
-        createdAt: o.created_at.toISOString(),
-        lines: lines.map((l) => ({
-          sku: l.sku,
-          name: l.name,
-          qty: l.qty,
-          unitCents: l.unit_cents,
-        })),
-        events: events.map((e) => ({
-          type: e.type,
-          version: e.version,
-          at: e.at.toISOString(),
-          messageId: e.message_id,
-        })),
-        messages: messages.map((m) => ({
-          messageId: m.message_id,
-          service: m.service,
-          eventType: m.type,
-          state: m.state,
-          attempts: m.attempts,
-          lastError: m.last_error,
-          createdAt: m.created_at.toISOString(),
-          publishedAt: iso(m.published_at),
-          traceId: m.trace_id || null,
-        })),
-        deliveries: deliveries.map((d) => ({
-          id: Number(d.id),
-          messageId: d.message_id,
-          eventType: d.type,
-          subscriber: d.subscriber,
-          state: d.state,
-          attempts: d.attempts,
-          lastStatus: d.last_status,
-          lastError: d.last_error,
-          nextAttemptAt: ["pending", "in_flight"].includes(d.state)
-            ? iso(d.next_attempt_at)
-            : null,
-          accepted: inbox.get(`${d.subscriber}:${d.message_id}`) ?? null,
-        })),
-        receipt: receipt
-          ? {
-            number: receipt.number,
-            totalCents: receipt.total_cents,
-            paymentRef: receipt.payment_ref,
-            issuedAt: receipt.issued_at.toISOString(),
-          }
+       where order_id = ${orderId}`);
+    const [card] = await at("kitchen", (sql) =>
+      sql`
+      select state, version from kitchen.cards where order_id = ${orderId}`);
+    return {
+      orderId: o.id,
+      state: o.state,
+      version: o.version,
+      totalCents: o.total_cents,
+      customer: { name: o.customer_name, email: o.customer_email },
+      fulfilment: o.fulfilment,
+      day: o.day,
+      paymentRef: o.payment_ref,
+      createdAt: o.created_at.toISOString(),
+      lines: lines.map((l) => ({
+        sku: l.sku,
+        name: l.name,
+        qty: l.qty,
+        unitCents: l.unit_cents,
+      })),
+      events: events.map((e) => ({
+        type: e.type,
+        version: e.version,
+        at: e.at.toISOString(),
+        messageId: e.message_id,
+      })),
+      messages: messages.map((m) => ({
+        messageId: m.message_id,
+        service: m.service,
+        eventType: m.type,
+        state: m.state,
+        attempts: m.attempts,
+        lastError: m.last_error,
+        createdAt: m.created_at.toISOString(),
+        publishedAt: iso(m.published_at),
+        traceId: m.trace_id || null,
+      })),
+      deliveries: deliveries.map((d) => ({
+        id: Number(d.id),
+        messageId: d.message_id,
+        eventType: d.type,
+        subscriber: d.subscriber,
+        state: d.state,
+        attempts: d.attempts,
+        lastStatus: d.last_status,
+        lastError: d.last_error,
+        nextAttemptAt: ["pending", "in_flight"].includes(d.state)
+          ? iso(d.next_attempt_at)
           : null,
-        kitchenCard: card ? { state: card.state, version: card.version } : null,
-      };
-    },
-    { snapshot: true },
-  );
+        accepted: inbox.get(`${d.subscriber}:${d.message_id}`) ?? null,
+      })),
+      receipt: receipt
+        ? {
+          number: receipt.number,
+          totalCents: receipt.total_cents,
+          paymentRef: receipt.payment_ref,
+          issuedAt: receipt.issued_at.toISOString(),
+        }
+        : null,
+      kitchenCard: card ? { state: card.state, version: card.version } : null,
+    };
+  });
 }
 
 /**
@@ -219,17 +227,17 @@ export async function placedTraceparent(
 ): Promise<string | undefined> {
   // Still owed, in the orders outbox; published, in the queue's copy. Read
   // here, with the order's other views across services, as the console.
-  const [row] = await asService(
+  const [row] = await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    ({ sql }) =>
-      sql<{ traceparent: string | null }[]>`
+    sandboxId,
+    (at) =>
+      at("orders", (sql) =>
+        sql<{ traceparent: string | null }[]>`
       select coalesce(o.envelope, m.envelope)->>'traceparent' as traceparent
         from orders.events e
         left join orders.outbox o using (message_id)
         left join queue.messages m using (message_id)
-       where e.order_id = ${orderId} and e.type = 'OrderPlaced'`,
+       where e.order_id = ${orderId} and e.type = 'OrderPlaced'`),
   );
   return row?.traceparent ?? undefined;
 }

@@ -34,6 +34,32 @@ export interface ServiceTx {
 
 const SERVICE_NAME = /^[a-z][a-z_]{1,30}$/;
 
+/** Where a service's transactions go: its own database's pool, or none. */
+export type ServiceRoute = (service: string) => Sql | undefined;
+
+const routes = new WeakMap<Sql, ServiceRoute>();
+
+/**
+ * Sends each service transaction begun on `sql` to the pool `route` names
+ * for that service: the database of its own, when services are split
+ * across databases. A service that `route` names no pool for works on
+ * `sql`. Since {@link asService} is the one way to work as a service, the
+ * callers do not change when a service moves to a database of its own.
+ */
+export function routeServices(sql: Sql, route: ServiceRoute) {
+  routes.set(sql, route);
+}
+
+/** True when `sql` sends services to databases of their own. */
+export function isRouted(sql: Sql): boolean {
+  return routes.has(sql);
+}
+
+/** The pool that `service`'s transactions begun on `sql` use. */
+export function poolOf(sql: Sql, service: string): Sql {
+  return routes.get(sql)?.(service) ?? sql;
+}
+
 /**
  * Runs `fn` in one transaction as `service`, inside `scope`. The transaction
  * commits when `fn` resolves and rolls back when it throws. A transaction
@@ -98,6 +124,7 @@ export async function asService<T>(
   if (!SERVICE_NAME.test(service)) {
     throw new TypeError(`not a service name: ${JSON.stringify(service)}`);
   }
+  sql = poolOf(sql, service);
   // Bookkeeping reads only through partial indexes of pending rows. The
   // planner cannot know that the tenant policy lets a worker see every row
   // (it guesses 0.5 %), so it would seq-scan and sort the whole backlog to

@@ -1,0 +1,142 @@
+/**
+ * A paid order in split mode (services/databases.ts): the web app, billing,
+ * orders and the six receivers each in a database of their own, a relay
+ * and consumers per sender database, over HTTP as a visitor pays. Each
+ * receiver applies OrderPaid once, in its own database, and nothing of the
+ * path is written in a database that is not its service's.
+ */
+import assert from "node:assert/strict";
+import { connect, withDatabase } from "../lib/db/connect.ts";
+import { memoryLogger } from "../lib/log/mod.ts";
+import { startBakery } from "../bakery.ts";
+import {
+  openServiceDatabases,
+  type ServiceDatabases,
+} from "../services/databases.ts";
+import { RECEIVERS } from "../services/routing.ts";
+import { adminUrl, env } from "./_db.ts";
+import { ensureDatabase } from "../kit/postgres/open.ts";
+import {
+  Client,
+  countOf,
+  eventually,
+  orderSettles,
+  payVia,
+  placeOrderVia,
+  testConfig,
+} from "./_app.ts";
+
+async function dropAll(base: string, databases: ServiceDatabases) {
+  await databases.close();
+  const admin = connect(adminUrl(), { max: 1 });
+  try {
+    for (const url of [base, ...databases.urls.values()]) {
+      const name = new URL(url).pathname.slice(1);
+      await admin`drop database if exists ${admin(name)} with (force)`;
+    }
+  } finally {
+    await admin.end();
+  }
+}
+
+Deno.test("split mode: a paid order is applied once by each receiver, in its own database", async () => {
+  const { logger, lines } = memoryLogger("error");
+  const base = withDatabase(
+    adminUrl(),
+    `paid_${env("TEST_RUN_ID")}_${Deno.pid}`,
+  );
+  // The server's database the others are named after, as DATABASE_URL
+  // names one.
+  await ensureDatabase(adminUrl(), new URL(base).pathname.slice(1));
+  const databases = await openServiceDatabases(base, logger, () => undefined);
+  const config = testConfig({ QUEUE: "postgres" });
+  try {
+    const bakery = await startBakery({
+      config,
+      databaseUrl: databases.urls.get("console")!,
+      log: logger,
+      databases,
+    });
+    try {
+      const client = new Client(bakery.localUrl, new URL(bakery.url).origin);
+      const { orderId } = await placeOrderVia(client);
+      const { paymentId } = await payVia(client, orderId);
+      const db = (name: string) => databases.pools.get(name)!;
+
+      await eventually("every receiver applied OrderPaid", async () => {
+        for (const receiver of RECEIVERS) {
+          const [row] = await db(receiver)<{ n: number }[]>`
+            select count(*)::int as n from ${db(receiver)(`${receiver}.inbox`)}
+             where type = 'OrderPaid'`;
+          if (row.n !== 1) return false;
+        }
+        return true;
+      }, 15_000);
+
+      const orders = db("orders");
+      const [order] = await orders`
+        select state, payment_ref from orders.orders where id = ${orderId}`;
+      assert.deepEqual({ ...order }, { state: "paid", payment_ref: paymentId });
+      // Billing's PaymentSucceeded went through billing's own queue to the
+      // orders service's inbox.
+      assert.equal(
+        await countOf(orders<{ n: number }[]>`
+          select count(*)::int as n from orders.inbox
+           where type = 'PaymentSucceeded'`),
+        1,
+      );
+      assert.equal(
+        await countOf(db("billing")<{ n: number }[]>`
+          select count(*)::int as n from queue.deliveries
+           where subscriber = 'orders' and state = 'done'`),
+        1,
+      );
+      // The orders service's messages were delivered from its own queue:
+      // OrderPlaced to three receivers and OrderPaid to six.
+      const states = await orders<{ type: string; state: string; n: number }[]>`
+        select type, state, count(*)::int as n from queue.deliveries
+         group by 1, 2 order by 1, 2`;
+      assert.deepEqual(states.map((r) => ({ ...r })), [
+        { type: "OrderPaid", state: "done", n: 6 },
+        { type: "OrderPlaced", state: "done", n: 3 },
+      ]);
+      // Each effect is in its receiver's database.
+      const [card] = await db("kitchen")`
+        select state from kitchen.cards where order_id = ${orderId}`;
+      assert.equal(card.state, "confirmed");
+      assert.equal(
+        await countOf(db("receipts")<{ n: number }[]>`
+          select count(*)::int as n from receipts.receipts
+           where order_id = ${orderId}`),
+        1,
+      );
+      // The order's page reads each part where it is, and tells the same
+      // story as with one database.
+      const view = await orderSettles(client, orderId, "paid");
+      assert.deepEqual(
+        view.messages.map((m) => [m.service, m.eventType, m.state]),
+        [
+          ["orders", "OrderPlaced", "published"],
+          ["billing", "PaymentSucceeded", "published"],
+          ["orders", "OrderPaid", "published"],
+        ],
+      );
+      assert.equal(view.deliveries.length, 10);
+      assert.deepEqual(view.kitchenCard, { state: "confirmed", version: 2 });
+      // The console's database holds the visitor's session, and no
+      // service's rows.
+      const [session] = await databases.main<{ n: number }[]>`
+        select count(*)::int as n from platform.sessions`;
+      assert.equal(session.n, 1);
+    } catch (error) {
+      // What the bakery logged says which database refused what.
+      console.error(lines.map((line) => JSON.stringify(line)).join("\n"));
+      throw error;
+    } finally {
+      await bakery.stop();
+    }
+  } finally {
+    await dropAll(base, databases);
+    await Deno.remove(config.DATA_DIR, { recursive: true }).catch(() => {});
+  }
+});
