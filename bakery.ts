@@ -19,10 +19,10 @@ import {
   type BakeryMessaging,
   startBakeryMessaging,
   startSplitMessaging,
+  wakeRelaysAfterCommit,
 } from "./services/mod.ts";
 import type { ServiceDatabases } from "./services/databases.ts";
 import { ChangeFeed, notifyChanged } from "./lib/wake/feed.ts";
-import { coalescingWaker, setOutboxWaker } from "./lib/outbox/mod.ts";
 import { bakeryMetrics } from "./services/metrics.ts";
 import { scheduleWipes } from "./services/wipe.ts";
 import { scheduleRetention } from "./services/retention.ts";
@@ -51,6 +51,11 @@ export async function startBakery(options: {
   databases?: ServiceDatabases;
 }): Promise<Bakery> {
   const { config, log, databases } = options;
+  if ((config.SERVICE_DATABASES === "split") !== (databases !== undefined)) {
+    throw new Error(
+      "startBakery takes its databases exactly when SERVICE_DATABASES=split",
+    );
+  }
   const sql = options.sql ?? databases?.main ??
     connect(options.databaseUrl, { applicationName: "bakery" });
   const secret = await webhookSecret(
@@ -135,24 +140,14 @@ export async function startBakery(options: {
   const jobs = messaging && platformJobs &&
       startBakeryJobs(sql, log, config, messaging.owner) || undefined;
   deps.jobs = jobs;
-  // Commits wake the relay after commit, not with a NOTIFY inside every
-  // order transaction (lib/outbox/wake.ts says why).
   deps.brokerUp = messaging?.brokerUp;
   deps.brokerCluster = messaging?.brokerCluster;
   if (messaging) {
     deps.redriveRepublishes = messaging.transport.redriveRepublishes;
   }
-  // An outbox's commit wakes the relay through its own pool: in split mode,
-  // each sender's.
-  const wakers = [...databases?.senders ?? [undefined]].map((sender) => {
-    const pool = sender === undefined ? sql : databases!.pools.get(sender)!;
-    const waker = coalescingWaker(pool, {
-      local: messaging,
-      onError: (error) => log.warn("outbox_wake_failed", { error }),
-    });
-    setOutboxWaker(pool, waker.wake);
-    return waker;
-  });
+  // Commits wake the relay after commit, not with a NOTIFY inside every
+  // order transaction (lib/outbox/wake.ts says why).
+  const wakers = wakeRelaysAfterCommit(sql, databases, messaging, log);
   const stopWipes = config.WORKERS === "on" && config.SANDBOX_WIPE === "on" &&
       platformJobs
     ? scheduleWipes(sql, log, { transport: messaging })
@@ -183,7 +178,7 @@ export async function startBakery(options: {
       await server.shutdown();
       await jobs?.stop();
       await messaging?.stop();
-      await Promise.all(wakers.map((w) => w.flush()));
+      await wakers.flush();
       await feed.stop();
       if (!options.sql && !databases) await sql.end({ timeout: 5 });
     },

@@ -5,6 +5,7 @@
  * same list).
  */
 import { z } from "zod";
+import { SPLIT_DATABASES } from "./services/databases.ts";
 
 const int = (min: number, max: number) =>
   z.string().trim().refine((s) => {
@@ -67,6 +68,8 @@ const schema = z.object({
   REPLAY_HORIZON_DAYS: int(1, 3650).default(30),
   WORKERS: z.enum(["on", "off"]).default("on"),
   QUEUE: z.enum(["postgres", "jetstream"]).default("postgres"),
+  // One database for every service, or one each (services/databases.ts).
+  SERVICE_DATABASES: z.enum(["shared", "split"]).default("shared"),
   // One server, or several of one cluster, comma-separated: the client
   // picks one and moves to another when it goes away.
   NATS_URL: z.string().trim().regex(
@@ -102,8 +105,16 @@ const schema = z.object({
   ).optional(),
 });
 
-/** The validated settings. */
-export type Config = z.output<typeof schema>;
+/**
+ * The validated settings. `DATABASE_URLS` holds each
+ * `DATABASE_URL_<SERVICE>` that is set, by service, lower case.
+ */
+export type Config = z.output<typeof schema> & {
+  DATABASE_URLS: Record<string, string>;
+};
+
+/** `DATABASE_URL_<SERVICE>`: one service's database elsewhere. */
+const SERVICE_URL = /^DATABASE_URL_([A-Z_]+)$/;
 
 /** A setting that is missing or malformed; `message` is one line for people. */
 export class ConfigError extends Error {
@@ -127,14 +138,63 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     if (value !== undefined && value !== "") input[key] = value;
   }
   const result = schema.safeParse(input);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
+  if (!result.success) throw configError(result.error, input);
+  const config = { ...result.data, DATABASE_URLS: serviceUrls(env) };
+  const moved = Object.keys(config.DATABASE_URLS);
+  if (moved.length && config.SERVICE_DATABASES !== "split") {
+    throw new ConfigError(
+      `DATABASE_URL_${
+        moved[0].toUpperCase()
+      } is read only with SERVICE_DATABASES=split`,
+    );
+  }
+  if (config.SERVICE_DATABASES === "split" && config.QUEUE !== "postgres") {
+    throw new ConfigError(
+      "SERVICE_DATABASES=split runs on QUEUE=postgres only, for now",
+    );
+  }
+  return config;
+}
+
+function configError(
+  error: z.ZodError,
+  input: Record<string, string>,
+): ConfigError {
+  const issue = error.issues[0];
   const name = String(issue.path[0]);
   const given = input[name];
-  throw new ConfigError(
+  return new ConfigError(
     `${name} must be ${describe(issue)}` +
       (given === undefined ? "" : ` (got ${JSON.stringify(given)})`),
   );
+}
+
+/** Each `DATABASE_URL_<SERVICE>` set, checked, by service. */
+function serviceUrls(
+  env: Record<string, string | undefined>,
+): Record<string, string> {
+  const urls: Record<string, string> = {};
+  const services = SPLIT_DATABASES.map((d) => d.name);
+  for (const [key, value] of Object.entries(env)) {
+    const service = SERVICE_URL.exec(key)?.[1].toLowerCase();
+    if (service === undefined || value === undefined || value === "") continue;
+    if (!services.includes(service)) {
+      throw new ConfigError(
+        `${key} names no service: DATABASE_URL_ is followed by one of ${
+          services.map((s) => s.toUpperCase()).join(", ")
+        }`,
+      );
+    }
+    const url = postgresUrl.safeParse(value);
+    if (!url.success) {
+      throw configError(
+        new z.ZodError(url.error.issues.map((i) => ({ ...i, path: [key] }))),
+        { [key]: value },
+      );
+    }
+    urls[service] = url.data;
+  }
+  return urls;
 }
 
 function describe(issue: z.core.$ZodIssue): string {

@@ -12,6 +12,7 @@ import { migrate } from "./kit/postgres/migrate.ts";
 import { buildIslands } from "./kit/http/islands.ts";
 import { onShutdown, runUntilSignal } from "./lib/process.ts";
 import { startBakery } from "./bakery.ts";
+import { openServiceDatabases } from "./services/databases.ts";
 
 const config = loadConfig();
 const log = createLogger(config.LOG_LEVEL);
@@ -26,12 +27,25 @@ await runUntilSignal(log, async () => {
   if (db.cluster) {
     onShutdown(() => db.cluster!.stop(), { name: "postgres", bounded: true });
   }
-  const sql = connect(db.url, { applicationName: "bakery" });
-  onShutdown(() => sql.end({ timeout: 5 }), { name: "pool" });
-  await migrate(sql, log);
+  // SERVICE_DATABASES=split: a database per service, named after this one
+  // (services/databases.ts), each migrated as it opens.
+  const databases = config.SERVICE_DATABASES === "split"
+    ? await openServiceDatabases(db.url, log, config.DATABASE_URLS)
+    : undefined;
+  const sql = databases?.main ?? connect(db.url, { applicationName: "bakery" });
+  onShutdown(() => databases ? databases.close() : sql.end({ timeout: 5 }), {
+    name: "pool",
+  });
+  if (!databases) await migrate(sql, log);
   const islands = await buildIslands();
   log.info("islands_built", { bytes: islands.bytes, ms: islands.millis });
-  const bakery = await startBakery({ config, databaseUrl: db.url, log, sql });
+  const bakery = await startBakery({
+    config,
+    databaseUrl: databases?.urls.get("console") ?? db.url,
+    log,
+    sql,
+    databases,
+  });
   onShutdown(() => bakery.stop(), { name: "bakery" });
   console.error(`\n  Outbox Bakery is open at ${bakery.url}\n`);
 });

@@ -61,18 +61,18 @@ export const SPLIT_DATABASES: readonly ServiceDatabase[] = [
 ];
 
 /**
- * Where each service's database is: `DATABASE_URL_<SERVICE>` when it is
- * set (another server, say), or else the database `<base>_<service>` on
- * the server of `baseUrl`.
+ * Where each service's database is: the URL `moved` gives for it (from
+ * `DATABASE_URL_<SERVICE>`: another server, say), or else the database
+ * `<base>_<service>` on the server of `baseUrl`.
  */
 export function serviceDatabaseUrls(
   baseUrl: string,
-  env: (name: string) => string | undefined = (name) => Deno.env.get(name),
+  moved: Readonly<Record<string, string>> = {},
 ): Map<string, string> {
   const base = new URL(baseUrl).pathname.slice(1) || "postgres";
   return new Map(SPLIT_DATABASES.map(({ name }) => [
     name,
-    env(`DATABASE_URL_${name.toUpperCase()}`) ??
+    moved[name] ??
       withDatabase(baseUrl, `${decodeURIComponent(base)}_${name}`),
   ]));
 }
@@ -102,16 +102,15 @@ const POOL_SIZE = { sender: 10, other: 4 };
 
 /**
  * Opens split mode's databases: creates each one that is named after
- * `baseUrl` and missing (one that `DATABASE_URL_<SERVICE>` names must
- * exist), brings its schema up to date, and opens its pool. The console's
+ * `baseUrl` and missing (one that `moved` names must exist), brings its schema up to date, and opens its pool. The console's
  * pool then routes each service's transactions to its own database.
  */
 export async function openServiceDatabases(
   baseUrl: string,
   log: Logger,
-  env: (name: string) => string | undefined = (name) => Deno.env.get(name),
+  moved: Readonly<Record<string, string>> = {},
 ): Promise<ServiceDatabases> {
-  const urls = serviceDatabaseUrls(baseUrl, env);
+  const urls = serviceDatabaseUrls(baseUrl, moved);
   const pools = new Map<string, Sql>();
   const close = async () => {
     await Promise.all([...pools.values()].map((p) => p.end({ timeout: 5 })));
@@ -119,7 +118,7 @@ export async function openServiceDatabases(
   try {
     for (const db of SPLIT_DATABASES) {
       const url = urls.get(db.name)!;
-      if (env(`DATABASE_URL_${db.name.toUpperCase()}`) === undefined) {
+      if (moved[db.name] === undefined) {
         await ensureDatabase(
           baseUrl,
           decodeURIComponent(new URL(url).pathname.slice(1)),

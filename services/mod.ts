@@ -52,6 +52,11 @@ import { applyToCrm, applyToCustomers } from "./receivers/history.ts";
 import { applyToReceipts } from "./receivers/receipts.ts";
 import { applyToOrders } from "./orders/payments.ts";
 import type { ServiceDatabases } from "./databases.ts";
+import {
+  coalescingWaker,
+  type LocalRelays,
+  setOutboxWaker,
+} from "../lib/outbox/mod.ts";
 
 /** Receivers live in this process, reached without a socket. */
 export const INTERNAL_ORIGIN = "http://bakery.internal";
@@ -338,5 +343,34 @@ export async function startSplitMessaging(
       for (const m of started) await m.forget(tenantIds);
     },
     stop: stopAll,
+  };
+}
+
+/**
+ * An outbox's commit wakes its sender's relay (lib/outbox/wake.ts), through
+ * the pool it committed on: `sql`, or in split mode each sender's own.
+ * Returns what waits for the NOTIFYs still under way.
+ */
+export function wakeRelaysAfterCommit(
+  sql: Sql,
+  databases: ServiceDatabases | undefined,
+  local: LocalRelays | undefined,
+  log: Logger,
+): { flush(): Promise<void> } {
+  const pools = databases
+    ? databases.senders.map((s) => databases.pools.get(s)!)
+    : [sql];
+  const wakers = pools.map((pool) => {
+    const waker = coalescingWaker(pool, {
+      local,
+      onError: (error) => log.warn("outbox_wake_failed", { error }),
+    });
+    setOutboxWaker(pool, waker.wake);
+    return waker;
+  });
+  return {
+    flush: async () => {
+      await Promise.all(wakers.map((w) => w.flush()));
+    },
   };
 }

@@ -138,3 +138,42 @@ Deno.test("config: the alert thresholds have their defaults and refuse what is n
     /ALERT_OUTBOX_AGE_S must be an integer/,
   );
 });
+
+Deno.test("config: SERVICE_DATABASES and DATABASE_URL_<SERVICE>", () => {
+  assert.equal(parseConfig({}).SERVICE_DATABASES, "shared");
+  assert.deepEqual(parseConfig({}).DATABASE_URLS, {});
+  const kitchen = "postgres://app@kitchen.internal:5432/cards";
+  const split = parseConfig({
+    SERVICE_DATABASES: "split",
+    DATABASE_URL_KITCHEN: kitchen,
+    DATABASE_URL_ORDERS: "",
+  });
+  assert.deepEqual(split.DATABASE_URLS, { kitchen });
+  assert.throws(
+    () =>
+      parseConfig({ SERVICE_DATABASES: "split", DATABASE_URL_KICHEN: kitchen }),
+    (e: Error) =>
+      e instanceof ConfigError &&
+      e.message.startsWith("DATABASE_URL_KICHEN names no service") &&
+      e.message.includes("KITCHEN"),
+  );
+  assert.throws(
+    () =>
+      parseConfig({
+        SERVICE_DATABASES: "split",
+        DATABASE_URL_KITCHEN: "mysql://x/y",
+      }),
+    (e: Error) =>
+      e instanceof ConfigError &&
+      e.message.startsWith("DATABASE_URL_KITCHEN must be") &&
+      e.message.includes('"mysql://x/y"'),
+  );
+  assert.throws(
+    () => parseConfig({ DATABASE_URL_KITCHEN: kitchen }),
+    /DATABASE_URL_KITCHEN is read only with SERVICE_DATABASES=split/,
+  );
+  assert.throws(
+    () => parseConfig({ SERVICE_DATABASES: "split", QUEUE: "jetstream" }),
+    /SERVICE_DATABASES=split runs on QUEUE=postgres only/,
+  );
+});

@@ -63,10 +63,7 @@ async function withSplitDatabases(
   fn: (urls: Map<string, string>) => Promise<void>,
 ) {
   const base = `split_${env("TEST_RUN_ID")}_${Deno.pid}`;
-  const urls = serviceDatabaseUrls(
-    withDatabase(adminUrl(), base),
-    () => undefined,
-  );
+  const urls = serviceDatabaseUrls(withDatabase(adminUrl(), base));
   try {
     for (const db of SPLIT_DATABASES) {
       const url = urls.get(db.name)!;
@@ -181,10 +178,7 @@ Deno.test("split mode: a service's schema is the one it has in the shared databa
 Deno.test("split mode: DATABASE_URL_<SERVICE> moves one service elsewhere", () => {
   const urls = serviceDatabaseUrls(
     "postgres://app@db.internal:5432/bakery",
-    (name) =>
-      name === "DATABASE_URL_KITCHEN"
-        ? "postgres://app@kitchen.internal:5432/cards"
-        : undefined,
+    { kitchen: "postgres://app@kitchen.internal:5432/cards" },
   );
   assert.equal(
     urls.get("kitchen"),

@@ -12,9 +12,13 @@ import { createLogger } from "../lib/log/mod.ts";
 import { connect } from "../lib/db/connect.ts";
 import { migrate } from "../kit/postgres/migrate.ts";
 import { notifyChanged } from "../lib/wake/feed.ts";
-import { coalescingWaker, setOutboxWaker } from "../lib/outbox/mod.ts";
 import { onShutdown, runUntilSignal } from "../lib/process.ts";
-import { startBakeryMessaging } from "../services/mod.ts";
+import {
+  startBakeryMessaging,
+  startSplitMessaging,
+  wakeRelaysAfterCommit,
+} from "../services/mod.ts";
+import { openServiceDatabases } from "../services/databases.ts";
 import { scheduleWipes } from "../services/wipe.ts";
 import { startBakeryJobs } from "../bakery.ts";
 
@@ -27,32 +31,37 @@ await runUntilSignal(log, async () => {
       "deno task worker needs DATABASE_URL: the embedded PostgreSQL belongs to deno task start",
     );
   }
-  const sql = connect(config.DATABASE_URL, {
+  const split = config.SERVICE_DATABASES === "split";
+  const databases = split
+    ? await openServiceDatabases(config.DATABASE_URL, log, config.DATABASE_URLS)
+    : undefined;
+  const sql = databases?.main ?? connect(config.DATABASE_URL, {
     applicationName: "bakery-worker",
   });
-  onShutdown(() => sql.end({ timeout: 5 }));
-  await migrate(sql, log);
-  const messaging = await startBakeryMessaging({
-    sql,
-    log,
-    config,
-    url: config.DATABASE_URL,
-  }, {
-    onTouched: (ids) =>
-      notifyChanged(sql, ids).catch((error) =>
-        log.warn("notify_failed", { error })
-      ),
-  });
+  onShutdown(() => databases ? databases.close() : sql.end({ timeout: 5 }));
+  if (!databases) await migrate(sql, log);
+  const onTouched = (ids: string[]) =>
+    notifyChanged(sql, ids).catch((error) =>
+      log.warn("notify_failed", { error })
+    );
+  const messaging = databases
+    ? await startSplitMessaging({ sql, log, config }, databases, { onTouched })
+    : await startBakeryMessaging({
+      sql,
+      log,
+      config,
+      url: config.DATABASE_URL,
+    }, { onTouched });
   onShutdown(() => messaging.stop());
-  const jobs = startBakeryJobs(sql, log, config, messaging.owner);
-  onShutdown(() => jobs.stop());
   // Orders appends OrderPaid inside a delivery: wake the relay after commit.
-  const waker = coalescingWaker(sql, {
-    local: messaging,
-    onError: (error) => log.warn("outbox_wake_failed", { error }),
-  });
-  setOutboxWaker(sql, waker.wake);
-  onShutdown(() => waker.flush());
-  if (config.SANDBOX_WIPE === "on") onShutdown(scheduleWipes(sql, log));
+  const wakers = wakeRelaysAfterCommit(sql, databases, messaging, log);
+  onShutdown(() => wakers.flush());
+  // Split mode runs neither yet: both work on the queue's tables as one
+  // database's (docs/scale.md).
+  if (!split) {
+    const jobs = startBakeryJobs(sql, log, config, messaging.owner);
+    onShutdown(() => jobs.stop());
+    if (config.SANDBOX_WIPE === "on") onShutdown(scheduleWipes(sql, log));
+  }
   console.error(`worker ${messaging.owner} is running; SIGTERM stops it`);
 });

@@ -19,6 +19,7 @@ export type HttpStatus =
   | 415
   | 422
   | 429
+  | 501
   | 503;
 
 export class HttpError extends Error {

@@ -15,4 +15,9 @@ export {
   uuidv7,
 } from "./envelope.ts";
 export { OUTBOX_STATES, type OutboxState } from "./states.ts";
-export { coalescingWaker, type OutboxWaker, setOutboxWaker } from "./wake.ts";
+export {
+  coalescingWaker,
+  type LocalRelays,
+  type OutboxWaker,
+  setOutboxWaker,
+} from "./wake.ts";
