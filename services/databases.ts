@@ -160,11 +160,21 @@ export type ReadAt = <R>(
  * of its service's database, taken in the order `fn` asks: no snapshot
  * spans two databases, so the caller reads a message's later steps after
  * its earlier ones.
+ *
+ * `queues` names, for `at`, a service in each database that holds one of
+ * the bakery's queues: one with a shared database, each sender's in split
+ * mode. What reads the queue reads it once per name, and adds up.
+ * `together` says whether two services share a database, so that one
+ * statement may join their tables.
  */
 export async function readServices<T>(
   sql: Sql,
   tenantId: string,
-  fn: (at: ReadAt) => Promise<T>,
+  fn: (
+    at: ReadAt,
+    queues: readonly string[],
+    together: (a: string, b: string) => boolean,
+  ) => Promise<T>,
 ): Promise<T> {
   const scope = { tenantId };
   if (!isRouted(sql)) {
@@ -172,17 +182,30 @@ export async function readServices<T>(
       sql,
       "console",
       scope,
-      (tx) => fn((_, read) => read(tx.sql)),
+      (tx) => fn((_, read) => read(tx.sql), SENDERS.slice(0, 1), () => true),
       { snapshot: true },
     );
   }
-  return await fn((service, read) =>
-    asService(
-      poolOf(sql, service),
-      "console",
-      scope,
-      (tx) => read(tx.sql),
-      { snapshot: true },
-    )
+  const together = (a: string, b: string) => poolOf(sql, a) === poolOf(sql, b);
+  return await fn(
+    (service, read) =>
+      asService(
+        poolOf(sql, service),
+        "console",
+        scope,
+        (tx) => read(tx.sql),
+        { snapshot: true },
+      ),
+    SENDERS,
+    together,
   );
+}
+
+/**
+ * The pools of the databases that hold the bakery's queues: `sql` itself
+ * with one database, each sender's in split mode. For what lives beside a
+ * queue and is set from the console (pauses, fault switches' copies).
+ */
+export function queuePools(sql: Sql): Sql[] {
+  return [...new Set(SENDERS.map((s) => poolOf(sql, s)))];
 }

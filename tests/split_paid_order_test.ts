@@ -23,6 +23,7 @@ import {
   orderSettles,
   payVia,
   placeOrderVia,
+  signIn,
   testConfig,
 } from "./_app.ts";
 
@@ -62,6 +63,7 @@ Deno.test("split mode: a paid order is applied once by each receiver, in its own
     });
     try {
       const client = new Client(bakery.localUrl, new URL(bakery.url).origin);
+      const { sandboxId } = await signIn(client);
       const { orderId } = await placeOrderVia(client);
       const { paymentId } = await payVia(client, orderId);
       const db = (name: string) => databases.pools.get(name)!;
@@ -126,13 +128,75 @@ Deno.test("split mode: a paid order is applied once by each receiver, in its own
       );
       assert.equal(view.deliveries.length, 10);
       assert.deepEqual(view.kitchenCard, { state: "confirmed", version: 2 });
+      // The console pages that read each service's database.
+      for (
+        const page of ["/console/outbox", "/console/kitchen", "/console/faults"]
+      ) {
+        const response = await client.fetch(page);
+        await response.body?.cancel();
+        assert.equal(response.status, 200, page);
+      }
+      const board = await client.json<{ cards: { orderId: string }[] }>(
+        "GET",
+        "/api/kitchen/board",
+      );
+      assert.deepEqual(board.body.cards.map((c) => c.orderId), [orderId]);
+      const ages = await client.json<{ pending: number }>(
+        "GET",
+        "/api/console/outbox",
+      );
+      assert.equal(ages.body.pending, 0);
+      // The closure joins each queue's deliveries to each receiver's
+      // inbox, in the app: all ten obligations closed, none a mismatch.
+      const closure = await client.json<
+        { totals: Record<string, number> }
+      >("GET", "/api/console/closure");
+      assert.equal(
+        closure.body.totals.closed,
+        10,
+        JSON.stringify(closure.body),
+      );
+      assert.equal(closure.body.totals.mismatch, 0);
+      const cell = await client.json<{ items: { detail: string }[] }>(
+        "GET",
+        "/api/console/closure/rows?subscriber=kitchen&state=closed",
+      );
+      assert.equal(cell.body.items.length, 2);
+      assert.ok(
+        cell.body.items.every((i) => /inbox answered 200/.test(i.detail)),
+      );
+      const alerts = await client.json("GET", "/api/console/alerts");
+      assert.deepEqual(alerts.body, { alerts: [] });
+      // A fault switch and a pause reach every database that needs them:
+      // each sender's, whose relay and consumers read them there.
+      const fault = await client.json("PUT", "/api/console/faults", {
+        queueRefusesSends: true,
+      });
+      assert.equal(fault.status, 200);
+      const pause = await client.json("PUT", "/api/console/receivers/kitchen", {
+        paused: true,
+      });
+      assert.equal(pause.status, 200);
+      for (const name of ["orders", "billing"]) {
+        const [row] = await db(name)<{ faults: number; pauses: number }[]>`
+          select (select count(*)::int from platform.faults
+                   where tenant_id = ${sandboxId} and enabled) as faults,
+                 (select count(*)::int from queue.pauses
+                   where tenant_id = ${sandboxId} and paused) as pauses`;
+        assert.deepEqual({ ...row }, { faults: 1, pauses: 1 }, name);
+      }
+      const paused = await client.json<{ paused: boolean }>(
+        "GET",
+        "/api/console/receivers/kitchen",
+      );
+      assert.equal(paused.body.paused, true);
       // What does not read across databases yet says so, and fails nothing.
       const overview = await client.json("GET", "/api/console/overview");
       assert.equal(overview.status, 501);
       // The console's database holds the visitor's session, and no
       // service's rows.
       const [session] = await databases.main<{ n: number }[]>`
-        select count(*)::int as n from platform.sessions`;
+        select count(*)::int as n from platform.sessions where ended_at is null`;
       assert.equal(session.n, 1);
     } catch (error) {
       // What the bakery logged says which database refused what.

@@ -13,7 +13,7 @@
  */
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
+import { readServices } from "../databases.ts";
 import { SENDERS } from "../routing.ts";
 import { type Alert, alertSchema } from "./contracts.ts";
 
@@ -33,22 +33,19 @@ export interface AlertThresholds {
   ALERT_SUCCESS_MIN_ATTEMPTS: number;
 }
 
-/** Age of the oldest outbox row that is due now, per sender. */
-export async function oldestReadyAges(
+/** Age of the oldest outbox row of `service` that is due now, if any. */
+async function oldestReadyAge(
   sql: TxSql,
+  service: string,
 ): Promise<{ service: string; ageSeconds: number; createdAt: Date }[]> {
-  const out = [];
-  for (const service of SENDERS) {
-    const [r] = await sql<{ oldest: Date | null; age: number | null }[]>`
-      select min(created_at) as oldest,
-             extract(epoch from now() - min(created_at))::float8 as age
-        from ${sql(`${service}.outbox`)}
-       where next_attempt_at <= now()`;
-    if (r.oldest && r.age !== null) {
-      out.push({ service, ageSeconds: r.age, createdAt: r.oldest });
-    }
-  }
-  return out;
+  const [r] = await sql<{ oldest: Date | null; age: number | null }[]>`
+    select min(created_at) as oldest,
+           extract(epoch from now() - min(created_at))::float8 as age
+      from ${sql(`${service}.outbox`)}
+     where next_attempt_at <= now()`;
+  return r.oldest && r.age !== null
+    ? [{ service, ageSeconds: r.age, createdAt: r.oldest }]
+    : [];
 }
 
 /** Success of each subscriber's attempts in the last 15 minutes. */
@@ -60,22 +57,7 @@ export async function successRates(sql: TxSql): Promise<
     firstFailureAt: Date | null;
   }[]
 > {
-  const rows = await sql<
-    {
-      subscriber: string;
-      attempts: number;
-      done: number;
-      first_failure: Date | null;
-    }[]
-  >`
-    select a.subscriber, count(*)::int as attempts,
-           count(*) filter (where a.outcome = 'done')::int as done,
-           min(a.started_at) filter (where a.outcome <> 'done')
-             as first_failure
-      from queue.attempt_log a
-     where a.started_at > now() - ${SUCCESS_WINDOW_MINUTES} * interval '1 minute'
-     group by a.subscriber order by a.subscriber`;
-  return rows.map((r) => ({
+  return (await attemptCounts(sql)).map((r) => ({
     subscriber: r.subscriber,
     attempts: r.attempts,
     rate: r.done / r.attempts,
@@ -83,19 +65,53 @@ export async function successRates(sql: TxSql): Promise<
   }));
 }
 
+interface AttemptCount {
+  subscriber: string;
+  attempts: number;
+  done: number;
+  first_failure: Date | null;
+}
+
+/** Each subscriber's attempts in the window, and how many succeeded. */
+async function attemptCounts(sql: TxSql): Promise<AttemptCount[]> {
+  return await sql<AttemptCount[]>`
+    select a.subscriber, count(*)::int as attempts,
+           count(*) filter (where a.outcome = 'done')::int as done,
+           min(a.started_at) filter (where a.outcome <> 'done')
+             as first_failure
+      from queue.attempt_log a
+     where a.started_at > now() - ${SUCCESS_WINDOW_MINUTES} * interval '1 minute'
+     group by a.subscriber order by a.subscriber`;
+}
+
 /**
  * Dead letters per subscriber, and when the `nth` oldest of them died: the
- * moment the count reached `nth` (null while there are fewer).
+ * moment the count reached `nth` (null while there are fewer). Each queue
+ * gives its own `nth` oldest, and the oldest of them all decide.
  */
 async function deadLetterCounts(sql: TxSql, nth: number) {
-  return await sql<
-    { subscriber: string; n: number; reached: Date | null }[]
-  >`
+  return await sql<{ subscriber: string; n: number; oldest: Date[] }[]>`
     select subscriber, count(*)::int as n,
-           (array_agg(dead_at order by dead_at, id))[${nth}::int] as reached
+           (array_agg(dead_at order by dead_at, id))[1:${nth}::int] as oldest
       from queue.deliveries where state = 'dead'
      group by subscriber order by subscriber`;
 }
+
+/** Sums of rows per subscriber, read from each queue. */
+function bySubscriber<T extends { subscriber: string }>(
+  parts: T[][],
+  add: (a: T, b: T) => T,
+): T[] {
+  const out = new Map<string, T>();
+  for (const row of parts.flat()) {
+    const seen = out.get(row.subscriber);
+    out.set(row.subscriber, seen ? add(seen, row) : row);
+  }
+  return [...out.values()].sort((a, b) => a.subscriber < b.subscriber ? -1 : 1);
+}
+
+const earlier = (a: Date | null, b: Date | null) =>
+  a === null ? b : b === null ? a : a < b ? a : b;
 
 /** The alerts that fire now in one sandbox, by kind and subject. */
 export async function currentAlerts(
@@ -103,19 +119,39 @@ export async function currentAlerts(
   sandboxId: string,
   thresholds: AlertThresholds,
 ): Promise<Alert[]> {
-  return await asService(
+  const nth = thresholds.ALERT_DEAD_LETTERS;
+  return await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    async ({ sql }) => {
-      const [ages, dead, rates] = await Promise.all([
-        oldestReadyAges(sql),
-        deadLetterCounts(sql, thresholds.ALERT_DEAD_LETTERS),
-        successRates(sql),
+    sandboxId,
+    async (at, queues) => {
+      const [ages, deadParts, countParts] = await Promise.all([
+        Promise.all(
+          SENDERS.map((s) => at(s, (sql) => oldestReadyAge(sql, s))),
+        ),
+        Promise.all(
+          queues.map((q) => at(q, (sql) => deadLetterCounts(sql, nth))),
+        ),
+        Promise.all(queues.map((q) => at(q, attemptCounts))),
       ]);
+      const dead = bySubscriber(deadParts, (a, b) => ({
+        subscriber: a.subscriber,
+        n: a.n + b.n,
+        oldest: [...a.oldest, ...b.oldest].sort((x, y) => +x - +y),
+      })).map((d) => ({ ...d, reached: d.oldest[nth - 1] ?? null }));
+      const rates = bySubscriber(countParts, (a, b) => ({
+        subscriber: a.subscriber,
+        attempts: a.attempts + b.attempts,
+        done: a.done + b.done,
+        first_failure: earlier(a.first_failure, b.first_failure),
+      })).map((r) => ({
+        subscriber: r.subscriber,
+        attempts: r.attempts,
+        rate: r.done / r.attempts,
+        firstFailureAt: r.first_failure,
+      }));
       const alerts: Alert[] = [];
       const ageLimit = thresholds.ALERT_OUTBOX_AGE_S;
-      for (const a of ages) {
+      for (const a of ages.flat()) {
         // Judged as shown, to the millisecond: an age of 1.0003 s against a
         // limit of 1 s would read "1 s, over 1 s".
         const value = Math.round(a.ageSeconds * 1000) / 1000;

@@ -1,7 +1,7 @@
 /** The kitchen board: every card of the sandbox, by state. */
 import { z } from "zod";
 import type { Sql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
+import { readServices } from "../databases.ts";
 import { type KitchenCard, kitchenCardSchema } from "./contracts.ts";
 
 interface CardRow {
@@ -20,14 +20,14 @@ export async function kitchenBoard(
   sql: Sql,
   sandboxId: string,
 ): Promise<KitchenCard[]> {
-  const rows = await asService(
+  const rows = await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    ({ sql }) =>
-      sql<CardRow[]>`
+    sandboxId,
+    (at) =>
+      at("kitchen", (sql) =>
+        sql<CardRow[]>`
       select order_id, state, version, items, day::text as day, updated_at
-        from kitchen.cards order by updated_at desc limit 500`,
+        from kitchen.cards order by updated_at desc limit 500`),
   );
   return cardsSchema.parse(rows.map((r) => ({
     orderId: r.order_id,

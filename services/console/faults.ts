@@ -2,6 +2,7 @@
 import type { Sql } from "../../lib/db/connect.ts";
 import { setFault } from "../../lib/faults/mod.ts";
 import { FAULT_NAMES } from "../faults.ts";
+import { queuePools } from "../databases.ts";
 import { type FaultsData, faultsDataSchema } from "./contracts.ts";
 
 /** Every fault switch of the sandbox, on or off (off when never set). */
@@ -17,14 +18,23 @@ export async function readFaults(
   ));
 }
 
-/** Sets the switches in `changes`; answers with all of them. */
+/**
+ * Sets the switches in `changes`; answers with all of them. In split mode
+ * each sender's database keeps a copy, written first, for the relay's
+ * move there, which leaves the tenants with a relay fault to the long way
+ * in the same statement; the console's own copy is written last, and is
+ * the one read.
+ */
 export async function writeFaults(
   sql: Sql,
   sandboxId: string,
   changes: Record<string, boolean>,
 ): Promise<FaultsData> {
-  for (const [name, enabled] of Object.entries(changes)) {
-    await setFault(sql, sandboxId, name, enabled);
+  const copies = new Set([...queuePools(sql), sql]);
+  for (const pool of copies) {
+    for (const [name, enabled] of Object.entries(changes)) {
+      await setFault(pool, sandboxId, name, enabled);
+    }
   }
   return await readFaults(sql, sandboxId);
 }

@@ -7,7 +7,7 @@
  * and listed on their own, since only a command or an operator moves them.
  */
 import type { Sql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
+import { readServices } from "../databases.ts";
 import { SENDERS } from "../routing.ts";
 import { type OutboxAges, outboxAgesSchema } from "./contracts.ts";
 
@@ -71,21 +71,23 @@ export async function outboxAges(
 ): Promise<OutboxAges> {
   const bounds = [...AGE_BUCKETS];
   const buckets = new Array<number>(bounds.length + 1).fill(0);
-  const { groups, oldest, parked } = await asService(
+  const { groups, oldest, parked } = await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    async ({ sql }) => {
+    sandboxId,
+    async (at) => {
       // Per sender three statements, all six sent at once: one scan of the
       // pending rows grouped by type and age bucket (folded per type here),
       // the oldest rows (the outbox holds only what is owed), and the oldest parked
       // rows through the retry index (parked rows are among those that
       // wait: pending, attempted), which a burst of new rows cannot crowd
-      // out of the list as it can out of the oldest.
-      const read = await Promise.all(SENDERS.map((service) => {
-        const table = sql(`${service}.outbox`);
-        return Promise.all([
-          sql<(Group & { b: number })[]>`
+      // out of the list as it can out of the oldest. Each sender's outbox
+      // is read in its own database.
+      const read = await Promise.all(
+        SENDERS.map((service) =>
+          at(service, (sql) => {
+            const table = sql(`${service}.outbox`);
+            return Promise.all([
+              sql<(Group & { b: number })[]>`
           with p as (
             select type, next_attempt_at,
                    date_part('epoch', now() - created_at) as age
@@ -101,7 +103,7 @@ export async function outboxAges(
                  max(age) filter (where next_attempt_at <= now()) as oldest_ready,
                  max(age) as oldest
             from p group by type, b`,
-          sql<Row[]>`
+              sql<Row[]>`
           select ${service}::text as service, message_id, type,
                  envelope->>'aggregateId' as order_id, state,
                  date_part('epoch', now() - created_at) as age,
@@ -109,7 +111,7 @@ export async function outboxAges(
                  next_attempt_at <= now() as ready
             from ${table}
            order by id limit ${limit}`,
-          sql<ParkedRow[]>`
+              sql<ParkedRow[]>`
           select ${service}::text as service, message_id, type,
                  envelope->>'aggregateId' as order_id,
                  date_part('epoch', now() - created_at) as age,
@@ -118,8 +120,10 @@ export async function outboxAges(
            where state = 'pending' and attempts > 0
              and next_attempt_at = 'infinity'
            order by id limit ${limit}`,
-        ]);
-      }));
+            ]);
+          })
+        ),
+      );
       const groups = new Map<string, Group>();
       const later = (a: number | null, b: number | null) =>
         a === null ? b : b === null ? a : Math.max(a, b);
@@ -145,7 +149,6 @@ export async function outboxAges(
         parked: read.flatMap(([, , rows]) => rows),
       };
     },
-    { snapshot: true },
   );
   const sum = (f: (g: Group) => number) => groups.reduce((n, g) => n + f(g), 0);
   const max = (values: (number | null)[]) => {

@@ -1,17 +1,23 @@
 /**
  * The console's pause and resume of a receiver, per sandbox: while paused,
- * its deliveries wait (lib/queue/pauses.ts).
+ * its deliveries wait (lib/queue/pauses.ts), in every queue.
  */
 import type { Sql } from "../../lib/db/connect.ts";
 import { pausedSubscribers, setPaused } from "../../lib/queue/mod.ts";
 import { type SubscriberName, SUBSCRIBERS } from "../routing.ts";
+import { queuePools } from "../databases.ts";
 
 /** Whether each receiver is paused in `sandboxId`, by name. */
 export async function pausedReceivers(
   sql: Sql,
   sandboxId: string,
 ): Promise<Record<SubscriberName, boolean>> {
-  const paused = new Set(await pausedSubscribers(sql, sandboxId));
+  // Each queue holds its own pauses (split mode: each sender's).
+  const paused = new Set(
+    (await Promise.all(
+      queuePools(sql).map((pool) => pausedSubscribers(pool, sandboxId)),
+    )).flat(),
+  );
   return Object.fromEntries(
     SUBSCRIBERS.map((name) => [name, paused.has(name)]),
   ) as Record<SubscriberName, boolean>;
@@ -31,6 +37,10 @@ export async function pauseReceiver(
   paused: boolean,
   actor: string,
 ): Promise<ReceiverPause & { changed: boolean }> {
-  const { changed } = await setPaused(sql, sandboxId, name, paused, actor);
+  let changed = false;
+  for (const pool of queuePools(sql)) {
+    changed = (await setPaused(pool, sandboxId, name, paused, actor)).changed ||
+      changed;
+  }
   return { name, paused, changed };
 }
