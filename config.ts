@@ -148,9 +148,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       } is read only with SERVICE_DATABASES=split`,
     );
   }
-  if (config.SERVICE_DATABASES === "split" && config.QUEUE !== "postgres") {
+  // Split mode names a stream per sender: NATS_STREAM, "_" and the sender.
+  if (
+    config.SERVICE_DATABASES === "split" && config.NATS_STREAM.length > 56
+  ) {
     throw new ConfigError(
-      "SERVICE_DATABASES=split runs on QUEUE=postgres only, for now",
+      "NATS_STREAM must be at most 56 characters with SERVICE_DATABASES=split",
     );
   }
   return config;

@@ -84,6 +84,8 @@ export interface BakeryDeps {
   sql: Sql;
   /** Split mode's databases; `sql` is then the one the workers run in. */
   databases?: ServiceDatabases;
+  /** The JetStream stream, when not NATS_STREAM (split mode: a sender's). */
+  natsStream?: string;
   log: Logger;
   config: Config;
   faults?: FaultReader;
@@ -149,9 +151,10 @@ const RELAY_LEASE_MS = 30_000;
 export async function openBakeryJetStream(
   config: Config,
   log: Logger,
+  stream = config.NATS_STREAM,
 ): Promise<JetStream> {
   return await openJetStream(config.NATS_URL, {
-    names: new StreamNames(config.NATS_STREAM),
+    names: new StreamNames(stream),
     subscribers: SUBSCRIBERS,
     duplicateWindowMs: Math.max(
       120_000,
@@ -193,7 +196,7 @@ export async function openBakeryTransport(
   }
   let stream: JetStream;
   try {
-    stream = await openBakeryJetStream(deps.config, deps.log);
+    stream = await openBakeryJetStream(deps.config, deps.log, deps.natsStream);
   } catch (error) {
     await relaySql?.end({ timeout: 5 });
     throw error;
@@ -288,12 +291,18 @@ export async function startBakeryMessaging(
   };
 }
 
+/** Split mode's JetStream stream of one sender. */
+export function splitStream(stream: string, sender: string): string {
+  return `${stream}_${sender}`;
+}
+
 /** What {@link startBakeryMessaging} returns. */
 export type BakeryMessaging = Awaited<ReturnType<typeof startBakeryMessaging>>;
 
 /**
  * Split mode's workers (services/databases.ts): for each sender, a relay
- * and consumers of its own in its own database, on a queue there. The
+ * and consumers of its own in its own database, on a queue there (over
+ * JetStream: a stream of its own, and the ledger there). The
  * relay's move stays one transaction in that database; the consumers'
  * receivers apply in theirs (the console's pool routes them), and the
  * closure audit reads each inbox where it is. The fault switches are the
@@ -304,11 +313,6 @@ export async function startSplitMessaging(
   databases: ServiceDatabases,
   extra: Parameters<typeof startBakeryMessaging>[1] = {},
 ): Promise<BakeryMessaging> {
-  if (deps.config.QUEUE === "jetstream") {
-    // One stream would serve the ledgers of two databases, and a consumer
-    // could not tell which one a message's delivery is in.
-    throw new Error("split mode runs on the PostgreSQL queue only, for now");
-  }
   const faults = deps.faults ?? pgFaults(deps.sql);
   const started: BakeryMessaging[] = [];
   const stopAll = async () => {
@@ -323,6 +327,9 @@ export async function startSplitMessaging(
         sql,
         url: databases.urls.get(sender)!,
         databases,
+        // Over JetStream, a stream per sender beside its ledger: a consumer
+        // then finishes each delivery in the one database that holds it.
+        natsStream: splitStream(deps.config.NATS_STREAM, sender),
       }, {
         ...extra,
         senders: [sender],

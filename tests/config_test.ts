@@ -173,7 +173,8 @@ Deno.test("config: SERVICE_DATABASES and DATABASE_URL_<SERVICE>", () => {
     /DATABASE_URL_KITCHEN is read only with SERVICE_DATABASES=split/,
   );
   assert.throws(
-    () => parseConfig({ SERVICE_DATABASES: "split", QUEUE: "jetstream" }),
-    /SERVICE_DATABASES=split runs on QUEUE=postgres only/,
+    () =>
+      parseConfig({ SERVICE_DATABASES: "split", NATS_STREAM: "S".repeat(57) }),
+    /NATS_STREAM must be at most 56 characters/,
   );
 });

@@ -13,7 +13,11 @@ import {
   openServiceDatabases,
   type ServiceDatabases,
 } from "../services/databases.ts";
-import { RECEIVERS } from "../services/routing.ts";
+import { RECEIVERS, SENDERS } from "../services/routing.ts";
+import { splitStream } from "../services/mod.ts";
+import { dropStream, natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
+import { connect as connectNats } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { adminUrl, env } from "./_db.ts";
 import { ensureDatabase } from "../kit/postgres/open.ts";
 import {
@@ -41,19 +45,59 @@ async function dropAll(base: string, databases: ServiceDatabases) {
 }
 
 Deno.test("split mode: a paid order is applied once by each receiver, in its own database", async () => {
+  await paidOrderInSplitMode({ QUEUE: "postgres" });
+});
+
+natsTest(
+  "split mode over JetStream: the same, on a stream per sender",
+  async () => {
+    const stream = testStream();
+    try {
+      await paidOrderInSplitMode({
+        QUEUE: "jetstream",
+        NATS_URL: TEST_NATS_URL,
+        NATS_STREAM: stream,
+      }, async () => {
+        // Each sender's deliveries went through its own stream: orders'
+        // nine (OrderPlaced to three, OrderPaid to six), billing's one.
+        const nc = await connectNats({ servers: TEST_NATS_URL });
+        try {
+          const jsm = await jetstreamManager(nc);
+          const held = async (sender: string) =>
+            (await jsm.streams.info(splitStream(stream, sender))).state
+              .messages;
+          assert.deepEqual([await held("orders"), await held("billing")], [
+            9,
+            1,
+          ]);
+        } finally {
+          await nc.close();
+        }
+      });
+    } finally {
+      for (const sender of SENDERS) {
+        await dropStream(
+          splitStream(stream, sender),
+        );
+      }
+    }
+  },
+);
+
+async function paidOrderInSplitMode(
+  transport: Record<string, string>,
+  checkTransport: () => Promise<void> = async () => {},
+) {
   const { logger, lines } = memoryLogger("error");
   const base = withDatabase(
     adminUrl(),
-    `paid_${env("TEST_RUN_ID")}_${Deno.pid}`,
+    `paid_${env("TEST_RUN_ID")}_${Deno.pid}_${transport.QUEUE}`,
   );
   // The server's database the others are named after, as DATABASE_URL
   // names one.
   await ensureDatabase(adminUrl(), new URL(base).pathname.slice(1));
   const databases = await openServiceDatabases(base, logger);
-  const config = testConfig({
-    QUEUE: "postgres",
-    SERVICE_DATABASES: "split",
-  });
+  const config = testConfig({ ...transport, SERVICE_DATABASES: "split" });
   try {
     const bakery = await startBakery({
       config,
@@ -118,6 +162,7 @@ Deno.test("split mode: a paid order is applied once by each receiver, in its own
       // The order's page reads each part where it is, and tells the same
       // story as with one database.
       const view = await orderSettles(client, orderId, "paid");
+      await checkTransport();
       assert.deepEqual(
         view.messages.map((m) => [m.service, m.eventType, m.state]),
         [
@@ -209,4 +254,4 @@ Deno.test("split mode: a paid order is applied once by each receiver, in its own
     await dropAll(base, databases);
     await Deno.remove(config.DATA_DIR, { recursive: true }).catch(() => {});
   }
-});
+}
