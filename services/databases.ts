@@ -34,6 +34,8 @@ export interface ServiceDatabase {
    * core's `platform` schema.
    */
   ownSchema: boolean;
+  /** Where it holds a queue: the slot its delivery ids come from. */
+  queueSlot?: number;
 }
 
 const sender = (name: string): ServiceDatabase => ({
@@ -47,8 +49,7 @@ const receiver = (name: string): ServiceDatabase => ({
   ownSchema: true,
 });
 
-/** Every database of split mode, in the order they are made. */
-export const SPLIT_DATABASES: readonly ServiceDatabase[] = [
+const LAYOUT: readonly ServiceDatabase[] = [
   { name: "console", parts: [], ownSchema: false },
   // Orders sends, and receives PaymentSucceeded from billing.
   { ...sender("orders"), parts: ["outbox", "inbox", "queue"] },
@@ -59,6 +60,30 @@ export const SPLIT_DATABASES: readonly ServiceDatabase[] = [
   // The queue lab publishes its own jobs, to a queue beside the printer.
   { ...receiver("lab_printer"), parts: ["inbox", "queue"] },
 ];
+
+/** How many queues split mode's delivery ids can tell apart. */
+export const QUEUE_SLOTS = 8;
+
+/**
+ * Every database of split mode, in the order they are made. Those with a
+ * queue have a slot each, in this order: the bakery's senders first, as
+ * SENDERS lists them.
+ */
+export const SPLIT_DATABASES: readonly ServiceDatabase[] = (() => {
+  let slot = 0;
+  return LAYOUT.map((db) =>
+    db.parts.includes("queue") ? { ...db, queueSlot: ++slot } : db
+  );
+})();
+
+/**
+ * The service whose database holds delivery `id`'s queue, in split mode:
+ * ids step by {@link QUEUE_SLOTS} from their queue's slot.
+ */
+export function queueOfDelivery(id: number): string | undefined {
+  const slot = ((id - 1) % QUEUE_SLOTS) + 1;
+  return SPLIT_DATABASES.find((db) => db.queueSlot === slot)?.name;
+}
 
 /**
  * Where each service's database is: the URL `moved` gives for it (from

@@ -11,6 +11,8 @@ import { ensureDatabase } from "../kit/postgres/open.ts";
 import { migrateServiceDatabase } from "../kit/postgres/migrate.ts";
 import { dumpSchema } from "../kit/postgres/schema_dump.ts";
 import {
+  QUEUE_SLOTS,
+  queueOfDelivery,
   type ServiceDatabase,
   serviceDatabaseUrls,
   SPLIT_DATABASES,
@@ -163,11 +165,20 @@ Deno.test("split mode: a service's schema is the one it has in the shared databa
           ...db.ownSchema ? [db.name] : [],
           ...db.parts.includes("queue") ? ["queue"] : [],
         ];
+        // A queue's delivery ids step by 8 from its slot; the rest of the
+        // queue's schema is the shared one's.
+        const ids = /^CREATE SEQUENCE queue\.deliveries_id_seq .*$/m;
         for (const schema of schemas) {
           assert.deepEqual(
-            statementsOf(own, schema),
-            statementsOf(whole, schema),
+            statementsOf(own, schema).filter((s) => !ids.test(s)),
+            statementsOf(whole, schema).filter((s) => !ids.test(s)),
             `${db.name}: schema ${schema}`,
+          );
+        }
+        if (db.queueSlot !== undefined) {
+          assert.match(
+            own.match(ids)?.[0] ?? "",
+            new RegExp(` START ${db.queueSlot} INCREMENT ${QUEUE_SLOTS} `),
           );
         }
       });
@@ -189,4 +200,30 @@ Deno.test("split mode: DATABASE_URL_<SERVICE> moves one service elsewhere", () =
     "postgres://app@db.internal:5432/bakery_orders",
   );
   assert.deepEqual([...urls.keys()], SPLIT_DATABASES.map((d) => d.name));
+});
+
+Deno.test("split mode: a delivery's id names its queue", async () => {
+  await withSplitDatabases(async (urls) => {
+    const made: [string, number][] = [];
+    for (const db of SPLIT_DATABASES.filter((d) => d.queueSlot)) {
+      const sql = connect(urls.get(db.name)!, { max: 1 });
+      try {
+        // Three ids drawn as the queue draws them.
+        for (let i = 0; i < 3; i++) {
+          const [row] = await sql<{ id: string }[]>`
+            select nextval(pg_get_serial_sequence('queue.deliveries', 'id'))
+              as id`;
+          made.push([db.name, Number(row.id)]);
+        }
+      } finally {
+        await sql.end();
+      }
+    }
+    assert.equal(new Set(made.map(([, id]) => id)).size, made.length);
+    for (const [name, id] of made) assert.equal(queueOfDelivery(id), name);
+    assert.deepEqual(
+      made.filter(([name]) => name === "orders").map(([, id]) => id),
+      [1, 9, 17],
+    );
+  });
 });

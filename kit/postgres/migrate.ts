@@ -143,6 +143,11 @@ export interface SplitDatabase {
   name: string;
   parts: readonly MessagingPart[];
   ownSchema: boolean;
+  /**
+   * Where it holds a queue: its slot, 1 to 8, which its delivery ids
+   * start from and step by 8 (`split/queue/0002_delivery_ids.sql`).
+   */
+  queueSlot?: number;
 }
 
 /**
@@ -170,7 +175,10 @@ export async function migrateServiceDatabase(
   const folders = [...db.parts.includes("queue") ? ["queue"] : [], db.name];
   for (const folder of folders) {
     const found = await readMigrations(new URL(`${folder}/`, SPLIT_DIR));
-    files.push(...found.map((f) => ({ ...f, name: `${folder}/${f.name}` })));
+    files.push(...found.map((f) => ({
+      name: `${folder}/${f.name}`,
+      sql: f.sql.replaceAll("{{queue_slot}}", String(db.queueSlot ?? 1)),
+    })));
   }
   return [...core, ...await applyMigrations(sql, log, HISTORY, files)];
 }
