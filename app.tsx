@@ -102,8 +102,17 @@ const NOT_SPLIT_YET =
   /^\/(console|labs|how-it-works|metrics|api\/(console|kitchen|labs|how-it-works))(\/|$)/;
 
 /** What of those reads each service's database already. */
-const SPLIT_READY =
-  /^\/(console\/(outbox|kitchen|faults|closure|closure\/rows)|api\/(console\/(outbox|faults|alerts|closure|closure\/rows|receivers\/[a-z]+)|kitchen\/board))$/;
+const SPLIT_READY = new RegExp(
+  "^/(" + [
+    "console/(outbox|kitchen|faults|closure|closure/rows)",
+    "console/deliveries(/\\d+)?",
+    "api/kitchen/board",
+    "api/console/(outbox|faults|alerts|closure|closure/rows)",
+    "api/console/receivers/[a-z]+",
+    "api/console/deliveries(/\\d+)?",
+    "api/console/dead-letters(/redrive|/refuse|/\\d+/(redrive|refuse))?",
+  ].join("|") + ")$",
+);
 
 /** Paths that need no session lookup: files and probes. */
 const STATELESS = /^\/(static\/|health$|metrics$)/;

@@ -235,6 +235,55 @@ async function paidOrderInSplitMode(
         "/api/console/receivers/kitchen",
       );
       assert.equal(paused.body.paused, true);
+      // The seed's walk-through: the kitchen refuses, its deliveries of a
+      // second order die, the operator redrives them from the console.
+      await client.json("PUT", "/api/console/receivers/kitchen", {
+        paused: false,
+      });
+      await client.json("PUT", "/api/console/faults", {
+        queueRefusesSends: false,
+        kitchenRefuses: true,
+      });
+      const second = await placeOrderVia(client);
+      await payVia(client, second.orderId);
+      type Dead = { id: number; eventType: string; subscriber: string };
+      let dead: Dead[] = [];
+      await eventually("the kitchen's two dead letters", async () => {
+        dead = (await client.json<{ items: Dead[] }>(
+          "GET",
+          "/api/console/dead-letters",
+        )).body.items;
+        return dead.length === 2;
+      }, 15_000);
+      assert.deepEqual(
+        dead.map((d) => [d.subscriber, d.eventType]).sort(),
+        [["kitchen", "OrderPaid"], ["kitchen", "OrderPlaced"]],
+      );
+      const detail = await client.json<{ attempts: unknown[] }>(
+        "GET",
+        `/api/console/deliveries/${dead[0].id}`,
+      );
+      assert.equal(detail.status, 200);
+      assert.equal(detail.body.attempts.length, 4);
+      await client.json("PUT", "/api/console/faults", {
+        kitchenRefuses: false,
+      });
+      const redrive = await client.json<{ count: number }>(
+        "POST",
+        "/api/console/dead-letters/redrive",
+        { subscriber: "kitchen" },
+      );
+      assert.deepEqual([redrive.status, redrive.body.count], [202, 2]);
+      await eventually("the redriven card", async () => {
+        const [card] = await db("kitchen")`
+          select state from kitchen.cards where order_id = ${second.orderId}`;
+        return card?.state === "confirmed";
+      }, 15_000);
+      const counts = await client.json<{ counts: Record<string, number> }>(
+        "GET",
+        "/api/console/deliveries",
+      );
+      assert.equal(counts.body.counts.dead, 0);
       // What does not read across databases yet says so, and fails nothing.
       const overview = await client.json("GET", "/api/console/overview");
       assert.equal(overview.status, 501);

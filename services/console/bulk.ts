@@ -6,7 +6,9 @@
  * operator's rate; and every action leaves its row in the operator log.
  */
 import type { Sql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
+import { asService, isRouted, poolOf } from "../../lib/db/service.ts";
+import { queueOfDelivery } from "../databases.ts";
+import { SENDERS } from "../routing.ts";
 import {
   type DeadLetterFilter,
   matchDeadLetters,
@@ -69,7 +71,26 @@ export class BeyondReplayHorizon extends Error {
   }
 }
 
-/** Runs (or counts) one operator action on the matching dead letters. */
+/**
+ * More than {@link JOB_THRESHOLD} dead letters at once where no job loop
+ * runs (split mode, for now).
+ */
+export class NoJobs extends Error {
+  override name = "NoJobs";
+  constructor(readonly count: number) {
+    super(
+      `${count} dead letters match: more than ${JOB_THRESHOLD} at once run as a job, and SERVICE_DATABASES=split runs no jobs yet; narrow the filter`,
+    );
+  }
+}
+
+/**
+ * Runs (or counts) one operator action on the matching dead letters. In
+ * split mode each queue is acted on in its own database: the dead letters
+ * a filter names by id in the queue each id belongs to, the others in
+ * every queue. A dry run across them all comes first, so that a refusal
+ * (beyond the replay horizon, too many at once) changes nothing anywhere.
+ */
 export async function bulkAction(
   sql: Sql,
   ctx: BulkContext,
@@ -78,6 +99,45 @@ export async function bulkAction(
   if (req.action === "refuse" && !req.reason?.trim()) {
     throw new TypeError("a refusal needs a reason");
   }
+  if (!isRouted(sql)) return await bulkActionIn(sql, ctx, req);
+  const parts = SENDERS.map((sender) => ({
+    pool: poolOf(sql, sender),
+    filter: req.filter.ids === undefined ? req.filter : {
+      ...req.filter,
+      ids: req.filter.ids.filter((id) => queueOfDelivery(id) === sender),
+    },
+  })).filter((p) => p.filter.ids === undefined || p.filter.ids.length > 0);
+  const counted: BulkResult[] = [];
+  for (const { pool, filter } of parts) {
+    counted.push(
+      await bulkActionIn(pool, ctx, { ...req, filter, dryRun: true }),
+    );
+  }
+  const total = (key: "count" | "beyondReplayHorizon") =>
+    counted.reduce((n, c) => n + (c.kind === "dryRun" ? c[key] : 0), 0);
+  const count = total("count");
+  if (req.dryRun) {
+    return {
+      kind: "dryRun",
+      count,
+      beyondReplayHorizon: total("beyondReplayHorizon"),
+    };
+  }
+  if (count > JOB_THRESHOLD) throw new NoJobs(count);
+  const ids: number[] = [];
+  for (const { pool, filter } of parts) {
+    const done = await bulkActionIn(pool, ctx, { ...req, filter });
+    if (done.kind === "now") ids.push(...done.ids);
+  }
+  return { kind: "now", ids };
+}
+
+/** {@link bulkAction} on the queue in the database of `sql`. */
+async function bulkActionIn(
+  sql: Sql,
+  ctx: BulkContext,
+  req: BulkRequest,
+): Promise<BulkResult> {
   const { sandboxId, actor } = ctx;
   return await asService(
     sql,

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
+import { queueOfDelivery, readServices } from "../databases.ts";
 import { beyond, type DeliveryState } from "../../lib/queue/mod.ts";
 import {
   type DeadLetterSummary,
@@ -97,64 +98,85 @@ export async function listDeliveries(
   f: DeliveryFilter = {},
 ): Promise<DeliveryItem[]> {
   const limit = Math.min(f.limit ?? 200, 1000);
-  const history = f.state === undefined || f.state === "done";
-  const rows = await asService(
-    sql,
-    "console",
-    { tenantId: sandboxId },
-    ({ sql }) =>
-      sql<DeliveryRow[]>`
-      select d.*${
-        f.horizonDays === undefined
-          ? sql``
-          : sql`, ${beyond(sql, f.horizonDays, "d")} as beyond_horizon`
-      } from queue.deliveries d
-      ${
-        history
-          ? sql`join queue.messages m on m.message_id = d.message_id
-               where m.tenant_id = ${sandboxId}`
-          : sql`where true`
-      }
-       ${
-        f.state === "retrying"
-          ? sql`and d.state = 'pending' and d.attempts > 0`
-          : f.state
-          ? sql`and d.state = ${f.state}`
-          : sql``
-      }
-       ${f.subscriber ? sql`and d.subscriber = ${f.subscriber}` : sql``}
-       ${f.eventType ? sql`and d.type = ${f.eventType}` : sql``}
-       ${
-        f.group
-          ? sql`and queue.failure_group(d.subscriber, d.type, d.last_error) = ${f.group}`
-          : sql``
-      }
-       ${
-        f.orderId
-          ? sql`and d.message_id in (select message_id from queue.messages
-                                    where aggregate_id = ${f.orderId})`
-          : sql``
-      }
-       ${
-        f.since
-          ? sql`and coalesce(d.dead_at, d.created_at) >= ${f.since}`
-          : sql``
-      }
-       ${
-        f.until
-          ? sql`and coalesce(d.dead_at, d.created_at) < ${f.until}`
-          : sql``
-      }
-       ${
-        f.state === "dead"
-          ? sql`order by d.dead_at, d.id`
-          : history
-          ? sql`order by m.published_at desc, d.id desc`
-          : sql`order by d.id desc`
-      }
-       limit ${limit}`,
-  );
+  const dead = f.state === "dead";
+  // Each queue's first `limit`, merged in the same order (split mode: one
+  // queue per sender, each in its own database).
+  const rows = await readServices(sql, sandboxId, async (at, queues) => {
+    const parts = [];
+    for (const queue of queues) {
+      parts.push(
+        ...await at(queue, (sql) => deliveriesIn(sql, sandboxId, f, limit)),
+      );
+    }
+    if (queues.length > 1) {
+      parts.sort((a, b) =>
+        dead
+          ? +a.merge_at - +b.merge_at || Number(a.id) - Number(b.id)
+          : +b.merge_at - +a.merge_at || Number(b.id) - Number(a.id)
+      );
+    }
+    return parts.slice(0, limit);
+  });
   return itemsSchema.parse(rows.map(item));
+}
+
+/** One queue's part of the list, ordered as the list is. */
+function deliveriesIn(
+  sql: TxSql,
+  sandboxId: string,
+  f: DeliveryFilter,
+  limit: number,
+) {
+  const history = f.state === undefined || f.state === "done";
+  const dead = f.state === "dead";
+  return sql<(DeliveryRow & { merge_at: Date })[]>`
+    select d.*, ${
+    dead ? sql`d.dead_at` : history ? sql`m.published_at` : sql`d.created_at`
+  } as merge_at${
+    f.horizonDays === undefined
+      ? sql``
+      : sql`, ${beyond(sql, f.horizonDays, "d")} as beyond_horizon`
+  } from queue.deliveries d
+    ${
+    history
+      ? sql`join queue.messages m on m.message_id = d.message_id
+             where m.tenant_id = ${sandboxId}`
+      : sql`where true`
+  }
+     ${
+    f.state === "retrying"
+      ? sql`and d.state = 'pending' and d.attempts > 0`
+      : f.state
+      ? sql`and d.state = ${f.state}`
+      : sql``
+  }
+     ${f.subscriber ? sql`and d.subscriber = ${f.subscriber}` : sql``}
+     ${f.eventType ? sql`and d.type = ${f.eventType}` : sql``}
+     ${
+    f.group
+      ? sql`and queue.failure_group(d.subscriber, d.type, d.last_error) = ${f.group}`
+      : sql``
+  }
+     ${
+    f.orderId
+      ? sql`and d.message_id in (select message_id from queue.messages
+                                  where aggregate_id = ${f.orderId})`
+      : sql``
+  }
+     ${
+    f.since ? sql`and coalesce(d.dead_at, d.created_at) >= ${f.since}` : sql``
+  }
+     ${
+    f.until ? sql`and coalesce(d.dead_at, d.created_at) < ${f.until}` : sql``
+  }
+     ${
+    f.state === "dead"
+      ? sql`order by d.dead_at, d.id`
+      : history
+      ? sql`order by m.published_at desc, d.id desc`
+      : sql`order by d.id desc`
+  }
+     limit ${limit}`;
 }
 
 /** A count of deliveries in one state to one subscriber. */
@@ -200,11 +222,11 @@ export async function deliveryCounts(
   sql: Sql,
   sandboxId: string,
 ): Promise<DeliveryCounts> {
-  const rows = await asService(
+  const rows = await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    ({ sql }) => tallyDeliveries(sql),
+    sandboxId,
+    async (at, queues) =>
+      (await Promise.all(queues.map((q) => at(q, tallyDeliveries)))).flat(),
   );
   const counts: Record<string, number> = {
     pending: 0,
@@ -227,82 +249,85 @@ export async function deliveryDetail(
   sandboxId: string,
   id: number,
 ): Promise<DeliveryDetailData | null> {
-  return await asService(
+  // In split mode the id names its queue (services/databases.ts).
+  return await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    async ({ sql }) => {
-      const [d] = await sql<
-        DeliveryRow[]
-      >`select * from queue.deliveries where id = ${id}`;
-      if (!d) return null;
-      // A first-try success has no attempt row: the log derives it.
-      const attempts = await sql<{
-        attempt: number;
-        started_at: Date;
-        duration_ms: number;
-        status: number | null;
-        outcome: string;
-        error: string | null;
-      }[]>`
+    sandboxId,
+    (at, queues) =>
+      at(queueOfDelivery(id) ?? queues[0], async (sql) => {
+        const [d] = await sql<
+          DeliveryRow[]
+        >`select * from queue.deliveries where id = ${id}`;
+        if (!d) return null;
+        // A first-try success has no attempt row: the log derives it.
+        const attempts = await sql<{
+          attempt: number;
+          started_at: Date;
+          duration_ms: number;
+          status: number | null;
+          outcome: string;
+          error: string | null;
+        }[]>`
       select attempt, started_at, duration_ms, status, outcome, error
         from queue.attempt_log where delivery_id = ${id}
        order by attempt, started_at`;
-      const actions = await sql<{
-        action: string;
-        actor: string;
-        reason: string | null;
-        at: Date;
-      }[]>`
+        const actions = await sql<{
+          action: string;
+          actor: string;
+          reason: string | null;
+          at: Date;
+        }[]>`
       select action, actor, reason, at from queue.actions
        where delivery_id = ${id} order by id`;
-      const [message] = await sql<{ envelope: unknown }[]>`
+        const [message] = await sql<{ envelope: unknown }[]>`
       select envelope from queue.messages where message_id = ${d.message_id}`;
-      // The supersede link, either way: this dead letter's corrected copy, or
-      // the dead letter this delivery's message corrects.
-      const [by] = await sql<{
-        message_id: string;
-        actor: string;
-        reason: string;
-        at: Date;
-        delivery_id: string | null;
-      }[]>`
+        // The supersede link, either way: this dead letter's corrected copy, or
+        // the dead letter this delivery's message corrects.
+        const [by] = await sql<{
+          message_id: string;
+          actor: string;
+          reason: string;
+          at: Date;
+          delivery_id: string | null;
+        }[]>`
       select s.message_id, s.actor, s.reason, s.at,
              (select min(c.id) from queue.deliveries c
                where c.message_id = s.message_id) as delivery_id
         from queue.supersessions s where s.delivery_id = ${id}`;
-      const [of] = await sql<{ delivery_id: string }[]>`
+        const [of] = await sql<{ delivery_id: string }[]>`
       select delivery_id from queue.supersessions
        where message_id = ${d.message_id}`;
-      return deliveryDetailDataSchema.parse({
-        delivery: item(d),
-        envelope: message?.envelope ?? null,
-        supersededBy: by
-          ? {
-            messageId: by.message_id,
-            deliveryId: by.delivery_id === null ? null : Number(by.delivery_id),
-            actor: by.actor,
-            reason: by.reason,
-            at: by.at.toISOString(),
-          }
-          : null,
-        supersedes: of ? Number(of.delivery_id) : null,
-        attempts: attempts.map((a) => ({
-          attempt: a.attempt,
-          startedAt: a.started_at.toISOString(),
-          durationMs: a.duration_ms,
-          status: a.status,
-          outcome: a.outcome,
-          error: a.error,
-        })),
-        actions: actions.map((a) => ({
-          action: a.action,
-          actor: a.actor,
-          reason: a.reason,
-          at: a.at.toISOString(),
-        })),
-      });
-    },
+        return deliveryDetailDataSchema.parse({
+          delivery: item(d),
+          envelope: message?.envelope ?? null,
+          supersededBy: by
+            ? {
+              messageId: by.message_id,
+              deliveryId: by.delivery_id === null
+                ? null
+                : Number(by.delivery_id),
+              actor: by.actor,
+              reason: by.reason,
+              at: by.at.toISOString(),
+            }
+            : null,
+          supersedes: of ? Number(of.delivery_id) : null,
+          attempts: attempts.map((a) => ({
+            attempt: a.attempt,
+            startedAt: a.started_at.toISOString(),
+            durationMs: a.duration_ms,
+            status: a.status,
+            outcome: a.outcome,
+            error: a.error,
+          })),
+          actions: actions.map((a) => ({
+            action: a.action,
+            actor: a.actor,
+            reason: a.reason,
+            at: a.at.toISOString(),
+          })),
+        });
+      }),
   );
 }
 
@@ -314,15 +339,29 @@ export async function deadLettersBySubscriber(
   sql: Sql,
   sandboxId: string,
 ): Promise<DeadLetterSummary[]> {
-  const rows = await asService(
+  const parts = await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    ({ sql }) =>
-      sql<{ subscriber: string; n: number; oldest: Date }[]>`
-      select subscriber, count(*)::int as n, min(dead_at) as oldest
-        from queue.deliveries where state = 'dead' group by subscriber order by subscriber`,
+    sandboxId,
+    (at, queues) =>
+      Promise.all(
+        queues.map((q) =>
+          at(q, (sql) =>
+            sql<{ subscriber: string; n: number; oldest: Date }[]>`
+        select subscriber, count(*)::int as n, min(dead_at) as oldest
+          from queue.deliveries where state = 'dead' group by subscriber`)
+        ),
+      ),
   );
+  const bySubscriber = new Map<string, { n: number; oldest: Date }>();
+  for (const r of parts.flat()) {
+    const seen = bySubscriber.get(r.subscriber);
+    bySubscriber.set(r.subscriber, {
+      n: (seen?.n ?? 0) + r.n,
+      oldest: seen && seen.oldest < r.oldest ? seen.oldest : r.oldest,
+    });
+  }
+  const rows = [...bySubscriber].sort(([a], [b]) => a < b ? -1 : 1)
+    .map(([subscriber, r]) => ({ subscriber, ...r }));
   return summariesSchema.parse(rows.map((r) => ({
     subscriber: r.subscriber,
     count: r.n,
