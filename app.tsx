@@ -104,11 +104,15 @@ const NOT_SPLIT_YET =
 /** What of those reads each service's database already. */
 const SPLIT_READY = new RegExp(
   "^/(" + [
-    "console/(outbox|kitchen|faults|closure|closure/rows)",
+    "console",
+    "console/(outbox|kitchen|faults|closure|closure/rows|receivers)",
+    "console/(dead-letters|order-violations)",
     "console/deliveries(/\\d+)?",
     "api/kitchen/board",
-    "api/console/(outbox|faults|alerts|closure|closure/rows)",
+    "api/console/(overview|outbox|faults|alerts|closure|closure/rows)",
+    "api/console/(receivers|failure-groups|order-violations)",
     "api/console/receivers/[a-z]+",
+    "api/console/checkout-events(/[^/]+/send-again)?",
     "api/console/deliveries(/\\d+)?",
     "api/console/dead-letters(/redrive|/refuse|/\\d+/(redrive|refuse))?",
   ].join("|") + ")$",

@@ -234,3 +234,21 @@ export async function readServices<T>(
 export function queuePools(sql: Sql): Sql[] {
   return [...new Set(SENDERS.map((s) => poolOf(sql, s)))];
 }
+
+/**
+ * `services` in groups that share a database, as `together` says: one
+ * group with one database, one service each in split mode. A read can
+ * then join a group's tables in one statement.
+ */
+export function sharingDatabases(
+  services: readonly string[],
+  together: (a: string, b: string) => boolean,
+): string[][] {
+  const groups: string[][] = [];
+  for (const service of services) {
+    const group = groups.find((g) => together(g[0], service));
+    if (group) group.push(service);
+    else groups.push([service]);
+  }
+  return groups;
+}

@@ -259,6 +259,30 @@ async function paidOrderInSplitMode(
         dead.map((d) => [d.subscriber, d.eventType]).sort(),
         [["kitchen", "OrderPaid"], ["kitchen", "OrderPlaced"]],
       );
+      const overview = await client.json<
+        { deadLetters: { subscriber: string; count: number }[] }
+      >("GET", "/api/console/overview");
+      assert.deepEqual(
+        overview.body.deadLetters.map((d) => [d.subscriber, d.count]),
+        [["kitchen", 2]],
+      );
+      const groups = await client.json<{ groups: { count: number }[] }>(
+        "GET",
+        "/api/console/failure-groups",
+      );
+      assert.equal(groups.body.groups.reduce((n, g) => n + g.count, 0), 2);
+      for (
+        const page of [
+          "/console",
+          "/console/dead-letters",
+          "/console/receivers",
+          "/console/order-violations",
+        ]
+      ) {
+        const response = await client.fetch(page);
+        await response.body?.cancel();
+        assert.equal(response.status, 200, page);
+      }
       const detail = await client.json<{ attempts: unknown[] }>(
         "GET",
         `/api/console/deliveries/${dead[0].id}`,
@@ -285,8 +309,8 @@ async function paidOrderInSplitMode(
       );
       assert.equal(counts.body.counts.dead, 0);
       // What does not read across databases yet says so, and fails nothing.
-      const overview = await client.json("GET", "/api/console/overview");
-      assert.equal(overview.status, 501);
+      const search = await client.json("GET", "/api/console/search?q=x");
+      assert.equal(search.status, 501);
       // The console's database holds the visitor's session, and no
       // service's rows.
       const [session] = await databases.main<{ n: number }[]>`

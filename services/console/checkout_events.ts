@@ -6,6 +6,7 @@
  */
 import type { Sql } from "../../lib/db/connect.ts";
 import { asService } from "../../lib/db/service.ts";
+import { readServices } from "../databases.ts";
 import { type CheckoutEvents, checkoutEventsSchema } from "./contracts.ts";
 
 /** Up to `limit` such events of one sandbox, oldest first. */
@@ -14,23 +15,23 @@ export async function undeliveredCheckoutEvents(
   sandboxId: string,
   limit = 50,
 ): Promise<CheckoutEvents> {
-  const rows = await asService(
+  const rows = await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    ({ sql }) =>
-      sql<{
-        event_id: string;
-        payment_id: string;
-        order_id: string | null;
-        state: "pending" | "gave_up";
-        attempts: number;
-        last_status: number | null;
-        last_error: string | null;
-        created_at: Date;
-        next_attempt_at: Date | null;
-        total: number;
-      }[]>`
+    sandboxId,
+    (at) =>
+      at("billing", (sql) =>
+        sql<{
+          event_id: string;
+          payment_id: string;
+          order_id: string | null;
+          state: "pending" | "gave_up";
+          attempts: number;
+          last_status: number | null;
+          last_error: string | null;
+          created_at: Date;
+          next_attempt_at: Date | null;
+          total: number;
+        }[]>`
       select e.event_id, e.payment_id, p.order_id, e.state, e.attempts,
              e.last_status, e.last_error, e.created_at,
              case when e.state = 'pending' then e.next_attempt_at end
@@ -40,7 +41,7 @@ export async function undeliveredCheckoutEvents(
         left join billing.payments p on p.id = e.payment_id
        where e.state = 'gave_up' or (e.state = 'pending' and e.attempts > 0)
        order by e.created_at
-       limit ${limit}`,
+       limit ${limit}`),
   );
   return checkoutEventsSchema.parse({
     total: rows[0]?.total ?? 0,

@@ -5,7 +5,6 @@
  */
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
 import { queueOfDelivery, readServices } from "../databases.ts";
 import { beyond, type DeliveryState } from "../../lib/queue/mod.ts";
 import {
@@ -375,27 +374,53 @@ export async function receiverHealth(
   sandboxId: string,
   minutes = 15,
 ): Promise<ReceiverHealth[]> {
-  const rows = await asService(
+  type Health = {
+    subscriber: string;
+    total: number;
+    ok: number;
+    last_error: string | null;
+    last_at: Date;
+    last_error_at: Date | null;
+  };
+  const parts = await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    ({ sql }) =>
-      sql<
-        {
-          subscriber: string;
-          total: number;
-          ok: number;
-          last_error: string | null;
-          last_at: Date;
-        }[]
-      >`
-      select a.subscriber, count(*)::int as total,
-             count(*) filter (where a.outcome = 'done')::int as ok,
-             (array_agg(a.error order by a.id desc) filter (where a.error is not null))[1] as last_error,
-             max(a.started_at) as last_at
-        from queue.attempt_log a
-       where a.started_at > now() - ${minutes} * interval '1 minute'
-       group by a.subscriber order by a.subscriber`,
+    sandboxId,
+    (at, queues) =>
+      Promise.all(queues.map((q) =>
+        at(q, (sql) =>
+          sql<Health[]>`
+        select a.subscriber, count(*)::int as total,
+               count(*) filter (where a.outcome = 'done')::int as ok,
+               (array_agg(a.error order by a.id desc) filter (where a.error is not null))[1] as last_error,
+               max(a.started_at) as last_at,
+               max(a.started_at) filter (where a.error is not null)
+                 as last_error_at
+          from queue.attempt_log a
+         where a.started_at > now() - ${minutes} * interval '1 minute'
+         group by a.subscriber order by a.subscriber`)
+      )),
+  );
+  // Each queue's attempts added up; the last error is the newest of them.
+  const merged = new Map<string, Health>();
+  for (const r of parts.flat()) {
+    const seen = merged.get(r.subscriber);
+    if (!seen) {
+      merged.set(r.subscriber, { ...r });
+      continue;
+    }
+    seen.total += r.total;
+    seen.ok += r.ok;
+    if (r.last_at > seen.last_at) seen.last_at = r.last_at;
+    if (
+      r.last_error_at &&
+      (!seen.last_error_at || r.last_error_at > seen.last_error_at)
+    ) {
+      seen.last_error = r.last_error;
+      seen.last_error_at = r.last_error_at;
+    }
+  }
+  const rows = [...merged.values()].sort((a, b) =>
+    a.subscriber < b.subscriber ? -1 : 1
   );
   return healthSchema.parse(rows.map((r) => ({
     subscriber: r.subscriber,

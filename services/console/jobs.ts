@@ -9,6 +9,7 @@
  * `done` counter is written in the transaction that acts on its rows).
  */
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
+import { readServices } from "../databases.ts";
 import { asService } from "../../lib/db/service.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import { uuidv7 } from "../../lib/outbox/envelope.ts";
@@ -94,23 +95,30 @@ export async function readJob(
   return row ? view(row) : null;
 }
 
-/** The sandbox's running jobs and the last few finished, newest first. */
+/**
+ * The sandbox's running jobs and the last few finished, newest first: in
+ * split mode, those beside each queue.
+ */
 export async function listJobs(
   sql: Sql,
   sandboxId: string,
 ): Promise<JobView[]> {
-  const rows = await asService(
+  const parts = await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    ({ sql }) =>
-      sql`
-      (select ${COLUMNS(sql)} from queue.bulk_jobs where state = 'running')
-      union all
-      (select ${COLUMNS(sql)} from queue.bulk_jobs where state <> 'running'
-        order by finished_at desc limit 5)
-      order by created_at desc`,
+    sandboxId,
+    (at, queues) =>
+      Promise.all(queues.map((q) =>
+        at(q, (sql) =>
+          sql`
+        (select ${COLUMNS(sql)} from queue.bulk_jobs where state = 'running')
+        union all
+        (select ${COLUMNS(sql)} from queue.bulk_jobs where state <> 'running'
+          order by finished_at desc limit 5)
+        order by created_at desc`)
+      )),
   );
+  const rows = parts.flat();
+  if (parts.length > 1) rows.sort((a, b) => +b.created_at - +a.created_at);
   return rows.map(view);
 }
 

@@ -14,21 +14,28 @@ import { refundsDue } from "./refunds.ts";
 import { undeliveredCheckoutEvents } from "./checkout_events.ts";
 import { receiverStats } from "./receivers.ts";
 import { orderViolations } from "./violations.ts";
-import { asService } from "../../lib/db/service.ts";
+import { readServices } from "../databases.ts";
 
 /** Deliveries of a sandbox the broker lost, sent again from the ledger. */
 async function republished(sql: Sql, sandboxId: string) {
-  const [row] = await asService(
+  const rows = await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    ({ sql }) =>
-      sql<{ deliveries: number; copies: number }[]>`
-      select count(*)::int as deliveries,
-             coalesce(sum(republishes), 0)::int as copies
-        from queue.deliveries where republishes > 0`,
+    sandboxId,
+    (at, queues) =>
+      Promise.all(
+        queues.map((q) =>
+          at(q, async (sql) =>
+            (await sql<{ deliveries: number; copies: number }[]>`
+        select count(*)::int as deliveries,
+               coalesce(sum(republishes), 0)::int as copies
+          from queue.deliveries where republishes > 0`)[0])
+        ),
+      ),
   );
-  return { deliveries: row.deliveries, copies: row.copies };
+  return {
+    deliveries: rows.reduce((n, r) => n + r.deliveries, 0),
+    copies: rows.reduce((n, r) => n + r.copies, 0),
+  };
 }
 
 /** The overview of one sandbox, read in parallel. */

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
+import { readServices } from "../databases.ts";
 import { SUBSCRIBERS } from "../routing.ts";
 import {
   type ReceiverMinute,
@@ -38,6 +38,17 @@ interface Row {
  * of the series and still counting.
  */
 export async function receiverStatsIn(sql: TxSql): Promise<ReceiverStats[]> {
+  return statsOf(await readStats(sql));
+}
+
+/** What one queue says of the last hour. */
+interface QueueStats {
+  from: Date;
+  rows: Row[];
+  paused: string[];
+}
+
+async function readStats(sql: TxSql): Promise<QueueStats> {
   const [{ now }] = await sql<{ now: Date }[]>`
     select date_trunc('minute', now()) as now`;
   const from = new Date(now.getTime() - (WINDOW_MINUTES - 1) * 60_000);
@@ -57,12 +68,50 @@ export async function receiverStatsIn(sql: TxSql): Promise<ReceiverStats[]> {
      group by grouping sets
        ((a.subscriber, date_trunc('minute', a.started_at)), (a.subscriber))`;
   // Paused receivers (lib/queue/pauses.ts), of the transaction's scope.
-  const paused = new Set(
-    (await sql<{ subscriber: string }[]>`
-      select subscriber from queue.pauses where paused`).map((r) =>
-      r.subscriber
-    ),
-  );
+  const paused = (await sql<{ subscriber: string }[]>`
+    select subscriber from queue.pauses where paused`).map((r) => r.subscriber);
+  return { from, rows, paused };
+}
+
+/**
+ * Adds up what several queues say (split mode: a receiver may be sent
+ * from more than one). A percentile cannot be added up: the larger p95 of
+ * the queues stands for them.
+ */
+function mergeStats(parts: QueueStats[]): QueueStats {
+  if (parts.length === 1) return parts[0];
+  const rows = new Map<string, Row>();
+  for (const r of parts.flatMap((p) => p.rows)) {
+    const key = `${r.subscriber}/${r.minute?.getTime() ?? "hour"}`;
+    const seen = rows.get(key);
+    if (!seen) {
+      rows.set(key, { ...r });
+      continue;
+    }
+    seen.attempts += r.attempts;
+    seen.done += r.done;
+    seen.p95 = seen.p95 === null || r.p95 === null
+      ? seen.p95 ?? r.p95
+      : Math.max(seen.p95, r.p95);
+    if (
+      r.last_error_at &&
+      (!seen.last_error_at || r.last_error_at > seen.last_error_at)
+    ) {
+      seen.last_error = r.last_error;
+      seen.last_error_at = r.last_error_at;
+    }
+  }
+  return {
+    from: parts[0].from,
+    rows: [...rows.values()],
+    paused: [...new Set(parts.flatMap((p) => p.paused))],
+  };
+}
+
+function statsOf(
+  { from, rows, paused: pausedList }: QueueStats,
+): ReceiverStats[] {
+  const paused = new Set(pausedList);
   const hour = new Map<string, Row>();
   const minutes = new Map<string, Row>();
   for (const r of rows) {
@@ -104,10 +153,10 @@ export async function receiverStats(
   sql: Sql,
   sandboxId: string,
 ): Promise<ReceiverStats[]> {
-  return await asService(
+  const parts = await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    ({ sql }) => receiverStatsIn(sql),
+    sandboxId,
+    (at, queues) => Promise.all(queues.map((q) => at(q, readStats))),
   );
+  return statsOf(mergeStats(parts));
 }

@@ -6,7 +6,7 @@
  * instruction); the row says that the transport delivered out of order.
  */
 import type { Sql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
+import { readServices, sharingDatabases } from "../databases.ts";
 import { SUBSCRIBERS } from "../routing.ts";
 import { type OrderViolations, orderViolationsSchema } from "./contracts.ts";
 
@@ -31,27 +31,36 @@ export async function orderViolations(
 ): Promise<OrderViolations> {
   const limit = Math.min(filter.limit ?? 100, 1000);
   const names = filter.subscriber ? [filter.subscriber] : [...SUBSCRIBERS];
-  const rows = await asService(
-    sql,
-    "console",
-    { tenantId: sandboxId },
-    ({ sql }) => {
-      // Every receiver's table, one after another in one statement.
-      const [first, ...rest] = names.map((name) =>
-        sql`select ${name}::text as subscriber, aggregate_id, message_id, type,
-                 arrived_version, applied_version, at
-            from ${sql(`${name}.order_violations`)}`
+  // Every receiver's table, one after another in one statement where they
+  // share a database; each in its own in split mode, merged here.
+  const parts = await readServices(sql, sandboxId, async (at, _, together) => {
+    const parts: Row[][] = [];
+    for (const group of sharingDatabases(names, together)) {
+      parts.push(
+        await at(group[0], (sql) => {
+          const [first, ...rest] = group.map((name) =>
+            sql`select ${name}::text as subscriber, aggregate_id, message_id,
+                     type, arrived_version, applied_version, at
+                from ${sql(`${name}.order_violations`)}`
+          );
+          const all = rest.reduce(
+            (acc, part) => sql`${acc} union all ${part}`,
+            first,
+          );
+          return sql<Row[]>`
+        select v.*, count(*) over ()::int as total from (${all}) v
+         order by at desc, message_id limit ${limit}`;
+        }),
       );
-      const all = rest.reduce(
-        (acc, part) => sql`${acc} union all ${part}`,
-        first,
-      );
-      return sql<Row[]>`
-      select v.*, count(*) over ()::int as total from (${all}) v
-       order by at desc, message_id limit ${limit}`;
-    },
-  );
-  const total = rows[0]?.total ?? 0;
+    }
+    return parts;
+  });
+  const rows = parts.flat();
+  if (parts.length > 1) {
+    rows.sort((a, b) => +b.at - +a.at || (a.message_id < b.message_id ? -1 : 1))
+      .splice(limit);
+  }
+  const total = parts.reduce((n, rows) => n + (rows[0]?.total ?? 0), 0);
   return orderViolationsSchema.parse({
     total,
     items: rows.map((r) => ({
