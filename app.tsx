@@ -106,11 +106,11 @@ const SPLIT_READY = new RegExp(
   "^/(" + [
     "console",
     "console/(outbox|kitchen|faults|closure|closure/rows|receivers)",
-    "console/(dead-letters|order-violations)",
+    "console/(dead-letters|order-violations|search)",
     "console/deliveries(/\\d+)?",
     "api/kitchen/board",
     "api/console/(overview|outbox|faults|alerts|closure|closure/rows)",
-    "api/console/(receivers|failure-groups|order-violations)",
+    "api/console/(receivers|failure-groups|order-violations|search)",
     "api/console/receivers/[a-z]+",
     "api/console/checkout-events(/[^/]+/send-again)?",
     "api/console/deliveries(/\\d+)?",

@@ -309,8 +309,23 @@ async function paidOrderInSplitMode(
       );
       assert.equal(counts.body.counts.dead, 0);
       // What does not read across databases yet says so, and fails nothing.
-      const search = await client.json("GET", "/api/console/search?q=x");
-      assert.equal(search.status, 501);
+      // Search reads each service's database: an order by its short
+      // number, a receipt by its number, a delivery by its id.
+      type Found = { results: { kind: string; id: string }[] };
+      const find = async (q: string) =>
+        (await client.json<Found>(
+          "GET",
+          `/api/console/search?q=${encodeURIComponent(q)}`,
+        )).body.results.map((r) => `${r.kind} ${r.id}`);
+      assert.deepEqual(await find(orderId.slice(-6)), [`order ${orderId}`]);
+      const [receipt] = await db("receipts")<{ number: string }[]>`
+        select number from receipts.receipts where order_id = ${orderId}`;
+      assert.deepEqual(await find(receipt.number), [`order ${orderId}`]);
+      assert.deepEqual(await find(String(dead[0].id)), [
+        `delivery ${dead[0].id}`,
+      ]);
+      const log = await client.json("GET", "/api/console/actions");
+      assert.equal(log.status, 501);
       // The console's database holds the visitor's session, and no
       // service's rows.
       const [session] = await databases.main<{ n: number }[]>`

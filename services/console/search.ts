@@ -11,7 +11,7 @@
  */
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
+import { queueOfDelivery, type ReadAt, readServices } from "../databases.ts";
 import { formatEuros } from "../../islands/_money.ts";
 import { type SearchResult, searchResultSchema } from "./contracts.ts";
 
@@ -44,34 +44,48 @@ function orderResult(o: Row): SearchResult {
 }
 
 async function orders(
-  sql: TxSql,
+  at: ReadAt,
   sandboxId: string,
   q: string,
 ): Promise<Row[]> {
-  const columns = sql`id, state, total_cents, customer_email`;
+  const columns = (sql: TxSql) => sql`id, state, total_cents, customer_email`;
   if (UUID.test(q)) {
-    return await sql`select ${columns} from orders.orders where id = ${q}`;
+    return await at(
+      "orders",
+      (sql) =>
+        sql<Row[]>`select ${columns(sql)} from orders.orders where id = ${q}`,
+    );
   }
   if (SHORT.test(q)) {
-    return await sql`
-      select ${columns} from orders.orders
+    return await at("orders", (sql) =>
+      sql<Row[]>`
+      select ${columns(sql)} from orders.orders
        where number = ${q.replace("#", "").toUpperCase()}
-       limit ${PER_KIND}`;
+       limit ${PER_KIND}`);
   }
   if (RECEIPT.test(q)) {
-    return await sql`
-      select ${columns} from orders.orders where id in (
-        select order_id from receipts.receipts
-         where number = ${q.toUpperCase()})`;
+    // The receipt in the receipts' database, then its order in the orders'.
+    const ids = (await at("receipts", (sql) =>
+      sql<{ order_id: string }[]>`
+      select order_id from receipts.receipts
+       where number = ${q.toUpperCase()}`)).map((r) => r.order_id);
+    if (ids.length === 0) return [];
+    return await at(
+      "orders",
+      (sql) =>
+        sql<Row[]>`select ${columns(sql)} from orders.orders
+                  where id = any(${ids}::uuid[])`,
+    );
   }
   if (q.includes("@")) {
     // A prefix of the address: what people type before they finish it.
     // The sandbox is named here too, so that the index leads with it; ^@
     // (starts with) is leakproof and becomes a range of that index.
-    return await sql`
-      select ${columns} from orders.orders
+    return await at("orders", (sql) =>
+      sql<Row[]>`
+      select ${columns(sql)} from orders.orders
        where tenant_id = ${sandboxId} and email_key ^@ ${q.toLowerCase()}
-       order by email_key limit ${PER_KIND}`;
+       order by email_key limit ${PER_KIND}`);
   }
   return [];
 }
@@ -136,17 +150,23 @@ export async function search(
 ): Promise<SearchResult[]> {
   const q = query.trim();
   if (!q) return [];
-  return await asService(
-    sql,
-    "console",
-    { tenantId: sandboxId },
-    async ({ sql }) => {
-      const [o, m, d] = await Promise.all([
-        orders(sql, sandboxId, q),
-        messages(sql, q),
-        deliveries(sql, q),
-      ]);
-      return resultsSchema.parse([...o.map(orderResult), ...m, ...d]);
-    },
-  );
+  return await readServices(sql, sandboxId, async (at, queues) => {
+    // Split mode: each queue is searched in its own database; a delivery
+    // named by its id only in the queue the id belongs to.
+    const byId = /^\d{1,18}$/.test(q)
+      ? [queueOfDelivery(Number(q)) ?? queues[0]]
+      : queues;
+    const [o, m, d] = await Promise.all([
+      orders(at, sandboxId, q),
+      Promise.all(queues.map((queue) => at(queue, (sql) => messages(sql, q)))),
+      Promise.all(byId.map((queue) => at(queue, (sql) => deliveries(sql, q)))),
+    ]);
+    const found = d.flat();
+    if (d.length > 1) found.sort((a, b) => Number(b.id) - Number(a.id));
+    return resultsSchema.parse([
+      ...o.map(orderResult),
+      ...m.flat(),
+      ...found.slice(0, PER_KIND),
+    ]);
+  });
 }
