@@ -104,6 +104,7 @@ const NOT_SPLIT_YET =
 /** What of those reads each service's database already. */
 const SPLIT_READY = new RegExp(
   "^/(" + [
+    "metrics",
     "console",
     "console/(outbox|kitchen|faults|closure|closure/rows|receivers)",
     "console/(dead-letters|order-violations|search)",

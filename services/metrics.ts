@@ -4,12 +4,12 @@
  * created -> subscriber answered 2xx); counts and ages are read from the
  * database at scrape time, across every sandbox.
  */
-import type { Sql } from "../lib/db/connect.ts";
-import { asService } from "../lib/db/service.ts";
+import type { Sql, TxSql } from "../lib/db/connect.ts";
+import { asService, poolOf } from "../lib/db/service.ts";
 import { LATENCY_BUCKETS, Registry } from "../lib/metrics/mod.ts";
 import { SENDERS } from "./routing.ts";
 import { tallyDeliveries } from "./console/deliveries.ts";
-import { successRates } from "./console/alerts.ts";
+import { attemptCounts } from "./console/alerts.ts";
 
 export function bakeryMetrics(sql: Sql) {
   const registry = new Registry();
@@ -23,67 +23,95 @@ export function bakeryMetrics(sql: Sql) {
     "Time from a message's creation to its subscriber's 2xx answer.",
     LATENCY_BUCKETS,
   );
-  const read = <T>(
-    fn: (tx: Parameters<Parameters<typeof asService>[3]>[0]) => Promise<T>,
-  ) => asService(sql, "console", "workers", fn);
+  /** Reads in the database of `service` (in split mode, its own). */
+  const read = <T>(service: string, fn: (tx: TxSql) => Promise<T>) =>
+    asService(poolOf(sql, service), "console", "workers", (tx) => fn(tx.sql));
+  /** Reads each queue (split mode: each sender's) and adds up by labels. */
+  const eachQueue = async <L extends Record<string, string>>(
+    fn: (tx: TxSql) => Promise<{ labels: L; value: number }[]>,
+  ) => {
+    const queues = [...new Map(SENDERS.map((s) => [poolOf(sql, s), s]))];
+    const sums = new Map<string, { labels: L; value: number }>();
+    for (const [, service] of queues) {
+      for (const { labels, value } of await read(service, fn)) {
+        const key = JSON.stringify(labels);
+        const seen = sums.get(key);
+        sums.set(key, { labels, value: (seen?.value ?? 0) + value });
+      }
+    }
+    return [...sums.values()];
+  };
   registry.gauge({
     name: "bakery_outbox_pending",
     help: "Outbox rows not yet published, per service.",
     read: () =>
-      read(async ({ sql }) => {
-        const out = [];
-        for (const service of SENDERS) {
+      Promise.all(SENDERS.map((service) =>
+        read(service, async (sql) => {
           const [r] = await sql<{ n: number }[]>`
             select count(*)::int as n from ${sql(`${service}.outbox`)}`;
-          out.push({ labels: { service }, value: r.n });
-        }
-        return out;
-      }),
+          return { labels: { service }, value: r.n };
+        })
+      )),
   });
   registry.gauge({
     name: "bakery_outbox_oldest_ready_age_seconds",
     help:
       "Age of the oldest outbox row that is due now, per service (0 when none).",
     read: () =>
-      read(async ({ sql }) => {
-        const out = [];
-        for (const service of SENDERS) {
+      Promise.all(SENDERS.map((service) =>
+        read(service, async (sql) => {
           const [r] = await sql<{ age: number | null }[]>`
             select extract(epoch from now() - min(created_at))::float8 as age
               from ${sql(`${service}.outbox`)}
              where next_attempt_at <= now()`;
-          out.push({ labels: { service }, value: r.age ?? 0 });
-        }
-        return out;
-      }),
+          return { labels: { service }, value: r.age ?? 0 };
+        })
+      )),
   });
   registry.gauge({
     name: "bakery_deliveries",
     help: "Deliveries by state and subscriber.",
     read: () =>
-      read(async ({ sql }) => {
-        const rows = await tallyDeliveries(sql);
-        return rows.map((r) => ({
+      eachQueue(async (sql) =>
+        (await tallyDeliveries(sql)).map((r) => ({
           labels: { state: r.state, subscriber: r.subscriber },
           value: r.n,
-        }));
-      }),
+        }))
+      ),
   });
   registry.gauge({
     name: "bakery_dead_letters",
     help: "Dead letters waiting for an operator, per subscriber.",
     read: () =>
-      read(async ({ sql }) => {
-        const rows = await sql<{ subscriber: string; n: number }[]>`
+      eachQueue(async (sql) =>
+        (await sql<{ subscriber: string; n: number }[]>`
           select subscriber, count(*)::int as n from queue.deliveries
-           where state = 'dead' group by 1`;
-        return rows.map((r) => ({
+           where state = 'dead' group by 1`).map((r) => ({
           labels: { subscriber: r.subscriber },
           value: r.n,
-        }));
-      }),
+        }))
+      ),
   });
-  // The success ratio and its volume, each from the last 15 minutes' attempts.
+  // The success ratio and its volume, each from the last 15 minutes'
+  // attempts: each queue's attempts and successes added up first.
+  const rates = async () => {
+    const [attempts, done] = await Promise.all(
+      (["attempts", "done"] as const).map((field) =>
+        eachQueue(async (sql) =>
+          (await attemptCounts(sql)).map((r) => ({
+            labels: { subscriber: r.subscriber },
+            value: r[field],
+          }))
+        )
+      ),
+    );
+    const succeeded = new Map(done.map((d) => [d.labels.subscriber, d.value]));
+    return attempts.map((a) => ({
+      subscriber: a.labels.subscriber,
+      attempts: a.value,
+      rate: (succeeded.get(a.labels.subscriber) ?? 0) / a.value,
+    }));
+  };
   const bySubscriber = (
     name: string,
     help: string,
@@ -92,13 +120,11 @@ export function bakeryMetrics(sql: Sql) {
     registry.gauge({
       name,
       help,
-      read: () =>
-        read(async ({ sql }) =>
-          (await successRates(sql)).map((r) => ({
-            labels: { subscriber: r.subscriber },
-            value: value(r),
-          }))
-        ),
+      read: async () =>
+        (await rates()).map((r) => ({
+          labels: { subscriber: r.subscriber },
+          value: value(r),
+        })),
     });
   bySubscriber(
     "bakery_receiver_success_ratio",

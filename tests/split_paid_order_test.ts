@@ -266,6 +266,13 @@ async function paidOrderInSplitMode(
         overview.body.deadLetters.map((d) => [d.subscriber, d.count]),
         [["kitchen", 2]],
       );
+      // /metrics adds up each queue's counts.
+      const metrics = await (await client.fetch("/metrics")).text();
+      assert.match(metrics, /^bakery_dead_letters\{subscriber="kitchen"\} 2$/m);
+      assert.match(
+        metrics,
+        /^bakery_deliveries\{state="done",subscriber="orders"\} 2$/m,
+      );
       const groups = await client.json<{ groups: { count: number }[] }>(
         "GET",
         "/api/console/failure-groups",

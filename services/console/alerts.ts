@@ -48,24 +48,7 @@ async function oldestReadyAge(
     : [];
 }
 
-/** Success of each subscriber's attempts in the last 15 minutes. */
-export async function successRates(sql: TxSql): Promise<
-  {
-    subscriber: string;
-    attempts: number;
-    rate: number;
-    firstFailureAt: Date | null;
-  }[]
-> {
-  return (await attemptCounts(sql)).map((r) => ({
-    subscriber: r.subscriber,
-    attempts: r.attempts,
-    rate: r.done / r.attempts,
-    firstFailureAt: r.first_failure,
-  }));
-}
-
-interface AttemptCount {
+export interface AttemptCount {
   subscriber: string;
   attempts: number;
   done: number;
@@ -73,7 +56,7 @@ interface AttemptCount {
 }
 
 /** Each subscriber's attempts in the window, and how many succeeded. */
-async function attemptCounts(sql: TxSql): Promise<AttemptCount[]> {
+export async function attemptCounts(sql: TxSql): Promise<AttemptCount[]> {
   return await sql<AttemptCount[]>`
     select a.subscriber, count(*)::int as attempts,
            count(*) filter (where a.outcome = 'done')::int as done,
