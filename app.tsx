@@ -105,6 +105,8 @@ const NOT_SPLIT_YET =
 const SPLIT_READY = new RegExp(
   "^/(" + [
     "metrics",
+    "how-it-works",
+    "api/how-it-works(/costs|/try-it)?",
     "console",
     "console/(outbox|kitchen|faults|closure|closure/rows|receivers)",
     "console/(dead-letters|order-violations|search)",

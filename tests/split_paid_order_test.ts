@@ -331,6 +331,23 @@ async function paidOrderInSplitMode(
       assert.deepEqual(await find(String(dead[0].id)), [
         `delivery ${dead[0].id}`,
       ]);
+      // "How it's built" reads each part where it is: the visitor's costs,
+      // and how far the walk-through went.
+      const costs = await client.json<{ paidOrders: number }>(
+        "GET",
+        "/api/how-it-works/costs",
+      );
+      assert.equal(costs.body.paidOrders, 2);
+      const tryIt = await client.json<
+        { steps: { step: string; done: boolean }[] }
+      >("GET", "/api/how-it-works/try-it");
+      const done = tryIt.body.steps.filter((s) => s.done).map((s) => s.step);
+      for (const step of ["signedIn", "orderedAndPaid", "kitchenDead503"]) {
+        assert.ok(done.includes(step), `${step} in ${done}`);
+      }
+      const how = await client.fetch("/how-it-works");
+      await how.body?.cancel();
+      assert.equal(how.status, 200);
       const log = await client.json("GET", "/api/console/actions");
       assert.equal(log.status, 501);
       // The console's database holds the visitor's session, and no

@@ -12,7 +12,7 @@
  * those messages' deliveries (`delivery_id`).
  */
 import type { Sql } from "../../lib/db/connect.ts";
-import { asService, type ServiceTx } from "../../lib/db/service.ts";
+import { type ReadAt, readServices } from "../databases.ts";
 import { RECEIVERS, ROUTING, SENDERS } from "../routing.ts";
 
 /** The answer of `GET /api/how-it-works/costs`. */
@@ -121,54 +121,85 @@ interface Keys {
   deliveries: string[];
 }
 
-/** Rows and bytes of one table that belong to the paid orders. */
+/**
+ * Rows and bytes of one table that belong to the paid orders, read where
+ * the table is: a service's in its database, the queue's in each queue.
+ */
 async function measure(
-  { sql }: ServiceTx,
+  at: ReadAt,
+  queues: readonly string[],
   t: Table,
   keys: Keys,
 ): Promise<{ rows: number; bytes: number }> {
-  const where = t.link === "aggregate"
-    ? sql`x.envelope ->> 'aggregateId' = any(${keys.orders}::text[])`
-    : t.link === "order"
-    ? sql`x.${sql(t.column ?? "order_id")} = any(${keys.orders}::uuid[])`
-    : t.link === "message"
-    ? sql`x.message_id = any(${keys.messages}::uuid[])`
-    : sql`x.delivery_id = any(${keys.deliveries}::bigint[])`;
-  const [row] = await sql<{ rows: number; bytes: string }[]>`
-    select count(*)::int as rows,
-           coalesce(sum(pg_column_size(x.*)), 0)::bigint as bytes
-      from ${sql(t.table)} x where ${where}`;
-  if (t.store !== "outbox") return { rows: row.rows, bytes: Number(row.bytes) };
-  // An outbox row is deleted once its message is published: it was written
-  // all the same, once for each message the queue has from this sender.
-  const [sent] = await sql<{ n: number }[]>`
-    select count(*)::int as n from queue.messages
-     where source = ${t.service}
-       and aggregate_id = any(${keys.orders}::text[])`;
-  return { rows: row.rows + sent.n, bytes: Number(row.bytes) };
+  const total = { rows: 0, bytes: 0 };
+  for (const db of t.service === "queue" ? queues : [t.service]) {
+    const m = await at(db, async (sql) => {
+      const where = t.link === "aggregate"
+        ? sql`x.envelope ->> 'aggregateId' = any(${keys.orders}::text[])`
+        : t.link === "order"
+        ? sql`x.${sql(t.column ?? "order_id")} = any(${keys.orders}::uuid[])`
+        : t.link === "message"
+        ? sql`x.message_id = any(${keys.messages}::uuid[])`
+        : sql`x.delivery_id = any(${keys.deliveries}::bigint[])`;
+      const [row] = await sql<{ rows: number; bytes: string }[]>`
+        select count(*)::int as rows,
+               coalesce(sum(pg_column_size(x.*)), 0)::bigint as bytes
+          from ${sql(t.table)} x where ${where}`;
+      if (t.store !== "outbox") {
+        return { rows: row.rows, bytes: Number(row.bytes) };
+      }
+      // An outbox row is deleted once its message is published: it was
+      // written all the same, once for each message the queue (beside the
+      // outbox, in either mode) has from this sender.
+      const [sent] = await sql<{ n: number }[]>`
+        select count(*)::int as n from queue.messages
+         where source = ${t.service}
+           and aggregate_id = any(${keys.orders}::text[])`;
+      return { rows: row.rows + sent.n, bytes: Number(row.bytes) };
+    });
+    total.rows += m.rows;
+    total.bytes += m.bytes;
+  }
+  return total;
 }
 
 /** The paid orders, their messages and those messages' deliveries. */
-async function paidKeys({ sql }: ServiceTx): Promise<Keys> {
-  const orders = (await sql<{ id: string }[]>`
-    select id from orders.orders where state = 'paid'`).map((r) => r.id);
+async function paidKeys(at: ReadAt, queues: readonly string[]): Promise<Keys> {
+  const orders = (await at("orders", (sql) =>
+    sql<{ id: string }[]>`
+    select id from orders.orders where state = 'paid'`)).map((r) => r.id);
   // What the senders published (the queue's copies), and what they still
-  // owe (their outboxes).
-  const messages = (await sql<{ message_id: string }[]>`
-    select message_id from queue.messages
-     where source = any(${[...SENDERS]}::text[])
-       and aggregate_id = any(${orders}::text[])`).map((r) => r.message_id);
+  // owe (their outboxes, each beside its sender's queue).
+  const messages: string[] = [];
+  for (const queue of queues) {
+    messages.push(
+      ...(await at(queue, (sql) =>
+        sql<{ message_id: string }[]>`
+        select message_id from queue.messages
+         where source = any(${[...SENDERS]}::text[])
+           and aggregate_id = any(${orders}::text[])`)).map((r) =>
+          r.message_id
+        ),
+    );
+  }
   for (const sender of SENDERS) {
-    const rows = await sql<{ message_id: string }[]>`
+    const rows = await at(sender, (sql) =>
+      sql<{ message_id: string }[]>`
       select message_id from ${sql(`${sender}.outbox`)} o
        where envelope ->> 'aggregateId' = any(${orders}::text[])
          and not exists (
-           select from queue.messages m where m.message_id = o.message_id)`;
+           select from queue.messages m where m.message_id = o.message_id)`);
     messages.push(...rows.map((r) => r.message_id));
   }
-  const deliveries = (await sql<{ id: string }[]>`
-    select id::text from queue.deliveries
-     where message_id = any(${messages}::uuid[])`).map((r) => r.id);
+  const deliveries: string[] = [];
+  for (const queue of queues) {
+    deliveries.push(
+      ...(await at(queue, (sql) =>
+        sql<{ id: string }[]>`
+        select id::text from queue.deliveries
+         where message_id = any(${messages}::uuid[])`)).map((r) => r.id),
+    );
+  }
   return { orders, messages, deliveries };
 }
 
@@ -177,28 +208,46 @@ async function paidKeys({ sql }: ServiceTx): Promise<Keys> {
  * OrderPaid every receiver has accepted: from the first Stripe event that
  * billing recorded for the order to the latest of the receivers' inbox rows.
  */
-async function latencies({ sql }: ServiceTx, orders: string[]) {
-  const starts = await sql<
-    { order_id: string; message_id: string; webhook_ms: number }[]
-  >`
-    select p.order_id, p.message_id,
-           (select extract(epoch from min(e.received_at)) * 1000
-              from billing.stripe_events e
-             where e.order_id::text = p.order_id and e.status = 200
-           )::float8 as webhook_ms
-      from (select aggregate_id as order_id, message_id
-              from queue.messages
-             where source = 'orders' and type = 'OrderPaid'
-               and aggregate_id = any(${orders}::text[])) p`;
+async function latencies(at: ReadAt, orders: string[]) {
+  const paid = await at(
+    "orders",
+    (sql) =>
+      sql<{ order_id: string; message_id: string }[]>`
+    select aggregate_id as order_id, message_id
+      from queue.messages
+     where source = 'orders' and type = 'OrderPaid'
+       and aggregate_id = any(${orders}::text[])`,
+  );
+  const webhooks = new Map(
+    (await at(
+      "billing",
+      (sql) =>
+        sql<{ order_id: string; webhook_ms: number }[]>`
+      select e.order_id::text as order_id,
+             (extract(epoch from min(e.received_at)) * 1000)::float8
+               as webhook_ms
+        from billing.stripe_events e
+       where e.order_id = any(${orders}::uuid[]) and e.status = 200
+       group by e.order_id`,
+    )).map((r) => [r.order_id, r.webhook_ms]),
+  );
+  const starts = paid.map((p) => ({
+    ...p,
+    webhook_ms: webhooks.get(p.order_id) ?? null,
+  }));
   const paidIds = starts.map((s) => s.message_id);
   const arrived = new Map<string, { n: number; last: number }>();
   const receivers = ROUTING.OrderPaid ?? [];
   for (const receiver of receivers) {
-    const rows = await sql<{ message_id: string; at_ms: number }[]>`
+    const rows = await at(
+      receiver,
+      (sql) =>
+        sql<{ message_id: string; at_ms: number }[]>`
       select message_id,
              (extract(epoch from received_at) * 1000)::float8 as at_ms
         from ${sql(`${receiver}.inbox`)}
-       where message_id = any(${paidIds}::uuid[]) and status = 200`;
+       where message_id = any(${paidIds}::uuid[]) and status = 200`,
+    );
     for (const r of rows) {
       const seen = arrived.get(r.message_id) ?? { n: 0, last: -Infinity };
       arrived.set(r.message_id, {
@@ -238,26 +287,31 @@ const ms = (n: number | null) => n === null ? null : Math.round(n * 10) / 10;
  * ```
  */
 export async function costs(sql: Sql, sandboxId: string): Promise<Costs> {
-  return await asService(
+  return await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    async (tx) => {
-      const keys = await paidKeys(tx);
+    sandboxId,
+    async (at, queues) => {
+      const keys = await paidKeys(at, queues);
       const paid = keys.orders.length;
       const rows: Record<string, number> = Object.fromEntries(
         COST_SERVICES.map((s) => [s, 0]),
       );
       const bytes: Record<Store, number> = { outbox: 0, queue: 0, inbox: 0 };
       for (const t of COST_TABLES) {
-        const m = await measure(tx, t, keys);
+        const m = await measure(at, queues, t, keys);
         rows[t.service] += m.rows;
         if (t.store) bytes[t.store] += m.bytes;
       }
-      const [counts] = await tx.sql<{ attempts: number }[]>`
-      select coalesce(sum(attempts), 0)::int as attempts from queue.deliveries
-       where id = any(${keys.deliveries}::bigint[])`;
-      const times = await latencies(tx, keys.orders);
+      const counts = { attempts: 0 };
+      for (const queue of queues) {
+        const [q] = await at(queue, (sql) =>
+          sql<{ attempts: number }[]>`
+        select coalesce(sum(attempts), 0)::int as attempts
+          from queue.deliveries
+         where id = any(${keys.deliveries}::bigint[])`);
+        counts.attempts += q.attempts;
+      }
+      const times = await latencies(at, keys.orders);
       return {
         paidOrders: paid,
         perPaidOrder: {

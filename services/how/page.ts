@@ -8,7 +8,7 @@
  */
 import type { Config } from "../../config.ts";
 import type { Sql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
+import { readServices } from "../databases.ts";
 import { GUARD_LIMIT } from "../../lib/relay/mod.ts";
 import { LABELS, RECEIVERS, ROUTING, SENDERS } from "../routing.ts";
 import { type Costs, costs } from "./costs.ts";
@@ -80,14 +80,18 @@ async function sandboxFigures(
   sql: Sql,
   sandboxId: string,
 ): Promise<Omit<SandboxFigures, "costs" | "tryIt">> {
-  return await asService(
+  // Each part is read in the database that holds it (services/databases.ts).
+  return await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    async ({ sql }) => {
-      const [last] = await sql<{ id: string; state: string }[]>`
+    sandboxId,
+    async (at, queues) => {
+      const [last] = await at(
+        "orders",
+        (sql) =>
+          sql<{ id: string; state: string }[]>`
       select id, state from orders.orders
-       order by created_at desc, id limit 1`;
+       order by created_at desc, id limit 1`,
+      );
       const outbox: OutboxRowView[] = [];
       const rearmsToday: Record<string, number> = {};
       let parked = 0;
@@ -96,7 +100,8 @@ async function sandboxFigures(
         if (last) {
           // Owed, in the outbox; published, in the queue's copy (the gap is
           // from the message's creation to its publish).
-          const rows = await sql`
+          const rows = await at(service, (sql) =>
+            sql`
           select message_id, type, state, attempts, last_error, created_at,
                  null::timestamptz as published_at, null::float8 as gap_ms
             from ${sql(`${service}.outbox`)} o
@@ -111,7 +116,7 @@ async function sandboxFigures(
                          (envelope->>'occurredAt')::timestamptz as created_at
                     from queue.messages
                    where aggregate_id = ${last.id} and source = ${service}) m
-           order by created_at`;
+           order by created_at`);
           for (const r of rows) {
             outbox.push({
               service,
@@ -126,38 +131,52 @@ async function sandboxFigures(
             });
           }
         }
-        const [g] = await sql<{ rearms: number }[]>`
+        const [g] = await at(service, (sql) =>
+          sql<{ rearms: number }[]>`
         select coalesce(sum(rearms), 0)::int as rearms
           from ${sql(`${service}.relay_guard`)}
-         where day = (now() at time zone 'utc')::date`;
+         where day = (now() at time zone 'utc')::date`);
         rearmsToday[service] = g.rearms;
-        const [w] = await sql<{ parked: number; retrying: number }[]>`
+        const [w] = await at(
+          service,
+          (sql) =>
+            sql<{ parked: number; retrying: number }[]>`
         select count(*) filter (where next_attempt_at = 'infinity')::int
                  as parked,
                count(*) filter (where next_attempt_at <> 'infinity')::int
                  as retrying
           from ${sql(`${service}.outbox`)}
-         where attempts > 0`;
+         where attempts > 0`,
+        );
         parked += w.parked;
         retrying += w.retrying;
       }
       const inboxes = [];
       for (const receiver of [...RECEIVERS, "orders"]) {
-        const [i] = await sql<{ messages: number; repeats: number }[]>`
+        const [i] = await at(
+          receiver,
+          (sql) =>
+            sql<{ messages: number; repeats: number }[]>`
         select count(*)::int as messages,
                coalesce(sum(repeats), 0)::int as repeats
-          from ${sql(`${receiver}.inbox`)}`;
+          from ${sql(`${receiver}.inbox`)}`,
+        );
         inboxes.push({ receiver, ...i });
       }
-      const [d] = await sql<
-        { dead: number; refused: number; redrives: number }[]
-      >`
-      select (select count(*)::int from queue.deliveries where state = 'dead')
-               as dead,
-             (select count(*)::int from queue.deliveries
-               where state = 'refused') as refused,
-             (select count(*)::int from queue.actions
-               where action = 'redrive') as redrives`;
+      const d = { dead: 0, refused: 0, redrives: 0 };
+      for (const queue of queues) {
+        const [q] = await at(queue, (sql) =>
+          sql<typeof d[]>`
+        select (select count(*)::int from queue.deliveries where state = 'dead')
+                 as dead,
+               (select count(*)::int from queue.deliveries
+                 where state = 'refused') as refused,
+               (select count(*)::int from queue.actions
+                 where action = 'redrive') as redrives`);
+        d.dead += q.dead;
+        d.refused += q.refused;
+        d.redrives += q.redrives;
+      }
       return {
         lastOrder: last
           ? { orderId: last.id, state: last.state, outbox }

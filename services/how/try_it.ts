@@ -10,7 +10,7 @@
  * about that order's deliveries.
  */
 import type { Sql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
+import { readServices } from "../databases.ts";
 import { closure } from "../console/closure.ts";
 
 /** The steps, in the order a visitor does them. */
@@ -69,25 +69,38 @@ export async function tryIt(sql: Sql, sandboxId: string): Promise<TryIt> {
       select from platform.sessions
        where tenant_id = ${sandboxId} and name is not null
          and ended_at is null) as named`;
-  const facts = await asService(
+  // The walk-through's rows are the orders service's and its queue's, in
+  // one database in either mode; the switch is the console's and the card
+  // the kitchen's, each read where it is.
+  const facts = await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    async (tx) => {
-      const [f] = await tx.sql<
-        { refuses_now: boolean; kitchen_503: boolean; paid_orders: boolean }[]
-      >`
-      select
-        coalesce((select enabled from platform.faults
-                   where name = 'kitchenRefuses'), false) as refuses_now,
-        exists (select from queue.attempts a
-                  join queue.deliveries d on d.id = a.delivery_id
-                 where d.subscriber = 'kitchen' and a.status = 503)
-          as kitchen_503,
-        exists (select from orders.orders where state = 'paid') as paid_orders`;
+    sandboxId,
+    async (at, _, together) => {
+      const [switched] = await at(
+        "console",
+        (sql) =>
+          sql<{ refuses_now: boolean }[]>`
+        select coalesce((select enabled from platform.faults
+                          where name = 'kitchenRefuses'), false)
+                 as refuses_now`,
+      );
+      const [f] = await at(
+        "orders",
+        (sql) =>
+          sql<{ kitchen_503: boolean; paid_orders: boolean }[]>`
+        select
+          exists (select from queue.attempts a
+                    join queue.deliveries d on d.id = a.delivery_id
+                   where d.subscriber = 'kitchen' and a.status = 503)
+            as kitchen_503,
+          exists (select from orders.orders where state = 'paid')
+            as paid_orders`,
+      );
+      const cardHere = together("orders", "kitchen");
       // Both kitchen deliveries of one paid order, each with an attempt that
       // died answering 503; the latest such order is the walkthrough's.
-      const [walk] = await tx.sql<Walk[]>`
+      const [walk] = await at("orders", (sql) =>
+        sql<Walk[]>`
       with dead503 as (
         select d.aggregate_id, d.type, d.id, d.state
           from queue.deliveries d
@@ -110,8 +123,11 @@ export async function tryIt(sql: Sql, sandboxId: string): Promise<TryIt> {
              exists (select from queue.attempts a
                       where a.delivery_id = pd.id and a.status = 409
                         and a.outcome = 'dead') as paid_dead_409,
-             (select state from kitchen.cards c where c.order_id = o.id)
-               as card_state
+             ${
+          cardHere
+            ? sql`(select state from kitchen.cards c where c.order_id = o.id)`
+            : sql`null::text`
+        } as card_state
         from orders.orders o
         join dead503 pl on pl.aggregate_id = o.id::text
                        and pl.type = 'OrderPlaced'
@@ -119,8 +135,14 @@ export async function tryIt(sql: Sql, sandboxId: string): Promise<TryIt> {
                        and pd.type = 'OrderPaid'
        where o.state = 'paid'
        order by o.created_at desc
-       limit 1`;
-      return { ...f, walk: walk as Walk | undefined };
+       limit 1`);
+      if (walk && !cardHere) {
+        const [card] = await at("kitchen", (sql) =>
+          sql<{ state: string }[]>`
+          select state from kitchen.cards where order_id = ${walk.order_id}`);
+        walk.card_state = card?.state ?? null;
+      }
+      return { ...switched, ...f, walk: walk as Walk | undefined };
     },
   );
   const walk = facts.walk;
