@@ -5,15 +5,20 @@
  */
 import { type Config, parseConfig } from "../config.ts";
 import type { Deps } from "../deps.ts";
-import type { Sql } from "../lib/db/connect.ts";
+import { connect, type Sql } from "../lib/db/connect.ts";
 import { SessionStore } from "../kit/http/session.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { type Bakery, startBakery } from "../bakery.ts";
 import { TestModeGateway } from "../services/billing/gateway.ts";
 import { ChangeFeed } from "../lib/wake/feed.ts";
 import { Registry } from "../lib/metrics/mod.ts";
-import { ROUTING } from "../services/routing.ts";
-import { type TestDatabase, testDatabase } from "./_db.ts";
+import { ROUTING, SENDERS } from "../services/routing.ts";
+import {
+  openServiceDatabases,
+  type ServiceDatabases,
+} from "../services/databases.ts";
+import { splitStream } from "../services/mod.ts";
+import { adminUrl, type TestDatabase, testDatabase } from "./_db.ts";
 import { dropStream, TEST_NATS_URL, testStream } from "./_nats.ts";
 import { assertAnswerDocumented, CHECK_EVERY_ANSWER } from "./_openapi.ts";
 
@@ -166,6 +171,8 @@ export interface TestBakery {
   bakery: Bakery;
   db: TestDatabase;
   sql: Sql;
+  /** With SERVICE_DATABASES=split: every service's database. */
+  databases?: ServiceDatabases;
   /** Where to send requests (the server itself, even behind PUBLIC_URL). */
   url: string;
   /** A client of `url` whose Origin is the site's (PUBLIC_URL's, if set). */
@@ -197,27 +204,54 @@ export async function startTestBakery(
   const db = await testDatabase({ max: 20 });
   const config = testConfig(env);
   const { logger, lines } = memoryLogger("info");
+  // Split mode: every service's database is named after the test's own,
+  // which holds nothing of theirs.
+  const databases = config.SERVICE_DATABASES === "split"
+    ? await openServiceDatabases(db.url, logger)
+    : undefined;
   const bakery = await startBakery({
     config,
-    databaseUrl: db.url,
+    databaseUrl: databases?.urls.get("console") ?? db.url,
     log: logger,
-    sql: db.sql,
+    sql: databases?.main ?? db.sql,
+    databases,
   });
   return {
     bakery,
     db,
-    sql: db.sql,
+    sql: databases?.main ?? db.sql,
+    databases,
     url: bakery.localUrl,
     lines,
     client: (options) =>
       new Client(bakery.localUrl, new URL(bakery.url).origin, options),
     stop: async () => {
       await bakery.stop();
-      if (config.QUEUE === "jetstream") await dropStream(config.NATS_STREAM);
+      if (config.QUEUE === "jetstream") {
+        const streams = databases
+          ? SENDERS.map((s) => splitStream(config.NATS_STREAM, s))
+          : [config.NATS_STREAM];
+        for (const stream of streams) await dropStream(stream);
+      }
+      if (databases) await dropServiceDatabases(databases);
       await db.drop();
       await Deno.remove(config.DATA_DIR, { recursive: true }).catch(() => {});
     },
   };
+}
+
+/** Closes split mode's pools and drops its databases. */
+async function dropServiceDatabases(databases: ServiceDatabases) {
+  await databases.close();
+  const admin = connect(adminUrl(), { max: 1 });
+  try {
+    for (const url of databases.urls.values()) {
+      const name = decodeURIComponent(new URL(url).pathname.slice(1));
+      await admin`drop database if exists ${admin(name)} with (force)`;
+    }
+  } finally {
+    await admin.end();
+  }
 }
 
 /** Polls until `check` is true, or fails after `timeoutMs`. */

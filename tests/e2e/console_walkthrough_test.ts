@@ -77,6 +77,29 @@ e2e.test("console walkthrough in the browser: the kitchen refuses, the operator 
   await walkthrough("console-walkthrough");
 });
 
+// The same walkthrough with a database per service (docs/scale.md): every
+// page it opens reads each service's database, and the redrives act in the
+// orders service's queue.
+e2e.test("console walkthrough in the browser with a database per service: the kitchen refuses, the operator redrives, everything closes", async () => {
+  await walkthrough("console-walkthrough-split", {
+    SERVICE_DATABASES: "split",
+    QUEUE: "postgres",
+  });
+});
+
+// And so over JetStream, with a stream per sender.
+e2e.test(
+  "console walkthrough in the browser with a database per service over JetStream",
+  async () => {
+    await walkthrough("console-walkthrough-split-jetstream", {
+      SERVICE_DATABASES: "split",
+      QUEUE: "jetstream",
+      NATS_URL: TEST_NATS_URL,
+      NATS_STREAM: testStream(),
+    });
+  },
+);
+
 // The same walkthrough over the second transport, on the machine's NATS and
 // a stream of its own (removed when the bakery stops): the dead letters, the
 // redrives through the broker and the closure read the same. It needs both
