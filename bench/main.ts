@@ -52,6 +52,7 @@ import { fairness } from "./scenarios/fairness.ts";
 import { wakeup } from "./scenarios/wakeup.ts";
 import { transports } from "./scenarios/transports.ts";
 import { consoleApis } from "./scenarios/console.ts";
+import { split } from "./scenarios/split.ts";
 import { memory } from "./scenarios/memory.ts";
 import { soak } from "./scenarios/soak.ts";
 import { connect } from "../lib/db/connect.ts";
@@ -66,6 +67,7 @@ const SCENARIOS: [string, Scenario][] = [
   ["fairness", fairness],
   ["wakeup", wakeup],
   ["transports", transports],
+  ["split", split],
   ["console", consoleApis],
   ["memory", memory],
   ["soak", soak],

@@ -120,7 +120,7 @@ export interface ServiceDatabases {
 
 /**
  * A sender's pool serves its commands, its relay and its consumers; a
- * receiver's only its transactions. 13 databases stay well under
+ * receiver's only its transactions. 12 databases stay well under
  * PostgreSQL's 100 connections.
  */
 const POOL_SIZE = { sender: 10, other: 4 };

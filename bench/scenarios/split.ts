@@ -1,0 +1,162 @@
+/**
+ * split: what each database does for one paid order with a database per
+ * service (SERVICE_DATABASES=split, docs/scale.md). Paid orders are placed
+ * and paid by 8 clients through the services, as the steady scenario does,
+ * with the relays and consumers of split mode in this process; once every
+ * receiver has applied them, each database's commits and written rows
+ * (pg_stat_database) are divided by the paid orders. These are the
+ * figures the capacity model multiplies.
+ *
+ * PostgreSQL's statistics reach pg_stat_database within about a second of
+ * a transaction, or ten once its connection is idle: the counts are read
+ * after a quiet pause. Commits include the workers' polls and reads in
+ * that time, a few dozen against thousands of paid orders.
+ */
+import { connect, type Sql } from "../../lib/db/connect.ts";
+import { memoryLogger } from "../../lib/log/mod.ts";
+import { parseConfig } from "../../config.ts";
+import {
+  openServiceDatabases,
+  type ServiceDatabases,
+} from "../../services/databases.ts";
+import {
+  startSplitMessaging,
+  wakeRelaysAfterCommit,
+} from "../../services/mod.ts";
+import type { Ctx } from "../context.ts";
+import { OrderSource, pay, place } from "../orders.ts";
+import { type Figure, figure } from "../report.ts";
+import { sleep } from "../stats.ts";
+
+interface Counts {
+  commits: number;
+  rows: number;
+}
+
+/** Each database's commits and written rows so far. */
+async function counts(
+  databases: ServiceDatabases,
+): Promise<Map<string, Counts>> {
+  const out = new Map<string, Counts>();
+  for (const [name, sql] of databases.pools) {
+    const [row] = await sql<{ commits: string; rows: string }[]>`
+      select xact_commit as commits,
+             tup_inserted + tup_updated + tup_deleted as rows
+        from pg_stat_database where datname = current_database()`;
+    out.set(name, { commits: Number(row.commits), rows: Number(row.rows) });
+  }
+  return out;
+}
+
+/** True once nothing is owed or in flight in any sender's database. */
+async function settled(databases: ServiceDatabases): Promise<boolean> {
+  for (const sender of ["orders", "billing"]) {
+    const sql = databases.pools.get(sender)!;
+    const [row] = await sql<{ n: number }[]>`
+      select (select count(*) from ${sql(`${sender}.outbox`)})
+           + (select count(*) from queue.deliveries
+               where state <> 'done') as n`;
+    if (Number(row.n) > 0) return false;
+  }
+  return true;
+}
+
+export async function split(ctx: Ctx): Promise<Figure[]> {
+  const { progress } = ctx;
+  const orders = ctx.plan.quick ? 40 : 2_000;
+  const clients = 8;
+  const base = await ctx.server.database("split");
+  const { logger } = memoryLogger("error");
+  const databases = await openServiceDatabases(base.url, logger);
+  const figures: Figure[] = [];
+  try {
+    const config = parseConfig({ SERVICE_DATABASES: "split" });
+    const sql = databases.main;
+    const messaging = await startSplitMessaging(
+      { sql, log: logger, config },
+      databases,
+    );
+    const wakers = wakeRelaysAfterCommit(sql, databases, messaging, logger);
+    try {
+      const run = async (n: number, label: string) => {
+        let next = 0;
+        const client = async (c: number) => {
+          const source = new OrderSource(sql, `split-${label}-${c}`);
+          while (next < n) {
+            next++;
+            await pay(sql, await place(sql, source));
+          }
+        };
+        await Promise.all(
+          Array.from({ length: clients }, (_, c) => client(c)),
+        );
+        const deadline = Date.now() + ctx.plan.drainTimeoutMs * 4;
+        while (!await settled(databases)) {
+          if (Date.now() > deadline) {
+            throw new Error(`split: ${label} did not settle`);
+          }
+          await sleep(100);
+        }
+      };
+      // Long enough for idle connections' statistics; the quick run's
+      // figures are only checked for shape.
+      const quiet = ctx.plan.quick ? 1_500 : 11_000;
+      progress.step("split: warm-up");
+      await run(clients * 2, "warm");
+      await sleep(quiet);
+      const before = await counts(databases);
+      progress.step(`split: ${orders} paid orders, ${clients} clients`);
+      const started = performance.now();
+      await run(orders, "run");
+      const seconds = (performance.now() - started) / 1000;
+      await sleep(quiet);
+      const after = await counts(databases);
+      figures.push(
+        figure("paid_per_s", orders / seconds, "paid orders/s", {
+          note:
+            "8 clients placing and paying, to every receiver applied, all 12 databases on one server",
+        }),
+      );
+      for (const [name, end] of after) {
+        const start = before.get(name)!;
+        const commits = (end.commits - start.commits) / orders;
+        const rows = (end.rows - start.rows) / orders;
+        progress.note(
+          `${name}: ${commits.toFixed(2)} commits, ${
+            rows.toFixed(2)
+          } rows per paid order`,
+        );
+        figures.push(
+          figure(`${name}_commits_per_paid`, commits, "commits", {
+            note: `commits in the ${name} database per paid order`,
+          }),
+          figure(`${name}_rows_per_paid`, rows, "rows", {
+            note:
+              `rows inserted, updated or deleted in the ${name} database per paid order`,
+          }),
+        );
+      }
+    } finally {
+      await messaging.stop();
+      await wakers.flush();
+    }
+  } finally {
+    await databases.close();
+    await dropAll(ctx.server.adminUrl, databases);
+    await base.drop();
+  }
+  ctx.params = { orders, clients, databases: databases.urls.size };
+  return figures;
+}
+
+async function dropAll(adminUrl: string, databases: ServiceDatabases) {
+  const admin: Sql = connect(adminUrl, { max: 1 });
+  try {
+    for (const url of databases.urls.values()) {
+      const name = decodeURIComponent(new URL(url).pathname.slice(1));
+      await admin`drop database if exists ${admin(name)} with (force)`;
+    }
+  } finally {
+    await admin.end();
+  }
+}
