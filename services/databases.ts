@@ -94,12 +94,21 @@ export function serviceDatabaseUrls(
   baseUrl: string,
   moved: Readonly<Record<string, string>> = {},
 ): Map<string, string> {
-  const base = new URL(baseUrl).pathname.slice(1) || "postgres";
+  const base = databaseName(baseUrl) || "postgres";
   return new Map(SPLIT_DATABASES.map(({ name }) => [
     name,
-    moved[name] ??
-      withDatabase(baseUrl, `${decodeURIComponent(base)}_${name}`),
+    moved[name] ?? withDatabase(baseUrl, `${base}_${name}`),
   ]));
+}
+
+/** The name of the database a PostgreSQL URL names. */
+export function databaseName(url: string): string {
+  return decodeURIComponent(new URL(url).pathname.slice(1));
+}
+
+/** The database names of `urls` (serviceDatabaseUrls). */
+export function databaseNames(urls: ReadonlyMap<string, string>): string[] {
+  return [...urls.values()].map(databaseName);
 }
 
 /** Split mode's databases, open and migrated. */
@@ -144,10 +153,7 @@ export async function openServiceDatabases(
     for (const db of SPLIT_DATABASES) {
       const url = urls.get(db.name)!;
       if (moved[db.name] === undefined) {
-        await ensureDatabase(
-          baseUrl,
-          decodeURIComponent(new URL(url).pathname.slice(1)),
-        );
+        await ensureDatabase(baseUrl, databaseName(url));
       }
       const sql = connect(url, {
         max: db.parts.includes("queue") ? POOL_SIZE.sender : POOL_SIZE.other,

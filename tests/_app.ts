@@ -5,7 +5,7 @@
  */
 import { type Config, parseConfig } from "../config.ts";
 import type { Deps } from "../deps.ts";
-import { connect, type Sql } from "../lib/db/connect.ts";
+import type { Sql } from "../lib/db/connect.ts";
 import { SessionStore } from "../kit/http/session.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { type Bakery, startBakery } from "../bakery.ts";
@@ -14,9 +14,11 @@ import { ChangeFeed } from "../lib/wake/feed.ts";
 import { Registry } from "../lib/metrics/mod.ts";
 import { ROUTING, SENDERS } from "../services/routing.ts";
 import {
+  databaseNames,
   openServiceDatabases,
   type ServiceDatabases,
 } from "../services/databases.ts";
+import { dropDatabases } from "../kit/postgres/open.ts";
 import { splitStream } from "../services/mod.ts";
 import { adminUrl, type TestDatabase, testDatabase } from "./_db.ts";
 import { dropStream, TEST_NATS_URL, testStream } from "./_nats.ts";
@@ -233,25 +235,14 @@ export async function startTestBakery(
           : [config.NATS_STREAM];
         for (const stream of streams) await dropStream(stream);
       }
-      if (databases) await dropServiceDatabases(databases);
+      if (databases) {
+        await databases.close();
+        await dropDatabases(adminUrl(), databaseNames(databases.urls));
+      }
       await db.drop();
       await Deno.remove(config.DATA_DIR, { recursive: true }).catch(() => {});
     },
   };
-}
-
-/** Closes split mode's pools and drops its databases. */
-async function dropServiceDatabases(databases: ServiceDatabases) {
-  await databases.close();
-  const admin = connect(adminUrl(), { max: 1 });
-  try {
-    for (const url of databases.urls.values()) {
-      const name = decodeURIComponent(new URL(url).pathname.slice(1));
-      await admin`drop database if exists ${admin(name)} with (force)`;
-    }
-  } finally {
-    await admin.end();
-  }
 }
 
 /** Polls until `check` is true, or fails after `timeoutMs`. */

@@ -7,10 +7,12 @@
 import assert from "node:assert/strict";
 import { connect, type Sql, withDatabase } from "../lib/db/connect.ts";
 import { createLogger } from "../lib/log/mod.ts";
-import { ensureDatabase } from "../kit/postgres/open.ts";
+import { dropDatabases, ensureDatabase } from "../kit/postgres/open.ts";
 import { migrateServiceDatabase } from "../kit/postgres/migrate.ts";
 import { dumpSchema } from "../kit/postgres/schema_dump.ts";
 import {
+  databaseName,
+  databaseNames,
   QUEUE_SLOTS,
   queueOfDelivery,
   type ServiceDatabase,
@@ -69,7 +71,7 @@ async function withSplitDatabases(
   try {
     for (const db of SPLIT_DATABASES) {
       const url = urls.get(db.name)!;
-      await ensureDatabase(adminUrl(), new URL(url).pathname.slice(1));
+      await ensureDatabase(adminUrl(), databaseName(url));
       const sql = connect(url, { max: 1 });
       try {
         await migrateServiceDatabase(sql, log, db);
@@ -79,15 +81,7 @@ async function withSplitDatabases(
     }
     await fn(urls);
   } finally {
-    const admin = connect(adminUrl(), { max: 1 });
-    try {
-      for (const url of urls.values()) {
-        const name = new URL(url).pathname.slice(1);
-        await admin`drop database if exists ${admin(name)} with (force)`;
-      }
-    } finally {
-      await admin.end();
-    }
+    await dropDatabases(adminUrl(), databaseNames(urls));
   }
 }
 

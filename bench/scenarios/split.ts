@@ -12,10 +12,11 @@
  * after a quiet pause. Commits include the workers' polls and reads in
  * that time, a few dozen against thousands of paid orders.
  */
-import { connect, type Sql } from "../../lib/db/connect.ts";
+import { dropDatabases } from "../../kit/postgres/open.ts";
 import { memoryLogger } from "../../lib/log/mod.ts";
 import { parseConfig } from "../../config.ts";
 import {
+  databaseNames,
   openServiceDatabases,
   type ServiceDatabases,
 } from "../../services/databases.ts";
@@ -142,21 +143,9 @@ export async function split(ctx: Ctx): Promise<Figure[]> {
     }
   } finally {
     await databases.close();
-    await dropAll(ctx.server.adminUrl, databases);
+    await dropDatabases(ctx.server.adminUrl, databaseNames(databases.urls));
     await base.drop();
   }
   ctx.params = { orders, clients, databases: databases.urls.size };
   return figures;
-}
-
-async function dropAll(adminUrl: string, databases: ServiceDatabases) {
-  const admin: Sql = connect(adminUrl, { max: 1 });
-  try {
-    for (const url of databases.urls.values()) {
-      const name = decodeURIComponent(new URL(url).pathname.slice(1));
-      await admin`drop database if exists ${admin(name)} with (force)`;
-    }
-  } finally {
-    await admin.end();
-  }
 }

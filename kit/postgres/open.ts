@@ -51,3 +51,18 @@ export async function ensureDatabase(
     await admin.end();
   }
 }
+
+/**
+ * Drops the databases `names` on the server of `adminUrl`, closing their
+ * connections; one that is gone already is fine.
+ */
+export async function dropDatabases(adminUrl: string, names: string[]) {
+  const admin = connect(adminUrl, { max: 1 });
+  try {
+    for (const name of names) {
+      await admin`drop database if exists ${admin(name)} with (force)`;
+    }
+  } finally {
+    await admin.end();
+  }
+}
