@@ -117,7 +117,8 @@ const SPLIT_READY = new RegExp(
     "api/console/receivers/[a-z]+",
     "api/console/checkout-events(/[^/]+/send-again)?",
     "api/console/deliveries(/\\d+)?",
-    "api/console/dead-letters(/redrive|/refuse|/\\d+/(redrive|refuse))?",
+    "api/console/dead-letters(/redrive|/refuse|/\\d+/(redrive|refuse|supersede))?",
+    "api/console/outbox/release",
   ].join("|") + ")$",
 );
 

@@ -303,6 +303,41 @@ async function paidOrderInSplitMode(
     const how = await client.fetch("/how-it-works");
     await how.body?.cancel();
     assert.equal(how.status, 200);
+    // Supersede: a third order's OrderPlaced dies at the kitchen, and a
+    // corrected copy of it goes in its place, from the same queue. Release
+    // finds nothing parked in either sender's outbox.
+    await client.json("PUT", "/api/console/faults", { kitchenRefuses: true });
+    const third = await placeOrderVia(client);
+    let placedDead: Dead | undefined;
+    await eventually("the third order's OrderPlaced dead", async () => {
+      placedDead = (await client.json<{ items: Dead[] }>(
+        "GET",
+        "/api/console/dead-letters",
+      )).body.items.find((d) => d.eventType === "OrderPlaced");
+      return placedDead !== undefined;
+    }, 15_000);
+    await client.json("PUT", "/api/console/faults", { kitchenRefuses: false });
+    const original = await client.json<
+      { envelope: { payload: Record<string, unknown> } }
+    >("GET", `/api/console/deliveries/${placedDead!.id}`);
+    const copy = await client.json<{ messageId: string }>(
+      "POST",
+      `/api/console/dead-letters/${placedDead!.id}/supersede`,
+      { payload: original.body.envelope.payload, reason: "sent again as is" },
+    );
+    assert.ok(copy.status < 300, JSON.stringify(copy.body));
+    await eventually("the copy applied by the kitchen", async () => {
+      const [card] = await db("kitchen")`
+        select placed_message_id from kitchen.cards
+         where order_id = ${third.orderId}`;
+      return card?.placed_message_id === copy.body.messageId;
+    }, 15_000);
+    const release = await client.json<{ count: number }>(
+      "POST",
+      "/api/console/outbox/release",
+      {},
+    );
+    assert.deepEqual([release.status, release.body.count], [200, 0]);
     const log = await client.json("GET", "/api/console/actions");
     assert.equal(log.status, 501);
     // The console's database holds the visitor's session, and no

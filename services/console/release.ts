@@ -7,6 +7,7 @@
  */
 import type { Sql } from "../../lib/db/connect.ts";
 import { releaseParked } from "../../lib/relay/mod.ts";
+import { poolOf } from "../../lib/db/service.ts";
 import { SENDERS } from "../routing.ts";
 import { logAction } from "./actions.ts";
 
@@ -30,17 +31,33 @@ export async function releaseParkedRows(
   req: ReleaseRequest,
 ): Promise<{ count: number }> {
   const { sandboxId, actor } = ctx;
-  const { count } = await releaseParked(sql, {
-    tenantId: sandboxId,
-    services: req.service ? [req.service] : SENDERS,
-    target: { messageId: req.messageId, type: req.eventType },
-    record: (tx, released) =>
-      logAction(tx, sandboxId, {
-        actor,
-        action: "release",
-        target: { ...req },
-        count: released.count,
-      }),
-  });
+  const services = req.service ? [req.service] : SENDERS;
+  // One release per database (split mode: each sender's, logged beside
+  // its queue there); with one database, one release of them all.
+  let count = 0;
+  for (const [pool, group] of groupByPool(sql, services)) {
+    count += (await releaseParked(pool, {
+      tenantId: sandboxId,
+      services: group,
+      target: { messageId: req.messageId, type: req.eventType },
+      record: (tx, released) =>
+        logAction(tx, sandboxId, {
+          actor,
+          action: "release",
+          target: { ...req },
+          count: released.count,
+        }),
+    })).count;
+  }
   return { count };
+}
+
+/** `services` by the pool of their database. */
+function groupByPool(sql: Sql, services: readonly Sender[]) {
+  const groups = new Map<Sql, Sender[]>();
+  for (const service of services) {
+    const pool = poolOf(sql, service);
+    groups.set(pool, [...groups.get(pool) ?? [], service]);
+  }
+  return groups;
 }

@@ -17,7 +17,9 @@
  */
 import { z } from "zod";
 import type { Sql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
+import { asService, poolOf } from "../../lib/db/service.ts";
+import { queueOfDelivery } from "../databases.ts";
+import { SENDERS } from "../routing.ts";
 import { appliedOf } from "../../lib/inbox/mod.ts";
 import { type Superseded, supersedeIn } from "../../lib/queue/mod.ts";
 import { type EventType, payloads } from "../events.ts";
@@ -118,7 +120,10 @@ export async function supersedeDeadLetter(
   reason: string,
 ): Promise<Superseded | null> {
   const { sandboxId, actor } = ctx;
-  const dead = await deadLetter(sql, sandboxId, id);
+  // The queue that holds the dead letter: in split mode, the one its id
+  // names (services/databases.ts); the copy goes to the same queue.
+  const queue = poolOf(sql, queueOfDelivery(id) ?? SENDERS[0]);
+  const dead = await deadLetter(queue, sandboxId, id);
   if (!dead) return null;
   const checked = check(dead.type, dead.aggregate_id, payload);
   // Subscribers are services: each reads its own inbox, `<name>.inbox`.
@@ -128,7 +133,7 @@ export async function supersedeDeadLetter(
   ]);
   if (applied) throw new AlreadyApplied(dead.subscriber, applied);
   return await asService(
-    sql,
+    queue,
     "queue",
     { tenantId: sandboxId },
     async ({ sql }) => {
