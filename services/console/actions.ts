@@ -9,7 +9,7 @@
  */
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
+import { readServices } from "../databases.ts";
 import { type OperatorAction, operatorActionSchema } from "./contracts.ts";
 
 export type { OperatorAction } from "./contracts.ts";
@@ -94,37 +94,63 @@ export async function listActions(
   const before = options.before === undefined
     ? null
     : parseCursor(options.before);
-  const rows = await asService(
-    sql,
-    "console",
-    { tenantId: sandboxId },
-    ({ sql }) => {
-      // Older than the cursor, for the rows of table `src`; the bound on `at`
-      // alone lets the sandbox's index on (tenant_id, at) narrow the scan.
-      const at = before &&
-        sql`(timestamptz 'epoch' + ${before.us}::bigint * interval '1 microsecond')`;
-      const older = (src: "o" | "p") =>
-        before
-          ? sql`at <= ${at} and (at, ${src}::text, id)
-                < (${at}, ${before.src}::text, ${before.id}::bigint)`
-          : sql`true`;
-      return sql`
-      select *, (extract(epoch from at) * 1000000)::bigint::text || '.' ||
-                src || '.' || id as cursor
-        from (
-          (select at, 'o' as src, id, actor, action, target, count, job_id
-             from queue.operator_actions where ${older("o")}
-            order by at desc, id desc limit ${limit + 1})
-          union all
+  // Each queue's newest entries after the cursor (split mode: each
+  // sender's; a pause is set in every queue, so its entries are read from
+  // the first alone), merged in the log's order.
+  const rows = await readServices(sql, sandboxId, async (at, queues) => {
+    const parts = await Promise.all(
+      queues.map((queue, i) =>
+        at(queue, (sql) => {
+          // Older than the cursor, for the rows of table `src`; the bound on
+          // `at` alone lets the sandbox's index on (tenant_id, at) narrow the
+          // scan.
+          const time = before &&
+            sql`(timestamptz 'epoch' + ${before.us}::bigint * interval '1 microsecond')`;
+          const older = (src: "o" | "p") =>
+            before
+              ? sql`at <= ${time} and (at, ${src}::text, id)
+                  < (${time}, ${before.src}::text, ${before.id}::bigint)`
+              : sql`true`;
+          const pauses = i === 0
+            ? sql`union all
           (select at, 'p', id, actor, action,
                   jsonb_build_object('subscriber', subscriber), 1, null::uuid
              from queue.pause_actions where ${older("p")}
-            order by at desc, id desc limit ${limit + 1})
-        ) a
-       order by at desc, src desc, id desc
-       limit ${limit + 1}`;
-    },
-  );
+            order by at desc, id desc limit ${limit + 1})`
+            : sql``;
+          return sql`
+        select *, (extract(epoch from at) * 1000000)::bigint::text || '.' ||
+                  src || '.' || id as cursor
+          from (
+            (select at, 'o' as src, id, actor, action, target, count, job_id
+               from queue.operator_actions where ${older("o")}
+              order by at desc, id desc limit ${limit + 1})
+            ${pauses}
+          ) a
+         order by at desc, src desc, id desc
+         limit ${limit + 1}`;
+        })
+      ),
+    );
+    const all = parts.flat();
+    if (parts.length > 1) {
+      // By the cursor's microseconds: a Date keeps milliseconds only.
+      const us = (r: { cursor?: unknown }) =>
+        BigInt(String(r.cursor).split(".")[0]);
+      all.sort((a, b) =>
+        us(b) > us(a)
+          ? 1
+          : us(b) < us(a)
+          ? -1
+          : b.src < a.src
+          ? -1
+          : b.src > a.src
+          ? 1
+          : Number(b.id) - Number(a.id)
+      );
+    }
+    return all.slice(0, limit + 1);
+  });
   const page = rows.slice(0, limit);
   return {
     items: actionsSchema.parse(page.map((r) => ({

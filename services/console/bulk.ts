@@ -124,8 +124,14 @@ export async function bulkAction(
     };
   }
   if (count > JOB_THRESHOLD) throw new NoJobs(count);
+  // Only the queues that matched act and log; when none did, the first
+  // logs the action that found nothing, as one database does.
+  const matched = parts.filter((_, i) => {
+    const c = counted[i];
+    return c.kind === "dryRun" && c.count > 0;
+  });
   const ids: number[] = [];
-  for (const { pool, filter } of parts) {
+  for (const { pool, filter } of matched.length ? matched : parts.slice(0, 1)) {
     const done = await bulkActionIn(pool, ctx, { ...req, filter });
     if (done.kind === "now") ids.push(...done.ids);
   }
