@@ -8,8 +8,12 @@
  * The default is still one database for every service
  * (SERVICE_DATABASES=shared).
  */
-import { connect, type Sql, withDatabase } from "../lib/db/connect.ts";
-import type { TxSql } from "../lib/db/connect.ts";
+import {
+  connect,
+  type Sql,
+  type TxSql,
+  withDatabase,
+} from "../lib/db/connect.ts";
 import {
   asService,
   isRouted,
@@ -122,7 +126,7 @@ export interface ServiceDatabases {
    * each service's database ({@link routeServices}).
    */
   main: Sql;
-  /** The databases that hold a queue: the senders'. */
+  /** The services with an outbox, each waking its own relay. */
   senders: readonly string[];
   close(): Promise<void>;
 }
@@ -136,8 +140,9 @@ const POOL_SIZE = { sender: 10, other: 4 };
 
 /**
  * Opens split mode's databases: creates each one that is named after
- * `baseUrl` and missing (one that `moved` names must exist), brings its schema up to date, and opens its pool. The console's
- * pool then routes each service's transactions to its own database.
+ * `baseUrl` and missing (one that `moved` names must exist), brings its
+ * schema up to date, and opens its pool. The console's pool then routes
+ * each service's transactions to its own database.
  */
 export async function openServiceDatabases(
   baseUrl: string,
