@@ -14,6 +14,7 @@
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { readServices } from "../databases.ts";
+import { bySubscriber, earlier } from "./by_subscriber.ts";
 import { SENDERS } from "../routing.ts";
 import { type Alert, alertSchema } from "./contracts.ts";
 
@@ -79,22 +80,6 @@ async function deadLetterCounts(sql: TxSql, nth: number) {
       from queue.deliveries where state = 'dead'
      group by subscriber order by subscriber`;
 }
-
-/** Sums of rows per subscriber, read from each queue. */
-function bySubscriber<T extends { subscriber: string }>(
-  parts: T[][],
-  add: (a: T, b: T) => T,
-): T[] {
-  const out = new Map<string, T>();
-  for (const row of parts.flat()) {
-    const seen = out.get(row.subscriber);
-    out.set(row.subscriber, seen ? add(seen, row) : row);
-  }
-  return [...out.values()].sort((a, b) => a.subscriber < b.subscriber ? -1 : 1);
-}
-
-const earlier = (a: Date | null, b: Date | null) =>
-  a === null ? b : b === null ? a : a < b ? a : b;
 
 /** The alerts that fire now in one sandbox, by kind and subject. */
 export async function currentAlerts(

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { queueOfDelivery, readServices } from "../databases.ts";
+import { bySubscriber, earlier, later } from "./by_subscriber.ts";
 import { beyond, type DeliveryState } from "../../lib/queue/mod.ts";
 import {
   type DeadLetterSummary,
@@ -351,16 +352,11 @@ export async function deadLettersBySubscriber(
         ),
       ),
   );
-  const bySubscriber = new Map<string, { n: number; oldest: Date }>();
-  for (const r of parts.flat()) {
-    const seen = bySubscriber.get(r.subscriber);
-    bySubscriber.set(r.subscriber, {
-      n: (seen?.n ?? 0) + r.n,
-      oldest: seen && seen.oldest < r.oldest ? seen.oldest : r.oldest,
-    });
-  }
-  const rows = [...bySubscriber].sort(([a], [b]) => a < b ? -1 : 1)
-    .map(([subscriber, r]) => ({ subscriber, ...r }));
+  const rows = bySubscriber(parts, (a, b) => ({
+    subscriber: a.subscriber,
+    n: a.n + b.n,
+    oldest: earlier(a.oldest, b.oldest)!,
+  }));
   return summariesSchema.parse(rows.map((r) => ({
     subscriber: r.subscriber,
     count: r.n,
@@ -401,27 +397,17 @@ export async function receiverHealth(
       )),
   );
   // Each queue's attempts added up; the last error is the newest of them.
-  const merged = new Map<string, Health>();
-  for (const r of parts.flat()) {
-    const seen = merged.get(r.subscriber);
-    if (!seen) {
-      merged.set(r.subscriber, { ...r });
-      continue;
-    }
-    seen.total += r.total;
-    seen.ok += r.ok;
-    if (r.last_at > seen.last_at) seen.last_at = r.last_at;
-    if (
-      r.last_error_at &&
-      (!seen.last_error_at || r.last_error_at > seen.last_error_at)
-    ) {
-      seen.last_error = r.last_error;
-      seen.last_error_at = r.last_error_at;
-    }
-  }
-  const rows = [...merged.values()].sort((a, b) =>
-    a.subscriber < b.subscriber ? -1 : 1
-  );
+  const rows = bySubscriber(parts, (a, b) => {
+    const newer = later(a.last_error_at, b.last_error_at) === b.last_error_at;
+    return {
+      subscriber: a.subscriber,
+      total: a.total + b.total,
+      ok: a.ok + b.ok,
+      last_at: later(a.last_at, b.last_at)!,
+      last_error: newer ? b.last_error : a.last_error,
+      last_error_at: later(a.last_error_at, b.last_error_at),
+    };
+  });
   return healthSchema.parse(rows.map((r) => ({
     subscriber: r.subscriber,
     attempts: r.total,
