@@ -9,7 +9,14 @@
 import type { Config } from "../config.ts";
 import type { Sql } from "../lib/db/connect.ts";
 import type { Logger } from "../lib/log/mod.ts";
-import { type Pruned, pruneHistory } from "../lib/queue/retention.ts";
+import { asOwner, isRouted, poolOf } from "../lib/db/service.ts";
+import {
+  type Pruned,
+  pruneHistory,
+  pruneInboxes,
+  pruneQueue,
+} from "../lib/queue/retention.ts";
+import { queuePools } from "./databases.ts";
 import type { Retention } from "./console/contracts.ts";
 import { every } from "./every.ts";
 import { SUBSCRIBERS } from "./routing.ts";
@@ -33,10 +40,49 @@ export async function pruneOld(
   now = new Date(),
 ): Promise<Pruned> {
   const { keptDays } = retentionSettings(config);
-  return await pruneHistory(sql, {
-    before: new Date(now.getTime() - keptDays * DAY_MS),
-    subscribers: SUBSCRIBERS,
-  });
+  const before = new Date(now.getTime() - keptDays * DAY_MS);
+  if (!isRouted(sql)) {
+    return await pruneHistory(sql, { before, subscribers: SUBSCRIBERS });
+  }
+  // Split mode: each queue in its sender's database, each inbox in its
+  // receiver's, which asks the queues what is still owed.
+  const queues = queuePools(sql);
+  const pruned: Pruned = {
+    deliveries: 0,
+    attempts: 0,
+    messages: 0,
+    inboxes: {},
+  };
+  for (const pool of queues) {
+    const part = await pruneQueue(pool, { before });
+    pruned.deliveries += part.deliveries;
+    pruned.attempts += part.attempts;
+    pruned.messages += part.messages;
+  }
+  const stillOwed = async (subscriber: string, ids: readonly string[]) => {
+    const owed = new Set<string>();
+    for (const pool of queues) {
+      const rows = await asOwner(pool, (tx) =>
+        tx<{ id: string }[]>`
+          select message_id::text as id from queue.deliveries
+           where subscriber = ${subscriber}
+             and message_id = any(${ids as string[]}::uuid[])
+             and state in ('pending', 'in_flight', 'dead')`);
+      for (const r of rows) owed.add(r.id);
+    }
+    return owed;
+  };
+  for (const subscriber of SUBSCRIBERS) {
+    Object.assign(
+      pruned.inboxes,
+      await pruneInboxes(poolOf(sql, subscriber), {
+        before,
+        subscribers: [subscriber],
+        stillOwed,
+      }),
+    );
+  }
+  return pruned;
 }
 
 /** Runs a pass a minute after the start, then every hour; returns a stop. */

@@ -31,6 +31,17 @@ export interface RetentionOptions {
   subscribers: readonly string[];
   /** Rows per transaction (default 1,000). */
   batch?: number;
+  /**
+   * For inboxes whose queue is in another database (each service in a
+   * database of its own): of `messageIds`, old inbox rows of `subscriber`,
+   * those whose delivery is still open or dead in the queue that sends
+   * them. Without it, the queue beside the inbox is asked, in the same
+   * statement.
+   */
+  stillOwed?: (
+    subscriber: string,
+    messageIds: readonly string[],
+  ) => Promise<ReadonlySet<string>>;
 }
 
 /** How many rows a pass removed, by table. */
@@ -49,14 +60,18 @@ export async function pruneHistory(
   sql: Sql,
   options: RetentionOptions,
 ): Promise<Pruned> {
+  const queue = await pruneQueue(sql, options);
+  return { ...queue, inboxes: await pruneInboxes(sql, options) };
+}
+
+/** {@link pruneHistory}'s part in the queue's own tables. */
+export async function pruneQueue(
+  sql: Sql,
+  options: Omit<RetentionOptions, "subscribers" | "stillOwed">,
+): Promise<Omit<Pruned, "inboxes">> {
   const batch = options.batch ?? 1_000;
   const before = options.before;
-  const pruned: Pruned = {
-    deliveries: 0,
-    attempts: 0,
-    messages: 0,
-    inboxes: {},
-  };
+  const pruned = { deliveries: 0, attempts: 0, messages: 0 };
   await untilDone(batch, () =>
     asOwner(sql, async (tx) => {
       // Done deliveries finish in about the order they started, so the
@@ -102,12 +117,32 @@ export async function pruneHistory(
       pruned.messages += gone.count;
       return gone.count;
     }));
+  return pruned;
+}
+
+/** {@link pruneHistory}'s part in the subscribers' inboxes. */
+export async function pruneInboxes(
+  sql: Sql,
+  options: RetentionOptions,
+): Promise<Pruned["inboxes"]> {
+  const batch = options.batch ?? 1_000;
+  const before = options.before;
+  const pruned: Pick<Pruned, "inboxes"> = { inboxes: {} };
   for (const subscriber of options.subscribers) {
     if (!SUBSCRIBER.test(subscriber)) {
       throw new TypeError(`not a subscriber name: ${subscriber}`);
     }
     const inbox = `${subscriber}.inbox`;
     pruned.inboxes[subscriber] = 0;
+    if (options.stillOwed) {
+      pruned.inboxes[subscriber] = await pruneInboxAsking(
+        sql,
+        inbox,
+        subscriber,
+        { batch, before, stillOwed: options.stillOwed },
+      );
+      continue;
+    }
     await untilDone(batch, () =>
       asOwner(sql, async (tx) => {
         const gone = await tx`
@@ -125,7 +160,49 @@ export async function pruneHistory(
         return gone.count;
       }));
   }
-  return pruned;
+  return pruned.inboxes;
+}
+
+/**
+ * Prunes one inbox whose queue is elsewhere: batch by batch in the order
+ * of message ids, each batch's rows locked, the queue asked which are
+ * still owed, the rest deleted. A delivery older than `before` that is
+ * done stays done (only a dead one may be sent again), so the answer
+ * cannot go stale while the batch is held.
+ */
+async function pruneInboxAsking(
+  sql: Sql,
+  inbox: string,
+  subscriber: string,
+  o: {
+    batch: number;
+    before: Date;
+    stillOwed: NonNullable<RetentionOptions["stillOwed"]>;
+  },
+): Promise<number> {
+  let after = "00000000-0000-0000-0000-000000000000";
+  let removed = 0;
+  for (;;) {
+    const seen = await asOwner(sql, async (tx) => {
+      const ids = (await tx<{ id: string }[]>`
+        select message_id::text as id from ${tx(inbox)}
+         where received_at < ${o.before} and message_id > ${after}::uuid
+         order by message_id
+         limit ${o.batch}
+         for update skip locked`).map((r) => r.id);
+      if (ids.length === 0) return 0;
+      after = ids[ids.length - 1];
+      const owed = await o.stillOwed(subscriber, ids);
+      const gone = ids.filter((id) => !owed.has(id));
+      if (gone.length > 0) {
+        const deleted = await tx`
+          delete from ${tx(inbox)} where message_id = any(${gone}::uuid[])`;
+        removed += deleted.count;
+      }
+      return ids.length;
+    });
+    if (seen < o.batch) return removed;
+  }
 }
 
 /** Runs `pass` until it removes less than a full batch. */

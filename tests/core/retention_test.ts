@@ -7,7 +7,11 @@ import assert from "node:assert/strict";
 import type { Sql } from "../../lib/db/connect.ts";
 import { receiveOnce } from "../../lib/inbox/mod.ts";
 import { type Envelope, newEnvelope } from "../../lib/outbox/mod.ts";
-import { pruneHistory } from "../../lib/queue/retention.ts";
+import {
+  pruneHistory,
+  pruneInboxes,
+  pruneQueue,
+} from "../../lib/queue/retention.ts";
 import { withTestDatabase } from "./_db.ts";
 import {
   count,
@@ -178,5 +182,51 @@ Deno.test("retention: old finished work goes, and an old repeat is refused as to
       messages: 0,
       inboxes: { [RECEIVER]: 0 },
     });
+  });
+});
+
+Deno.test("retention: an inbox whose queue is elsewhere asks it what is still owed, and keeps those rows", async () => {
+  await withTestDatabase(async (db) => {
+    const { sql } = db;
+    await createTestServices(sql);
+    const tenantId = await createSandbox(sql);
+    const olds = [
+      await delivered(sql, tenantId, "done"),
+      await delivered(sql, tenantId, "done"),
+      await delivered(sql, tenantId, "done"),
+    ];
+    const oldDead = await delivered(sql, tenantId, "dead");
+    for (const e of [...olds, oldDead]) await age(sql, e, 40);
+    const before = new Date(Date.now() - (HORIZON_DAYS + 7) * DAY_MS);
+    // The queue and the inbox share this database, but the inbox is pruned
+    // as if the queue were elsewhere: through the question alone.
+    const asked: string[][] = [];
+    const inboxes = await pruneInboxes(sql, {
+      before,
+      subscribers: [RECEIVER],
+      batch: 2, // three batches: the cursor moves past the kept rows
+      stillOwed: (subscriber, ids) => {
+        assert.equal(subscriber, RECEIVER);
+        asked.push([...ids]);
+        return Promise.resolve(
+          new Set(ids.filter((id) => id === oldDead.messageId)),
+        );
+      },
+    });
+    assert.deepEqual(inboxes, { [RECEIVER]: 3 });
+    assert.equal(asked.flat().length, 4);
+    assert.equal(await count(sql, `${RECEIVER}.inbox`), 1);
+    assert.equal(
+      await count(
+        sql,
+        `${RECEIVER}.inbox`,
+        sql`message_id = ${oldDead.messageId}`,
+      ),
+      1,
+    );
+    // The queue's own part is pruned apart, and leaves the dead delivery.
+    const queue = await pruneQueue(sql, { before });
+    assert.deepEqual(queue, { deliveries: 3, attempts: 3, messages: 3 });
+    assert.deepEqual((await rowsOf(sql, oldDead)).deliveries, 1);
   });
 });
