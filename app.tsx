@@ -93,35 +93,6 @@ function rateGroupOf(c: Context): string | undefined {
 /** HSTS for a site served over https: a year, the most browsers keep. */
 const HSTS = "max-age=31536000";
 
-/**
- * What does not read across a database per service yet: the console, the
- * labs, "How it's built" and the metrics read the queue's tables as if
- * they were in one database (docs/scale.md).
- */
-const NOT_SPLIT_YET =
-  /^\/(console|labs|how-it-works|metrics|api\/(console|kitchen|labs|how-it-works))(\/|$)/;
-
-/** What of those reads each service's database already. */
-const SPLIT_READY = new RegExp(
-  "^/(" + [
-    "metrics",
-    "how-it-works",
-    "api/how-it-works(/costs|/try-it)?",
-    "console",
-    "console/(outbox|kitchen|faults|closure|closure/rows|receivers)",
-    "console/(dead-letters|order-violations|search|actions)",
-    "console/deliveries(/\\d+)?",
-    "api/kitchen/board",
-    "api/console/(overview|outbox|faults|alerts|closure|closure/rows)",
-    "api/console/(receivers|failure-groups|order-violations|search|actions)",
-    "api/console/receivers/[a-z]+",
-    "api/console/checkout-events(/[^/]+/send-again)?",
-    "api/console/deliveries(/\\d+)?",
-    "api/console/dead-letters(/redrive|/refuse|/\\d+/(redrive|refuse|supersede))?",
-    "api/console/outbox/release",
-  ].join("|") + ")$",
-);
-
 /** Paths that need no session lookup: files and probes. */
 const STATELESS = /^\/(static\/|health$|metrics$)/;
 
@@ -187,19 +158,6 @@ export function createApp(deps: Deps): Hono {
     live: (ids) => deps.sessions.live(ids),
   });
   deps.sessions.onEnd((session) => streams.end(session.id));
-
-  if (deps.config.SERVICE_DATABASES === "split") {
-    app.use("*", async (c, next) => {
-      const path = c.req.path;
-      if (!NOT_SPLIT_YET.test(path) || SPLIT_READY.test(path)) {
-        return await next();
-      }
-      throw new HttpError(
-        501,
-        `${path} does not run with SERVICE_DATABASES=split yet: it reads the queue's tables, which are in each sender's database there`,
-      );
-    });
-  }
 
   registerStorefront(app, deps);
   registerOrderPages(app, deps);

@@ -26,7 +26,7 @@ import { ChangeFeed, notifyChanged } from "./lib/wake/feed.ts";
 import { bakeryMetrics } from "./services/metrics.ts";
 import { scheduleWipes } from "./services/wipe.ts";
 import { scheduleRetention } from "./services/retention.ts";
-import { startJobLoop } from "./services/console/jobs.ts";
+import { startJobLoops } from "./services/console/jobs.ts";
 
 export interface Bakery {
   /** The app's public URL: PUBLIC_URL, or where it listens. */
@@ -128,16 +128,7 @@ export async function startBakery(options: {
       },
     )
     : undefined;
-  // Split mode does not run the console's jobs, the wipe or retention yet:
-  // each reads and writes the queue's tables, which are in the senders'
-  // databases there, not in the console's.
-  const platformJobs = !databases;
-  if (databases) {
-    log.warn("split_mode_partial", {
-      notRunning: ["bulk jobs", "sandbox wipe", "retention"],
-    });
-  }
-  const jobs = messaging && platformJobs &&
+  const jobs = messaging &&
       startBakeryJobs(sql, log, config, messaging.owner) || undefined;
   deps.jobs = jobs;
   deps.brokerUp = messaging?.brokerUp;
@@ -148,12 +139,10 @@ export async function startBakery(options: {
   // Commits wake the relay after commit, not with a NOTIFY inside every
   // order transaction (lib/outbox/wake.ts says why).
   const wakers = wakeRelaysAfterCommit(sql, databases, messaging, log);
-  const stopWipes = config.WORKERS === "on" && config.SANDBOX_WIPE === "on" &&
-      platformJobs
+  const stopWipes = config.WORKERS === "on" && config.SANDBOX_WIPE === "on"
     ? scheduleWipes(sql, log, { transport: messaging })
     : () => Promise.resolve();
-  const stopRetention = config.WORKERS === "on" &&
-      config.RETENTION === "on" && platformJobs
+  const stopRetention = config.WORKERS === "on" && config.RETENTION === "on"
     ? scheduleRetention(sql, log, config)
     : () => Promise.resolve();
   deps.started = true;
@@ -186,8 +175,9 @@ export async function startBakery(options: {
 }
 
 /**
- * The bulk job loop of a process that runs the workers (services/console/
- * jobs.ts): it tells open pages of the sandboxes it changed.
+ * The bulk job loops of a process that runs the workers (services/console/
+ * jobs.ts), one per queue: they tell open pages of the sandboxes they
+ * changed.
  */
 export function startBakeryJobs(
   sql: Sql,
@@ -195,7 +185,7 @@ export function startBakeryJobs(
   config: Config,
   owner: string,
 ) {
-  return startJobLoop({
+  return startJobLoops({
     sql,
     log,
     owner,

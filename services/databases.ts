@@ -247,6 +247,15 @@ export function queuePools(sql: Sql): Sql[] {
 }
 
 /**
+ * The pool of every database of the bakery: `sql` alone with one database,
+ * each service's (the console's first) in split mode. For the platform's
+ * own work that reaches every service, as the daily wipe does.
+ */
+export function servicePools(sql: Sql): Sql[] {
+  return [...new Set(SPLIT_DATABASES.map((db) => poolOf(sql, db.name)))];
+}
+
+/**
  * `services` in groups that share a database, as `together` says: one
  * group with one database, one service each in split mode. A read can
  * then join a group's tables in one statement.

@@ -36,6 +36,7 @@
 import type { Sql, TxSql } from "../lib/db/connect.ts";
 import { asOwner } from "../lib/db/service.ts";
 import type { Logger } from "../lib/log/mod.ts";
+import { servicePools } from "./databases.ts";
 import { every } from "./every.ts";
 
 /** Children before parents, so foreign keys never stop a delete. */
@@ -143,11 +144,26 @@ async function wipe(
   await sql`insert into platform.wipes (cutoff) values (${cutoff})
             on conflict (cutoff) do nothing`;
   const ids = await close(sql, cutoff);
+  // Split mode: each service's database closes them too, and is fenced and
+  // emptied on its own (the console's own database last, below).
+  const others = servicePools(sql).filter((pool) => pool !== sql);
   if (ids.length > 0) {
-    await fence(sql, ids, options.fenceMs ?? FENCE_MS);
+    for (const pool of others) await closeCopies(sql, pool, ids);
+    for (const pool of [sql, ...others]) {
+      await fence(pool, ids, options.fenceMs ?? FENCE_MS);
+    }
     await options.transport?.forget(ids);
   }
-  const rowsDeleted = await asOwner(sql, async (tx) => {
+  let rowsDeleted = 0;
+  for (const pool of others) {
+    rowsDeleted += await asOwner(pool, async (tx) => {
+      const deleted = ids.length > 0 ? await deleteRows(tx, ids, log) : 0;
+      await tx`update platform.tenants set wiped_at = now()
+                where id = any(${ids}::uuid[])`;
+      return deleted;
+    });
+  }
+  rowsDeleted += await asOwner(sql, async (tx) => {
     const deleted = ids.length > 0 ? await deleteRows(tx, ids, log) : 0;
     await tx`update platform.tenants set wiped_at = now()
               where id = any(${ids}::uuid[])`;
@@ -186,6 +202,24 @@ async function close(sql: Sql, cutoff: Date): Promise<string[]> {
     )
     select id from ids`;
   return rows.map((r) => r.id);
+}
+
+/**
+ * Step 1 in another service's database (split mode): the sandboxes live in
+ * the console's database alone, so each other database gets a closed copy
+ * of their rows, which its gate and its workers' claims read. A run that
+ * takes up an unfinished wipe closes them again, changing nothing.
+ */
+async function closeCopies(main: Sql, pool: Sql, ids: readonly string[]) {
+  const tenants = await main<
+    { id: string; name: string; created_at: Date; wiping_at: Date }[]
+  >`
+    select id, name, created_at, wiping_at from platform.tenants
+     where id = any(${ids as string[]}::uuid[])`;
+  await pool`
+    insert into platform.tenants ${pool(tenants)}
+    on conflict (id) do update set wiping_at = excluded.wiping_at
+     where platform.tenants.wiping_at is null`;
 }
 
 /**
@@ -270,7 +304,11 @@ async function deleteRows(
      where c.column_name = 'tenant_id' and t.table_type = 'BASE TABLE'
        and c.table_schema not in ('pg_catalog', 'information_schema')`)
     .map((r) => r.t).filter((t) => !KEPT.includes(t));
-  const ordered = [...FIRST, ...tables.filter((t) => !FIRST.includes(t))];
+  // In split mode a database holds some of FIRST's tables, not all.
+  const ordered = [
+    ...FIRST.filter((t) => tables.includes(t)),
+    ...tables.filter((t) => !FIRST.includes(t)),
+  ];
   let total = 0;
   for (let pass = 1;; pass++) {
     const found: Record<string, number> = {};

@@ -6,6 +6,7 @@
 import { type Config, parseConfig } from "../config.ts";
 import type { Deps } from "../deps.ts";
 import type { Sql } from "../lib/db/connect.ts";
+import { poolOf } from "../lib/db/service.ts";
 import { SessionStore } from "../kit/http/session.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { type Bakery, startBakery } from "../bakery.ts";
@@ -34,6 +35,7 @@ export const TEST_WEBHOOK_SECRET = "whsec_test_secret_for_the_suite";
 export function testConfig(env: Record<string, string> = {}): Config {
   return parseConfig({
     ...transportEnv(),
+    ...databasesEnv(),
     PORT: "0",
     WORKERS: "on",
     SANDBOX_WIPE: "off",
@@ -59,6 +61,16 @@ function transportEnv(): Record<string, string> {
     NATS_URL: TEST_NATS_URL,
     NATS_STREAM: testStream(),
   };
+}
+
+/**
+ * TEST_SERVICE_DATABASES=split runs every test bakery with a database per
+ * service (SERVICE_DATABASES=split): the bakery's tests as a run of split
+ * mode. A test that names SERVICE_DATABASES itself keeps its own.
+ */
+function databasesEnv(): Record<string, string> {
+  const mode = Deno.env.get("TEST_SERVICE_DATABASES");
+  return mode ? { SERVICE_DATABASES: mode } : {};
 }
 
 /** Deps without a server, for tests that call `createApp(...).fetch`. */
@@ -175,6 +187,12 @@ export interface TestBakery {
   sql: Sql;
   /** With SERVICE_DATABASES=split: every service's database. */
   databases?: ServiceDatabases;
+  /**
+   * The pool of `service`'s database: `sql` itself with one database. A
+   * test reads a service's tables through it, so that it runs in split
+   * mode too.
+   */
+  at(service: string): Sql;
   /** Where to send requests (the server itself, even behind PUBLIC_URL). */
   url: string;
   /** A client of `url` whose Origin is the site's (PUBLIC_URL's, if set). */
@@ -223,6 +241,7 @@ export async function startTestBakery(
     db,
     sql: databases?.main ?? db.sql,
     databases,
+    at: (service) => poolOf(databases?.main ?? db.sql, service),
     url: bakery.localUrl,
     lines,
     client: (options) =>

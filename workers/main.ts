@@ -56,12 +56,8 @@ await runUntilSignal(log, async () => {
   // Orders appends OrderPaid inside a delivery: wake the relay after commit.
   const wakers = wakeRelaysAfterCommit(sql, databases, messaging, log);
   onShutdown(() => wakers.flush());
-  // Split mode runs neither yet: both work on the queue's tables as one
-  // database's (docs/scale.md).
-  if (!split) {
-    const jobs = startBakeryJobs(sql, log, config, messaging.owner);
-    onShutdown(() => jobs.stop());
-    if (config.SANDBOX_WIPE === "on") onShutdown(scheduleWipes(sql, log));
-  }
+  const jobs = startBakeryJobs(sql, log, config, messaging.owner);
+  onShutdown(() => jobs.stop());
+  if (config.SANDBOX_WIPE === "on") onShutdown(scheduleWipes(sql, log));
   console.error(`worker ${messaging.owner} is running; SIGTERM stops it`);
 });

@@ -19,7 +19,6 @@ export type HttpStatus =
   | 415
   | 422
   | 429
-  | 501
   | 503;
 
 export class HttpError extends Error {

@@ -40,7 +40,6 @@ import {
   bulkAction,
   type BulkRequest,
   type BulkResult,
-  NoJobs,
 } from "../../services/console/bulk.ts";
 import { cancelJob, readJob } from "../../services/console/jobs.ts";
 import { failureGroupsData } from "../../services/console/failure_groups.ts";
@@ -226,7 +225,6 @@ async function runBulk(
     if (error instanceof BeyondReplayHorizon) {
       throw new HttpError(409, error.message);
     }
-    if (error instanceof NoJobs) throw new HttpError(422, error.message);
     throw error;
   }
 }

@@ -17,6 +17,7 @@ import {
 } from "../../lib/queue/mod.ts";
 import { logAction } from "./actions.ts";
 import { createJob } from "./jobs.ts";
+import { uuidv7 } from "../../lib/outbox/envelope.ts";
 
 /**
  * More rows than this run as a job: a hundred rows are one statement of a
@@ -72,19 +73,6 @@ export class BeyondReplayHorizon extends Error {
 }
 
 /**
- * More than {@link JOB_THRESHOLD} dead letters at once where no job loop
- * runs (split mode, for now).
- */
-export class NoJobs extends Error {
-  override name = "NoJobs";
-  constructor(readonly count: number) {
-    super(
-      `${count} dead letters match: more than ${JOB_THRESHOLD} at once run as a job, and SERVICE_DATABASES=split runs no jobs yet; narrow the filter`,
-    );
-  }
-}
-
-/**
  * Runs (or counts) one operator action on the matching dead letters. In
  * split mode each queue is acted on in its own database: the dead letters
  * a filter names by id in the queue each id belongs to, the others in
@@ -123,13 +111,29 @@ export async function bulkAction(
       beyondReplayHorizon: total("beyondReplayHorizon"),
     };
   }
-  if (count > JOB_THRESHOLD) throw new NoJobs(count);
+  const beyond = total("beyondReplayHorizon");
+  if (req.action === "redrive" && !req.force && beyond > 0) {
+    throw new BeyondReplayHorizon(beyond, count, ctx.horizonDays);
+  }
   // Only the queues that matched act and log; when none did, the first
   // logs the action that found nothing, as one database does.
   const matched = parts.filter((_, i) => {
     const c = counted[i];
     return c.kind === "dryRun" && c.count > 0;
   });
+  if (count > JOB_THRESHOLD) {
+    // One job, a part beside each queue that matched, under one id; the
+    // operator's rate is shared among the parts.
+    const jobId = uuidv7();
+    const rate = req.ratePerSecond ?? DEFAULT_RATE;
+    for (const { pool, filter } of matched) {
+      await bulkActionIn(pool, ctx, { ...req, filter }, {
+        id: jobId,
+        ratePerSecond: Math.max(1, Math.floor(rate / matched.length)),
+      });
+    }
+    return { kind: "job", jobId, count };
+  }
   const ids: number[] = [];
   for (const { pool, filter } of matched.length ? matched : parts.slice(0, 1)) {
     const done = await bulkActionIn(pool, ctx, { ...req, filter });
@@ -138,11 +142,15 @@ export async function bulkAction(
   return { kind: "now", ids };
 }
 
-/** {@link bulkAction} on the queue in the database of `sql`. */
+/**
+ * {@link bulkAction} on the queue in the database of `sql`; as a part of
+ * the job `asPart` names, whatever the count, when it is given.
+ */
 async function bulkActionIn(
   sql: Sql,
   ctx: BulkContext,
   req: BulkRequest,
+  asPart?: { id: string; ratePerSecond: number },
 ): Promise<BulkResult> {
   const { sandboxId, actor } = ctx;
   return await asService(
@@ -168,16 +176,17 @@ async function bulkActionIn(
         );
       }
       const target = { ...req.filter, ...(force ? { force } : {}) };
-      if (count > JOB_THRESHOLD) {
+      if (count > JOB_THRESHOLD || asPart) {
         const jobId = await createJob(sql, sandboxId, {
           action: req.action,
           ids: matched.ids,
-          ratePerSecond: req.ratePerSecond ?? DEFAULT_RATE,
+          ratePerSecond: asPart?.ratePerSecond ?? req.ratePerSecond ??
+            DEFAULT_RATE,
           reason: req.reason,
           force,
           republish: ctx.republish,
           actor,
-        });
+        }, asPart?.id);
         await logAction(sql, sandboxId, {
           actor,
           action: req.action,

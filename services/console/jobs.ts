@@ -9,7 +9,7 @@
  * `done` counter is written in the transaction that acts on its rows).
  */
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
-import { readServices } from "../databases.ts";
+import { queuePools, readServices } from "../databases.ts";
 import { asService } from "../../lib/db/service.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import { uuidv7 } from "../../lib/outbox/envelope.ts";
@@ -45,6 +45,46 @@ function view(r: any): JobView {
   });
 }
 
+/**
+ * One job from its parts. In split mode a job that reaches dead letters in
+ * several queues has a row of the same id beside each, worked on by that
+ * queue's loop: the job runs while any part does, was cancelled if any part
+ * was, and counts what they all count.
+ */
+function merged(parts: JobView[]): JobView {
+  if (parts.length === 1) return parts[0];
+  const sum = (key: "done" | "total" | "changed" | "ratePerSecond") =>
+    parts.reduce((n, p) => n + p[key], 0);
+  const state = parts.some((p) => p.state === "running")
+    ? "running"
+    : parts.some((p) => p.state === "cancelled")
+    ? "cancelled"
+    : "done";
+  const times = (key: "createdAt" | "finishedAt") =>
+    parts.map((p) => p[key] ?? "").sort();
+  return {
+    ...parts[0],
+    state,
+    done: sum("done"),
+    total: sum("total"),
+    changed: sum("changed"),
+    ratePerSecond: sum("ratePerSecond"),
+    createdAt: times("createdAt")[0],
+    finishedAt: state === "running" ? null : times("finishedAt").at(-1)!,
+  };
+}
+
+/** Rows of jobs, their parts merged, in the order each job first appears. */
+// deno-lint-ignore no-explicit-any
+function mergeRows(rows: any[]): JobView[] {
+  const byId = new Map<string, JobView[]>();
+  for (const row of rows) {
+    const part = view(row);
+    byId.set(part.jobId, [...byId.get(part.jobId) ?? [], part]);
+  }
+  return [...byId.values()].map(merged);
+}
+
 const COLUMNS = (sql: TxSql) =>
   sql`id, action, state, done, total, changed, rate_per_second, actor,
       created_at, finished_at`;
@@ -60,13 +100,16 @@ export interface NewJob {
   actor: string;
 }
 
-/** Stores a running job in the caller's queue transaction; returns its id. */
+/**
+ * Stores a running job in the caller's queue transaction; returns its id,
+ * `id` when given (a part of a job across queues).
+ */
 export async function createJob(
   sql: TxSql,
   sandboxId: string,
   job: NewJob,
+  id: string = uuidv7(),
 ): Promise<string> {
-  const id = uuidv7();
   await sql`
     insert into queue.bulk_jobs (id, tenant_id, action, ids, total,
                                  rate_per_second, reason, force, republish, actor)
@@ -85,14 +128,21 @@ export async function readJob(
   jobId: string,
 ): Promise<JobView | null> {
   if (!JOB_ID.test(jobId)) return null;
-  const [row] = await asService(
+  const parts = await readServices(
     sql,
-    "console",
-    { tenantId: sandboxId },
-    ({ sql }) =>
-      sql`select ${COLUMNS(sql)} from queue.bulk_jobs where id = ${jobId}`,
+    sandboxId,
+    (at, queues) =>
+      Promise.all(
+        queues.map((q) =>
+          at(q, (sql) =>
+            sql`select ${
+              COLUMNS(sql)
+            } from queue.bulk_jobs where id = ${jobId}`)
+        ),
+      ),
   );
-  return row ? view(row) : null;
+  const [job] = mergeRows(parts.flat());
+  return job ?? null;
 }
 
 /**
@@ -119,7 +169,7 @@ export async function listJobs(
   );
   const rows = parts.flat();
   if (parts.length > 1) rows.sort((a, b) => +b.created_at - +a.created_at);
-  return rows.map(view);
+  return mergeRows(rows);
 }
 
 /**
@@ -134,6 +184,21 @@ export async function cancelJob(
   actor: string,
 ): Promise<JobView | null> {
   if (!JOB_ID.test(jobId)) return null;
+  const parts: JobView[] = [];
+  for (const pool of queuePools(sql)) {
+    const part = await cancelIn(pool, sandboxId, jobId, actor);
+    if (part) parts.push(part);
+  }
+  return parts.length ? merged(parts) : null;
+}
+
+/** {@link cancelJob} in the queue of `sql`'s database. */
+async function cancelIn(
+  sql: Sql,
+  sandboxId: string,
+  jobId: string,
+  actor: string,
+): Promise<JobView | null> {
   return await asService(
     sql,
     "queue",
@@ -278,6 +343,22 @@ export async function releaseJobs(sql: Sql, owner: string): Promise<void> {
 export interface JobLoop {
   wake(): void;
   stop(): Promise<void>;
+}
+
+/**
+ * Starts the job loop of every queue: one with one database, each
+ * sender's in split mode, each working on the jobs beside its queue.
+ */
+export function startJobLoops(
+  o: Parameters<typeof startJobLoop>[0],
+): JobLoop {
+  const loops = queuePools(o.sql).map((sql) => startJobLoop({ ...o, sql }));
+  return {
+    wake: () => loops.forEach((l) => l.wake()),
+    stop: async () => {
+      await Promise.all(loops.map((l) => l.stop()));
+    },
+  };
 }
 
 /**

@@ -14,7 +14,7 @@
  */
 import { z } from "zod";
 import type { Sql } from "../../lib/db/connect.ts";
-import { asService, type ServiceTx } from "../../lib/db/service.ts";
+import { asService, poolOf, type ServiceTx } from "../../lib/db/service.ts";
 import { receiveOnce } from "../../lib/inbox/mod.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import { envelopeSchema, newEnvelope } from "../../lib/outbox/mod.ts";
@@ -101,6 +101,7 @@ export async function runQueueLab(
   sandboxId: string,
   settings: QueueLabSettings,
 ): Promise<QueueLabResult> {
+  sql = printerDatabase(sql);
   return await oneAtATime(async () => {
     await cleanSlate(sql, sandboxId);
     const timeline = await play(sql, log, sandboxId, settings);
@@ -125,6 +126,15 @@ export async function runQueueLab(
     await clearQueueRows(sql, sandboxId);
     return { ...figures, timeline };
   });
+}
+
+/**
+ * The pool of the printer's database. The lab's queue lives beside the
+ * printer: in split mode that is the printer's own database, away from the
+ * bakery's queues; with one database it is the bakery's queue.
+ */
+function printerDatabase(sql: Sql): Sql {
+  return poolOf(sql, PRINTER);
 }
 
 /** The printer: one ticket per request, or per message id if it remembers. */
@@ -337,6 +347,7 @@ async function cleanSlate(sql: Sql, sandboxId: string) {
 
 /** The figures, counted from the printer's and the queue's rows. */
 export async function queueFigures(sql: Sql, sandboxId: string) {
+  sql = printerDatabase(sql);
   const [printed] = await asService(
     sql,
     PRINTER,
