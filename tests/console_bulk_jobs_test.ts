@@ -40,7 +40,7 @@ Deno.test("bulk job: over 100 rows a redrive is a job at the chosen rate; every 
   await withTestBakery(async (t) => {
     const client = t.client();
     await signIn(client, "Bulk operator");
-    const ids = await deadLetters(client, t.sql, 150);
+    const ids = await deadLetters(client, t.at("orders"), 150);
 
     const dry = await client.json("POST", "/api/console/dead-letters/redrive", {
       subscriber: "kitchen",
@@ -70,7 +70,9 @@ Deno.test("bulk job: over 100 rows a redrive is a job at the chosen rate; every 
     assert.deepEqual([job.done, job.total, job.changed], [150, 150, 150]);
 
     // Each row redriven exactly once, by the operator, oldest first.
-    const actions = await t.sql<{ delivery_id: string; actor: string }[]>`
+    const actions = await t.at("orders")<
+      { delivery_id: string; actor: string }[]
+    >`
       select delivery_id, actor from queue.actions
        where action = 'redrive' order by id`;
     assert.deepEqual(actions.map((a) => Number(a.delivery_id)), ids);
@@ -98,7 +100,7 @@ Deno.test("bulk job: cancelled, it stops where it was and says so; the cancel ha
   await withTestBakery(async (t) => {
     const client = t.client();
     await signIn(client, "Cancelling operator");
-    await deadLetters(client, t.sql, 120);
+    await deadLetters(client, t.at("orders"), 120);
     const started = await client.json<{ jobId: string }>(
       "POST",
       "/api/console/dead-letters/refuse",
@@ -118,7 +120,7 @@ Deno.test("bulk job: cancelled, it stops where it was and says so; the cancel ha
     assert.ok(cancelled.body.done < 120, JSON.stringify(cancelled.body));
 
     // Nothing more is refused: the rows refused are the job's done count.
-    const [{ n }] = await t.sql<{ n: number }[]>`
+    const [{ n }] = await t.at("orders")<{ n: number }[]>`
       select count(*)::int as n from queue.deliveries where state = 'refused'`;
     assert.equal(n, cancelled.body.done);
     const after = await jobOf(client, jobId);
@@ -139,7 +141,8 @@ Deno.test("bulk job: cancelled, it stops where it was and says so; the cancel ha
 
 Deno.test("bulk job: resumed by the next process after a restart, and no row is acted on twice", async () => {
   const db = await testDatabase({ max: 20 });
-  const config = testConfig();
+  // It starts its bakery on one database of its own, whatever the run's.
+  const config = testConfig({ SERVICE_DATABASES: "shared" });
   const { logger } = memoryLogger("error");
   const start = () =>
     startBakery({ config, databaseUrl: db.url, log: logger, sql: db.sql });
@@ -201,8 +204,8 @@ natsTest(
     await withTestBakery(async (t) => {
       const client = t.client();
       await signIn(client, "JetStream operator");
-      const ids = await deadLetters(client, t.sql, 110);
-      const before = await t.sql<{ id: string; attempts: number }[]>`
+      const ids = await deadLetters(client, t.at("orders"), 110);
+      const before = await t.at("orders")<{ id: string; attempts: number }[]>`
       select id, attempts from queue.deliveries
        where id = any(${ids}::bigint[]) order by id`;
       const started = await client.json<{ jobId: string; count: number }>(
@@ -215,7 +218,7 @@ natsTest(
       // The kitchen still refuses: each row went through the broker once
       // more (one attempt) and is dead again, nothing left to republish.
       await eventually("every row attempted once more", async () => {
-        const rows = await t.sql<
+        const rows = await t.at("orders")<
           {
             attempts: number;
             redrives: number;

@@ -145,7 +145,7 @@ Deno.test("queue lab: a poison order is a dead letter after four tries; one work
       alerts.alerts.filter((a) => a.subject === "lab_printer"),
       [],
     );
-    const [left] = await t.sql<{ n: number }[]>`
+    const [left] = await t.at("lab_printer")<{ n: number }[]>`
       select count(*)::int as n from queue.deliveries
        where subscriber = 'lab_printer'`;
     assert.equal(left.n, 0);
@@ -240,7 +240,7 @@ Deno.test("labs: the daily wipe removes both labs' rows", async () => {
       receiverRemembers: true,
     });
     // Published rows leave the outbox; one still owed, for the wipe to find.
-    await t.sql`
+    await t.at("lab_sender")`
       insert into lab_sender.outbox (tenant_id, message_id, type, envelope)
       values (${sandboxId}, gen_random_uuid(), 'OrderCreated', '{}')`;
     const tables = [
@@ -256,8 +256,9 @@ Deno.test("labs: the daily wipe removes both labs' rows", async () => {
     const counts = async () => {
       const out: Record<string, number> = {};
       for (const table of tables) {
-        const [{ n }] = await t.sql<{ n: number }[]>`
-          select count(*)::int as n from ${t.sql(table)}
+        const at = t.at(table.split(".")[0]);
+        const [{ n }] = await at<{ n: number }[]>`
+          select count(*)::int as n from ${at(table)}
            where tenant_id = ${sandboxId}`;
         out[table] = n;
       }
