@@ -193,6 +193,11 @@ export interface TestBakery {
    * mode too.
    */
   at(service: string): Sql;
+  /**
+   * Over JetStream, the stream that carries `sender`'s messages: the
+   * bakery's one stream, or in split mode the sender's own.
+   */
+  streamOf(sender: string): string;
   /** Where to send requests (the server itself, even behind PUBLIC_URL). */
   url: string;
   /** A client of `url` whose Origin is the site's (PUBLIC_URL's, if set). */
@@ -242,6 +247,8 @@ export async function startTestBakery(
     sql: databases?.main ?? db.sql,
     databases,
     at: (service) => poolOf(databases?.main ?? db.sql, service),
+    streamOf: (sender) =>
+      databases ? splitStream(config.NATS_STREAM, sender) : config.NATS_STREAM,
     url: bakery.localUrl,
     lines,
     client: (options) =>
@@ -341,15 +348,18 @@ export async function rowCounts(
 ): Promise<Record<string, number | string>> {
   const counts: Record<string, number | string> = {};
   for (const table of tables) {
+    // Each in its service's database (platform's: the console's).
+    const schema = table.slice(0, table.indexOf("."));
+    const at = poolOf(sql, schema);
     // An outbox counts the messages written to it, published or not.
     const from = table.endsWith(".outbox")
-      ? sql`${sentBy(sql, table.slice(0, -".outbox".length))} x`
-      : sql`${sql(table)}`;
+      ? at`${sentBy(at, schema)} x`
+      : at`${at(table)}`;
     counts[table] = await countOf(
-      sql<{ n: number }[]>`select count(*)::int as n from ${from}`,
+      at<{ n: number }[]>`select count(*)::int as n from ${from}`,
     );
   }
-  const days = await sql<{ key: string; qty: number }[]>`
+  const days = await poolOf(sql, "orders")<{ key: string; qty: number }[]>`
     select tenant_id || '/' || day || '/' || sku as key, qty
       from orders.day_counts order by 1`;
   counts["orders.day_counts"] = days.map((d) => `${d.key}=${d.qty}`).join(
