@@ -12,6 +12,7 @@
  * after a quiet pause. Commits include the workers' polls and reads in
  * that time, a few dozen against thousands of paid orders.
  */
+import process from "node:process";
 import { dropDatabases } from "../../kit/postgres/open.ts";
 import { memoryLogger } from "../../lib/log/mod.ts";
 import { parseConfig } from "../../config.ts";
@@ -45,6 +46,48 @@ async function counts(
              tup_inserted + tup_updated + tup_deleted as rows
         from pg_stat_database where datname = current_database()`;
     out.set(name, { commits: Number(row.commits), rows: Number(row.rows) });
+  }
+  return out;
+}
+
+/**
+ * CPU seconds so far of each database's server processes, by process id:
+ * the backends connected to it, read from /proc (utime and stime, in
+ * ticks of 1/100 s). The server runs on this machine in the benchmark.
+ */
+async function backendCpu(
+  databases: ServiceDatabases,
+): Promise<Map<string, Map<number, number>>> {
+  const out = new Map<string, Map<number, number>>();
+  for (const [name, sql] of databases.pools) {
+    const pids = await sql<{ pid: number }[]>`
+      select pid from pg_stat_activity where datname = current_database()`;
+    const cpu = new Map<number, number>();
+    for (const { pid } of pids) {
+      const stat = await Deno.readTextFile(`/proc/${pid}/stat`).catch(() => "");
+      // Fields after the command name, which is in parentheses.
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (fields.length > 13) {
+        cpu.set(pid, (Number(fields[11]) + Number(fields[12])) / 100);
+      }
+    }
+    out.set(name, cpu);
+  }
+  return out;
+}
+
+/** Each database's CPU seconds between two readings of {@link backendCpu}. */
+function cpuBetween(
+  before: Map<string, Map<number, number>>,
+  after: Map<string, Map<number, number>>,
+): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [name, pids] of after) {
+    let seconds = 0;
+    for (const [pid, end] of pids) {
+      seconds += end - (before.get(name)?.get(pid) ?? 0);
+    }
+    out.set(name, seconds);
   }
   return out;
 }
@@ -106,10 +149,14 @@ export async function split(ctx: Ctx): Promise<Figure[]> {
       await run(clients * 2, "warm");
       await sleep(quiet);
       const before = await counts(databases);
+      const cpuBefore = await backendCpu(databases);
+      const appBefore = process.cpuUsage();
       progress.step(`split: ${orders} paid orders, ${clients} clients`);
       const started = performance.now();
       await run(orders, "run");
       const seconds = (performance.now() - started) / 1000;
+      const app = process.cpuUsage(appBefore);
+      const cpu = cpuBetween(cpuBefore, await backendCpu(databases));
       await sleep(quiet);
       const after = await counts(databases);
       figures.push(
@@ -118,14 +165,29 @@ export async function split(ctx: Ctx): Promise<Figure[]> {
             "8 clients placing and paying, to every receiver applied, all 12 databases on one server",
         }),
       );
+      const appMs = (app.user + app.system) / 1000 / orders;
+      progress.note(`this process: ${appMs.toFixed(2)} ms CPU per paid order`);
+      figures.push(
+        figure("process_cpu_ms_per_paid", appMs, "ms", {
+          note:
+            "CPU of this process per paid order: the clients' commands, the relays, the consumers and the six receivers",
+        }),
+      );
       for (const [name, end] of after) {
         const start = before.get(name)!;
         const commits = (end.commits - start.commits) / orders;
         const rows = (end.rows - start.rows) / orders;
+        const cpuMs = (cpu.get(name) ?? 0) * 1000 / orders;
         progress.note(
-          `${name}: ${commits.toFixed(2)} commits, ${
-            rows.toFixed(2)
-          } rows per paid order`,
+          `${name}: ${commits.toFixed(2)} commits, ${rows.toFixed(2)} rows, ${
+            cpuMs.toFixed(2)
+          } ms CPU per paid order`,
+        );
+        figures.push(
+          figure(`${name}_cpu_ms_per_paid`, cpuMs, "ms", {
+            note:
+              `CPU of the ${name} database's server processes per paid order`,
+          }),
         );
         figures.push(
           figure(`${name}_commits_per_paid`, commits, "commits", {
