@@ -51,7 +51,7 @@ import { steady } from "./scenarios/steady.ts";
 import { fairness } from "./scenarios/fairness.ts";
 import { wakeup } from "./scenarios/wakeup.ts";
 import { transports } from "./scenarios/transports.ts";
-import { consoleApis } from "./scenarios/console.ts";
+import { consoleApis, consoleSplitApis } from "./scenarios/console.ts";
 import { split } from "./scenarios/split.ts";
 import { memory } from "./scenarios/memory.ts";
 import { soak } from "./scenarios/soak.ts";
@@ -69,6 +69,7 @@ const SCENARIOS: [string, Scenario][] = [
   ["transports", transports],
   ["split", split],
   ["console", consoleApis],
+  ["console_split", consoleSplitApis],
   ["memory", memory],
   ["soak", soak],
 ];

@@ -21,6 +21,22 @@ async function sandboxes(tx: TxSql, n: number): Promise<string[]> {
   return ids;
 }
 
+/** A temp table `seed_sandboxes` of sandboxes made elsewhere, in order. */
+async function knownSandboxes(tx: TxSql, ids: readonly string[]) {
+  await tx`create temp table seed_sandboxes on commit drop as
+    select s.id, (s.n - 1)::int as n
+      from unnest(${ids as string[]}::uuid[]) with ordinality as s(id, n)`;
+}
+
+/**
+ * Makes the ids of {@link seedOrders} the same in every database that
+ * seeds with it: the random bits come from the salt and g instead.
+ */
+interface Same {
+  salt: string;
+  epochMs: number;
+}
+
 /**
  * A temp table `seed` of `n` orders: g, message_id, order_id, tenant_id
  * (the sandboxes round robin) and a receiver (the six round robin). Message
@@ -28,14 +44,27 @@ async function sandboxes(tx: TxSql, n: number): Promise<string[]> {
  * milliseconds (ten messages a millisecond), version 7, the variant, and
  * random bits. Random (v4) ids would scatter every index insert.
  */
-async function seedOrders(tx: TxSql, n: number, sandboxCount: number) {
+async function seedOrders(
+  tx: TxSql,
+  n: number,
+  sandboxCount: number,
+  same?: Same,
+) {
+  const bits = (k: string) =>
+    same ? tx`md5(${same.salt} || ${k}::text || g)` : tx`md5(random()::text)`;
+  const epochMs = same
+    ? tx`${same.epochMs}::bigint`
+    : tx`(extract(epoch from now()) * 1000)::bigint`;
+  const orderId = same ? tx`${bits("o")}::uuid` : tx`gen_random_uuid()`;
   await tx`create temp table seed on commit drop as
     select g,
-           (lpad(to_hex((extract(epoch from now()) * 1000)::bigint + g / 10), 12, '0')
-            || '7' || substr(md5(random()::text), 1, 3)
-            || to_hex(8 + (random() * 3)::int)
-            || substr(md5(random()::text), 1, 15))::uuid as message_id,
-           gen_random_uuid() as order_id,
+           (lpad(to_hex(${epochMs} + g / 10), 12, '0')
+            || '7' || substr(${bits("a")}, 1, 3)
+            || to_hex(8 + (('x' || substr(${
+    bits("v")
+  }, 1, 1))::bit(4)::int % 4))
+            || substr(${bits("b")}, 1, 15))::uuid as message_id,
+           ${orderId} as order_id,
            s.id as tenant_id,
            (${[...RECEIVERS]}::text[])[1 + g % 6] as subscriber
       from generate_series(1, ${n}) g
@@ -132,76 +161,152 @@ export interface ConsoleSeed {
   sandboxId: string;
 }
 
+/** How big a console's world is. */
+export interface ConsoleWorld {
+  history: number;
+  pending: number;
+  dead: number;
+  sandboxCount: number;
+  onStep?: (what: string) => void;
+}
+
 /**
  * A console's world: `history` delivered messages (queue message, one done
  * delivery with its attempt, and the receiver's inbox row) over
  * `sandboxCount` sandboxes; then, in the first sandbox,
  * `pending` outbox rows not yet published and `dead` dead letters.
  */
-export async function consoleWorld(sql: Sql, o: {
-  history: number;
-  pending: number;
-  dead: number;
-  sandboxCount: number;
-  onStep?: (what: string) => void;
-}): Promise<ConsoleSeed> {
+export async function consoleWorld(
+  sql: Sql,
+  o: ConsoleWorld,
+): Promise<ConsoleSeed> {
   const step = o.onStep ?? (() => {});
   const sandboxId = await sql.begin(async (tx) => {
     const ids = await sandboxes(tx, o.sandboxCount);
     await seedOrders(tx, o.history, o.sandboxCount);
-    step("history: orders");
-    await seedOrderRows(tx);
-    // History envelopes are compact (no order snapshot): nothing reads them.
-    // Published, they live in the queue alone: the outbox holds what is owed.
-    const small = tx`jsonb_build_object('messageId', seed.message_id,
-      'type', 'OrderPlaced', 'aggregateId', seed.order_id, 'tenantId', seed.tenant_id)`;
-    step("history: messages");
-    await tx`
-      insert into queue.messages (message_id, tenant_id, source, type, aggregate_id,
-                                  envelope, published_at)
-      select message_id, tenant_id, 'orders', 'OrderPlaced', order_id::text, ${small},
-             now() - (${o.history} - g) * interval '100 ms'
-        from seed order by g`;
-    step("history: deliveries");
-    await tx`
-      insert into queue.deliveries (tenant_id, message_id, subscriber, type, aggregate_id,
-                                    state, attempts, last_status, done_at)
-      select tenant_id, message_id, subscriber, 'OrderPlaced', order_id::text,
-             'done', 1, 200, now()
-        from seed order by g`;
-    // History as the running system leaves it: where the closure audit
-    // exists (queue.deliveries.audited), every done delivery has been audited
-    // and counted as closed.
-    const [audit] = await tx`
-      select 1 from information_schema.columns
-       where table_schema = 'queue' and table_name = 'deliveries'
-         and column_name = 'audited'`;
-    if (audit) {
-      step("history: audit");
-      await tx`update queue.deliveries set audited = true where state = 'done'`;
-      await tx`
-        insert into queue.closure_counts (tenant_id, subscriber, closed)
-        select tenant_id, subscriber, count(*) from seed group by 1, 2`;
-    }
-    step("history: attempts");
-    await tx`
-      insert into queue.attempts (tenant_id, delivery_id, attempt, started_at,
-                                  duration_ms, status, outcome)
-      select tenant_id, id, 1, now(), 3, 200, 'done' from queue.deliveries
-       order by id`;
-    step("history: inboxes");
-    for (const r of RECEIVERS) {
-      await tx`
-        insert into ${tx(`${r}.inbox`)} (message_id, tenant_id, type, status)
-        select message_id, tenant_id, 'OrderPlaced', 200 from seed
-         where subscriber = ${r}`;
-    }
+    await queueHistory(tx, o);
+    await inboxHistory(tx, RECEIVERS, step);
     return ids[0];
   });
-  step("pending and dead letters");
+  await pendingAndDead(sql, sandboxId, o);
+  step("vacuum analyze");
+  await settle(sql, [
+    ...QUEUE_TABLES,
+    ...RECEIVERS.map((r) => `${r}.inbox`),
+  ]);
+  return { sandboxId };
+}
+
+/**
+ * The same world with a database per service (SERVICE_DATABASES=split):
+ * the sandboxes in the console's database, the orders, the queue and the
+ * outbox in the orders database (whose queue carries OrderPlaced), each
+ * receiver's inbox rows in its own. Each database makes the same `seed`
+ * from one salt, so that every inbox row names a message of the queue.
+ */
+export async function splitConsoleWorld(
+  pools: ReadonlyMap<string, Sql>,
+  o: ConsoleWorld,
+): Promise<ConsoleSeed> {
+  const step = o.onStep ?? (() => {});
+  const same = { salt: crypto.randomUUID(), epochMs: Date.now() };
+  const ids = await pools.get("console")!.begin((tx) =>
+    sandboxes(tx, o.sandboxCount)
+  );
+  const orders = pools.get("orders")!;
+  await orders.begin(async (tx) => {
+    await knownSandboxes(tx, ids);
+    await seedOrders(tx, o.history, o.sandboxCount, same);
+    await queueHistory(tx, o);
+  });
+  for (const r of RECEIVERS) {
+    await pools.get(r)!.begin(async (tx) => {
+      await knownSandboxes(tx, ids);
+      await seedOrders(tx, o.history, o.sandboxCount, same);
+      await inboxHistory(tx, [r], step);
+    });
+  }
+  await pendingAndDead(orders, ids[0], o);
+  step("vacuum analyze");
+  await settle(orders, QUEUE_TABLES);
+  for (const r of RECEIVERS) await settle(pools.get(r)!, [`${r}.inbox`]);
+  return { sandboxId: ids[0] };
+}
+
+/** What {@link queueHistory} and {@link pendingAndDead} write. */
+const QUEUE_TABLES = [
+  "orders.orders",
+  "orders.outbox",
+  "queue.messages",
+  "queue.deliveries",
+  "queue.attempts",
+];
+
+/** The history's orders, messages, done deliveries and attempts. */
+async function queueHistory(tx: TxSql, o: ConsoleWorld) {
+  const step = o.onStep ?? (() => {});
+  step("history: orders");
+  await seedOrderRows(tx);
+  // History envelopes are compact (no order snapshot): nothing reads them.
+  // Published, they live in the queue alone: the outbox holds what is owed.
+  const small = tx`jsonb_build_object('messageId', seed.message_id,
+    'type', 'OrderPlaced', 'aggregateId', seed.order_id, 'tenantId', seed.tenant_id)`;
+  step("history: messages");
+  await tx`
+    insert into queue.messages (message_id, tenant_id, source, type, aggregate_id,
+                                envelope, published_at)
+    select message_id, tenant_id, 'orders', 'OrderPlaced', order_id::text, ${small},
+           now() - (${o.history} - g) * interval '100 ms'
+      from seed order by g`;
+  step("history: deliveries");
+  await tx`
+    insert into queue.deliveries (tenant_id, message_id, subscriber, type, aggregate_id,
+                                  state, attempts, last_status, done_at)
+    select tenant_id, message_id, subscriber, 'OrderPlaced', order_id::text,
+           'done', 1, 200, now()
+      from seed order by g`;
+  // History as the running system leaves it: where the closure audit
+  // exists (queue.deliveries.audited), every done delivery has been audited
+  // and counted as closed.
+  const [audit] = await tx`
+    select 1 from information_schema.columns
+     where table_schema = 'queue' and table_name = 'deliveries'
+       and column_name = 'audited'`;
+  if (audit) {
+    step("history: audit");
+    await tx`update queue.deliveries set audited = true where state = 'done'`;
+    await tx`
+      insert into queue.closure_counts (tenant_id, subscriber, closed)
+      select tenant_id, subscriber, count(*) from seed group by 1, 2`;
+  }
+  step("history: attempts");
+  await tx`
+    insert into queue.attempts (tenant_id, delivery_id, attempt, started_at,
+                                duration_ms, status, outcome)
+    select tenant_id, id, 1, now(), 3, 200, 'done' from queue.deliveries
+     order by id`;
+}
+
+/** The history's inbox rows of `receivers`. */
+async function inboxHistory(
+  tx: TxSql,
+  receivers: readonly string[],
+  step: (what: string) => void,
+) {
+  step("history: inboxes");
+  for (const r of receivers) {
+    await tx`
+      insert into ${tx(`${r}.inbox`)} (message_id, tenant_id, type, status)
+      select message_id, tenant_id, 'OrderPlaced', 200 from seed
+       where subscriber = ${r}`;
+  }
+}
+
+/** In the sandbox read: outbox rows still owed, and kitchen dead letters. */
+async function pendingAndDead(sql: Sql, sandboxId: string, o: ConsoleWorld) {
+  o.onStep?.("pending and dead letters");
   await sql.begin(async (tx) => {
-    await tx`create temp table seed_sandboxes on commit drop as
-      select ${sandboxId}::uuid as id, 0 as n`;
+    await knownSandboxes(tx, [sandboxId]);
     await seedOrders(tx, o.pending + o.dead, 1);
     await seedOrderRows(tx);
     await tx`
@@ -224,14 +329,4 @@ export async function consoleWorld(sql: Sql, o: {
              now() - (${o.pending + o.dead} - g) * interval '1 s'
         from seed where g > ${o.pending} order by g`;
   });
-  step("vacuum analyze");
-  await settle(sql, [
-    "orders.orders",
-    "orders.outbox",
-    "queue.messages",
-    "queue.deliveries",
-    "queue.attempts",
-    ...RECEIVERS.map((r) => `${r}.inbox`),
-  ]);
-  return { sandboxId };
 }
