@@ -6,7 +6,7 @@
  * which may read every schema and write none, inside the caller's sandbox.
  */
 import type { Sql } from "../lib/db/connect.ts";
-import { readServices } from "./databases.ts";
+import { type ReadAt, readServices } from "./databases.ts";
 import { RECEIVERS } from "./routing.ts";
 
 export interface OrderView {
@@ -62,6 +62,52 @@ export interface OrderView {
 const iso = (d: Date | null) => d ? d.toISOString() : null;
 
 /**
+ * What `sender` wrote for the order: what it still owes is in its outbox;
+ * what it published, in the queue's copy (the outbox row goes when the copy
+ * is stored, or, the long way, just after: then the copy is what counts).
+ * Each sender's queue is in its own database in split mode, so each is
+ * read there.
+ */
+function sent(at: ReadAt, sender: "orders" | "billing", orderId: string) {
+  return at(sender, (sql) => {
+    const copied = sql`not exists (
+      select from queue.messages m where m.message_id = o.message_id)`;
+    const owed = sender === "orders"
+      ? sql`message_id in (select message_id from orders.events
+                            where order_id = ${orderId})`
+      : sql`envelope->>'aggregateId' = ${orderId}`;
+    return sql`
+      select ${sender} as service, message_id, type, state, attempts,
+             last_error, created_at, null::timestamptz as published_at,
+             split_part(envelope->>'traceparent', '-', 2) as trace_id
+        from ${sql(`${sender}.outbox`)} o
+       where ${owed} and ${copied}
+      union all
+      select source, message_id, type, 'published', 0, null,
+             (envelope->>'occurredAt')::timestamptz, published_at,
+             split_part(envelope->>'traceparent', '-', 2)
+        from queue.messages
+       where aggregate_id = ${orderId} and source = ${sender}`;
+  });
+}
+
+/** The deliveries of what `sender` published for the order. */
+function delivered(
+  at: ReadAt,
+  sender: "orders" | "billing",
+  orderId: string,
+) {
+  return at(sender, (sql) =>
+    sql`
+      select id, message_id, type, subscriber, state, attempts, last_status,
+             last_error, next_attempt_at
+        from queue.deliveries
+       where message_id in (select message_id from queue.messages
+                             where aggregate_id = ${orderId}
+                               and source = ${sender})`);
+}
+
+/**
  * The whole story of one order; null when the sandbox has no such order.
  * Read from one snapshot: the events, messages and deliveries agree with one
  * another even while workers move them on. In split mode each service's
@@ -75,6 +121,11 @@ export async function orderView(
 ): Promise<OrderView | null> {
   if (!/^[0-9a-f-]{36}$/.test(orderId)) return null;
   return await readServices(sql, sandboxId, async (at) => {
+    // Billing's messages and deliveries come first: a PaymentSucceeded
+    // delivered to orders writes orders' events, so a delivery seen done
+    // has its event in the orders read that follows.
+    const billingSent = await sent(at, "billing", orderId);
+    const billingDelivered = await delivered(at, "billing", orderId);
     const [o] = await at("orders", (sql) =>
       sql`
       select id, state, version, total_cents, customer_name, customer_email,
@@ -89,45 +140,12 @@ export async function orderView(
       sql`
       select type, version, at, message_id from orders.events
        where order_id = ${orderId} order by id`);
-    // What a sender still owes is in its outbox; what it published, in the
-    // queue's copy (the outbox row goes when the copy is stored, or, the
-    // long way, just after: then the copy is what counts). Each sender's
-    // queue is in its own database in split mode, so each is read there.
-    const sent = (sender: "orders" | "billing") =>
-      at(sender, (sql) => {
-        const copied = sql`not exists (
-        select from queue.messages m where m.message_id = o.message_id)`;
-        const owed = sender === "orders"
-          ? sql`message_id in (select message_id from orders.events
-                                where order_id = ${orderId})`
-          : sql`envelope->>'aggregateId' = ${orderId}`;
-        return sql`
-        select ${sender} as service, message_id, type, state, attempts,
-               last_error, created_at, null::timestamptz as published_at,
-               split_part(envelope->>'traceparent', '-', 2) as trace_id
-          from ${sql(`${sender}.outbox`)} o
-         where ${owed} and ${copied}
-        union all
-        select source, message_id, type, 'published', 0, null,
-               (envelope->>'occurredAt')::timestamptz, published_at,
-               split_part(envelope->>'traceparent', '-', 2)
-          from queue.messages
-         where aggregate_id = ${orderId} and source = ${sender}`;
-      });
-    const delivered = (sender: "orders" | "billing") =>
-      at(sender, (sql) =>
-        sql`
-        select id, message_id, type, subscriber, state, attempts, last_status,
-               last_error, next_attempt_at
-          from queue.deliveries
-         where message_id in (select message_id from queue.messages
-                               where aggregate_id = ${orderId}
-                                 and source = ${sender})`);
-    const messages = [...await sent("orders"), ...await sent("billing")]
+
+    const messages = [...await sent(at, "orders", orderId), ...billingSent]
       .sort((a, b) => a.created_at - b.created_at);
     const deliveries = [
-      ...await delivered("orders"),
-      ...await delivered("billing"),
+      ...await delivered(at, "orders", orderId),
+      ...billingDelivered,
     ].sort((a, b) => Number(a.id) - Number(b.id));
     const ids = deliveries.map((d) => d.message_id as string);
     const inbox = new Map<

@@ -49,8 +49,10 @@ export async function refundsDue(
                    updated_at as at
               from billing.payments where state = 'refund_due'`,
             orders: sql`
-            select payload->>'paymentId', order_id,
-                   (payload->>'amountCents')::int, null, type, 'orders', at
+            select payload->>'paymentId' as payment_id, order_id,
+                   (payload->>'amountCents')::int as amount_cents,
+                   null::text as currency, type as reason,
+                   'orders' as kept_by, at
               from orders.events where payload->>'action' = 'refund'`,
           };
           const union = group.map((s) => kept[s as keyof typeof kept]).reduce((
