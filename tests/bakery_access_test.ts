@@ -47,7 +47,7 @@ Deno.test("access: a paid order cannot be cancelled (409)", async () => {
       "OrderPlaced",
       "OrderPaid",
     ]);
-    const [card] = await t.sql`
+    const [card] = await t.at("kitchen")`
       select state from kitchen.cards where order_id = ${orderId}`;
     assert.equal(card.state, "confirmed");
 

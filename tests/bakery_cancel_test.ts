@@ -71,12 +71,14 @@ function snapshot(orderId: string): OrderSnapshot {
 
 Deno.test("cancel: a redelivered OrderPlaced leaves the cancelled card cancelled", async () => {
   await withTestBakery(async (t) => {
-    const { sql } = t;
+    // The OrderPlaced's deliveries are in its sender's (orders') database.
+    const orders = t.at("orders");
+    const kitchen = t.at("kitchen");
     const client = t.client();
     const { orderId } = await placeOrderVia(client);
     await eventually(
       "the kitchen card",
-      async () => (await cardOf(sql, orderId))?.state === "new",
+      async () => (await cardOf(kitchen, orderId))?.state === "new",
     );
 
     const cancel = await client.json<{ state: string }>(
@@ -91,7 +93,7 @@ Deno.test("cancel: a redelivered OrderPlaced leaves the cancelled card cancelled
       [["OrderPlaced", 1], ["OrderCancelled", 2]],
     );
     const placedId = order.events[0].messageId;
-    assert.deepEqual(await cardOf(sql, orderId), {
+    assert.deepEqual(await cardOf(kitchen, orderId), {
       state: "cancelled",
       version: 2,
       placed_message_id: placedId,
@@ -100,7 +102,7 @@ Deno.test("cancel: a redelivered OrderPlaced leaves the cancelled card cancelled
     // The queue sends the OrderPlaced to the kitchen once more (over
     // JetStream, the broker gets it again for the kitchen).
     const broker = t.bakery.deps.config.QUEUE === "jetstream";
-    const [before] = await sql<{ id: string; attempts: number }[]>`
+    const [before] = await orders<{ id: string; attempts: number }[]>`
       update queue.deliveries
          set state = 'pending', next_attempt_at = now(),
              max_attempts = attempts + 1,
@@ -108,43 +110,43 @@ Deno.test("cancel: a redelivered OrderPlaced leaves the cancelled card cancelled
        where message_id = ${placedId} and subscriber = 'kitchen'
          and state = 'done'
       returning id, attempts`;
-    if (broker) await sql`select pg_notify('queue', '')`;
+    if (broker) await orders`select pg_notify('queue', '')`;
     assert.ok(before, "the kitchen's OrderPlaced delivery was done");
     t.bakery.messaging?.wakeConsumers();
     await eventually("the redelivery", async () => {
-      const [d] = await sql`
+      const [d] = await orders`
         select state, attempts from queue.deliveries where id = ${before.id}`;
       return d.state === "done" && d.attempts === before.attempts + 1;
     });
-    const [attempt] = await sql`
+    const [attempt] = await orders`
       select status, outcome from queue.attempt_log
        where delivery_id = ${before.id} order by attempt desc limit 1`;
     assert.deepEqual([attempt.status, attempt.outcome], [200, "done"]);
 
     // And straight to the receiver, as a consumer would post it.
-    const [stored] = await sql<{ envelope: Envelope }[]>`
+    const [stored] = await orders<{ envelope: Envelope }[]>`
       select envelope from queue.messages where message_id = ${placedId}`;
     const direct = await deliver(t, "kitchen", stored.envelope);
     assert.equal(direct.status, 200);
     assert.equal(direct.body.duplicate, true);
 
-    assert.deepEqual(await cardOf(sql, orderId), {
+    assert.deepEqual(await cardOf(kitchen, orderId), {
       state: "cancelled",
       version: 2,
       placed_message_id: placedId,
     });
     assert.equal(
-      await countOf(sql<{ n: number }[]>`
+      await countOf(kitchen<{ n: number }[]>`
         select count(*)::int as n from kitchen.inbox where message_id = ${placedId}`),
       1,
     );
     assert.equal(
-      await countOf(sql<{ n: number }[]>`
+      await countOf(kitchen<{ n: number }[]>`
         select count(*)::int as n from kitchen.refusals`),
       0,
     );
     // The schedule released the bookings and kept them released.
-    const bookings = await sql`
+    const bookings = await t.at("schedule")`
       select state from schedule.bookings where order_id = ${orderId}`;
     assert.deepEqual(bookings.map((b) => b.state), ["released", "released"]);
   });
@@ -174,7 +176,7 @@ Deno.test("cancel: an OrderCancelled before its OrderPlaced wins; the late Order
     const first = await deliver(t, "kitchen", cancelled);
     assert.equal(first.status, 200, JSON.stringify(first.body));
     assert.equal(first.body.card, "cancelled");
-    assert.deepEqual(await cardOf(t.sql, orderId), {
+    assert.deepEqual(await cardOf(t.at("kitchen"), orderId), {
       state: "cancelled",
       version: 2,
       placed_message_id: null,
@@ -184,16 +186,16 @@ Deno.test("cancel: an OrderCancelled before its OrderPlaced wins; the late Order
     assert.equal(late.status, 200, JSON.stringify(late.body));
     assert.equal(late.body.duplicate, false);
     assert.match(String(late.body.ignored), /stale/);
-    assert.deepEqual(await cardOf(t.sql, orderId), {
+    assert.deepEqual(await cardOf(t.at("kitchen"), orderId), {
       state: "cancelled",
       version: 2,
       placed_message_id: null,
     });
-    const [inbox] = await t.sql`
+    const [inbox] = await t.at("kitchen")`
       select status from kitchen.inbox where message_id = ${placed.messageId}`;
     assert.equal(inbox.status, 200);
     assert.equal(
-      await countOf(t.sql<{ n: number }[]>`
+      await countOf(t.at("kitchen")<{ n: number }[]>`
         select count(*)::int as n from kitchen.refusals`),
       0,
     );
@@ -203,7 +205,7 @@ Deno.test("cancel: an OrderCancelled before its OrderPlaced wins; the late Order
       const answer = await deliver(t, "schedule", envelope);
       assert.equal(answer.status, 200, JSON.stringify(answer.body));
     }
-    const bookings = await t.sql`
+    const bookings = await t.at("schedule")`
       select sku, state, version from schedule.bookings where order_id = ${orderId}`;
     assert.deepEqual(bookings.map((b) => [b.sku, b.state, b.version]), [
       ["cardamom-bun", "released", 2],
@@ -213,14 +215,14 @@ Deno.test("cancel: an OrderCancelled before its OrderPlaced wins; the late Order
 
 Deno.test("cancel: a second OrderPlaced with a new message id is refused (422), the card kept", async () => {
   await withTestBakery(async (t) => {
-    const { sql } = t;
+    const kitchen = t.at("kitchen");
     const client = t.client();
     const { orderId } = await placeOrderVia(client);
     await eventually(
       "the kitchen card",
-      async () => (await cardOf(sql, orderId))?.state === "new",
+      async () => (await cardOf(kitchen, orderId))?.state === "new",
     );
-    const original = await cardOf(sql, orderId);
+    const original = await cardOf(kitchen, orderId);
     const sandboxId = await sandboxOf(client);
     const second = newEnvelope({
       type: "OrderPlaced",
@@ -233,15 +235,15 @@ Deno.test("cancel: a second OrderPlaced with a new message id is refused (422), 
     const refused = await deliver(t, "kitchen", second);
     assert.equal(refused.status, 422, JSON.stringify(refused.body));
     assert.match(String(refused.body.reason), /already has a card/);
-    const refusals = await sql`
+    const refusals = await kitchen`
       select message_id, type, reason from kitchen.refusals`;
     assert.deepEqual(
       refusals.map((r) => [r.message_id, r.type]),
       [[second.messageId, "OrderPlaced"]],
     );
     assert.equal(refusals[0].reason, refused.body.reason);
-    assert.deepEqual(await cardOf(sql, orderId), original);
-    const [items] = await sql`
+    assert.deepEqual(await cardOf(kitchen, orderId), original);
+    const [items] = await kitchen`
       select items from kitchen.cards where order_id = ${orderId}`;
     assert.deepEqual(
       items.items.map((l: { sku: string; qty: number }) => [l.sku, l.qty]),
@@ -253,10 +255,10 @@ Deno.test("cancel: a second OrderPlaced with a new message id is refused (422), 
     assert.equal(repeat.status, 422);
     assert.equal(repeat.body.duplicate, true);
     assert.equal(
-      await countOf(sql<{ n: number }[]>`
+      await countOf(kitchen<{ n: number }[]>`
         select count(*)::int as n from kitchen.refusals`),
       1,
     );
-    assert.deepEqual(await cardOf(sql, orderId), original);
+    assert.deepEqual(await cardOf(kitchen, orderId), original);
   });
 });

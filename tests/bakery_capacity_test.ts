@@ -94,12 +94,12 @@ Deno.test("capacity: an order over the day's capacity is a 409 and writes nothin
       `/api/orders/${first.body.orderId}/cancel`,
     );
     assert.equal(again.status, 202);
-    const [loaves] = await t.sql`
+    const [loaves] = await t.at("orders")`
       select qty from orders.day_counts where sku = ${LOAF.sku}`;
     assert.equal(loaves.qty, LEFT);
     const retried = await client.json("POST", "/api/orders", tooMany);
     assert.equal(retried.status, 201, JSON.stringify(retried.body));
-    const taken = await t.sql`
+    const taken = await t.at("orders")`
       select sku, qty from orders.day_counts order by sku`;
     assert.deepEqual(taken.map((d) => [d.sku, d.qty]), [
       ["cardamom-bun", 2],
@@ -163,7 +163,7 @@ Deno.test("capacity: concurrent orders share the last loaves, in any line order"
       JSON.stringify(t.lines.filter((l) => l.level === "error")[0]),
     );
     assert.equal(placed, Math.min(20, Math.floor(LOAF.dailyCapacity / 2)));
-    const taken = await t.sql`
+    const taken = await t.at("orders")`
       select sku, qty from orders.day_counts order by sku`;
     assert.deepEqual(taken.map((d) => [d.sku, d.qty]), [
       ["cardamom-bun", placed],

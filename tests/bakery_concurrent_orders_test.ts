@@ -39,7 +39,7 @@ Deno.test("concurrent orders and payments while the queue refuses sends all succ
       }));
     }
     assert.equal(placed, 600);
-    const orders = await countOf(t.sql<{ n: number }[]>`
+    const orders = await countOf(t.at("orders")<{ n: number }[]>`
       select count(*)::int as n from orders.orders`);
     assert.equal(orders, 600);
     assert.deepEqual(

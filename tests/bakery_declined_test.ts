@@ -14,7 +14,7 @@ import {
 
 Deno.test("declined card: payment_failed, nothing paid; paying again succeeds", async () => {
   await withTestBakery(async (t) => {
-    const { sql } = t;
+    const orders = t.at("orders");
     const client = t.client();
     const { orderId } = await placeOrderVia(client);
 
@@ -32,28 +32,28 @@ Deno.test("declined card: payment_failed, nothing paid; paying again succeeds", 
       [["OrderPlaced", 1], ["PaymentFailed", 2]],
     );
     assert.equal(order.paymentRef, null);
-    const [payment] = await sql`
+    const [payment] = await t.at("billing")`
       select state, failure_reason from billing.payments where id = ${failedId}`;
     assert.equal(payment.state, "failed");
     assert.match(payment.failure_reason, /declined/);
 
     // The kitchen has the card of the placed order, and nothing paid.
-    const [card] = await sql`
+    const [card] = await t.at("kitchen")`
       select state, version from kitchen.cards where order_id = ${orderId}`;
     assert.deepEqual([card.state, card.version], ["new", 1]);
     const paidMessages = () =>
-      countOf(sql<{ n: number }[]>`
+      countOf(orders<{ n: number }[]>`
         select count(*)::int as n from queue.messages
          where aggregate_id = ${orderId} and type = 'OrderPaid'`);
     assert.equal(await paidMessages(), 0);
     assert.equal(
-      await countOf(sql<{ n: number }[]>`
-        select count(*)::int as n from ${sentBy(sql, "orders")} o
+      await countOf(orders<{ n: number }[]>`
+        select count(*)::int as n from ${sentBy(orders, "orders")} o
          where type = 'OrderPaid' and envelope->>'aggregateId' = ${orderId}`),
       0,
     );
     assert.equal(
-      await countOf(sql<{ n: number }[]>`
+      await countOf(t.at("receipts")<{ n: number }[]>`
         select count(*)::int as n from receipts.receipts where order_id = ${orderId}`),
       0,
     );
@@ -73,12 +73,12 @@ Deno.test("declined card: payment_failed, nothing paid; paying again succeeds", 
       [["OrderPlaced", 1], ["PaymentFailed", 2], ["OrderPaid", 3]],
     );
     await eventually("the card to be confirmed", async () => {
-      const [c] = await sql`
+      const [c] = await t.at("kitchen")`
         select state from kitchen.cards where order_id = ${orderId}`;
       return c.state === "confirmed";
     });
     assert.equal(await paidMessages(), 1);
-    const payments = await sql`
+    const payments = await t.at("billing")`
       select id, state from billing.payments where order_id = ${orderId} order by created_at`;
     assert.deepEqual(payments.map((p) => [p.id, p.state]), [
       [failedId, "failed"],

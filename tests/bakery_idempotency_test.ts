@@ -52,11 +52,11 @@ Deno.test("idempotency: the same key twice gives the same order (201, then 200)"
     assert.equal(second.body.orderId, first.body.orderId);
     assert.equal(second.body.totalCents, 1350);
     assert.deepEqual(await rowCounts(t.sql), before);
-    assert.deepEqual(await ordersOfKey(t.sql, order.idempotencyKey), {
+    assert.deepEqual(await ordersOfKey(t.at("orders"), order.idempotencyKey), {
       commandsSeen: 1,
       orders: 1,
     });
-    assert.equal(await placedMessages(t.sql), 1);
+    assert.equal(await placedMessages(t.at("orders")), 1);
   });
 });
 
@@ -83,20 +83,20 @@ Deno.test("idempotency: ten concurrent posts with one key place one order", asyn
     const [orderId] = ids;
 
     assert.equal(
-      await countOf(t.sql<{ n: number }[]>`
+      await countOf(t.at("orders")<{ n: number }[]>`
         select count(*)::int as n from orders.orders`),
       1,
     );
-    assert.deepEqual(await ordersOfKey(t.sql, order.idempotencyKey), {
+    assert.deepEqual(await ordersOfKey(t.at("orders"), order.idempotencyKey), {
       commandsSeen: 1,
       orders: 1,
     });
-    const placed = await t.sql`
+    const placed = await t.at("orders")`
       select envelope->>'aggregateId' as order_id
-        from ${sentBy(t.sql, "orders")} o where type = 'OrderPlaced'`;
+        from ${sentBy(t.at("orders"), "orders")} o where type = 'OrderPlaced'`;
     assert.deepEqual(placed.map((p) => p.order_id), [orderId]);
     // The capacity was taken once, not ten times.
-    const taken = await t.sql`
+    const taken = await t.at("orders")`
       select sku, qty from orders.day_counts order by sku`;
     assert.deepEqual(taken.map((d) => [d.sku, d.qty]), [
       ["cardamom-bun", 2],

@@ -16,10 +16,14 @@ import {
   withTestBakery,
 } from "./_app.ts";
 
-/** How many rows of each receiver's inbox hold `messageId`. */
-async function inboxCounts(sql: Sql, messageId: string) {
+/**
+ * How many rows of each receiver's inbox hold `messageId`; `at` gives the
+ * pool of a receiver's database.
+ */
+async function inboxCounts(at: (service: string) => Sql, messageId: string) {
   const counts: Record<string, number> = {};
   for (const receiver of RECEIVERS) {
+    const sql = at(receiver);
     counts[receiver] = await countOf(sql<{ n: number }[]>`
       select count(*)::int as n from ${sql(`${receiver}.inbox`)}
        where message_id = ${messageId}`);
@@ -45,7 +49,6 @@ Deno.test("paid order: every receiver applies OrderPaid exactly once", async () 
     assert.match(paymentId, /^pi_test_/);
 
     const order = await orderSettles(client, orderId, "paid", 5_000);
-    const sql = t.sql;
 
     // The order and its history.
     assert.equal(order.paymentRef, paymentId);
@@ -63,39 +66,39 @@ Deno.test("paid order: every receiver applies OrderPaid exactly once", async () 
     assert.ok(order.deliveries.every((d) => d.lastError === null));
 
     // Each receiver's inbox holds the OrderPaid message once.
-    assert.deepEqual(await inboxCounts(sql, paidId), ONCE_EACH);
+    assert.deepEqual(await inboxCounts(t.at, paidId), ONCE_EACH);
 
     // And each applied it: one row of effect per receiver.
-    const cards = await sql`
+    const cards = await t.at("kitchen")`
       select state, version from kitchen.cards where order_id = ${orderId}`;
     assert.deepEqual(cards.map((c) => [c.state, c.version]), [[
       "confirmed",
       2,
     ]]);
-    const bookings = await sql`
+    const bookings = await t.at("schedule")`
       select sku, qty, state from schedule.bookings
        where order_id = ${orderId} order by sku`;
     assert.deepEqual(bookings.map((b) => [b.sku, b.qty, b.state]), [
       ["cardamom-bun", 2, "reserved"],
       ["country-loaf", 1, "reserved"],
     ]);
-    const receipts = await sql`
+    const receipts = await t.at("receipts")`
       select total_cents, payment_ref, message_id from receipts.receipts
        where order_id = ${orderId}`;
     assert.deepEqual(
       receipts.map((r) => [r.total_cents, r.payment_ref, r.message_id]),
       [[1350, paymentId, paidId]],
     );
-    const stops = await sql`
+    const stops = await t.at("dispatch")`
       select state from dispatch.stops where order_id = ${orderId}`;
     assert.deepEqual(stops.map((s) => s.state), ["confirmed"]);
-    const interactions = await sql`
+    const interactions = await t.at("crm")`
       select kind, message_id from crm.interactions where order_id = ${orderId}`;
     assert.deepEqual(interactions.map((i) => [i.kind, i.message_id]), [[
       "payment",
       paidId,
     ]]);
-    const history = await sql`
+    const history = await t.at("customers")`
       select event from customers.history where order_id = ${orderId} order by id`;
     assert.deepEqual(history.map((h) => h.event), [
       "OrderPlaced",
@@ -103,7 +106,7 @@ Deno.test("paid order: every receiver applies OrderPaid exactly once", async () 
     ]);
 
     // Billing settled the payment once, with one message.
-    const payments = await sql`
+    const payments = await t.at("billing")`
       select id, state, amount_cents from billing.payments where order_id = ${orderId}`;
     assert.deepEqual(payments.map((p) => [p.id, p.state, p.amount_cents]), [[
       paymentId,
@@ -111,13 +114,13 @@ Deno.test("paid order: every receiver applies OrderPaid exactly once", async () 
       1350,
     ]]);
     assert.equal(
-      await countOf(sql<{ n: number }[]>`
-        select count(*)::int as n from ${sentBy(sql, "billing")} o
+      await countOf(t.at("billing")<{ n: number }[]>`
+        select count(*)::int as n from ${sentBy(t.at("billing"), "billing")} o
          where type = 'PaymentSucceeded' and envelope->>'aggregateId' = ${orderId}`),
       1,
     );
-    const [row] =
-      await sql`select state, version from orders.orders where id = ${orderId}`;
+    const [row] = await t.at("orders")`
+      select state, version from orders.orders where id = ${orderId}`;
     assert.deepEqual([row.state, row.version], ["paid", 2]);
     assert.deepEqual(
       t.lines.filter((l) => l.level === "error").map((l) => l.event),
@@ -141,22 +144,22 @@ Deno.test("paid order: a pickup order gets no dispatch stop", async () => {
     const paidId = order.events.find((e) => e.type === "OrderPaid")!.messageId;
 
     // Dispatch took the message and answered that it skipped it.
-    assert.deepEqual(await inboxCounts(t.sql, paidId), ONCE_EACH);
-    const [answer] = await t.sql`
+    assert.deepEqual(await inboxCounts(t.at, paidId), ONCE_EACH);
+    const [answer] = await t.at("dispatch")`
       select status, outcome from dispatch.inbox where message_id = ${paidId}`;
     assert.equal(answer.status, 200);
     assert.match(String(answer.outcome.skipped), /pickup/);
     assert.equal(
-      await countOf(t.sql<{ n: number }[]>`
+      await countOf(t.at("dispatch")<{ n: number }[]>`
         select count(*)::int as n from dispatch.stops where order_id = ${orderId}`),
       0,
     );
     // The other receivers applied it as for a delivery.
-    const [card] = await t.sql`
+    const [card] = await t.at("kitchen")`
       select state from kitchen.cards where order_id = ${orderId}`;
     assert.equal(card.state, "confirmed");
     assert.equal(
-      await countOf(t.sql<{ n: number }[]>`
+      await countOf(t.at("receipts")<{ n: number }[]>`
         select count(*)::int as n from receipts.receipts where order_id = ${orderId}`),
       1,
     );

@@ -78,7 +78,7 @@ async function refundsOf(client: Client): Promise<RefundJson[]> {
 
 Deno.test("payments: a charge of another amount or currency is a refund due, shown to the operator; the order stays unpaid and is not told it was paid", async () => {
   await withTestBakery(async (t) => {
-    const { sql } = t;
+    const sql = t.at("billing");
     const client = t.client();
     await signIn(client, "Operator");
     const short = await orderWithOpenPayment(sql, client);
@@ -158,7 +158,7 @@ Deno.test("payments: a charge of another amount or currency is a refund due, sho
 
 Deno.test("payments: a payment that reached a cancelled order is listed for a refund beside billing's own", async () => {
   await withTestBakery(async (t) => {
-    const { sql } = t;
+    const sql = t.at("billing");
     const client = t.client();
     await signIn(client, "Operator");
     const ids = await orderWithOpenPayment(sql, client);
@@ -185,7 +185,7 @@ Deno.test("payments: a payment that reached a cancelled order is listed for a re
 
 Deno.test("payments: a payment id of another sandbox is a 422 and a recorded refusal, not a 500", async () => {
   await withTestBakery(async (t) => {
-    const { sql } = t;
+    const sql = t.at("billing");
     const theirs = await orderWithOpenPayment(sql, t.client());
     const client = t.client();
     const ours = await orderWithOpenPayment(sql, client);
@@ -243,7 +243,7 @@ Deno.test("payments: a payment id of another sandbox is a 422 and a recorded ref
 
 Deno.test("payments: ten pay requests at once for one order make one payment", async () => {
   await withTestBakery(async (t) => {
-    const { sql } = t;
+    const sql = t.at("billing");
     const client = t.client();
     const { orderId } = await placeOrderVia(client);
     const answers = await Promise.all(

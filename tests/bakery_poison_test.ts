@@ -45,14 +45,14 @@ Deno.test("poison message: a PaymentSucceeded whose amount is not a number is de
       [poison.messageId, "orders", 1, 422],
     );
     assert.equal(dead.lastError, `Orders answered 422: ${reason}`);
-    const refusals = await sql`
+    const refusals = await t.at("orders")`
       select message_id, type, reason from orders.refusals`;
     assert.deepEqual([...refusals], [{
       message_id: poison.messageId,
       type: "PaymentSucceeded",
       reason,
     }]);
-    const [order] = await sql`
+    const [order] = await t.at("orders")`
       select state, version from orders.orders where id = ${orderId}`;
     assert.deepEqual({ ...order }, { state: "placed", version: 1 });
   });

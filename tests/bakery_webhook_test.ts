@@ -57,9 +57,10 @@ const sign = (
 
 Deno.test("webhook: one event sent five times at once is applied once", async () => {
   await withTestBakery(async (t) => {
-    const { sql } = t;
+    const billing = t.at("billing");
+    const orders = t.at("orders");
     const client = t.client();
-    const ids = await orderWithPendingPayment(sql, client);
+    const ids = await orderWithPendingPayment(billing, client);
     const event = succeededEvent(ids);
     const payload = JSON.stringify(event);
     const signature = await sign(payload);
@@ -87,10 +88,10 @@ Deno.test("webhook: one event sent five times at once is applied once", async ()
 
     const n = (query: PromiseLike<{ n: number }[]>) => countOf(query);
     assert.equal(
-      await n(sql`select count(*)::int as n from billing.stripe_events`),
+      await n(billing`select count(*)::int as n from billing.stripe_events`),
       1,
     );
-    const [recorded] = await sql`
+    const [recorded] = await billing`
       select event_id, payment_id, order_id, outcome from billing.stripe_events`;
     assert.deepEqual(
       [recorded.event_id, recorded.payment_id, recorded.order_id],
@@ -98,40 +99,43 @@ Deno.test("webhook: one event sent five times at once is applied once", async ()
     );
     assert.match(recorded.outcome, /PaymentSucceeded sent/);
     assert.equal(
-      await n(sql`select count(*)::int as n from ${sentBy(sql, "billing")} o
-                   where type = 'PaymentSucceeded'`),
+      await n(billing`
+        select count(*)::int as n from ${sentBy(billing, "billing")} o
+         where type = 'PaymentSucceeded'`),
       1,
     );
     assert.equal(
-      await n(sql`select count(*)::int as n from ${sentBy(sql, "orders")} o
-                   where type = 'OrderPaid'`),
+      await n(orders`
+        select count(*)::int as n from ${sentBy(orders, "orders")} o
+         where type = 'OrderPaid'`),
       1,
     );
     assert.equal(
-      await n(sql`select count(*)::int as n from orders.events
+      await n(orders`select count(*)::int as n from orders.events
                    where order_id = ${ids.orderId} and type = 'OrderPaid'`),
       1,
     );
     assert.equal(
-      await n(sql`select count(*)::int as n from queue.messages
+      await n(orders`select count(*)::int as n from queue.messages
                    where type = 'OrderPaid'`),
       1,
     );
-    const [row] = await sql`
+    const [row] = await orders`
       select state, version, payment_ref from orders.orders where id = ${ids.orderId}`;
     assert.deepEqual([row.state, row.version, row.payment_ref], [
       "paid",
       2,
       ids.paymentId,
     ]);
-    const [payment] = await sql`
+    const [payment] = await billing`
       select state from billing.payments where id = ${ids.paymentId}`;
     assert.equal(payment.state, "succeeded");
-    const [card] = await sql`
+    const [card] = await t.at("kitchen")`
       select state from kitchen.cards where order_id = ${ids.orderId}`;
     assert.equal(card.state, "confirmed");
     assert.equal(
-      await n(sql`select count(*)::int as n from receipts.receipts`),
+      await n(t.at("receipts")`
+        select count(*)::int as n from receipts.receipts`),
       1,
     );
   });
@@ -139,7 +143,7 @@ Deno.test("webhook: one event sent five times at once is applied once", async ()
 
 Deno.test("webhook: unverifiable events are a 400 and record nothing", async () => {
   await withTestBakery(async (t) => {
-    const { sql } = t;
+    const sql = t.at("billing");
     const client = t.client();
     const ids = await orderWithPendingPayment(sql, client);
     const event = succeededEvent(ids);
@@ -216,7 +220,7 @@ Deno.test("webhook: unverifiable events are a 400 and record nothing", async () 
 
 Deno.test("webhook: another event for a settled payment changes nothing", async () => {
   await withTestBakery(async (t) => {
-    const { sql } = t;
+    const sql = t.at("billing");
     const client = t.client();
     const ids = await orderWithPendingPayment(sql, client);
     const base = {
@@ -270,15 +274,16 @@ Deno.test("webhook: another event for a settled payment changes nothing", async 
 
 Deno.test("webhook: other payments of a paid order change nothing but are kept for a refund", async () => {
   await withTestBakery(async (t) => {
-    const { sql } = t;
+    const billing = t.at("billing");
+    const orders = t.at("orders");
     const client = t.client();
-    const ids = await orderWithPendingPayment(sql, client);
+    const ids = await orderWithPendingPayment(billing, client);
     // The visitor paid in two tabs: two more payments are open.
     const [declined, extra] = ["declined", "extra"].map((p) =>
       `pi_test_${p}_${crypto.randomUUID().slice(0, 8)}`
     );
     for (const id of [declined, extra]) {
-      await sql`
+      await billing`
         insert into billing.payments (id, tenant_id, order_id, amount_cents)
         values (${id}, ${ids.sandboxId}, ${ids.orderId}, ${ids.totalCents})`;
     }
@@ -318,7 +323,7 @@ Deno.test("webhook: other payments of a paid order change nothing but are kept f
       ["SecondPaymentReceived", 2],
     ]);
     assert.equal(order.paymentRef, ids.paymentId);
-    const payments = await sql`
+    const payments = await billing`
       select id, state from billing.payments order by id`;
     assert.deepEqual(
       Object.fromEntries(payments.map((p) => [p.id, p.state])),
@@ -328,7 +333,7 @@ Deno.test("webhook: other payments of a paid order change nothing but are kept f
         [extra]: "succeeded",
       },
     );
-    const [refund] = await sql`
+    const [refund] = await orders`
       select payload from orders.events where type = 'SecondPaymentReceived'`;
     assert.deepEqual(refund.payload, {
       paymentId: extra,
@@ -337,11 +342,12 @@ Deno.test("webhook: other payments of a paid order change nothing but are kept f
     });
     // The receivers heard of one payment only.
     assert.equal(
-      await countOf(sql<{ n: number }[]>`
+      await countOf(orders<{ n: number }[]>`
         select count(*)::int as n from queue.messages where type = 'OrderPaid'`),
       1,
     );
-    const [receipt] = await sql`select payment_ref from receipts.receipts`;
+    const [receipt] = await t.at("receipts")`
+      select payment_ref from receipts.receipts`;
     assert.equal(receipt.payment_ref, ids.paymentId);
   });
 });

@@ -106,7 +106,8 @@ Deno.test("checkout: a pay request whose COMMIT answer is lost answers 503, and 
   proxied.hostname = "127.0.0.1";
   proxied.port = String(proxy.port);
   const sql = connect(proxied.toString(), { max: 10 });
-  const config = testConfig();
+  // It starts its bakery on one database of its own, whatever the run's.
+  const config = testConfig({ SERVICE_DATABASES: "shared" });
   const bakery = await startBakery({
     config,
     databaseUrl: db.url,

@@ -75,7 +75,7 @@ async function withSender(
 }
 
 async function eventRow(t: TestBakery, paymentId: string) {
-  const [row] = await t.sql<
+  const [row] = await t.at("billing")<
     { state: string; attempts: number; last_status: number | null }[]
   >`select state, attempts, last_status from billing.checkout_events
      where payment_id = ${paymentId}`;
@@ -109,14 +109,15 @@ Deno.test("checkout: a webhook that refuses longer than five tries still gets th
         assert.equal(endpoint.seen.passed, 1);
         assert.equal(
           await countOf(
-            t.sql`select count(*)::int as n from billing.stripe_events
+            t.at("billing")`select count(*)::int as n from billing.stripe_events
                                where payment_id = ${paymentId}`,
           ),
           1,
         );
         assert.equal(
-          await countOf(t.sql`select count(*)::int as n from receipts.receipts
-                               where order_id = ${orderId}`),
+          await countOf(t.at("receipts")`
+            select count(*)::int as n from receipts.receipts
+             where order_id = ${orderId}`),
           1,
         );
       });
@@ -190,7 +191,7 @@ Deno.test("checkout: an event past its last retry is a row the console lists, an
         await orderSettles(client, orderId, "paid");
         const row = await eventRow(t, paymentId);
         assert.equal(row.state, "delivered");
-        const [resent] = await t.sql<{ resent_by: string }[]>`
+        const [resent] = await t.at("billing")<{ resent_by: string }[]>`
           select resent_by from billing.checkout_events
            where payment_id = ${paymentId}`;
         assert.equal(resent.resent_by, "Given up");
@@ -213,7 +214,7 @@ Deno.test("checkout: paying again while the payment is open sends no second even
         const second = await payVia(client, orderId);
         assert.equal(second.paymentId, first.paymentId);
         assert.equal(
-          await countOf(t.sql`select count(*)::int as n
+          await countOf(t.at("billing")`select count(*)::int as n
                                 from billing.checkout_events`),
           1,
         );

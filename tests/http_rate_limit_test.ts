@@ -84,7 +84,7 @@ Deno.test("rate limits: the sixth session from one address is a 429, and X-Forwa
 Deno.test("rate limits: behind a proxy, orders are limited per session and per forwarded address", async () => {
   await withTestBakery(async (t) => {
     const orders = () =>
-      countOf(t.sql<{ n: number }[]>`
+      countOf(t.at("orders")<{ n: number }[]>`
         select count(*)::int as n from orders.orders`);
     // One session, a new address each time: the session's count stops it.
     // (Signed in first: an order without a session is counted by address.)
@@ -165,7 +165,7 @@ Deno.test("rate limits: payments and console actions have their own counts", asy
       "a sixth payment",
     );
     assert.equal(
-      await countOf(t.sql<{ n: number }[]>`
+      await countOf(t.at("billing")<{ n: number }[]>`
         select count(*)::int as n from billing.payments`),
       0,
     );

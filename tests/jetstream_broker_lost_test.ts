@@ -78,6 +78,10 @@ natsServerTest(
         QUEUE: "jetstream",
         NATS_URL: nats.url,
         NATS_STREAM: testStream(),
+        // One database: its point is the broker's storage, and its checks
+        // (tests/_paid_checks.ts) read every table in one; split mode over
+        // JetStream is tests/split_paid_order_test.ts.
+        SERVICE_DATABASES: "shared",
         // The look at the lanes comes every 12 polls: 3 s.
         POLL_INTERVAL_MS: "250",
         // Retries that outlast the wipe: the kitchen refuses for a while.
@@ -131,6 +135,10 @@ natsServerTest(
         QUEUE: "jetstream",
         NATS_URL: nats.url,
         NATS_STREAM: testStream(),
+        // One database: its point is the ledger behind the broker, and its
+        // checks (tests/_paid_checks.ts) read every table in one; split
+        // mode over JetStream is tests/split_paid_order_test.ts.
+        SERVICE_DATABASES: "shared",
         POLL_INTERVAL_MS: "250",
       });
     } finally {

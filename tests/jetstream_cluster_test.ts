@@ -75,6 +75,10 @@ natsServerTest(
         NATS_URL: servers.map((s) => s.url).join(","),
         NATS_STREAM: stream,
         NATS_REPLICAS: "3",
+        // One database: its point is the cluster, and its checks
+        // (tests/_paid_checks.ts) read every table in one; split mode over
+        // JetStream is tests/split_paid_order_test.ts.
+        SERVICE_DATABASES: "shared",
         // As in process_jetstream_workers_test.ts: a "not yet" must be
         // retried for longer than a message can be held up by the loss of
         // a server (a lane's consumer moving to another leader).

@@ -10,6 +10,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { orderSettles, payVia, placeOrderVia, withTestBakery } from "./_app.ts";
 import { dropStream, natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
 import { openTestStream } from "./core/_transport.ts";
+import { SENDERS } from "../services/routing.ts";
 
 natsTest(
   "over JetStream a stream deleted at runtime is made again, and the next paid order reaches its receivers",
@@ -24,26 +25,37 @@ natsTest(
         const nc = await connect({ servers: TEST_NATS_URL });
         try {
           const jsm = await jetstreamManager(nc);
-          assert.equal(await jsm.streams.delete(stream), true);
+          // The one stream, or split, each sender's.
+          const streams = [...new Set(SENDERS.map((s) => t.streamOf(s)))];
+          for (const name of streams) {
+            assert.equal(await jsm.streams.delete(name), true);
+          }
           const { orderId } = await placeOrderVia(client);
           await payVia(client, orderId);
           const order = await orderSettles(client, orderId, "paid", 20_000)
             .catch(async (error) => {
-              // What the stream and the queue's rows held when it timed out.
-              const consumers = await jsm.consumers.list(stream).next()
-                .then((cs) => cs.map((c) => c.name), (e) => String(e));
-              console.log(JSON.stringify({
-                consumers,
-                deliveries: await t.sql`
-                  select subscriber, type, state, attempts, last_error
-                    from queue.deliveries order by id`,
-              }));
+              // What the streams and the queues' rows held when it timed out.
+              for (const sender of SENDERS) {
+                const consumers = await jsm.consumers.list(t.streamOf(sender))
+                  .next()
+                  .then((cs) => cs.map((c) => c.name), (e) => String(e));
+                console.log(JSON.stringify({
+                  sender,
+                  consumers,
+                  deliveries: await t.at(sender)`
+                    select subscriber, type, state, attempts, last_error
+                      from queue.deliveries order by id`,
+                }));
+              }
               throw error;
             });
           assert.ok(order.deliveries.length > 0);
-          // The stream is there again, holding this order's messages.
-          const info = await jsm.streams.info(stream);
-          assert.equal(info.state.messages, order.deliveries.length);
+          // The streams are there again, holding this order's messages.
+          let messages = 0;
+          for (const name of streams) {
+            messages += (await jsm.streams.info(name)).state.messages;
+          }
+          assert.equal(messages, order.deliveries.length);
         } finally {
           await nc.close();
         }

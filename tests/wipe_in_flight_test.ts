@@ -21,7 +21,7 @@ import { Lanes, StreamNames } from "../lib/queue/jetstream/mod.ts";
 import { bakeryDispatcher, INTERNAL_ORIGIN } from "../services/mod.ts";
 import { applyToOrders } from "../services/orders/payments.ts";
 import { placeOrder } from "../services/orders/place.ts";
-import { SUBSCRIBERS } from "../services/routing.ts";
+import { SENDERS, SUBSCRIBERS } from "../services/routing.ts";
 import { wipeDue } from "../services/wipe.ts";
 import {
   countOf,
@@ -45,8 +45,27 @@ const KEPT = [
   "platform.closed_refusals",
 ];
 
-/** Rows of the sandbox in every table that has a tenant_id, but the kept. */
-async function rowsOf(sql: Sql, sandboxId: string) {
+/** Every database of the bakery `t` once: one, or split, each service's. */
+function databasesOf(t: TestBakery): Sql[] {
+  return t.databases ? [...t.databases.pools.values()] : [t.sql];
+}
+
+/**
+ * Rows of the sandbox in every table that has a tenant_id, but the kept,
+ * added up over every database.
+ */
+async function rowsOf(t: TestBakery, sandboxId: string) {
+  const left: Record<string, number> = {};
+  for (const sql of databasesOf(t)) {
+    for (const [table, n] of Object.entries(await rowsIn(sql, sandboxId))) {
+      left[table] = (left[table] ?? 0) + n;
+    }
+  }
+  return left;
+}
+
+/** {@link rowsOf} in one database. */
+async function rowsIn(sql: Sql, sandboxId: string) {
   const tables = await sql<{ t: string }[]>`
     select format('%I.%I', c.table_schema, c.table_name) as t
       from information_schema.columns c
@@ -64,16 +83,23 @@ async function rowsOf(sql: Sql, sandboxId: string) {
   return left;
 }
 
-/** The refusals recorded for the sandbox, as "who/what" per row. */
-async function refusalsOf(sql: Sql, sandboxId: string): Promise<string[]> {
-  const rows = await sql<{ r: string }[]>`
-    select refused_by || '/' || what as r from platform.closed_refusals
-     where tenant_id = ${sandboxId} order by id`;
-  return rows.map((r) => r.r);
+/**
+ * The refusals recorded for the sandbox, as "who/what" per row, in every
+ * database (a queue's statements record theirs beside the queue).
+ */
+async function refusalsOf(t: TestBakery, sandboxId: string) {
+  const refusals: string[] = [];
+  for (const sql of databasesOf(t)) {
+    const rows = await sql<{ r: string }[]>`
+      select refused_by || '/' || what as r from platform.closed_refusals
+       where tenant_id = ${sandboxId} order by id`;
+    refusals.push(...rows.map((r) => r.r));
+  }
+  return refusals;
 }
 
-/** Runs the race on the bakery `t`, whose stream (if any) is `stream`. */
-async function wipeRacingPayments(t: TestBakery, stream?: string) {
+/** Runs the race on the bakery `t`, over JetStream if `broker`. */
+async function wipeRacingPayments(t: TestBakery, broker = false) {
   const { sql } = t;
   const { logger } = memoryLogger("error");
   const ada = t.client();
@@ -98,12 +124,12 @@ async function wipeRacingPayments(t: TestBakery, stream?: string) {
   await eventually(
     "both payments in flight to orders",
     async () =>
-      await countOf(sql<{ n: number }[]>`
+      await countOf(t.at("billing")<{ n: number }[]>`
       select count(*)::int as n from queue.deliveries
        where tenant_id = ${sandboxId} and type = 'PaymentSucceeded'
          and state = 'in_flight'`) === 2,
   );
-  const [{ envelope }] = await sql<{ envelope: Envelope }[]>`
+  const [{ envelope }] = await t.at("billing")<{ envelope: Envelope }[]>`
     select envelope from queue.messages
      where tenant_id = ${sandboxId} and type = 'PaymentSucceeded'
        and aggregate_id = ${late[0].orderId}`;
@@ -149,7 +175,7 @@ async function wipeRacingPayments(t: TestBakery, stream?: string) {
   await eventually(
     "the slow deliveries to be refused",
     async () =>
-      (await refusalsOf(sql, sandboxId)).filter((r) => r === "orders/delivery")
+      (await refusalsOf(t, sandboxId)).filter((r) => r === "orders/delivery")
         .length === 2,
     15_000,
   );
@@ -193,14 +219,14 @@ async function wipeRacingPayments(t: TestBakery, stream?: string) {
     }),
     TenantClosed,
   );
-  assert.deepEqual(await rowsOf(sql, sandboxId), {});
+  assert.deepEqual(await rowsOf(t, sandboxId), {});
   // It had begun before the wipe: the wipe waited for it, then deleted it.
   assert.equal(heldAnswer.status, 200, "the held receiver applied in full");
   // Orders: the two slow deliveries and the late one; billing: the event.
   // Deliveries to other receivers that were on their way when the wipe
   // began, or that the broker gave after it, are refused too, as many as
   // the race made.
-  const refusals = await refusalsOf(sql, sandboxId);
+  const refusals = await refusalsOf(t, sandboxId);
   const count = (r: string) => refusals.filter((x) => x === r).length;
   assert.equal(count("orders/delivery"), 3);
   assert.equal(count("billing/webhook"), 1);
@@ -218,32 +244,41 @@ async function wipeRacingPayments(t: TestBakery, stream?: string) {
 
   // The broker holds nothing of the sandbox; its lanes made again give
   // nothing, while another sandbox's paid order goes all the way.
+  // Each stream: the one, or split, each sender's.
   let lanes: { nc: NatsConnection; check(): Promise<void> } | undefined;
-  if (stream) {
+  if (broker) {
     const nc = await connect({ servers: TEST_NATS_URL });
     const jsm = await jetstreamManager(nc);
-    const names = new StreamNames(stream);
-    const info = await jsm.streams.info(stream, {
-      subjects_filter: names.tenantFilter(sandboxId),
-    });
-    assert.deepEqual(info.state.subjects ?? {}, {}, "the stream keeps none");
+    const streams = [...new Set(SENDERS.map((s) => t.streamOf(s)))];
     const keys = SUBSCRIBERS.map((subscriber) => ({
       subscriber,
       tenantId: sandboxId,
     }));
-    await new Lanes(nc, jsm, names, { ackWaitMs: 1000, idleMs: 600_000 })
-      .ensure(keys, true);
+    for (const stream of streams) {
+      const names = new StreamNames(stream);
+      const info = await jsm.streams.info(stream, {
+        subjects_filter: names.tenantFilter(sandboxId),
+      });
+      assert.deepEqual(info.state.subjects ?? {}, {}, `${stream} keeps none`);
+      await new Lanes(nc, jsm, names, { ackWaitMs: 1000, idleMs: 600_000 })
+        .ensure(keys, true);
+    }
     lanes = {
       nc,
       check: async () => {
-        for (const { subscriber } of keys) {
-          const ci = await jsm.consumers.info(
-            stream,
-            names.consumer(subscriber, sandboxId),
-          );
-          assert.equal(ci.num_pending + ci.num_ack_pending, 0, subscriber);
-          // Deliveries made: none (its stream sequence starts past the purge).
-          assert.equal(ci.delivered.consumer_seq, 0, `${subscriber} replayed`);
+        for (const stream of streams) {
+          const names = new StreamNames(stream);
+          for (const { subscriber } of keys) {
+            const ci = await jsm.consumers.info(
+              stream,
+              names.consumer(subscriber, sandboxId),
+            );
+            const what = `${subscriber} on ${stream}`;
+            assert.equal(ci.num_pending + ci.num_ack_pending, 0, what);
+            // Deliveries made: none (its stream sequence starts past the
+            // purge).
+            assert.equal(ci.delivered.consumer_seq, 0, `${what} replayed`);
+          }
         }
       },
     };
@@ -257,9 +292,9 @@ async function wipeRacingPayments(t: TestBakery, stream?: string) {
   } finally {
     await lanes?.nc.close();
   }
-  assert.deepEqual(await rowsOf(sql, sandboxId), {});
+  assert.deepEqual(await rowsOf(t, sandboxId), {});
   assert.ok(
-    Object.keys(await rowsOf(sql, keptId)).length > 5,
+    Object.keys(await rowsOf(t, keptId)).length > 5,
     "the other sandbox keeps its rows",
   );
 }
@@ -275,11 +310,10 @@ Deno.test("wipe in flight: over the PostgreSQL queue, nothing of the sandbox is 
 natsTest(
   "wipe in flight: over JetStream, the stream keeps nothing of the sandbox and its lanes made again replay nothing",
   async () => {
-    const stream = testStream();
-    await withTestBakery((t) => wipeRacingPayments(t, stream), {
+    await withTestBakery((t) => wipeRacingPayments(t, true), {
       QUEUE: "jetstream",
       NATS_URL: TEST_NATS_URL,
-      NATS_STREAM: stream,
+      NATS_STREAM: testStream(),
       DELIVERY_TIMEOUT_MS: "3000",
     });
   },

@@ -189,6 +189,10 @@ Deno.test("wipe: an order of a sandbox being wiped is a 410 in the bakery's word
   await withTestBakery(async ({ sql, client }) => {
     const visitor = client();
     const { sandboxId } = await signIn(visitor, "Ada");
+    // Closed in the console's database alone, which gates every service only
+    // with one database (hence SERVICE_DATABASES=shared below): split, each
+    // service's database gates on its own copy, which the wipe itself
+    // closes (tests/split_console_ops_test.ts).
     await sql`update platform.tenants set wiping_at = now()
                where id = ${sandboxId}`;
     const { status, body } = await visitor.json<{ error: string }>(
@@ -203,5 +207,5 @@ Deno.test("wipe: an order of a sandbox being wiped is a 410 in the bakery's word
        where tenant_id = ${sandboxId}`;
     assert.equal(row.what, "request");
     assert.equal(row.reason, body.error);
-  });
+  }, { SERVICE_DATABASES: "shared" });
 });
