@@ -13,7 +13,7 @@
  * "jetstream"`.
  */
 import type { Sql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
+import { asService, poolOf } from "../../lib/db/service.ts";
 import { memoryLogger } from "../../lib/log/mod.ts";
 import { append, type Envelope, newEnvelope } from "../../lib/outbox/mod.ts";
 import {
@@ -67,14 +67,22 @@ export async function createService(sql: Sql, s: string) {
     grant usage, select on sequences to ${sql(s)}`;
 }
 
-/** Creates the test services' roles, schemas and tables. */
-export async function createTestServices(sql: Sql) {
-  for (const s of [SENDER, ...RECEIVERS]) await createService(sql, s);
-  await sql`select platform.create_outbox_with_indexes(${SENDER})`;
-  await sql`create table t_sender.orders (
-    id text primary key, tenant_id uuid not null, note text)`;
-  await sql`select platform.enable_tenant_rls('t_sender.orders')`;
-  for (const r of RECEIVERS) {
+/**
+ * Creates the test services' roles, schemas and tables: of `services`
+ * alone, when each database holds only its own.
+ */
+export async function createTestServices(
+  sql: Sql,
+  services: readonly string[] = [SENDER, ...RECEIVERS],
+) {
+  for (const s of services) await createService(sql, s);
+  if (services.includes(SENDER)) {
+    await sql`select platform.create_outbox_with_indexes(${SENDER})`;
+    await sql`create table t_sender.orders (
+      id text primary key, tenant_id uuid not null, note text)`;
+    await sql`select platform.enable_tenant_rls('t_sender.orders')`;
+  }
+  for (const r of RECEIVERS.filter((r) => services.includes(r))) {
     await sql`select platform.create_inbox(${r})`;
     await sql`create table ${sql(r + ".jobs")} (
       order_id text primary key, tenant_id uuid not null,
@@ -374,14 +382,19 @@ export async function waitFor(
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
 }
 
-/** Counts rows with the superuser pool (no RLS). */
+/**
+ * Counts rows with the superuser pool (no RLS), in the database of the
+ * table's schema: a service's own when `sql` routes it to one
+ * (lib/db/service.ts).
+ */
 export async function count(
   sql: Sql,
   table: string,
   where = sql`true`,
 ): Promise<number> {
-  const [row] = await sql<{ n: number }[]>`
-    select count(*)::int as n from ${sql(table)} where ${where}`;
+  const at = poolOf(sql, table.split(".")[0]);
+  const [row] = await at<{ n: number }[]>`
+    select count(*)::int as n from ${at(table)} where ${where}`;
   return row.n;
 }
 

@@ -1,8 +1,10 @@
 /**
  * The ledger scenarios of the messaging core on both transports, PostgreSQL
- * and NATS JetStream: one suite (tests/core/_conformance/), each test named after
- * its transport. The JetStream half is ignored, with the reason printed,
- * where no NATS answers.
+ * and NATS JetStream, in both layouts: every test service in one database
+ * (shared), and the sender and each receiver in a database of its own
+ * (split). One suite (tests/core/_conformance/), each test named after its
+ * layout and transport ("postgres: ...", "split jetstream: ..."). The
+ * JetStream half is ignored, with the reason printed, where no NATS answers.
  */
 import { registerSuite } from "./_conformance/mod.ts";
 import { concurrencyScenarios } from "./_conformance/concurrency.ts";

@@ -21,7 +21,7 @@ const everyOnce = Object.fromEntries(RECEIVERS.map((r) => [r, 1]));
 export const deliveryScenarios: Scenario[] = [{
   name:
     "failure before the sender commits: no order, no pending message; the relay publishes only the next order",
-  run: async ({ sql, tenantId, view, workers }) => {
+  run: async ({ sql, at, tenantId, view, workers }) => {
     await assert.rejects(
       () => placeOrder(sql, tenantId, "O1", { failBeforeCommit: true }),
       /failure before commit/,
@@ -37,7 +37,7 @@ export const deliveryScenarios: Scenario[] = [{
       const messages = await sql`select message_id from queue.messages`;
       assert.deepEqual(messages.map((m) => m.message_id), [next.messageId]);
       for (const r of RECEIVERS) {
-        const jobs = await sql`select order_id from ${sql(r + ".jobs")}`;
+        const jobs = await at(r)`select order_id from ${sql(r + ".jobs")}`;
         assert.deepEqual(jobs.map((j) => j.order_id), ["O2"], r);
       }
       if (view) {
@@ -49,7 +49,7 @@ export const deliveryScenarios: Scenario[] = [{
 }, {
   name:
     "commit, then no relay: one order, one pending message, no job; a relay started later delivers it",
-  run: async ({ sql, tenantId, view, workers }) => {
+  run: async ({ sql, at, tenantId, view, workers }) => {
     const envelope = await placeOrder(sql, tenantId, "O1");
     assert.equal(await count(sql, "t_sender.orders"), 1);
     const [row] = await sql`select state, envelope from t_sender.outbox`;
@@ -75,7 +75,7 @@ export const deliveryScenarios: Scenario[] = [{
       assert.equal(await count(sql, "t_sender.outbox"), 0);
       assert.equal(await count(sql, "queue.messages"), 1);
       for (const r of RECEIVERS) {
-        const [job] = await sql`select message_id from ${sql(r + ".jobs")}`;
+        const [job] = await at(r)`select message_id from ${sql(r + ".jobs")}`;
         assert.equal(job.message_id, envelope.messageId);
         assert.equal(await count(sql, `${r}.inbox`), 1);
       }

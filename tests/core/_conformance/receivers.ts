@@ -34,7 +34,7 @@ export async function attemptsBySubscriber(
 export const receiverScenarios: Scenario[] = [{
   name:
     "receiver rolls back (500): the delivery stays pending and retries, no inbox row, no job; once it recovers, one job",
-  run: async ({ sql, tenantId, view, workers }) => {
+  run: async ({ sql, at, tenantId, view, workers }) => {
     let broken = true;
     const dispatcher = testDispatcher(sql, {
       apply: {
@@ -78,7 +78,7 @@ export const receiverScenarios: Scenario[] = [{
 
       broken = false;
       await waitForDeliveries(sql, "done", 3);
-      const [job] = await sql`select message_id from t_recv_a.jobs`;
+      const [job] = await at("t_recv_a")`select message_id from t_recv_a.jobs`;
       assert.equal(job.message_id, envelope.messageId);
       assert.equal(await count(sql, "t_recv_a.inbox"), 1);
       assert.equal(
@@ -96,7 +96,7 @@ export const receiverScenarios: Scenario[] = [{
 }, {
   name:
     "lost acknowledgement: the receiver applied it, the delivery is still owed; the redelivery is a duplicate and closes it",
-  run: async ({ sql, tenantId, view, workers }) => {
+  run: async ({ sql, at, tenantId, view, workers }) => {
     await setFault(sql, tenantId, CONSUMER_FAULTS.lostAcks, true);
     const answers: Answer[] = [];
     const dispatcher = testDispatcher(sql, {
@@ -132,7 +132,7 @@ export const receiverScenarios: Scenario[] = [{
       await waitForDeliveries(sql, "done", 3);
       for (const r of RECEIVERS) {
         assert.equal(await count(sql, `${r}.inbox`), 1, r);
-        const jobs = await sql`select message_id from ${sql(r + ".jobs")}`;
+        const jobs = await at(r)`select message_id from ${sql(r + ".jobs")}`;
         assert.deepEqual(jobs.map((j) => j.message_id), [envelope.messageId]);
         assert.equal(await count(sql, `${r}.refusals`), 0, r);
         const mine = answers.filter((a) => a.receiver === r);

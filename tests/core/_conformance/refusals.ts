@@ -29,7 +29,7 @@ import type { Scenario } from "./mod.ts";
 export const refusalScenarios: Scenario[] = [{
   name:
     "contradictory instruction: a second job for one order is refused with 422, recorded, dead at once; a repeat gets the same answer",
-  run: async ({ sql, tenantId, view, workers, redrive }) => {
+  run: async ({ sql, at, tenantId, view, workers, redrive }) => {
     const answers: Answer[] = [];
     const dispatcher = testDispatcher(sql, {
       onAnswer: (a) => answers.push(a),
@@ -68,21 +68,21 @@ export const refusalScenarios: Scenario[] = [{
         3,
       );
       for (const r of RECEIVERS) {
-        const refusals = await sql`
+        const refusals = await at(r)`
           select message_id, type, reason from ${sql(r + ".refusals")}`;
         assert.deepEqual([...refusals], [{
           message_id: second.messageId,
           type: "OrderPlaced",
           reason: "a job for order O1 exists already",
         }]);
-        const jobs = await sql`select order_id, message_id from ${
+        const jobs = await at(r)`select order_id, message_id from ${
           sql(r + ".jobs")
         }`;
         assert.deepEqual([...jobs], [{
           order_id: "O1",
           message_id: first.messageId,
         }]);
-        const [inbox] = await sql`
+        const [inbox] = await at(r)`
           select status, outcome from ${sql(r + ".inbox")}
            where message_id = ${second.messageId}`;
         assert.equal(inbox.status, 422);
@@ -150,7 +150,7 @@ export const refusalScenarios: Scenario[] = [{
 }, {
   name:
     "a message older than the replay horizon is refused with 422 and recorded; no job",
-  run: async ({ sql, tenantId, view, workers }) => {
+  run: async ({ sql, at, tenantId, view, workers }) => {
     await workers({}, async () => {
       const occurredAt = new Date(Date.now() - 31 * 86_400_000).toISOString();
       const old = await placeOrder(sql, tenantId, "O1", { occurredAt });
@@ -164,13 +164,13 @@ export const refusalScenarios: Scenario[] = [{
         assert.equal(d.attempts, 1);
         assert.equal(d.last_status, 422);
         assert.equal(d.last_error, `${r} answered 422: ${reason}`);
-        const refusals = await sql`
+        const refusals = await at(r)`
           select message_id, reason from ${sql(r + ".refusals")}`;
         assert.deepEqual([...refusals], [{
           message_id: old.messageId,
           reason,
         }]);
-        const [inbox] = await sql`select status from ${sql(r + ".inbox")}`;
+        const [inbox] = await at(r)`select status from ${sql(r + ".inbox")}`;
         assert.equal(inbox.status, 422);
         assert.equal(await count(sql, `${r}.jobs`), 0, r);
       }
@@ -193,7 +193,7 @@ export const refusalScenarios: Scenario[] = [{
 }, {
   name:
     "poison message: a payload that fails its schema is refused (422, malformed: <field>), dead at once, recorded; the other receivers apply it",
-  run: async ({ sql, tenantId, view, workers }) => {
+  run: async ({ sql, at, tenantId, view, workers }) => {
     // t_recv_a expects a quantity that the sender's OrderPlaced lacks.
     const schema = z.object({
       orderId: z.string(),
@@ -220,14 +220,15 @@ export const refusalScenarios: Scenario[] = [{
         last_status: 422,
         last_error: `t_recv_a answered 422: ${reason}`,
       });
-      const refusals = await sql`
+      const refusals = await at("t_recv_a")`
         select message_id, type, reason from t_recv_a.refusals`;
       assert.deepEqual([...refusals], [{
         message_id: sent.messageId,
         type: "OrderPlaced",
         reason,
       }]);
-      const [inbox] = await sql`select status, outcome from t_recv_a.inbox`;
+      const [inbox] = await at("t_recv_a")`
+        select status, outcome from t_recv_a.inbox`;
       assert.deepEqual({ ...inbox }, { status: 422, outcome: { reason } });
       assert.equal(await count(sql, "t_recv_a.jobs"), 0);
       assert.equal(await count(sql, "t_recv_b.jobs"), 1);

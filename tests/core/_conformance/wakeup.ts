@@ -27,12 +27,11 @@ async function deliveryTime(sql: Sql, tenantId: string, orderId: string) {
   await placeOrder(sql, tenantId, orderId);
   const committed = performance.now();
   await waitFor(`${orderId} at every receiver`, async () => {
-    const [{ n }] = await sql<{ n: number }[]>`
-      select (select count(*) from t_recv_a.jobs where order_id = ${orderId})
-           + (select count(*) from t_recv_b.jobs where order_id = ${orderId})
-           + (select count(*) from t_recv_c.jobs where order_id = ${orderId})
-        as n`;
-    return Number(n) === RECEIVERS.length;
+    // Each receiver's jobs in its own database (count routes them).
+    const n = await Promise.all(
+      RECEIVERS.map((r) => count(sql, `${r}.jobs`, sql`order_id = ${orderId}`)),
+    );
+    return n.every((jobs) => jobs === 1);
   }, 5_000);
   return performance.now() - committed;
 }
