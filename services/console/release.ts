@@ -33,20 +33,26 @@ export async function releaseParkedRows(
   const { sandboxId, actor } = ctx;
   const services = req.service ? [req.service] : SENDERS;
   // One release per database (split mode: each sender's, logged beside
-  // its queue there); with one database, one release of them all.
+  // its queue there); with one database, one release of them all. Only
+  // the databases that released something log it, so that one release is
+  // one entry; when none did, the last logs that it found nothing.
   let count = 0;
-  for (const [pool, group] of groupByPool(sql, services)) {
+  const groups = [...groupByPool(sql, services)];
+  for (const [i, [pool, group]] of groups.entries()) {
+    const last = i === groups.length - 1;
     count += (await releaseParked(pool, {
       tenantId: sandboxId,
       services: group,
       target: { messageId: req.messageId, type: req.eventType },
-      record: (tx, released) =>
-        logAction(tx, sandboxId, {
+      record: async (tx, released) => {
+        if (released.count === 0 && !(last && count === 0)) return;
+        await logAction(tx, sandboxId, {
           actor,
           action: "release",
           target: { ...req },
           count: released.count,
-        }),
+        });
+      },
     })).count;
   }
   return { count };
