@@ -1,12 +1,36 @@
 /**
  * Helpers of the console operations tests: many dead letters at once (copies
- * of a real one, each under a message id of its own), and a bulk job's
- * progress read through the API.
+ * of a real one, each under a message id of its own), a bulk job's
+ * progress read through the API, and the rows of every queue.
  */
 import assert from "node:assert/strict";
 import type { Sql } from "../lib/db/connect.ts";
 import { uuidv7 } from "../lib/outbox/envelope.ts";
+import { queuePools } from "../services/databases.ts";
 import { type Client, eventually } from "./_app.ts";
+
+/**
+ * The rows `query` finds in every queue, one queue after the other: each
+ * sender's in split mode, the one database's otherwise (so that no row is
+ * read twice). `sql` is the bakery's own pool (`t.sql`).
+ */
+export async function inEveryQueue<T>(
+  sql: Sql,
+  query: (sql: Sql) => PromiseLike<readonly T[]>,
+): Promise<T[]> {
+  const rows: T[] = [];
+  for (const pool of queuePools(sql)) rows.push(...await query(pool));
+  return rows;
+}
+
+/** The counts (`n`) that `query` finds in every queue, added up. */
+export async function countInEveryQueue(
+  sql: Sql,
+  query: (sql: Sql) => PromiseLike<readonly { n: number }[]>,
+): Promise<number> {
+  const counts = await inEveryQueue(sql, query);
+  return counts.reduce((sum, { n }) => sum + n, 0);
+}
 
 /**
  * Adds `n` dead letters like delivery `id` (same subscriber, type, order and

@@ -64,11 +64,13 @@ Deno.test("operator log: page by page, every entry once and in order, across bot
     const { sandboxId } = await signIn(client, "Log reader");
     const other = t.client();
     const { sandboxId: otherId } = await signIn(other, "Neighbour");
-    await seedLog(t.sql, sandboxId, "mine");
-    await seedLog(t.sql, otherId, "theirs");
+    // In orders' queue: in split mode, the one the log reads pauses from.
+    const orders = t.at("orders");
+    await seedLog(orders, sandboxId, "mine");
+    await seedLog(orders, otherId, "theirs");
 
     // The order the log promises, read from the tables themselves.
-    const expected = (await t.sql<{ actor: string }[]>`
+    const expected = (await orders<{ actor: string }[]>`
       select actor from (
         select at, 'o' as src, id, actor from queue.operator_actions
          where tenant_id = ${sandboxId}
@@ -127,7 +129,8 @@ Deno.test("operator log: its page links older and newest entries; bad cursors an
   await withTestBakery(async (t) => {
     const client = t.client();
     const { sandboxId } = await signIn(client, "Log reader");
-    await seedLog(t.sql, sandboxId, "mine");
+    // In orders' queue: in split mode, the one the log reads pauses from.
+    await seedLog(t.at("orders"), sandboxId, "mine");
 
     const first = await (await client.fetch("/console/actions")).text();
     const older = first.match(

@@ -276,9 +276,10 @@ Deno.test("contracts: every console twin's answer parses against its schema, wit
       "/api/console/search?q=answered",
     );
     assert.ok(found.results.length > 0);
-    // A job of this sandbox, as the job loop leaves a finished one.
+    // A job of this sandbox in orders' queue, as the job loop leaves a
+    // finished one.
     const jobId = crypto.randomUUID();
-    await t.sql`
+    await t.at("orders")`
       insert into queue.bulk_jobs (id, tenant_id, action, ids, total, done,
                                    changed, rate_per_second, actor, state,
                                    finished_at)

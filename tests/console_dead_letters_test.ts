@@ -14,6 +14,7 @@ import {
   signIn,
   withTestBakery,
 } from "./_app.ts";
+import { countInEveryQueue } from "./_console_ops.ts";
 
 async function setFaults(client: Client, faults: Record<string, boolean>) {
   const { status, body } = await client.json(
@@ -75,7 +76,9 @@ Deno.test("dead letters: refuse one with a reason; no reason is a 400; not a dea
       { deliveries: { subscriber: string; state: string }[] }
     >("GET", `/api/orders/${orderId}`);
     assert.ok(order.deliveries.some((d) => d.subscriber === "schedule"));
-    const [schedule] = await t.sql<{ id: string; state: string }[]>`
+    // Every delivery here is of a message of orders: in its queue.
+    const queue = t.at("orders");
+    const [schedule] = await queue<{ id: string; state: string }[]>`
       select id, state from queue.deliveries
        where aggregate_id = ${orderId} and subscriber = 'schedule'`;
     assert.equal(schedule.state, "done");
@@ -92,12 +95,17 @@ Deno.test("dead letters: refuse one with a reason; no reason is a 400; not a dea
       );
       assert.equal(refuse.status, 404, `refuse ${id}`);
     }
-    const [untouched] = await t.sql<{ state: string }[]>`
+    const [untouched] = await queue<{ state: string }[]>`
       select state from queue.deliveries where id = ${schedule.id}`;
     assert.equal(untouched.state, "done");
-    const [none] = await t.sql<{ n: number }[]>`
-      select count(*)::int as n from queue.actions`;
-    assert.equal(none.n, 0);
+    assert.equal(
+      await countInEveryQueue(
+        t.sql,
+        (sql) =>
+          sql<{ n: number }[]>`select count(*)::int as n from queue.actions`,
+      ),
+      0,
+    );
 
     // Refused with a reason: closed, with who and why.
     const reason = "the customer called: no buns today";
@@ -127,7 +135,7 @@ Deno.test("dead letters: refuse one with a reason; no reason is a 400; not a dea
       detail.actions.map((a) => [a.action, a.actor, a.reason]),
       [["refuse", "Counter operator", reason]],
     );
-    const actions = await t.sql<
+    const actions = await queue<
       { action: string; actor: string; reason: string }[]
     >`
       select action, actor, reason from queue.actions where delivery_id = ${dead.id}`;
@@ -256,7 +264,9 @@ Deno.test("dead letters: bulk redrive by subscriber, oldest first; bulk refuse o
           body.items.every((d) => d.state === "done");
       },
     );
-    const bookings = await t.sql<{ order_id: string; state: string }[]>`
+    const bookings = await t.at("schedule")<
+      { order_id: string; state: string }[]
+    >`
       select distinct order_id, state from schedule.bookings order by 1`;
     assert.deepEqual(
       bookings.map((b) => [b.order_id, b.state]),
@@ -282,7 +292,8 @@ Deno.test("dead letters: bulk redrive by subscriber, oldest first; bulk refuse o
     assert.deepEqual((await deadLettersOf(client)).map((d) => d.id), [
       other.id,
     ]);
-    const states = await t.sql<{ id: string; state: string }[]>`
+    // Orders' OrderPaid: its deliveries are in orders' queue.
+    const states = await t.at("orders")<{ id: string; state: string }[]>`
       select id, state from queue.deliveries where subscriber = 'crm' order by id`;
     assert.deepEqual(
       states.map((s) => [Number(s.id), s.state]),
@@ -314,7 +325,7 @@ Deno.test("dead letters: bulk redrive by subscriber, oldest first; bulk refuse o
     assert.equal(last.status, 202);
     assert.deepEqual(last.body, { count: 1, ids: [other.id] });
     await eventually("the last CRM delivery to be done", async () => {
-      const [row] = await t.sql<{ state: string }[]>`
+      const [row] = await t.at("orders")<{ state: string }[]>`
         select state from queue.deliveries where id = ${other.id}`;
       return row.state === "done";
     });

@@ -16,6 +16,7 @@ import {
   signIn,
   withTestBakery,
 } from "./_app.ts";
+import { inEveryQueue } from "./_console_ops.ts";
 
 interface Page {
   counts: Record<string, number>;
@@ -52,10 +53,14 @@ Deno.test("console deliveries: counts and newest-first list of one sandbox, with
     const other = await placeOrderVia(b);
     await orderSettles(b, other.orderId, "placed", 10_000);
 
-    const rows = async () =>
-      await t.sql<{ id: string; state: string; audited: boolean }[]>`
+    const rows = () =>
+      inEveryQueue(
+        t.sql,
+        (sql) =>
+          sql<{ id: string; state: string; audited: boolean }[]>`
         select d.id, d.state, d.audited from queue.deliveries d
-         where d.tenant_id = ${sandboxA}`;
+         where d.tenant_id = ${sandboxA}`,
+      );
     const expected = (all: { state: string }[]) => {
       const counts: Record<string, number> = {
         pending: 0,

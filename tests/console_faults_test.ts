@@ -20,6 +20,7 @@ import {
   signIn,
   withTestBakery,
 } from "./_app.ts";
+import { countInEveryQueue } from "./_console_ops.ts";
 
 async function setFaults(client: Client, faults: Record<string, boolean>) {
   const { status, body } = await client.json<Record<string, boolean>>(
@@ -66,10 +67,18 @@ async function closureTotals(client: Client) {
   return body.totals;
 }
 
-/** How many inbox rows each receiver holds for `messageId`. */
-async function inboxRows(sql: Sql, messageId: string, receivers: string[]) {
+/**
+ * How many inbox rows each receiver holds for `messageId`; `at` gives the
+ * pool of a receiver's database.
+ */
+async function inboxRows(
+  at: (service: string) => Sql,
+  messageId: string,
+  receivers: string[],
+) {
   const out: Record<string, number> = {};
   for (const r of receivers) {
+    const sql = at(r);
     out[r] = await countOf(sql<{ n: number }[]>`
       select count(*)::int as n from ${sql(`${r}.inbox`)}
        where message_id = ${messageId}`);
@@ -154,7 +163,7 @@ Deno.test("faults: while the queue refuses sends, OrderPlaced waits in the outbo
     }).catch(async (error) => {
       // This wait has failed in full runs only, never alone: say whether the
       // message went out anyway, and what the bakery logged.
-      const published = await countOf(t.sql<{ n: number }[]>`
+      const published = await countOf(t.at("orders")<{ n: number }[]>`
         select count(*)::int as n from queue.messages`);
       console.log(JSON.stringify({
         outbox: first,
@@ -183,8 +192,11 @@ Deno.test("faults: while the queue refuses sends, OrderPlaced waits in the outbo
 
     // Nothing reached the queue; the closure says the three are owed.
     assert.equal(
-      await countOf(t.sql<{ n: number }[]>`
-        select count(*)::int as n from queue.deliveries`),
+      await countInEveryQueue(
+        t.sql,
+        (sql) =>
+          sql<{ n: number }[]>`select count(*)::int as n from queue.deliveries`,
+      ),
       0,
     );
     const owed = await closureTotals(client);
@@ -212,13 +224,14 @@ Deno.test("faults: while the queue refuses sends, OrderPlaced waits in the outbo
     assert.deepEqual([totals.owed, totals.closed, totals.mismatch], [0, 3, 0]);
     // Published in the end: the queue holds it, the outbox no longer.
     const messageId = o.oldest[0].messageId;
+    const orders = t.at("orders");
     assert.equal(
-      (await t.sql`select from orders.outbox where message_id = ${messageId}`)
+      (await orders`select from orders.outbox where message_id = ${messageId}`)
         .length,
       0,
     );
     assert.equal(
-      (await t.sql`select from queue.messages where message_id = ${messageId}`)
+      (await orders`select from queue.messages where message_id = ${messageId}`)
         .length,
       1,
     );
@@ -253,7 +266,7 @@ Deno.test("faults: lost acknowledgements leave accepted but unacknowledged deliv
     assert.ok(unacked.every((d) => d.state !== "done" && d.state !== "dead"));
     // The receivers have it although no delivery is done.
     assert.deepEqual(
-      await inboxRows(t.sql, placedId, receivers),
+      await inboxRows(t.at, placedId, receivers),
       once(receivers),
     );
     const during = await closureTotals(client);
@@ -278,26 +291,28 @@ Deno.test("faults: lost acknowledgements leave accepted but unacknowledged deliv
 
     // One effect each, although each was delivered at least twice.
     assert.deepEqual(
-      await inboxRows(t.sql, placedId, receivers),
+      await inboxRows(t.at, placedId, receivers),
       once(receivers),
     );
-    const deliveries = await t.sql<{ subscriber: string; attempts: number }[]>`
+    const deliveries = await t.at("orders")<
+      { subscriber: string; attempts: number }[]
+    >`
       select subscriber, attempts from queue.deliveries where message_id = ${placedId}`;
     assert.equal(deliveries.length, 3);
     for (const d of deliveries) {
       assert.ok(d.attempts >= 2, `${d.subscriber}: ${d.attempts} attempts`);
     }
     assert.equal(
-      await countOf(t.sql<{ n: number }[]>`
+      await countOf(t.at("kitchen")<{ n: number }[]>`
         select count(*)::int as n from kitchen.cards where order_id = ${orderId}`),
       1,
     );
     assert.equal(
-      await countOf(t.sql<{ n: number }[]>`
+      await countOf(t.at("customers")<{ n: number }[]>`
         select count(*)::int as n from customers.history where order_id = ${orderId}`),
       1,
     );
-    const bookings = await t.sql<{ sku: string; qty: number }[]>`
+    const bookings = await t.at("schedule")<{ sku: string; qty: number }[]>`
       select sku, qty from schedule.bookings where order_id = ${orderId} order by sku`;
     assert.deepEqual(bookings.map((b) => [b.sku, b.qty]), [
       ["cardamom-bun", 2],
@@ -350,7 +365,7 @@ Deno.test("faults: with every delivery sent twice, every receiver still applies 
     const placed = order.events.find((e) => e.type === "OrderPlaced")!;
     const paid = order.events.find((e) => e.type === "OrderPaid")!;
     assert.deepEqual(
-      await inboxRows(t.sql, placed.messageId, [
+      await inboxRows(t.at, placed.messageId, [
         "kitchen",
         "schedule",
         "customers",
@@ -358,7 +373,7 @@ Deno.test("faults: with every delivery sent twice, every receiver still applies 
       once(["kitchen", "schedule", "customers"]),
     );
     assert.deepEqual(
-      await inboxRows(t.sql, paid.messageId, [...RECEIVERS]),
+      await inboxRows(t.at, paid.messageId, [...RECEIVERS]),
       once(RECEIVERS),
     );
     // One attempt each: the second post was answered like the first.
@@ -374,11 +389,13 @@ Deno.test("faults: with every delivery sent twice, every receiver still applies 
       board.body.cards.map((c) => [c.orderId, c.state]),
       [[orderId, "confirmed"]],
     );
-    const count = (table: string) =>
-      countOf(t.sql<{ n: number }[]>`
+    const count = (table: string) => {
+      const sql = t.at(table.slice(0, table.indexOf(".")));
+      return countOf(sql<{ n: number }[]>`
         select count(*)::int as n from ${
-        t.sql(table)
+        sql(table)
       } where order_id = ${orderId}`);
+    };
     assert.deepEqual(
       {
         cards: await count("kitchen.cards"),

@@ -15,6 +15,7 @@ import {
   signIn,
   withTestBakery,
 } from "./_app.ts";
+import { inEveryQueue } from "./_console_ops.ts";
 
 /** The samples of a Prometheus text body: "name{labels}" -> value. */
 function samples(text: string): Map<string, number> {
@@ -125,18 +126,23 @@ Deno.test("metrics: outbox, deliveries, dead letters and latency histograms afte
     // Done deliveries are counted from the closure audit's counters once it
     // has seen them: the same figures after the audit as the rows say.
     await eventually("the audit to count every done delivery", async () => {
-      const [{ n }] = await t.sql<{ n: number }[]>`
-        select count(*)::int as n from queue.deliveries
-         where state = 'done' and not audited`;
-      return n === 0;
+      const open = await inEveryQueue(t.sql, (sql) =>
+        sql<{ n: number }[]>`
+          select count(*)::int as n from queue.deliveries
+           where state = 'done' and not audited`);
+      return open.every(({ n }) => n === 0);
     });
     const audited = samples(
       await (await fetch(new URL("/metrics", t.url)))
         .text(),
     );
-    const rows = await t.sql<{ subscriber: string; n: number }[]>`
-      select subscriber, count(*)::int as n from queue.deliveries
-       where state = 'done' group by 1`;
+    const rows = await inEveryQueue(
+      t.sql,
+      (sql) =>
+        sql<{ subscriber: string; n: number }[]>`
+        select subscriber, count(*)::int as n from queue.deliveries
+         where state = 'done' group by 1`,
+    );
     assert.equal(rows.length, RECEIVERS.length + 1);
     for (const { subscriber, n } of rows) {
       assert.equal(

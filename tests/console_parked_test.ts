@@ -13,6 +13,7 @@
  */
 import assert from "node:assert/strict";
 import type { Sql } from "../lib/db/connect.ts";
+import { poolOf } from "../lib/db/service.ts";
 import { GUARD_LIMIT } from "../lib/relay/mod.ts";
 import { RELAY_FAULTS } from "../lib/faults/mod.ts";
 import { SENDERS } from "../services/routing.ts";
@@ -26,6 +27,7 @@ import {
   signIn,
   withTestBakery,
 } from "./_app.ts";
+import { countInEveryQueue, inEveryQueue } from "./_console_ops.ts";
 
 const RELEASE = "/api/console/outbox/release";
 
@@ -53,10 +55,17 @@ interface ParkedRow {
   attempts: number;
 }
 
-/** The sandbox's parked outbox rows, every sender, oldest first per sender. */
-async function parkedRows(sql: Sql, sandboxId: string): Promise<ParkedRow[]> {
+/**
+ * The sandbox's parked outbox rows, every sender, oldest first per sender;
+ * `bakery` is the bakery's pool, which leads to each sender's database.
+ */
+async function parkedRows(
+  bakery: Sql,
+  sandboxId: string,
+): Promise<ParkedRow[]> {
   const rows: ParkedRow[] = [];
   for (const service of SENDERS) {
+    const sql = poolOf(bakery, service);
     rows.push(
       ...await sql<ParkedRow[]>`
         select ${service}::text as service, type, message_id, attempts
@@ -70,9 +79,10 @@ async function parkedRows(sql: Sql, sandboxId: string): Promise<ParkedRow[]> {
 }
 
 /** The sandbox's unpublished outbox rows, parked or not, every sender. */
-async function owed(sql: Sql, sandboxId: string): Promise<number> {
+async function owed(bakery: Sql, sandboxId: string): Promise<number> {
   let n = 0;
   for (const service of SENDERS) {
+    const sql = poolOf(bakery, service);
     n += await countOf(sql<{ n: number }[]>`
       select count(*)::int as n from ${sql(`${service}.outbox`)}
        where tenant_id = ${sandboxId}`);
@@ -91,13 +101,14 @@ async function parkedSettle(sql: Sql, sandboxId: string, n: number) {
   return await parkedRows(sql, sandboxId);
 }
 
-/** Rows of `table` whose column `column` is `value`. */
+/** Rows of `table` whose column `column` is `value`, in its service's database. */
 async function rowsWhere(
-  sql: Sql,
+  bakery: Sql,
   table: string,
   column: string,
   value: string,
 ): Promise<number> {
+  const sql = poolOf(bakery, table.slice(0, table.indexOf(".")));
   return await countOf(sql<{ n: number }[]>`
     select count(*)::int as n from ${sql(table)}
      where ${sql(column)} = ${value}::uuid`);
@@ -196,7 +207,8 @@ Deno.test("parked: bad bodies are a 400 naming the field, no CSRF a 403, no sess
     assert.equal(noOrigin.status, 403);
     assert.deepEqual(await releasesLogged(client), []);
     assert.equal(
-      await countOf(t.sql<{ n: number }[]>`
+      await countInEveryQueue(t.sql, (sql) =>
+        sql<{ n: number }[]>`
         select count(*)::int as n from queue.operator_actions`),
       0,
     );
@@ -214,8 +226,9 @@ Deno.test("parked: rows the loop guard parked are listed apart and stay undelive
     // Ada's sandbox has used up today's automatic re-arms in both senders,
     // and the queue refuses sends: each failed publish parks its row.
     for (const service of SENDERS) {
-      await sql`
-        insert into ${sql(`${service}.relay_guard`)} (tenant_id, day, rearms)
+      const at = t.at(service);
+      await at`
+        insert into ${at(`${service}.relay_guard`)} (tenant_id, day, rearms)
         values (${sandboxId}, (now() at time zone 'utc')::date,
                 ${GUARD_LIMIT})`;
     }
@@ -239,7 +252,7 @@ Deno.test("parked: rows the loop guard parked are listed apart and stay undelive
       [placed1.type, placed2.type, paid2.type],
       ["OrderPlaced", "OrderPlaced", "PaymentSucceeded"],
     );
-    const [{ last_error }] = await sql`
+    const [{ last_error }] = await t.at("orders")`
       select last_error from orders.outbox
        where message_id = ${placed1.message_id}`;
     assert.match(last_error, /queueRefusesSends/);
@@ -284,11 +297,13 @@ Deno.test("parked: rows the loop guard parked are listed apart and stay undelive
     const x1 = await placeOrderVia(bo);
     await orderSettles(bo, x1.orderId, "placed");
     assert.equal((await parkedRows(sql, sandboxId)).length, 3);
-    const adaMessages = () =>
-      countOf(sql<{ n: number }[]>`
+    assert.equal(
+      await countInEveryQueue(sql, (sql) =>
+        sql<{ n: number }[]>`
         select count(*)::int as n from queue.messages
-         where tenant_id = ${sandboxId}`);
-    assert.equal(await adaMessages(), 0);
+         where tenant_id = ${sandboxId}`),
+      0,
+    );
 
     // Bo sees none of Ada's rows, and releases none of them.
     const boListed = await outboxOf(bo);
@@ -333,14 +348,15 @@ Deno.test("parked: rows the loop guard parked are listed apart and stay undelive
     );
     assert.deepEqual(await parkedRows(sql, sandboxId), [placed2, paid2]);
     // Released and published: owed no more, the queue holds it.
+    const orders = t.at("orders");
     assert.equal(
-      (await sql`select from orders.outbox
-                  where message_id = ${placed1.message_id}`).length,
+      (await orders`select from orders.outbox
+                     where message_id = ${placed1.message_id}`).length,
       0,
     );
     assert.equal(
-      (await sql`select from queue.messages
-                  where message_id = ${placed1.message_id}`).length,
+      (await orders`select from queue.messages
+                     where message_id = ${placed1.message_id}`).length,
       1,
     );
     // Fenced: it is no longer parked, so a second release changes nothing.
@@ -383,7 +399,7 @@ Deno.test("parked: rows the loop guard parked are listed apart and stay undelive
       await rowsWhere(sql, "orders.inbox", "message_id", paid2.message_id),
       1,
     );
-    const [card] = await sql`
+    const [card] = await t.at("kitchen")`
       select state from kitchen.cards where order_id = ${o2.orderId}`;
     assert.equal(card.state, "confirmed");
     for (
@@ -419,12 +435,19 @@ Deno.test("parked: rows the loop guard parked are listed apart and stay undelive
         count: 0,
       },
     ]);
-    const byActor = await sql<{ actor: string; tenant_id: string }[]>`
-      select distinct actor, tenant_id from queue.operator_actions
-       order by actor`;
-    assert.deepEqual(byActor.map((r) => ({ ...r })), [
-      { actor: "Ada", tenant_id: sandboxId },
-      { actor: "Bo", tenant_id: boSandbox },
+    // A release is logged beside each sender's outbox: read in every queue.
+    const byActor = new Set(
+      (await inEveryQueue(
+        sql,
+        (sql) =>
+          sql<{ actor: string; tenant_id: string }[]>`
+          select distinct actor, tenant_id from queue.operator_actions`,
+      ))
+        .map((r) => `${r.actor} ${r.tenant_id}`),
+    );
+    assert.deepEqual([...byActor].sort(), [
+      `Ada ${sandboxId}`,
+      `Bo ${boSandbox}`,
     ]);
     const log = await (await ada.fetch("/console/actions")).text();
     assert.match(log, /data-testid="action-release"/);

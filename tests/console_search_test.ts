@@ -45,7 +45,7 @@ Deno.test("search: an order by id, short number, receipt number and email; a mes
     const { orderId } = await placeOrderVia(client, order);
     await payVia(client, orderId);
     await orderSettles(client, orderId, "paid");
-    const [receipt] = await t.sql<{ number: string }[]>`
+    const [receipt] = await t.at("receipts")<{ number: string }[]>`
       select number from receipts.receipts where order_id = ${orderId}`;
     assert.ok(receipt, "a receipt");
 
@@ -68,7 +68,7 @@ Deno.test("search: an order by id, short number, receipt number and email; a mes
       assert.match(found[0].summary, new RegExp(short));
     }
 
-    const [message] = await t.sql<{ message_id: string }[]>`
+    const [message] = await t.at("orders")<{ message_id: string }[]>`
       select message_id from queue.messages
        where aggregate_id = ${orderId} and type = 'OrderPaid'`;
     const byMessage = await searchFor(client, message.message_id);

@@ -20,6 +20,7 @@ import {
   withTestBakery,
 } from "./_app.ts";
 import { natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
+import { countInEveryQueue } from "./_console_ops.ts";
 import { asService } from "../lib/db/service.ts";
 import { supersedeIn } from "../lib/queue/mod.ts";
 
@@ -45,13 +46,14 @@ async function customersDeadLetter(t: TestBakery) {
 }
 
 function historyRows(t: TestBakery, orderId: string) {
-  return countOf(t.sql<{ n: number }[]>`
+  return countOf(t.at("customers")<{ n: number }[]>`
     select count(*)::int as n from customers.history
      where order_id = ${orderId}`);
 }
 
+/** The payload of a message of orders, in its queue. */
 async function payloadOf(t: TestBakery, messageId: string) {
-  const [row] = await t.sql<{ payload: Record<string, unknown> }[]>`
+  const [row] = await t.at("orders")<{ payload: Record<string, unknown> }[]>`
     select envelope->'payload' as payload from queue.messages
      where message_id = ${messageId}`;
   return row.payload;
@@ -59,12 +61,18 @@ async function payloadOf(t: TestBakery, messageId: string) {
 
 async function refusedAsApplied(t: TestBakery) {
   const { client, orderId, dead } = await customersDeadLetter(t);
-  const [inbox] = await t.sql<{ status: number }[]>`
+  const [inbox] = await t.at("customers")<{ status: number }[]>`
     select status from customers.inbox where message_id = ${dead.messageId}`;
   assert.equal(inbox?.status, 200, "the receiver applied the dead letter");
   assert.equal(await historyRows(t, orderId), 1);
-  const messagesBefore = await countOf(t.sql<{ n: number }[]>`
-    select count(*)::int as n from queue.messages`);
+  // Counted in every queue.
+  const count = (table: string) =>
+    countInEveryQueue(
+      t.sql,
+      (sql) =>
+        sql<{ n: number }[]>`select count(*)::int as n from ${sql(table)}`,
+    );
+  const messagesBefore = await count("queue.messages");
 
   const answer = await client.json<{ error: string; issues: unknown[] }>(
     "POST",
@@ -79,16 +87,8 @@ async function refusedAsApplied(t: TestBakery) {
   });
 
   // Nothing changed: no copy, no link, no log entry; still a dead letter.
-  assert.equal(
-    await countOf(t.sql<{ n: number }[]>`
-      select count(*)::int as n from queue.messages`),
-    messagesBefore,
-  );
-  assert.equal(
-    await countOf(t.sql<{ n: number }[]>`
-      select count(*)::int as n from queue.supersessions`),
-    0,
-  );
+  assert.equal(await count("queue.messages"), messagesBefore);
+  assert.equal(await count("queue.supersessions"), 0);
   const { body: log } = await client.json<{ items: unknown[] }>(
     "GET",
     "/api/console/actions",
@@ -106,8 +106,10 @@ async function copyAnsweredAsRepeat(t: TestBakery, republish: boolean) {
   // The endpoint's question came too early (the original committed right
   // after it): the copy goes out as the endpoint would have sent it.
   const payload = await payloadOf(t, dead.messageId);
+  // In the queue of the dead letter's sender, orders.
+  const queue = t.at("orders");
   const copy = await asService(
-    t.sql,
+    queue,
     "queue",
     { tenantId: sandboxId },
     ({ sql }) =>
@@ -122,14 +124,14 @@ async function copyAnsweredAsRepeat(t: TestBakery, republish: boolean) {
       ),
   );
   assert.ok(copy);
-  const [stored] = await t.sql<{ supersedes: string[] }[]>`
+  const [stored] = await queue<{ supersedes: string[] }[]>`
     select envelope->'supersedes' as supersedes from queue.messages
      where message_id = ${copy.messageId}`;
   assert.deepEqual(stored.supersedes, [dead.messageId]);
 
   let delivery: { state: string; last_status: number; last_error: string };
   await eventually("the copy's delivery to finish", async () => {
-    [delivery] = await t.sql<typeof delivery[]>`
+    [delivery] = await queue<typeof delivery[]>`
       select state, last_status, last_error from queue.deliveries
        where id = ${copy.deliveryId}`;
     return delivery.state !== "pending" && delivery.state !== "in_flight";
@@ -142,7 +144,9 @@ async function copyAnsweredAsRepeat(t: TestBakery, republish: boolean) {
     last_status: 200,
     last_error: `Customers answered 200: ${reason}`,
   });
-  const [inbox] = await t.sql<{ status: number; outcome: unknown }[]>`
+  const [inbox] = await t.at("customers")<
+    { status: number; outcome: unknown }[]
+  >`
     select status, outcome from customers.inbox
      where message_id = ${copy.messageId}`;
   assert.deepEqual(inbox, {

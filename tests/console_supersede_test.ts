@@ -34,8 +34,9 @@ async function kitchenDeadLetter(t: TestBakery) {
   return { client, orderId, dead };
 }
 
+/** The envelope of a message of orders, in its queue. */
 async function envelopeOf(t: TestBakery, messageId: string) {
-  const [row] = await t.sql<{ envelope: Record<string, unknown> }[]>`
+  const [row] = await t.at("orders")<{ envelope: Record<string, unknown> }[]>`
     select envelope from queue.messages where message_id = ${messageId}`;
   return row.envelope;
 }
@@ -98,12 +99,12 @@ async function supersedes(t: TestBakery) {
 
   // The copy is delivered to the kitchen only, under the new id.
   await eventually("the corrected copy applied by the kitchen", async () => {
-    const [row] = await t.sql<{ n: number }[]>`
+    const [row] = await t.at("kitchen")<{ n: number }[]>`
       select count(*)::int as n from kitchen.inbox
        where message_id = ${messageId}`;
     return row.n === 1;
   }, 20_000);
-  const copies = await t.sql<
+  const copies = await t.at("orders")<
     { id: string; subscriber: string; state: string }[]
   >`
     select id, subscriber, state from queue.deliveries
@@ -135,7 +136,7 @@ async function supersedes(t: TestBakery) {
   assert.equal(detail.delivery.refusedReason, `superseded by ${messageId}`);
   assert.equal(detail.delivery.refusedBy, "Supersede operator");
   assert.deepEqual(await envelopeOf(t, dead.messageId), original);
-  const [link] = await t.sql<{ message_id: string; reason: string }[]>`
+  const [link] = await t.at("orders")<{ message_id: string; reason: string }[]>`
     select message_id, reason from queue.supersessions
      where delivery_id = ${dead.id}`;
   assert.deepEqual(link, { message_id: messageId, reason: "name fixed" });
@@ -170,14 +171,16 @@ natsTest(
 );
 
 async function horizon(t: TestBakery, client: Client, dead: DeliveryJson) {
+  // The kitchen's OrderPlaced: a message of orders, in its queue.
+  const queue = t.at("orders");
   const [old] = await copyDeadLetter(
-    t.sql,
+    queue,
     dead.id,
     1,
     new Date(Date.now() - 31 * 86_400_000),
   );
   const [inside] = await copyDeadLetter(
-    t.sql,
+    queue,
     dead.id,
     1,
     new Date(Date.now() - 29 * 86_400_000),
@@ -226,7 +229,7 @@ async function horizon(t: TestBakery, client: Client, dead: DeliveryJson) {
     { force: true },
   );
   assert.equal(forced.status, 202);
-  const [row] = await t.sql<{ redrives: number }[]>`
+  const [row] = await queue<{ redrives: number }[]>`
     select redrives from queue.deliveries where id = ${old}`;
   assert.equal(row.redrives, 1);
   const { body: log } = await client.json<{

@@ -209,18 +209,20 @@ Deno.test("console walkthrough: the kitchen refuses, the operator redrives, ever
     );
     assert.equal(story.delivery.redrives, 2);
 
-    // The same, straight from the queue's tables.
-    const actions = await t.sql<{ action: string; actor: string }[]>`
+    // The same, straight from the queue's tables: orders', since OrderPaid
+    // is its message.
+    const queue = t.at("orders");
+    const actions = await queue<{ action: string; actor: string }[]>`
       select action, actor from queue.actions
        where delivery_id = ${paid.id} order by id`;
     assert.deepEqual(actions.map((a) => [a.action, a.actor]), [
       ["redrive", "Morning shift"],
       ["redrive", "Morning shift"],
     ]);
-    const [row] = await t.sql<{ state: string; attempts: number }[]>`
+    const [row] = await queue<{ state: string; attempts: number }[]>`
       select state, attempts from queue.deliveries where id = ${paid.id}`;
     assert.deepEqual([row.state, row.attempts], ["done", 6]);
-    const cards = await t.sql<{ state: string }[]>`
+    const cards = await t.at("kitchen")<{ state: string }[]>`
       select state from kitchen.cards where order_id = ${orderId}`;
     assert.deepEqual(cards.map((c) => c.state), ["confirmed"]);
   });

@@ -26,6 +26,7 @@ import {
   type TestBakery,
   withTestBakery,
 } from "./_app.ts";
+import { countInEveryQueue, inEveryQueue } from "./_console_ops.ts";
 
 const fairTest = (name: string, fn: () => Promise<void>) =>
   Deno.test({ name, fn });
@@ -81,21 +82,29 @@ async function paidOrders(client: Client, n: number) {
   return ids;
 }
 
-/** Open deliveries (pending or in flight) of a sandbox. */
+/** Open deliveries (pending or in flight) of a sandbox, in every queue. */
 function openDeliveries(sql: Sql, sandboxId: string) {
-  return countOf(sql<{ n: number }[]>`
-    select count(*)::int as n from queue.deliveries
-     where tenant_id = ${sandboxId} and state in ('pending', 'in_flight')`);
+  return countInEveryQueue(sql, (sql) =>
+    sql<{ n: number }[]>`
+      select count(*)::int as n from queue.deliveries
+       where tenant_id = ${sandboxId} and state in ('pending', 'in_flight')`);
 }
 
-/** Receivers whose inbox holds the OrderPaid of `orderId`. */
-async function paidReceivers(sql: Sql, orderId: string): Promise<string[]> {
-  const [message] = await sql<{ message_id: string }[]>`
+/**
+ * Receivers whose inbox holds the OrderPaid of `orderId`; `at` gives the
+ * pool of a service's database.
+ */
+async function paidReceivers(
+  at: TestBakery["at"],
+  orderId: string,
+): Promise<string[]> {
+  const [message] = await at("orders")<{ message_id: string }[]>`
     select message_id from orders.events
      where order_id = ${orderId} and type = 'OrderPaid'`;
   if (!message) return [];
   const reached: string[] = [];
   for (const receiver of ROUTING.OrderPaid) {
+    const sql = at(receiver);
     const n = await countOf(sql<{ n: number }[]>`
       select count(*)::int as n from ${sql(`${receiver}.inbox`)}
        where message_id = ${message.message_id}`);
@@ -117,7 +126,7 @@ async function quietOrder(t: TestBakery, sandboxA: string) {
   await eventually(
     "B's OrderPaid at all six receivers",
     async () =>
-      (await paidReceivers(t.sql, orderId)).length === ROUTING.OrderPaid.length,
+      (await paidReceivers(t.at, orderId)).length === ROUTING.OrderPaid.length,
     60_000,
   );
   const ms = performance.now() - paidAt;
@@ -144,7 +153,7 @@ fairTest(
       await eventually(
         "A's orders to be published",
         async () =>
-          await countOf(t.sql<{ n: number }[]>`
+          await countOf(t.at("orders")<{ n: number }[]>`
         select count(*)::int as n from queue.deliveries
          where tenant_id = ${sandboxId} and type = 'OrderPaid'`) >= 30 * 6,
         30_000,
@@ -212,8 +221,10 @@ Deno.test({
       await paidOrders(a, 30);
       const paidAt = performance.now();
       const others = ROUTING.OrderPaid.filter((r) => r !== "kitchen");
+      // OrderPaid is a message of orders: its deliveries are in its queue.
+      const queue = t.at("orders");
       const done = () =>
-        countOf(t.sql<{ n: number }[]>`
+        countOf(queue<{ n: number }[]>`
         select count(*)::int as n from queue.deliveries
          where tenant_id = ${sandboxId} and type = 'OrderPaid'
            and subscriber = any(${others}) and state = 'done'`);
@@ -227,11 +238,14 @@ Deno.test({
         );
       } catch (e) {
         console.log(JSON.stringify(
-          await t
-            .sql`select subscriber, type, state, lease_owner is not null as leased,
+          await inEveryQueue(
+            t.sql,
+            (sql) =>
+              sql`select subscriber, type, state, lease_owner is not null as leased,
                              count(*)::int as n, max(attempts) as a,
                              min(last_error) as err
                         from queue.deliveries group by 1, 2, 3, 4 order by 1, 2, 3`,
+          ),
         ));
         console.log(
           JSON.stringify(t.lines.filter((l) => l.level !== "info").slice(-20)),
@@ -243,7 +257,7 @@ Deno.test({
           Math.round(performance.now() - paidAt)
         } ms after its last payment`,
       );
-      const kitchenOpen = await countOf(t.sql<{ n: number }[]>`
+      const kitchenOpen = await countOf(queue<{ n: number }[]>`
       select count(*)::int as n from queue.deliveries
        where tenant_id = ${sandboxId} and subscriber = 'kitchen'
          and state in ('pending', 'in_flight')`);

@@ -81,9 +81,10 @@ e2e.test("console in the browser: cross-site form posts are refused and change n
       await toConsole(page);
       await openConsolePage(page, "dead-letters");
       const [dead] = await deadLettersShown(page, 1, 4);
-      // What the queue holds of it, to compare after the attacks.
+      // What the queue holds of it, to compare after the attacks: the
+      // kitchen's OrderPlaced, in orders' queue.
       const record = async () => {
-        const [row] = await bakery.sql`
+        const [row] = await bakery.at("orders")`
           select d.state, d.attempts, d.redrives,
                  (select count(*)::int from queue.actions a
                    where a.delivery_id = d.id) as actions

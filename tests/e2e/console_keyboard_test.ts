@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import type { TestBakery } from "../_app.ts";
+import { queueOfDelivery } from "../../services/databases.ts";
 import { until } from "../_main.ts";
 import {
   byTestId,
@@ -70,9 +71,11 @@ async function faultOn(t: TestBakery, name: string): Promise<boolean> {
 
 /** The delivery's state and the operator actions on it, oldest first. */
 async function deliveryRow(t: TestBakery, id: number) {
-  const [d] = await t.sql<{ state: string; refused_reason: string | null }[]>`
+  // In the queue that holds the delivery (its sender's in split mode).
+  const queue = t.at(queueOfDelivery(id) ?? "orders");
+  const [d] = await queue<{ state: string; refused_reason: string | null }[]>`
     select state, refused_reason from queue.deliveries where id = ${id}`;
-  const actions = await t.sql<{ action: string; actor: string }[]>`
+  const actions = await queue<{ action: string; actor: string }[]>`
     select action, actor from queue.actions where delivery_id = ${id}
      order by id`;
   return {
@@ -124,7 +127,8 @@ e2e.test("console by keyboard: fault switches, and select, redrive and refuse de
     await until(
       "three dead kitchen deliveries",
       async () =>
-        (await t.sql<{ n: number }[]>`
+        // The kitchen's deliveries: of orders' messages, in its queue.
+        (await t.at("orders")<{ n: number }[]>`
           select count(*)::int as n from queue.deliveries
            where subscriber = 'kitchen' and state = 'dead'`)[0].n === 3,
       SETTLE_MS,

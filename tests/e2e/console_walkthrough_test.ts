@@ -109,6 +109,9 @@ e2e.test(
   async () => {
     const stream = testStream();
     await walkthrough("console-walkthrough-jetstream", {
+      // One database: it reads the one stream that carries every sender's
+      // messages (the split variant above has a stream per sender).
+      SERVICE_DATABASES: "shared",
       QUEUE: "jetstream",
       NATS_URL: TEST_NATS_URL,
       NATS_STREAM: stream,
