@@ -9,8 +9,9 @@
 import type { Config } from "../config.ts";
 import type { Sql } from "../lib/db/connect.ts";
 import type { Logger } from "../lib/log/mod.ts";
-import { asOwner, isRouted, poolOf } from "../lib/db/service.ts";
+import { isRouted, poolOf } from "../lib/db/service.ts";
 import {
+  owedIn,
   type Pruned,
   pruneHistory,
   pruneInboxes,
@@ -62,13 +63,7 @@ export async function pruneOld(
   const stillOwed = async (subscriber: string, ids: readonly string[]) => {
     const owed = new Set<string>();
     for (const pool of queues) {
-      const rows = await asOwner(pool, (tx) =>
-        tx<{ id: string }[]>`
-          select message_id::text as id from queue.deliveries
-           where subscriber = ${subscriber}
-             and message_id = any(${ids as string[]}::uuid[])
-             and state in ('pending', 'in_flight', 'dead')`);
-      for (const r of rows) owed.add(r.id);
+      for (const id of await owedIn(pool, subscriber, ids)) owed.add(id);
     }
     return owed;
   };

@@ -205,6 +205,25 @@ async function pruneInboxAsking(
   }
 }
 
+/**
+ * Of `messageIds`, those with a delivery to `subscriber` in the queue of
+ * `sql`'s database that a sender may still retry: open or dead. What an
+ * inbox elsewhere asks each queue ({@link RetentionOptions.stillOwed}).
+ */
+export async function owedIn(
+  sql: Sql,
+  subscriber: string,
+  messageIds: readonly string[],
+): Promise<string[]> {
+  const rows = await asOwner(sql, (tx) =>
+    tx<{ id: string }[]>`
+      select message_id::text as id from ${tx(inQueue("deliveries"))}
+       where subscriber = ${subscriber}
+         and message_id = any(${messageIds as string[]}::uuid[])
+         and state in ('pending', 'in_flight', 'dead')`);
+  return rows.map((r) => r.id);
+}
+
 /** Runs `pass` until it removes less than a full batch. */
 async function untilDone(batch: number, pass: () => Promise<number>) {
   while (await pass() >= batch) {
