@@ -156,20 +156,14 @@ async function wipe(
   }
   let rowsDeleted = 0;
   for (const pool of others) {
-    rowsDeleted += await asOwner(pool, async (tx) => {
-      const deleted = ids.length > 0 ? await deleteRows(tx, ids, log) : 0;
-      await tx`update platform.tenants set wiped_at = now()
-                where id = any(${ids}::uuid[])`;
-      return deleted;
-    });
+    rowsDeleted += await asOwner(pool, (tx) => empty(tx, ids, log));
   }
+  // The console's database last: its row of the wipe counts them all.
   rowsDeleted += await asOwner(sql, async (tx) => {
-    const deleted = ids.length > 0 ? await deleteRows(tx, ids, log) : 0;
-    await tx`update platform.tenants set wiped_at = now()
-              where id = any(${ids}::uuid[])`;
+    const deleted = await empty(tx, ids, log);
     await tx`
       insert into platform.wipes (cutoff, finished_at, sandboxes, rows_deleted)
-      values (${cutoff}, now(), ${ids.length}, ${deleted})
+      values (${cutoff}, now(), ${ids.length}, ${rowsDeleted + deleted})
       on conflict (cutoff) do update set finished_at = now(), error = null,
         sandboxes = excluded.sandboxes, rows_deleted = excluded.rows_deleted`;
     return deleted;
@@ -283,6 +277,21 @@ async function until(
     }
     await new Promise((r) => setTimeout(r, pause));
   }
+}
+
+/**
+ * Step 4 in one database: deletes the sandboxes' rows and marks them wiped
+ * there. Returns how many rows went.
+ */
+async function empty(
+  tx: TxSql,
+  ids: readonly string[],
+  log: Logger,
+): Promise<number> {
+  const deleted = ids.length > 0 ? await deleteRows(tx, ids, log) : 0;
+  await tx`update platform.tenants set wiped_at = now()
+            where id = any(${ids as string[]}::uuid[])`;
+  return deleted;
 }
 
 /**
