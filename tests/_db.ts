@@ -12,8 +12,6 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-let counter = 0;
-
 export function env(name: string): string {
   const value = Deno.env.get(name);
   if (!value) {
@@ -40,7 +38,11 @@ export interface TestDatabaseOptions {
 export async function testDatabase(
   options: TestDatabaseOptions = {},
 ): Promise<TestDatabase> {
-  const name = `t_${env("TEST_RUN_ID")}_${Deno.pid}_${++counter}`;
+  // Unique without a counter: with `deno test --parallel` several files
+  // share this process, each with its own copy of this module.
+  const name = `t_${env("TEST_RUN_ID")}_${
+    crypto.randomUUID().replaceAll("-", "").slice(0, 12)
+  }`;
   await ensureDatabase(
     adminUrl(),
     name,

@@ -55,6 +55,8 @@ export interface SetupOptions {
   install?: boolean;
   /** Where the one line per tool goes. */
   print?: (line: string) => void;
+  /** Where tools are looked up; PATH by default. */
+  path?: string;
 }
 
 /**
@@ -70,7 +72,8 @@ export async function setupTools(
   const print = options.print ?? ((line) => console.log(line));
   const install = options.install ??
     Deno.env.get("TEST_INSTALL")?.toLowerCase() !== "off";
-  const found = new Map(tools.map((t) => [t.binary, findOnPath(t.binary)]));
+  const lookup = (binary: string) => findOnPath(binary, options.path);
+  const found = new Map(tools.map((t) => [t.binary, lookup(t.binary)]));
   const missing = tools.filter((t) => !found.get(t.binary));
   const present = (t: Tool) =>
     print(`test setup: ${t.binary} present at ${found.get(t.binary)}`);
@@ -109,7 +112,7 @@ export async function setupTools(
     }
   }
   for (const t of missing) {
-    found.set(t.binary, findOnPath(t.binary));
+    found.set(t.binary, lookup(t.binary));
     if (found.get(t.binary)) present(t);
     else {
       const why = failures.has(t.binary)

@@ -5,8 +5,8 @@
  * (tests/_setup_tools.ts, TEST_INSTALL=off to never install); one
  * PostgreSQL for the whole run (embedded in a temporary directory, or
  * TEST_DATABASE_URL), one nats-server with JetStream (unless TEST_NATS_URL),
- * a template database migrated once, then `deno test`, whose files each
- * clone the template (tests/_db.ts). Both servers are stopped at the end
+ * a template database migrated once, then `deno test --parallel`, whose
+ * files each clone the template (tests/_db.ts), TEST_JOBS at a time. Both servers are stopped at the end
  * however the tests went. Extra arguments go to `deno test` (a
  * file or `--filter`), and skip the checks: whoever runs one file wants its
  * answer, not the whole tree's.
@@ -24,6 +24,32 @@ import { NATS_SERVER, NatsServer } from "./_nats_server.ts";
 
 if (Deno.args.length === 0) await staticChecks();
 await setupTools();
+
+/**
+ * Files the run spends longest on, started first so that none of them is
+ * left running alone at the end. The rest follow in name order.
+ */
+const SLOWEST = [
+  "tests/core/messaging_conformance_test.ts",
+  "tests/bench_quick_test.ts",
+  "tests/e2e/console_walkthrough_test.ts",
+  "tests/process_pay_crash_test.ts",
+  "tests/fairness_test.ts",
+  "tests/e2e/accessibility_test.ts",
+  "tests/process_jetstream_workers_test.ts",
+  "tests/e2e/how_it_works_test.ts",
+  "tests/process_db_dies_test.ts",
+  "tests/jetstream_cluster_test.ts",
+  "tests/e2e/console_sandboxes_test.ts",
+  "tests/jetstream_broker_lost_test.ts",
+  "tests/process_crash_restart_test.ts",
+];
+
+// Test files run this many at a time (`deno test --parallel`): most of a
+// file's time is waiting on PostgreSQL, a broker or a timer, so two files
+// share the cores of a small machine well.
+const jobs = Number(Deno.env.get("TEST_JOBS")) ||
+  Math.min(4, Math.max(2, navigator.hardwareConcurrency));
 
 const log = createLogger(
   (Deno.env.get("TEST_LOG_LEVEL") as "info" | undefined) ?? "warn",
@@ -45,7 +71,8 @@ const cluster = dataDir
       "-c",
       "full_page_writes=off",
       "-c",
-      "max_connections=300",
+      // Each file's bakery opens a few pools; several files run at once.
+      `max_connections=${200 + 150 * jobs}`,
     ],
   })
   : undefined;
@@ -85,8 +112,9 @@ try {
     // checked.
     args: Deno.args.length
       ? ["test", "-A", ...Deno.args]
-      : ["test", "-A", "--no-check", "tests/"],
+      : ["test", "-A", "--no-check", "--parallel", ...await testFiles()],
     env: {
+      DENO_JOBS: String(jobs),
       TEST_ADMIN_URL: adminUrl,
       TEST_TEMPLATE_DB: template,
       TEST_CORE_TEMPLATE_DB: coreTemplate,
@@ -160,6 +188,24 @@ try {
   if (dataDir) await removeDataDir(dataDir);
 }
 Deno.exit(code);
+
+/** Every test file under tests/, the slowest first. */
+async function testFiles(): Promise<string[]> {
+  const files: string[] = [];
+  const visit = async (dir: string) => {
+    for await (const entry of Deno.readDir(dir)) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory) await visit(path);
+      else if (/_test\.tsx?$/.test(entry.name)) files.push(path);
+    }
+  };
+  await visit("tests");
+  const rank = (f: string) => {
+    const i = SLOWEST.indexOf(f);
+    return i < 0 ? SLOWEST.length : i;
+  };
+  return files.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+}
 
 /** `text` without its colour codes. */
 function plain(text: string): string {

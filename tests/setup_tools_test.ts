@@ -22,15 +22,13 @@ Deno.test("setup tools: findOnPath finds an executable on the PATH given, not a 
 
 Deno.test("setup tools: a present tool is named with its path; a missing one, with installs off, is left to be skipped", async () => {
   const dir = await Deno.makeTempDir({ prefix: "bakery-path-" });
-  const path = Deno.env.get("PATH") ?? "";
   try {
     await Deno.writeTextFile(`${dir}/here`, "#!/bin/sh\n", { mode: 0o755 });
-    Deno.env.set("PATH", dir);
     const lines: string[] = [];
     const found = await setupTools([
       { binary: "here", apt: "here-pkg" },
       { binary: "gone", apt: "gone-pkg" },
-    ], { install: false, print: (line) => lines.push(line) });
+    ], { install: false, print: (line) => lines.push(line), path: dir });
     assert.deepEqual(lines, [
       `test setup: here present at ${dir}/here`,
       "test setup: gone missing, not installed (installs are off: " +
@@ -41,7 +39,6 @@ Deno.test("setup tools: a present tool is named with its path; a missing one, wi
       [["here", `${dir}/here`], ["gone", null]],
     );
   } finally {
-    Deno.env.set("PATH", path);
     await Deno.remove(dir, { recursive: true });
   }
 });
