@@ -52,7 +52,7 @@ import { fairness } from "./scenarios/fairness.ts";
 import { wakeup } from "./scenarios/wakeup.ts";
 import { transports } from "./scenarios/transports.ts";
 import { consoleApis, consoleSplitApis } from "./scenarios/console.ts";
-import { split } from "./scenarios/split.ts";
+import { split, splitJetstream } from "./scenarios/split.ts";
 import { memory } from "./scenarios/memory.ts";
 import { soak } from "./scenarios/soak.ts";
 import { connect } from "../lib/db/connect.ts";
@@ -68,6 +68,7 @@ const SCENARIOS: [string, Scenario][] = [
   ["wakeup", wakeup],
   ["transports", transports],
   ["split", split],
+  ["split_jetstream", splitJetstream],
   ["console", consoleApis],
   ["console_split", consoleSplitApis],
   ["memory", memory],

@@ -167,7 +167,7 @@ export interface Trial {
 }
 
 /** CPU seconds of every process named `nats-server` on the machine. */
-function natsCpuSeconds(): number {
+export function natsCpuSeconds(): number {
   let total = 0;
   for (const entry of Deno.readDirSync("/proc")) {
     if (!/^\d+$/.test(entry.name)) continue;

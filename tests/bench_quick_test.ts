@@ -3,12 +3,12 @@
  * the test run's PostgreSQL (BENCH_DATABASE_URL, its own databases, dropped
  * after), the peer (graphile-worker) with a few hundred jobs among them, and
  * writes JSON in which every scenario but the soak has numeric figures; the
- * transports scenario may be skipped, with its reason, where no JetStream
+ * JetStream scenarios may be skipped, with their reason, where no JetStream
  * answers. Timing goals are not checked here: they belong to the benchmark.
  */
 import assert from "node:assert/strict";
 import { adminUrl } from "./_db.ts";
-import { natsMissing } from "./_nats.ts";
+import { natsMissing, TEST_NATS_URL } from "./_nats.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const SCENARIOS = [
@@ -21,6 +21,8 @@ const SCENARIOS = [
   "fairness",
   "wakeup",
   "transports",
+  "split",
+  "split_jetstream",
   "console",
   "memory",
 ];
@@ -34,7 +36,8 @@ Deno.test("bench --quick runs every scenario and writes numeric figures", async 
     const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "bench/main.ts", "--quick", "--out", out],
       cwd: ROOT,
-      env: { BENCH_DATABASE_URL: adminUrl() },
+      // The run's own nats-server, never the machine's.
+      env: { BENCH_DATABASE_URL: adminUrl(), NATS_URL: TEST_NATS_URL },
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
@@ -53,7 +56,8 @@ Deno.test("bench --quick runs every scenario and writes numeric figures", async 
     for (const name of SCENARIOS) {
       const s = results.scenarios[name];
       assert.ok(s, `scenario ${name} is missing`);
-      if (name === "transports" && natsMissing) {
+      const jetstream = name === "transports" || name === "split_jetstream";
+      if (jetstream && natsMissing) {
         assert.equal(s.status, "skipped");
         assert.match(s.params.reason, /JetStream/);
         continue;

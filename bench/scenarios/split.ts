@@ -7,12 +7,19 @@
  * (pg_stat_database) are divided by the paid orders. These are the
  * figures the capacity model multiplies.
  *
+ * split_jetstream runs the same over JetStream, a stream per sender: it
+ * adds each stream's messages per paid order and per second, and the CPU
+ * of nats-server. Skipped, with the reason, when no JetStream answers
+ * (NATS_URL).
+ *
  * PostgreSQL's statistics reach pg_stat_database within about a second of
  * a transaction, or ten once its connection is idle: the counts are read
  * after a quiet pause. Commits include the workers' polls and reads in
  * that time, a few dozen against thousands of paid orders.
  */
 import process from "node:process";
+import { connect as natsConnect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { dropDatabases } from "../../kit/postgres/open.ts";
 import { memoryLogger } from "../../lib/log/mod.ts";
 import { parseConfig } from "../../config.ts";
@@ -21,11 +28,14 @@ import {
   openServiceDatabases,
   type ServiceDatabases,
 } from "../../services/databases.ts";
+import { SENDERS } from "../../services/routing.ts";
 import {
+  splitStream,
   startSplitMessaging,
   wakeRelaysAfterCommit,
 } from "../../services/mod.ts";
-import type { Ctx } from "../context.ts";
+import { type Ctx, SkipScenario } from "../context.ts";
+import { natsCpuSeconds, natsMissing, natsUrl } from "../transports.ts";
 import { OrderSource, pay, place } from "../orders.ts";
 import { type Figure, figure } from "../report.ts";
 import { sleep } from "../stats.ts";
@@ -94,7 +104,7 @@ function cpuBetween(
 
 /** True once nothing is owed or in flight in any sender's database. */
 async function settled(databases: ServiceDatabases): Promise<boolean> {
-  for (const sender of ["orders", "billing"]) {
+  for (const sender of SENDERS) {
     const sql = databases.pools.get(sender)!;
     const [row] = await sql<{ n: number }[]>`
       select (select count(*) from ${sql(`${sender}.outbox`)})
@@ -105,16 +115,64 @@ async function settled(databases: ServiceDatabases): Promise<boolean> {
   return true;
 }
 
-export async function split(ctx: Ctx): Promise<Figure[]> {
+/** The last sequence of each sender's stream, by sender. */
+async function streamSequences(stream: string): Promise<Map<string, number>> {
+  const nc = await natsConnect({ servers: natsUrl });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const out = new Map<string, number>();
+    for (const sender of SENDERS) {
+      const info = await jsm.streams.info(splitStream(stream, sender));
+      out.set(sender, info.state.last_seq);
+    }
+    return out;
+  } finally {
+    await nc.close();
+  }
+}
+
+async function dropStreams(stream: string): Promise<void> {
+  const nc = await natsConnect({ servers: natsUrl });
+  try {
+    const jsm = await jetstreamManager(nc);
+    for (const sender of SENDERS) {
+      await jsm.streams.delete(splitStream(stream, sender)).catch(() => false);
+    }
+  } finally {
+    await nc.close();
+  }
+}
+
+export function split(ctx: Ctx): Promise<Figure[]> {
+  return splitOver(ctx, "postgres");
+}
+
+export async function splitJetstream(ctx: Ctx): Promise<Figure[]> {
+  const missing = await natsMissing();
+  if (missing) throw new SkipScenario(missing);
+  return splitOver(ctx, "jetstream");
+}
+
+async function splitOver(
+  ctx: Ctx,
+  queue: "postgres" | "jetstream",
+): Promise<Figure[]> {
   const { progress } = ctx;
+  const name = queue === "postgres" ? "split" : "split_jetstream";
+  const stream = `BENCH_${Deno.pid}_SPLIT`;
   const orders = ctx.plan.quick ? 40 : 2_000;
   const clients = 8;
-  const base = await ctx.server.database("split");
+  const base = await ctx.server.database(name);
   const { logger } = memoryLogger("error");
   const databases = await openServiceDatabases(base.url, logger);
   const figures: Figure[] = [];
   try {
-    const config = parseConfig({ SERVICE_DATABASES: "split" });
+    const config = parseConfig({
+      SERVICE_DATABASES: "split",
+      ...queue === "jetstream"
+        ? { QUEUE: "jetstream", NATS_URL: natsUrl, NATS_STREAM: stream }
+        : {},
+    });
     const sql = databases.main;
     const messaging = await startSplitMessaging(
       { sql, log: logger, config },
@@ -137,7 +195,7 @@ export async function split(ctx: Ctx): Promise<Figure[]> {
         const deadline = Date.now() + ctx.plan.drainTimeoutMs * 4;
         while (!await settled(databases)) {
           if (Date.now() > deadline) {
-            throw new Error(`split: ${label} did not settle`);
+            throw new Error(`${name}: ${label} did not settle`);
           }
           await sleep(100);
         }
@@ -145,18 +203,23 @@ export async function split(ctx: Ctx): Promise<Figure[]> {
       // Long enough for idle connections' statistics; the quick run's
       // figures are only checked for shape.
       const quiet = ctx.plan.quick ? 1_500 : 11_000;
-      progress.step("split: warm-up");
+      progress.step(`${name}: warm-up`);
       await run(clients * 2, "warm");
       await sleep(quiet);
       const before = await counts(databases);
       const cpuBefore = await backendCpu(databases);
       const appBefore = process.cpuUsage();
-      progress.step(`split: ${orders} paid orders, ${clients} clients`);
+      const jetstream = queue === "jetstream";
+      const seqBefore = jetstream ? await streamSequences(stream) : null;
+      const natsBefore = natsCpuSeconds();
+      progress.step(`${name}: ${orders} paid orders, ${clients} clients`);
       const started = performance.now();
       await run(orders, "run");
       const seconds = (performance.now() - started) / 1000;
       const app = process.cpuUsage(appBefore);
       const cpu = cpuBetween(cpuBefore, await backendCpu(databases));
+      const natsSeconds = natsCpuSeconds() - natsBefore;
+      const seqAfter = jetstream ? await streamSequences(stream) : null;
       await sleep(quiet);
       const after = await counts(databases);
       figures.push(
@@ -173,6 +236,18 @@ export async function split(ctx: Ctx): Promise<Figure[]> {
             "CPU of this process per paid order: the clients' commands, the relays, the consumers and the six receivers",
         }),
       );
+      if (seqBefore && seqAfter) {
+        figures.push(...streamFigures(seqBefore, seqAfter, orders, seconds));
+        const natsMs = natsSeconds * 1000 / orders;
+        progress.note(
+          `nats-server: ${natsMs.toFixed(2)} ms CPU per paid order`,
+        );
+        figures.push(
+          figure("nats_cpu_ms_per_paid", natsMs, "ms", {
+            note: "CPU of nats-server per paid order, both streams together",
+          }),
+        );
+      }
       for (const [name, end] of after) {
         const start = before.get(name)!;
         const commits = (end.commits - start.commits) / orders;
@@ -207,7 +282,31 @@ export async function split(ctx: Ctx): Promise<Figure[]> {
     await databases.close();
     await dropDatabases(ctx.server.adminUrl, databaseNames(databases.urls));
     await base.drop();
+    if (queue === "jetstream") await dropStreams(stream);
   }
-  ctx.params = { orders, clients, databases: databases.urls.size };
+  ctx.params = { orders, clients, databases: databases.urls.size, queue };
+  return figures;
+}
+
+/** Each sender's stream: messages per paid order and per second. */
+function streamFigures(
+  before: Map<string, number>,
+  after: Map<string, number>,
+  orders: number,
+  seconds: number,
+): Figure[] {
+  const figures: Figure[] = [];
+  for (const [sender, end] of after) {
+    const messages = end - before.get(sender)!;
+    figures.push(
+      figure(`${sender}_stream_msgs_per_paid`, messages / orders, "messages", {
+        note:
+          `messages stored in the ${sender} stream per paid order, one per delivery`,
+      }),
+      figure(`${sender}_stream_msgs_per_s`, messages / seconds, "messages/s", {
+        note: `messages stored in the ${sender} stream per second of the run`,
+      }),
+    );
+  }
   return figures;
 }
