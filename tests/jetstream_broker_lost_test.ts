@@ -102,6 +102,15 @@ natsServerTest(
         const load = await payingLoad(t.url, 1, 1);
         await load.done;
         await allSettled(t.sql, 1, 30_000);
+        // Audited first: an audit that ran between this statement's read
+        // and its write would count the delivery's first finish after the
+        // statement had decided there was nothing to take back.
+        await until("the kitchen's OrderPaid to be audited", async () => {
+          const [row] = await t.sql<{ audited: boolean }[]>`
+            select audited from queue.deliveries
+             where subscriber = 'kitchen' and type = 'OrderPaid'`;
+          return row?.audited === true;
+        }, 30_000);
         // What a PostgreSQL crash before its WAL flush would leave of a
         // finish the broker had been acknowledged for: the row as the
         // attempt began, the message gone from the broker, and nothing the
