@@ -7,6 +7,8 @@
 import assert from "node:assert/strict";
 import { until } from "./_main.ts";
 import type { Sql } from "../lib/db/connect.ts";
+import { poolOf } from "../lib/db/service.ts";
+import { countInEveryQueue, inEveryQueue } from "./_console_ops.ts";
 import { ROUTING, SUBSCRIBERS } from "../services/routing.ts";
 import {
   Client,
@@ -50,9 +52,14 @@ export async function payingLoad(
   return load;
 }
 
+/** The messages of one paid order. */
+const PAID_TYPES = ["OrderPlaced", "PaymentSucceeded", "OrderPaid"];
+
 /** Deliveries one paid order makes: 3 OrderPlaced, 1 payment, 6 OrderPaid. */
-export const PER_ORDER = ["OrderPlaced", "PaymentSucceeded", "OrderPaid"]
-  .reduce((n, type) => n + ROUTING[type].length, 0);
+export const PER_ORDER = PAID_TYPES.reduce(
+  (n, type) => n + ROUTING[type].length,
+  0,
+);
 
 /** How far the paid orders have got. */
 export interface Progress {
@@ -64,17 +71,27 @@ export interface Progress {
 }
 
 export async function progress(sql: Sql): Promise<Progress> {
-  const [row] = await sql<Progress[]>`
-    select (select count(*) from orders.orders where state = 'paid')::int
-             as paid,
-           ((select count(*) from orders.outbox)
-            + (select count(*) from billing.outbox))::int as unpublished,
-           (select count(*) from queue.deliveries)::int as deliveries,
-           (select count(*) from queue.deliveries where state = 'dead')::int
-             as dead,
-           (select count(*) from queue.deliveries where state = 'done')::int
-             as done`;
-  return row;
+  const at = (service: string) => poolOf(sql, service);
+  const states = await inEveryQueue(
+    sql,
+    (q) =>
+      q<{ state: string; n: number }[]>`
+      select state, count(*)::int as n from queue.deliveries group by 1`,
+  );
+  const inState = (state?: string) =>
+    states.filter((r) => !state || r.state === state)
+      .reduce((n, r) => n + r.n, 0);
+  return {
+    paid: await countOf(at("orders")`
+      select count(*)::int as n from orders.orders where state = 'paid'`),
+    unpublished: await countOf(at("orders")`
+        select count(*)::int as n from orders.outbox`) +
+      await countOf(at("billing")`
+        select count(*)::int as n from billing.outbox`),
+    deliveries: inState(),
+    dead: inState("dead"),
+    done: inState("done"),
+  };
 }
 
 /**
@@ -107,19 +124,39 @@ export async function allSettled(
   }
 }
 
-/** Lost 0 and doubled 0 for `orders` paid orders, the only ones made. */
+/**
+ * Lost 0 and doubled 0 for `orders` paid orders, the only ones made. Each
+ * table is read in its service's database, and every queue's rows are
+ * added up, so that it holds in split mode too.
+ */
 export async function assertPaidOnce(sql: Sql, orders: number) {
+  const at = (service: string) => poolOf(sql, service);
   // Lost 0: every delivery done, one per message and subscriber.
-  const deliveries = await sql<
-    { subscriber: string; type: string; state: string; n: number }[]
-  >`select subscriber, type, state, count(*)::int as n
-    from queue.deliveries group by 1, 2, 3 order by 1, 2, 3`;
-  const expected = Object.entries(ROUTING)
-    .filter(([type]) =>
-      ["OrderPlaced", "PaymentSucceeded", "OrderPaid"].includes(type)
-    )
-    .flatMap(([type, subscribers]) =>
-      subscribers.map((subscriber) => ({
+  const rows = await inEveryQueue(
+    sql,
+    (q) =>
+      q<{
+        subscriber: string;
+        type: string;
+        state: string;
+        message_id: string;
+      }[]>`
+      select subscriber, type, state, message_id from queue.deliveries`,
+  );
+  const groups = new Map<string, number>();
+  for (const r of rows) {
+    const key = JSON.stringify([r.subscriber, r.type, r.state]);
+    groups.set(key, (groups.get(key) ?? 0) + 1);
+  }
+  const deliveries = [...groups].map(([key, n]) => {
+    const [subscriber, type, state] = JSON.parse(key);
+    return { subscriber, type, state, n };
+  }).sort((a, b) =>
+    a.subscriber.localeCompare(b.subscriber) || a.type.localeCompare(b.type)
+  );
+  const expected = PAID_TYPES
+    .flatMap((type) =>
+      ROUTING[type].map((subscriber) => ({
         subscriber,
         type,
         state: "done",
@@ -130,36 +167,45 @@ export async function assertPaidOnce(sql: Sql, orders: number) {
       a.subscriber.localeCompare(b.subscriber) ||
       a.type.localeCompare(b.type)
     );
-  assert.deepEqual(deliveries.map((d) => ({ ...d })), expected);
+  assert.deepEqual(deliveries, expected);
   assert.equal(
-    await countOf(sql`select count(*)::int as n from queue.messages`),
+    await countInEveryQueue(
+      sql,
+      (q) => q`select count(*)::int as n from queue.messages`,
+    ),
     3 * orders,
   );
 
   // Each receiver's inbox: exactly its deliveries' messages, each once,
   // each applied (200), nothing refused.
   for (const subscriber of SUBSCRIBERS) {
-    const inbox = sql(`${subscriber}.inbox`);
-    const owed = deliveries.filter((d) => d.subscriber === subscriber)
-      .reduce((n, d) => n + d.n, 0);
-    const [row] = await sql<
-      { rows: number; ids: number; applied: number; unmatched: number }[]
+    const db = at(subscriber);
+    const owed = rows.filter((d) => d.subscriber === subscriber);
+    const [row] = await db<
+      { rows: number; ids: number; applied: number }[]
     >`select count(*)::int as rows,
            count(distinct message_id)::int as ids,
-           count(*) filter (where status = 200)::int as applied,
-           (select count(*) from queue.deliveries d
-             where d.subscriber = ${subscriber}
-               and not exists (select from ${inbox} i
-                                where i.message_id = d.message_id))::int
-             as unmatched
-      from ${inbox}`;
+           count(*) filter (where status = 200)::int as applied
+      from ${db(`${subscriber}.inbox`)}`;
+    const held = new Set(
+      (await db<{ message_id: string }[]>`
+        select message_id from ${db(`${subscriber}.inbox`)}`)
+        .map((r) => r.message_id),
+    );
+    const unmatched = owed.filter((d) => !held.has(d.message_id)).length;
     assert.deepEqual(
-      { subscriber, ...row },
-      { subscriber, rows: owed, ids: owed, applied: owed, unmatched: 0 },
+      { subscriber, ...row, unmatched },
+      {
+        subscriber,
+        rows: owed.length,
+        ids: owed.length,
+        applied: owed.length,
+        unmatched: 0,
+      },
     );
     assert.equal(
       await countOf(
-        sql`select count(*)::int as n from ${sql(`${subscriber}.refusals`)}`,
+        db`select count(*)::int as n from ${db(`${subscriber}.refusals`)}`,
       ),
       0,
       `${subscriber} refused nothing`,
@@ -167,29 +213,36 @@ export async function assertPaidOnce(sql: Sql, orders: number) {
   }
 
   // Doubled 0: every effect once per order.
-  const effects = await sql<Record<string, number>[]>`
-  select
-    (select count(*) from orders.orders where state = 'paid')::int
-      as "paidOrders",
-    (select count(*) from orders.events where type = 'OrderPaid')::int
-      as "orderPaidEvents",
-    (select count(distinct order_id) from orders.events
-      where type = 'OrderPaid')::int as "ordersWithOrderPaid",
-    (select count(*) from billing.payments where state = 'succeeded')::int
-      as "payments",
-    (select count(*) from kitchen.cards where state = 'confirmed')::int
-      as "confirmedCards",
-    (select count(*) from kitchen.cards)::int as "cards",
-    (select count(*) from schedule.bookings where state = 'reserved')::int
-      as "reservedBookings",
-    (select count(*) from dispatch.stops where state = 'confirmed')::int
-      as "stops",
-    (select count(*) from crm.interactions)::int as "crmInteractions",
-    (select count(*) from customers.history)::int as "customerHistory",
-    (select count(*) from receipts.receipts)::int as "receipts",
-    (select count(distinct number) from receipts.receipts)::int
-      as "receiptNumbers"`;
-  assert.deepEqual({ ...effects[0] }, {
+  const effects = {
+    paidOrders: await countOf(at("orders")`
+      select count(*)::int as n from orders.orders where state = 'paid'`),
+    orderPaidEvents: await countOf(at("orders")`
+      select count(*)::int as n from orders.events where type = 'OrderPaid'`),
+    ordersWithOrderPaid: await countOf(at("orders")`
+      select count(distinct order_id)::int as n from orders.events
+       where type = 'OrderPaid'`),
+    payments: await countOf(at("billing")`
+      select count(*)::int as n from billing.payments
+       where state = 'succeeded'`),
+    confirmedCards: await countOf(at("kitchen")`
+      select count(*)::int as n from kitchen.cards where state = 'confirmed'`),
+    cards: await countOf(at("kitchen")`
+      select count(*)::int as n from kitchen.cards`),
+    reservedBookings: await countOf(at("schedule")`
+      select count(*)::int as n from schedule.bookings
+       where state = 'reserved'`),
+    stops: await countOf(at("dispatch")`
+      select count(*)::int as n from dispatch.stops where state = 'confirmed'`),
+    crmInteractions: await countOf(at("crm")`
+      select count(*)::int as n from crm.interactions`),
+    customerHistory: await countOf(at("customers")`
+      select count(*)::int as n from customers.history`),
+    receipts: await countOf(at("receipts")`
+      select count(*)::int as n from receipts.receipts`),
+    receiptNumbers: await countOf(at("receipts")`
+      select count(distinct number)::int as n from receipts.receipts`),
+  };
+  assert.deepEqual(effects, {
     paidOrders: orders,
     orderPaidEvents: orders,
     ordersWithOrderPaid: orders,

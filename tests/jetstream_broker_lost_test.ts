@@ -42,7 +42,7 @@ natsServerTest(
         // Every delivery made, the kitchen's refused at least once and
         // waiting in the broker for a retry; the others done.
         const kitchenRefused = () =>
-          countOf(t.sql`
+          countOf(t.at("orders")`
             select count(*)::int as n from queue.deliveries
              where subscriber = 'kitchen' and state = 'pending'
                and attempts >= 1`);
@@ -62,7 +62,7 @@ natsServerTest(
         await assertPaidOnce(t.sql, ORDERS);
         await assertClosuresClean(load.clients, ORDERS);
         // It was the ledger that sent them again, and the log says why.
-        const republished = await countOf(t.sql`
+        const republished = await countOf(t.at("orders")`
           select count(*)::int as n from queue.deliveries
            where subscriber = 'kitchen' and republishes > 0`);
         assert.equal(republished, 2 * ORDERS);
@@ -78,10 +78,6 @@ natsServerTest(
         QUEUE: "jetstream",
         NATS_URL: nats.url,
         NATS_STREAM: testStream(),
-        // One database: its point is the broker's storage, and its checks
-        // (tests/_paid_checks.ts) read every table in one; split mode over
-        // JetStream is tests/split_paid_order_test.ts.
-        SERVICE_DATABASES: "shared",
         // The look at the lanes comes every 12 polls: 3 s.
         POLL_INTERVAL_MS: "250",
         // Retries that outlast the wipe: the kitchen refuses for a while.
@@ -106,7 +102,7 @@ natsServerTest(
         // and its write would count the delivery's first finish after the
         // statement had decided there was nothing to take back.
         await until("the kitchen's OrderPaid to be audited", async () => {
-          const [row] = await t.sql<{ audited: boolean }[]>`
+          const [row] = await t.at("orders")<{ audited: boolean }[]>`
             select audited from queue.deliveries
              where subscriber = 'kitchen' and type = 'OrderPaid'`;
           return row?.audited === true;
@@ -115,7 +111,7 @@ natsServerTest(
         // finish the broker had been acknowledged for: the row as the
         // attempt began, the message gone from the broker, and nothing the
         // closure audit counted of it since (it counts done rows only).
-        const [lost] = await t.sql<{ id: string }[]>`
+        const [lost] = await t.at("orders")<{ id: string }[]>`
           with lost as (
             select id, tenant_id, subscriber, audited from queue.deliveries
              where subscriber = 'kitchen' and type = 'OrderPaid'
@@ -133,7 +129,9 @@ natsServerTest(
             from lost where d.id = lost.id
            returning d.id`;
         await until("the lost finish to be done again", async () => {
-          const [row] = await t.sql<{ state: string; republishes: number }[]>`
+          const [row] = await t.at("orders")<
+            { state: string; republishes: number }[]
+          >`
             select state, republishes from queue.deliveries
              where id = ${lost.id}`;
           return row.state === "done" && row.republishes === 1;
@@ -144,10 +142,6 @@ natsServerTest(
         QUEUE: "jetstream",
         NATS_URL: nats.url,
         NATS_STREAM: testStream(),
-        // One database: its point is the ledger behind the broker, and its
-        // checks (tests/_paid_checks.ts) read every table in one; split
-        // mode over JetStream is tests/split_paid_order_test.ts.
-        SERVICE_DATABASES: "shared",
         POLL_INTERVAL_MS: "250",
       });
     } finally {

@@ -62,9 +62,11 @@ natsServerTest(
           );
           await servers[which].restart();
         };
-        const leader = await leaderOf(servers, stream);
+        // The stream of OrderPlaced and OrderPaid: nine deliveries in ten.
+        const orders = t.streamOf("orders");
+        const leader = await leaderOf(servers, orders);
         await killed((leader + 1) % servers.length, ORDERS / 4);
-        await killed(await leaderOf(servers, stream), ORDERS / 2);
+        await killed(await leaderOf(servers, orders), ORDERS / 2);
         await load.done;
 
         await allSettled(t.sql, ORDERS);
@@ -75,10 +77,6 @@ natsServerTest(
         NATS_URL: servers.map((s) => s.url).join(","),
         NATS_STREAM: stream,
         NATS_REPLICAS: "3",
-        // One database: its point is the cluster, and its checks
-        // (tests/_paid_checks.ts) read every table in one; split mode over
-        // JetStream is tests/split_paid_order_test.ts.
-        SERVICE_DATABASES: "shared",
         // As in process_jetstream_workers_test.ts: a "not yet" must be
         // retried for longer than a message can be held up by the loss of
         // a server (a lane's consumer moving to another leader).
