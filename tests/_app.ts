@@ -203,6 +203,12 @@ export interface TestBakery {
   /** A client of `url` whose Origin is the site's (PUBLIC_URL's, if set). */
   client(options?: ClientOptions): Client;
   lines: Record<string, unknown>[];
+  /**
+   * Stops the bakery and starts another on the same databases, as the
+   * next process would; `between` runs while neither is up. `bakery` and
+   * `url` are the new one's afterwards.
+   */
+  restart(between?: () => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -234,14 +240,16 @@ export async function startTestBakery(
   const databases = config.SERVICE_DATABASES === "split"
     ? await openServiceDatabases(db.url, logger)
     : undefined;
-  const bakery = await startBakery({
-    config,
-    databaseUrl: databases?.urls.get("console") ?? db.url,
-    log: logger,
-    sql: databases?.main ?? db.sql,
-    databases,
-  });
-  return {
+  const start = () =>
+    startBakery({
+      config,
+      databaseUrl: databases?.urls.get("console") ?? db.url,
+      log: logger,
+      sql: databases?.main ?? db.sql,
+      databases,
+    });
+  const bakery = await start();
+  const t: TestBakery = {
     bakery,
     db,
     sql: databases?.main ?? db.sql,
@@ -252,9 +260,15 @@ export async function startTestBakery(
     url: bakery.localUrl,
     lines,
     client: (options) =>
-      new Client(bakery.localUrl, new URL(bakery.url).origin, options),
+      new Client(t.bakery.localUrl, new URL(t.bakery.url).origin, options),
+    restart: async (between) => {
+      await t.bakery.stop();
+      await between?.();
+      t.bakery = await start();
+      t.url = t.bakery.localUrl;
+    },
     stop: async () => {
-      await bakery.stop();
+      await t.bakery.stop();
       if (config.QUEUE === "jetstream") {
         const streams = databases
           ? SENDERS.map((s) => splitStream(config.NATS_STREAM, s))
@@ -269,6 +283,7 @@ export async function startTestBakery(
       await Deno.remove(config.DATA_DIR, { recursive: true }).catch(() => {});
     },
   };
+  return t;
 }
 
 /** Polls until `check` is true, or fails after `timeoutMs`. */

@@ -5,18 +5,14 @@
  * after a restart without acting on any row twice.
  */
 import assert from "node:assert/strict";
-import { startBakery } from "../bakery.ts";
-import { memoryLogger } from "../lib/log/mod.ts";
 import {
-  Client,
+  type Client,
   deadLettersSettle,
   eventually,
   placeOrderVia,
   signIn,
-  testConfig,
   withTestBakery,
 } from "./_app.ts";
-import { testDatabase } from "./_db.ts";
 import { copyDeadLetter, jobOf, jobSettles } from "./_console_ops.ts";
 import { natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
 
@@ -140,62 +136,46 @@ Deno.test("bulk job: cancelled, it stops where it was and says so; the cancel ha
 });
 
 Deno.test("bulk job: resumed by the next process after a restart, and no row is acted on twice", async () => {
-  const db = await testDatabase({ max: 20 });
-  // It starts its bakery on one database of its own, whatever the run's.
-  const config = testConfig({ SERVICE_DATABASES: "shared" });
-  const { logger } = memoryLogger("error");
-  const start = () =>
-    startBakery({ config, databaseUrl: db.url, log: logger, sql: db.sql });
-  try {
-    const first = await start();
-    const client = new Client(first.localUrl);
-    let jobId: string;
-    let ids: number[];
-    try {
-      await signIn(client, "Restarting operator");
-      ids = await deadLetters(client, db.sql, 130);
-      const started = await client.json<{ jobId: string }>(
-        "POST",
-        "/api/console/dead-letters/redrive",
-        { subscriber: "kitchen", ratePerSecond: 20 },
-      );
-      assert.equal(started.status, 202);
-      jobId = started.body.jobId;
-      await eventually("the job under way", async () => {
-        return (await jobOf(client, jobId)).done > 0;
-      });
-    } finally {
-      await first.stop();
-    }
-    const [held] = await db.sql<
-      { state: string; done: number; lease_owner: string | null }[]
-    >`select state, done, lease_owner from queue.bulk_jobs where id = ${jobId}`;
-    assert.equal(held.state, "running");
-    assert.ok(held.done < 130);
-    // A process that stops hands its lease back.
-    assert.equal(held.lease_owner, null);
-
-    const second = await start();
-    try {
-      await eventually("the job done by the next process", async () => {
-        const [row] = await db.sql<{ state: string }[]>`
-          select state from queue.bulk_jobs where id = ${jobId}`;
-        return row.state === "done";
-      }, 30_000);
-    } finally {
-      await second.stop();
-    }
-    const [done] = await db.sql<{ done: number; changed: number }[]>`
+  await withTestBakery(async (t) => {
+    // The kitchen's dead letters, and so the job, are in the queue of
+    // OrderPlaced's and OrderPaid's sender.
+    const queue = t.at("orders");
+    const client = t.client();
+    await signIn(client, "Restarting operator");
+    const ids = await deadLetters(client, queue, 130);
+    const started = await client.json<{ jobId: string }>(
+      "POST",
+      "/api/console/dead-letters/redrive",
+      { subscriber: "kitchen", ratePerSecond: 20 },
+    );
+    assert.equal(started.status, 202);
+    const { jobId } = started.body;
+    await eventually("the job under way", async () => {
+      return (await jobOf(client, jobId)).done > 0;
+    });
+    await t.restart(async () => {
+      const [held] = await queue<
+        { state: string; done: number; lease_owner: string | null }[]
+      >`select state, done, lease_owner from queue.bulk_jobs
+         where id = ${jobId}`;
+      assert.equal(held.state, "running");
+      assert.ok(held.done < 130);
+      // A process that stops hands its lease back.
+      assert.equal(held.lease_owner, null);
+    });
+    await eventually("the job done by the next process", async () => {
+      const [row] = await queue<{ state: string }[]>`
+        select state from queue.bulk_jobs where id = ${jobId}`;
+      return row.state === "done";
+    }, 30_000);
+    const [done] = await queue<{ done: number; changed: number }[]>`
       select done, changed from queue.bulk_jobs where id = ${jobId}`;
     assert.deepEqual([done.done, done.changed], [130, 130]);
-    const actions = await db.sql<{ delivery_id: string }[]>`
+    const actions = await queue<{ delivery_id: string }[]>`
       select delivery_id from queue.actions where action = 'redrive'
        order by id`;
     assert.deepEqual(actions.map((a) => Number(a.delivery_id)), ids);
-  } finally {
-    await db.drop();
-    await Deno.remove(config.DATA_DIR, { recursive: true }).catch(() => {});
-  }
+  });
 });
 
 natsTest(
