@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { withTestDatabase } from "./_db.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import { wipeDue } from "../services/wipe.ts";
+import { servicePools } from "../services/databases.ts";
 import { placeOrder } from "../services/orders/place.ts";
 import { setFault } from "../lib/faults/mod.ts";
 import { TenantClosed } from "../lib/db/closed.ts";
@@ -189,12 +190,17 @@ Deno.test("wipe: an order of a sandbox being wiped is a 410 in the bakery's word
   await withTestBakery(async ({ sql, client }) => {
     const visitor = client();
     const { sandboxId } = await signIn(visitor, "Ada");
-    // Closed in the console's database alone, which gates every service only
-    // with one database (hence SERVICE_DATABASES=shared below): split, each
-    // service's database gates on its own copy, which the wipe itself
-    // closes (tests/split_console_ops_test.ts).
-    await sql`update platform.tenants set wiping_at = now()
-               where id = ${sandboxId}`;
+    // Closed as the wipe's first step closes it: in the console's database,
+    // and in split mode a closed copy in each other one, whose gate reads
+    // its own (tests/split_console_ops_test.ts runs the wipe itself).
+    const [tenant] = await sql`
+      update platform.tenants set wiping_at = now() where id = ${sandboxId}
+      returning id, name, created_at, wiping_at`;
+    const others = servicePools(sql).filter((pool) => pool !== sql);
+    for (const pool of others) {
+      await pool`insert into platform.tenants ${pool(tenant)}
+                 on conflict (id) do update set wiping_at = excluded.wiping_at`;
+    }
     const { status, body } = await visitor.json<{ error: string }>(
       "POST",
       "/api/orders",
@@ -202,10 +208,17 @@ Deno.test("wipe: an order of a sandbox being wiped is a 410 in the bakery's word
     );
     assert.equal(status, 410);
     assert.match(body.error, new RegExp(`^sandbox ${sandboxId} is closed`));
-    const [row] = await sql<{ what: string; reason: string }[]>`
-      select what, reason from platform.closed_refusals
-       where tenant_id = ${sandboxId}`;
-    assert.equal(row.what, "request");
-    assert.equal(row.reason, body.error);
-  }, { SERVICE_DATABASES: "shared" });
+    // Recorded in the database whose gate refused it.
+    const rows: { what: string; reason: string }[] = [];
+    for (const pool of [sql, ...others]) {
+      rows.push(
+        ...await pool<{ what: string; reason: string }[]>`
+          select what, reason from platform.closed_refusals
+           where tenant_id = ${sandboxId}`,
+      );
+    }
+    assert.deepEqual(rows.map((r) => ({ ...r })), [
+      { what: "request", reason: body.error },
+    ]);
+  });
 });
