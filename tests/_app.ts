@@ -5,7 +5,7 @@
  */
 import { type Config, parseConfig } from "../config.ts";
 import type { Deps } from "../deps.ts";
-import type { Sql } from "../lib/db/connect.ts";
+import { connect, type Sql } from "../lib/db/connect.ts";
 import { poolOf } from "../lib/db/service.ts";
 import { SessionStore } from "../kit/http/session.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
@@ -219,8 +219,9 @@ export interface TestBakery {
 export async function withTestBakery<T>(
   fn: (t: TestBakery) => Promise<T>,
   env: Record<string, string> = {},
+  options: TestBakeryOptions = {},
 ): Promise<T> {
-  const t = await startTestBakery(env);
+  const t = await startTestBakery(env, options);
   try {
     return await fn(t);
   } finally {
@@ -228,33 +229,46 @@ export async function withTestBakery<T>(
   }
 }
 
+/** How {@link startTestBakery} connects. */
+export interface TestBakeryOptions {
+  /**
+   * The URL the bakery connects to instead of its database's own, such as
+   * a proxy's in front of that server; every pool goes through it.
+   */
+  through?: (url: string) => string;
+}
+
 /** Starts the whole bakery on a fresh database. Always call stop(). */
 export async function startTestBakery(
   env: Record<string, string> = {},
+  options: TestBakeryOptions = {},
 ): Promise<TestBakery> {
   const db = await testDatabase({ max: 20 });
   const config = testConfig(env);
   const { logger, lines } = memoryLogger("info");
+  const url = options.through?.(db.url) ?? db.url;
+  const own = options.through ? connect(url, { max: 20 }) : undefined;
   // Split mode: every service's database is named after the test's own,
   // which holds nothing of theirs.
   const databases = config.SERVICE_DATABASES === "split"
-    ? await openServiceDatabases(db.url, logger)
+    ? await openServiceDatabases(url, logger)
     : undefined;
+  const sql = databases?.main ?? own ?? db.sql;
   const start = () =>
     startBakery({
       config,
-      databaseUrl: databases?.urls.get("console") ?? db.url,
+      databaseUrl: databases?.urls.get("console") ?? url,
       log: logger,
-      sql: databases?.main ?? db.sql,
+      sql,
       databases,
     });
   const bakery = await start();
   const t: TestBakery = {
     bakery,
     db,
-    sql: databases?.main ?? db.sql,
+    sql,
     databases,
-    at: (service) => poolOf(databases?.main ?? db.sql, service),
+    at: (service) => poolOf(sql, service),
     streamOf: (sender) =>
       databases ? splitStream(config.NATS_STREAM, sender) : config.NATS_STREAM,
     url: bakery.localUrl,
@@ -279,6 +293,7 @@ export async function startTestBakery(
         await databases.close();
         await dropDatabases(adminUrl(), databaseNames(databases.urls));
       }
+      await own?.end({ timeout: 5 });
       await db.drop();
       await Deno.remove(config.DATA_DIR, { recursive: true }).catch(() => {});
     },

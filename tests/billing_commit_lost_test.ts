@@ -8,18 +8,14 @@
  * wrote the payment's event, at the moment PostgreSQL answers its COMMIT.
  */
 import assert from "node:assert/strict";
-import { connect } from "../lib/db/connect.ts";
-import { memoryLogger } from "../lib/log/mod.ts";
-import { startBakery } from "../bakery.ts";
 import {
-  Client,
   countOf,
   orderSettles,
   placeOrderVia,
   signIn,
-  testConfig,
+  withTestBakery,
 } from "./_app.ts";
-import { testDatabase } from "./_db.ts";
+import { adminUrl } from "./_db.ts";
 
 const encoder = new TextEncoder();
 
@@ -95,73 +91,73 @@ function commitCutter(
 }
 
 Deno.test("checkout: a pay request whose COMMIT answer is lost answers 503, and its order is paid once all the same", async () => {
-  const db = await testDatabase();
-  const url = new URL(db.url);
+  const server = new URL(adminUrl());
   const proxy = commitCutter(
-    { hostname: url.hostname, port: Number(url.port) },
+    { hostname: server.hostname, port: Number(server.port) },
     // The pay request's own statement; the sender only reads and updates.
     "insert into billing.checkout_events",
   );
-  const proxied = new URL(db.url);
-  proxied.hostname = "127.0.0.1";
-  proxied.port = String(proxy.port);
-  const sql = connect(proxied.toString(), { max: 10 });
-  // It starts its bakery on one database of its own, whatever the run's.
-  const config = testConfig({ SERVICE_DATABASES: "shared" });
-  const bakery = await startBakery({
-    config,
-    databaseUrl: db.url,
-    log: memoryLogger("error").logger,
-    sql,
-  });
+  const through = (url: string) => {
+    const proxied = new URL(url);
+    proxied.hostname = "127.0.0.1";
+    proxied.port = String(proxy.port);
+    return proxied.toString();
+  };
   try {
-    const client = new Client(bakery.localUrl);
-    await signIn(client, "Lost commit");
-    const { orderId } = await placeOrderVia(client);
-    proxy.state.armed = true;
-    const lost = await client.json(
-      "POST",
-      `/api/orders/${orderId}/pay`,
-      { card: "4242424242424242" },
-    );
-    assert.equal(proxy.state.cuts, 1, "the proxy cut no COMMIT");
-    assert.equal(lost.status, 503, JSON.stringify(lost.body));
+    await withTestBakery(
+      async (t) => {
+        const client = t.client();
+        await signIn(client, "Lost commit");
+        const { orderId } = await placeOrderVia(client);
+        proxy.state.armed = true;
+        const lost = await client.json(
+          "POST",
+          `/api/orders/${orderId}/pay`,
+          { card: "4242424242424242" },
+        );
+        assert.equal(proxy.state.cuts, 1, "the proxy cut no COMMIT");
+        assert.equal(lost.status, 503, JSON.stringify(lost.body));
 
-    // The COMMIT landed: the payment and its event are there.
-    const [payment] = await db.sql<{ id: string }[]>`
-      select id from billing.payments where order_id = ${orderId}`;
-    assert.ok(payment, "the payment was not committed");
+        // The COMMIT landed: the payment and its event are there.
+        const billing = t.at("billing");
+        const [payment] = await billing<{ id: string }[]>`
+        select id from billing.payments where order_id = ${orderId}`;
+        assert.ok(payment, "the payment was not committed");
 
-    // Paying again finds that payment (or the order paid by now).
-    const again = await client.json<{ paymentId?: string }>(
-      "POST",
-      `/api/orders/${orderId}/pay`,
-      { card: "4242424242424242" },
-    );
-    if (again.status === 202) assert.equal(again.body.paymentId, payment.id);
-    else assert.equal(again.status, 409, JSON.stringify(again.body));
+        // Paying again finds that payment (or the order paid by now).
+        const again = await client.json<{ paymentId?: string }>(
+          "POST",
+          `/api/orders/${orderId}/pay`,
+          { card: "4242424242424242" },
+        );
+        if (again.status === 202) {
+          assert.equal(again.body.paymentId, payment.id);
+        } else assert.equal(again.status, 409, JSON.stringify(again.body));
 
-    await orderSettles(client, orderId, "paid");
-    assert.equal(
-      await countOf(db.sql`select count(*)::int as n from billing.payments
-                            where order_id = ${orderId}`),
-      1,
-    );
-    assert.equal(
-      await countOf(db.sql`select count(*)::int as n from billing.stripe_events
-                            where order_id = ${orderId}`),
-      1,
-    );
-    assert.equal(
-      await countOf(db.sql`select count(*)::int as n from receipts.receipts
-                            where order_id = ${orderId}`),
-      1,
+        await orderSettles(client, orderId, "paid");
+        assert.equal(
+          await countOf(billing`select count(*)::int as n from billing.payments
+                              where order_id = ${orderId}`),
+          1,
+        );
+        assert.equal(
+          await countOf(billing`select count(*)::int as n
+                                from billing.stripe_events
+                               where order_id = ${orderId}`),
+          1,
+        );
+        const receipts = t.at("receipts");
+        assert.equal(
+          await countOf(receipts`select count(*)::int as n
+                                 from receipts.receipts
+                                where order_id = ${orderId}`),
+          1,
+        );
+      },
+      {},
+      { through },
     );
   } finally {
-    await bakery.stop();
-    await sql.end({ timeout: 5 });
     await proxy.stop();
-    await db.drop();
-    await Deno.remove(config.DATA_DIR, { recursive: true }).catch(() => {});
   }
 });
