@@ -100,8 +100,8 @@ e2e.test(
   },
 );
 
-// The same walkthrough over the second transport, on the machine's NATS and
-// a stream of its own (removed when the bakery stops): the dead letters, the
+// The same walkthrough over the second transport, on the run's nats-server
+// and a stream of its own (removed when the bakery stops): the dead letters, the
 // redrives through the broker and the closure read the same. It needs both
 // the browser and NATS.
 e2e.test(
