@@ -247,11 +247,13 @@ export async function startTestBakery(
   const config = testConfig(env);
   const { logger, lines } = memoryLogger("info");
   const url = options.through?.(db.url) ?? db.url;
-  const own = options.through ? connect(url, { max: 20 }) : undefined;
   // Split mode: every service's database is named after the test's own,
   // which holds nothing of theirs.
   const databases = config.SERVICE_DATABASES === "split"
     ? await openServiceDatabases(url, logger)
+    : undefined;
+  const own = options.through && !databases
+    ? connect(url, { max: 20 })
     : undefined;
   const sql = databases?.main ?? own ?? db.sql;
   const start = () =>

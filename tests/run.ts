@@ -5,9 +5,9 @@
  * (tests/_setup_tools.ts, TEST_INSTALL=off to never install); one
  * PostgreSQL for the whole run (embedded in a temporary directory, or
  * TEST_DATABASE_URL), one nats-server with JetStream (unless TEST_NATS_URL),
- * a template database migrated once, then `deno test --parallel`, whose
- * files each clone the template (tests/_db.ts), TEST_JOBS at a time. Both servers are stopped at the end
- * however the tests went. Extra arguments go to `deno test` (a
+ * a template database migrated once, then `deno test --parallel`, TEST_JOBS
+ * files at a time, each on a clone of the template (tests/_db.ts). Both
+ * servers are stopped at the end however the tests went. Extra arguments go to `deno test` (a
  * file or `--filter`), and skip the checks: whoever runs one file wants its
  * answer, not the whole tree's.
  */
@@ -199,9 +199,11 @@ async function testFiles(): Promise<string[]> {
       else if (/_test\.tsx?$/.test(entry.name)) files.push(path);
     }
   };
-  await visit("tests");
+  // From wherever the run was started.
+  const root = new URL("..", import.meta.url).pathname;
+  await visit(`${root}tests`);
   const rank = (f: string) => {
-    const i = SLOWEST.indexOf(f);
+    const i = SLOWEST.indexOf(f.slice(root.length));
     return i < 0 ? SLOWEST.length : i;
   };
   return files.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
