@@ -115,32 +115,36 @@ async function settled(databases: ServiceDatabases): Promise<boolean> {
   return true;
 }
 
-/** The last sequence of each sender's stream, by sender. */
-async function streamSequences(stream: string): Promise<Map<string, number>> {
+/** Runs `fn` with a JetStream manager of the bench's NATS. */
+async function withJetstream<T>(
+  fn: (jsm: Awaited<ReturnType<typeof jetstreamManager>>) => Promise<T>,
+): Promise<T> {
   const nc = await natsConnect({ servers: natsUrl });
   try {
-    const jsm = await jetstreamManager(nc);
+    return await fn(await jetstreamManager(nc));
+  } finally {
+    await nc.close();
+  }
+}
+
+/** The last sequence of each sender's stream, by sender. */
+function streamSequences(stream: string): Promise<Map<string, number>> {
+  return withJetstream(async (jsm) => {
     const out = new Map<string, number>();
     for (const sender of SENDERS) {
       const info = await jsm.streams.info(splitStream(stream, sender));
       out.set(sender, info.state.last_seq);
     }
     return out;
-  } finally {
-    await nc.close();
-  }
+  });
 }
 
-async function dropStreams(stream: string): Promise<void> {
-  const nc = await natsConnect({ servers: natsUrl });
-  try {
-    const jsm = await jetstreamManager(nc);
+function dropStreams(stream: string): Promise<void> {
+  return withJetstream(async (jsm) => {
     for (const sender of SENDERS) {
       await jsm.streams.delete(splitStream(stream, sender)).catch(() => false);
     }
-  } finally {
-    await nc.close();
-  }
+  });
 }
 
 export function split(ctx: Ctx): Promise<Figure[]> {
