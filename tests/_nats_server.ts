@@ -65,6 +65,10 @@ export class NatsServer {
    * majority has elected its leader. Ready when it returns.
    */
   static async cluster(size = 3): Promise<NatsServer[]> {
+    return await onFreshPorts(() => NatsServer.#cluster(size));
+  }
+
+  static async #cluster(size: number): Promise<NatsServer[]> {
     const routes: number[] = [];
     for (let i = 0; i < size; i++) routes.push(await freePort());
     const servers: NatsServer[] = [];
@@ -96,14 +100,21 @@ export class NatsServer {
 
   /** Starts a server on a free port and a new store; ready when it returns. */
   static async start(): Promise<NatsServer> {
-    const storeDir = await Deno.makeTempDir({ prefix: "bakery-nats-" });
-    const server = new NatsServer(
-      await freePort(),
-      storeDir,
-      await durableFlags(storeDir),
-    );
-    await server.restart();
-    return server;
+    return await onFreshPorts(async () => {
+      const storeDir = await Deno.makeTempDir({ prefix: "bakery-nats-" });
+      const server = new NatsServer(
+        await freePort(),
+        storeDir,
+        await durableFlags(storeDir),
+      );
+      try {
+        await server.restart();
+      } catch (error) {
+        await server.stop();
+        throw error;
+      }
+      return server;
+    });
   }
 
   /** Starts the server again on the same port and store; waits until ready. */
@@ -169,5 +180,21 @@ export class NatsServer {
     await this.kill("SIGTERM");
     await Deno.remove(this.storeDir, { recursive: true }).catch(() => {});
     await Deno.remove(`${this.storeDir}.conf`).catch(() => {});
+  }
+}
+
+/**
+ * `start` again, on ports it picks afresh, when the servers it started
+ * exited early: a port found free can be taken before nats-server binds it,
+ * by any connection of a test file running beside this one.
+ */
+async function onFreshPorts<T>(start: () => Promise<T>, tries = 3): Promise<T> {
+  for (let i = 1;; i++) {
+    try {
+      return await start();
+    } catch (error) {
+      const early = (error as Error).message.includes("exited early");
+      if (!early || i >= tries) throw error;
+    }
   }
 }
