@@ -181,17 +181,14 @@ export async function assertPaidOnce(sql: Sql, orders: number) {
   for (const subscriber of SUBSCRIBERS) {
     const db = at(subscriber);
     const owed = rows.filter((d) => d.subscriber === subscriber);
-    const [row] = await db<
-      { rows: number; ids: number; applied: number }[]
-    >`select count(*)::int as rows,
-           count(distinct message_id)::int as ids,
-           count(*) filter (where status = 200)::int as applied
-      from ${db(`${subscriber}.inbox`)}`;
-    const held = new Set(
-      (await db<{ message_id: string }[]>`
-        select message_id from ${db(`${subscriber}.inbox`)}`)
-        .map((r) => r.message_id),
-    );
+    const inbox = await db<{ message_id: string; status: number }[]>`
+      select message_id, status from ${db(`${subscriber}.inbox`)}`;
+    const held = new Set(inbox.map((r) => r.message_id));
+    const row = {
+      rows: inbox.length,
+      ids: held.size,
+      applied: inbox.filter((r) => r.status === 200).length,
+    };
     const unmatched = owed.filter((d) => !held.has(d.message_id)).length;
     assert.deepEqual(
       { subscriber, ...row, unmatched },
