@@ -35,12 +35,14 @@ export interface Moved {
   busy: boolean;
   /**
    * The deliveries this move stored already claimed, for the consumer of
-   * `MoveOptions.handoff` (empty without one, or when there were more).
+   * `MoveOptions.handoff`: the first, as many as it had room for (none
+   * without one).
    */
   handed: ClaimedDelivery[];
   /**
-   * A move that handed deliveries off also stored some pending: those of a
-   * lane or tenant the handoff's `closed` named. Its NOTIFY skips this
+   * A move that handed deliveries off also stored some pending: those past
+   * the handoff's room, or of a lane or tenant its `closed` named. Its
+   * NOTIFY skips this
    * process, so the caller wakes a consumer of its own for them.
    */
   leftPending: boolean;

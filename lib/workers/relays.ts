@@ -2,7 +2,7 @@
  * The relay loops of one process, one per sending service, and what ties
  * them to this process's consumers: a publish or a move that committed wakes
  * one consumer at once (no wait for the relay's mark or for the NOTIFY to
- * come back), and a small move made while a consumer is idle hands its
+ * come back), and a move made while a consumer is idle hands its
  * deliveries over, already leased (local_queue.ts).
  */
 import type { Sql } from "../db/connect.ts";
@@ -10,7 +10,6 @@ import type { Logger } from "../log/mod.ts";
 import type { FairShare } from "../queue/fair_share.ts";
 import type { PauseReader } from "../queue/pauses.ts";
 import type { Queue } from "../queue/queue.ts";
-import { BATCH_REQUEST_MAX } from "../queue/send.ts";
 import { claimLease } from "../queue/delivery.ts";
 import type { Shortcut } from "../relay/move.ts";
 import { relayOnce } from "../relay/relay.ts";
@@ -69,8 +68,16 @@ export function relayLoops(options: RelayLoopsOptions): Map<string, Loop> {
           // A move that hands off is a claim: a lease of its own.
           owner: claimLease(owner),
           leaseMs: options.handoffLeaseMs,
-          // A small move only: one request's worth, as the share counts.
-          max: BATCH_REQUEST_MAX,
+          // At most a claim's worth, and of each tenant and lane what the
+          // share has room for: a move of several messages hands off what
+          // fits, where handing off all or none sent every move of a busy
+          // minute the long way, through a claim (bench/HISTORY.md).
+          max: local.batchSize,
+          room: {
+            perTenant: share.perTenant,
+            perLane: share.perLane,
+            held: share.held(),
+          },
           // The pairs as last read (a move must not wait on the consumers'
           // pool), and what the share holds in full.
           closed: share.closed(options.pauses?.known()),

@@ -1,9 +1,10 @@
 /**
- * The handoff: a small move stores its deliveries already leased to a
- * consumer of the moving process, which sends them without a claim. All of
- * a move's deliveries are handed off or none; handed-off ones need no
- * NOTIFY; a process that dies holding some loses nothing, since they are
- * due again when the lease runs out.
+ * The handoff: a move stores its deliveries already leased to a consumer of
+ * the moving process, which sends them without a claim. A move hands off
+ * its first deliveries, as many as its `max` and the share's room allow,
+ * and stores the rest pending; handed-off ones need no NOTIFY; a process
+ * that dies holding some loses nothing, since they are due again when the
+ * lease runs out.
  */
 import assert from "node:assert/strict";
 import { withTestDatabase } from "./_db.ts";
@@ -30,7 +31,7 @@ import { setOutboxWaker } from "../../lib/outbox/wake.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-Deno.test("a move hands off its deliveries leased to the consumer when they fit, all or none, and sends no NOTIFY for them", async () => {
+Deno.test("a move hands off the deliveries that fit, leased to the consumer, and sends a NOTIFY only for the rest", async () => {
   await withTestDatabase(async ({ sql, url }) => {
     await createTestServices(sql);
     const tenantId = await createSandbox(sql);
@@ -57,18 +58,64 @@ Deno.test("a move hands off its deliveries leased to the consumer when they fit,
            and next_attempt_at = lease_expires_at`;
       assert.equal(leased[0].n, RECEIVERS.length);
 
-      // Two messages make six deliveries, more than `max`: none handed off.
-      await placeOrders(sql, tenantId, ["B1", "B2"]);
+      // Two messages make six deliveries, more than `max`: the first
+      // message's three are handed off, the second's wait.
+      const [b1, b2] = await placeOrders(sql, tenantId, ["B1", "B2"]);
       const two = await shortcut.move(SENDER, 10, { handoff });
       assert.equal(two.rows, 2);
-      assert.deepEqual(two.handed, []);
-      assert.equal(
-        await count(sql, "queue.deliveries", sql`state = 'pending'`),
-        6,
+      assert.ok(two.leftPending);
+      assert.deepEqual(
+        two.handed.map((d) => [d.subscriber, d.messageId]),
+        RECEIVERS.map((r) => [r, b1.messageId]),
+      );
+      const pending = await sql<{ message_id: string }[]>`
+        select message_id from queue.deliveries where state = 'pending'`;
+      assert.deepEqual(
+        pending.map((p) => p.message_id),
+        RECEIVERS.map(() => b2.messageId),
+      );
+
+      // The share's room: lane a holds its cap already, and the tenant has
+      // room for two more. Each lane is handed a prefix of its deliveries.
+      const [c1, c2] = await placeOrders(sql, tenantId, ["C1", "C2"]);
+      const three = await shortcut.move(SENDER, 10, {
+        handoff: {
+          ...handoff,
+          max: 100,
+          room: {
+            perTenant: 4,
+            perLane: 1,
+            held: {
+              tenantIds: [tenantId],
+              subscribers: [RECEIVERS[0]],
+              counts: [2],
+            },
+          },
+        },
+      });
+      assert.deepEqual(
+        three.handed.map((d) => [d.subscriber, d.messageId]),
+        [[RECEIVERS[1], c1.messageId], [RECEIVERS[2], c1.messageId]],
+      );
+      const waiting = await sql<{ message_id: string; subscriber: string }[]>`
+        select message_id, subscriber from queue.deliveries
+         where state = 'pending' and message_id in (${c1.messageId},
+                                                     ${c2.messageId})
+         order by id`;
+      assert.deepEqual(
+        waiting.map((w) => [w.subscriber, w.message_id]),
+        [
+          [RECEIVERS[0], c1.messageId],
+          ...RECEIVERS.map((r) => [r, c2.messageId]),
+        ],
       );
 
       await sleep(200);
-      assert.deepEqual(heard, [""], "one NOTIFY: for the pending six only");
+      assert.deepEqual(
+        heard,
+        ["", ""],
+        "a NOTIFY for each move that left some pending",
+      );
     } finally {
       await listener.end();
     }

@@ -5,7 +5,12 @@
  * in the same statement, the outbox rows it marks published.
  */
 import type { Fragment, TxSql } from "../../db/connect.ts";
-import { type Closed, NOTHING_CLOSED } from "../fair_share.ts";
+import {
+  type Closed,
+  type HeldLanes,
+  NOTHING_CLOSED,
+  NOTHING_HELD,
+} from "../fair_share.ts";
 import type { Routing } from "../queue.ts";
 import { inQueue } from "../../db/names.ts";
 
@@ -26,7 +31,7 @@ export function routesOf(routing: Routing, types: Iterable<string>): Routes {
 }
 
 /**
- * The deliveries of a small move, stored already leased to a consumer of
+ * The deliveries of a move, stored already leased to a consumer of
  * the moving process, which sends them at once: no claim between the move
  * and the first attempt (one transaction less per hop of a message).
  */
@@ -34,7 +39,7 @@ export interface Handoff {
   /** The lease the deliveries are handed off under (a claim's token). */
   owner: string;
   leaseMs: number;
-  /** Hand off only when the move makes at most this many deliveries. */
+  /** Deliveries one move hands off at most: the first, in its order. */
   max: number;
   /**
    * What the process may take no more of (FairShare.closed: lanes held in
@@ -42,6 +47,12 @@ export interface Handoff {
    * pending, for a claim to take once there is room, or the pair resumed.
    */
   closed?: Closed;
+  /**
+   * The process's share as the move starts: each tenant and lane is handed
+   * off only what fits beside what it holds (a claim's caps, see `Round`
+   * in deliveries_sql.ts). Without it, only `max` bounds the handoff.
+   */
+  room?: { perTenant: number; perLane: number; held: HeldLanes };
 }
 
 /**
@@ -95,13 +106,27 @@ function deliveriesOf(
      order by s.position, r.subscriber
     ${skipRepeats}`;
   }
-  // All of them leased to the handoff's owner (as a claim would: first
-  // attempt, the lease's end also the next attempt), or none; those of a
-  // closed lane or tenant are stored pending, to wait for room or for the
-  // resume.
+  // The first deliveries of the move, in its order, leased to the
+  // handoff's owner (as a claim would: first attempt, the lease's end also
+  // the next attempt), up to `max` and to what each lane and tenant has
+  // room for; the rest, and those of a closed lane or tenant, are stored
+  // pending, to wait for a claim or for the resume. Each cut takes a prefix
+  // of every lane's deliveries in the move's order, so what is handed off
+  // of one aggregate to one subscriber comes before what waits.
   const lease = sql`now() + ${handoff.leaseMs} * interval '1 millisecond'`;
   const closed = handoff.closed ?? NOTHING_CLOSED;
-  const hand = sql`(s.n <= ${handoff.max} and not s.closed)`;
+  const room = handoff.room ??
+    { perTenant: handoff.max, perLane: handoff.max, held: NOTHING_HELD };
+  const held = sql`unnest(${room.held.tenantIds}::uuid[],
+    ${room.held.subscribers}::text[], ${room.held.counts}::int[])
+    as h(tenant_id, subscriber, n)`;
+  // Three cuts, each over what the one before let through: a lane's room,
+  // then its tenant's, then `max`.
+  const laneOk =
+    sql`not s.closed and s.lane_n + s.lane_held <= ${room.perLane}`;
+  const tenantOk =
+    sql`(${laneOk}) and s.tenant_n + s.tenant_held <= ${room.perTenant}`;
+  const hand = sql`s.handed`;
   return sql`
     insert into ${sql(inQueue("deliveries"))}
       (tenant_id, message_id, subscriber, type, aggregate_id, state,
@@ -112,17 +137,39 @@ function deliveriesOf(
            case when ${hand} then ${lease} end,
            case when ${hand} then ${lease} else now() end,
            case when ${hand} then 1 else 0 end
-      from (select s.*, r.subscriber, count(*) over () as n,
-                   (s.tenant_id = any(${closed.tenantIds}::uuid[])
-                    or exists (
-                      select from unnest(${closed.lanes.tenantIds}::uuid[],
-                                         ${closed.lanes.subscribers}::text[])
-                        as c(tenant_id, subscriber)
-                       where c.tenant_id = s.tenant_id
-                         and c.subscriber = r.subscriber)) as closed
-              from (${rows}) s
-              join unnest(${routeTypes}::text[], ${routeSubs}::text[])
-                as r(type, subscriber) on r.type = s.type) s
+      from (select s.*, (${tenantOk}) and count(*) filter (where ${tenantOk})
+                          over (order by s.position, s.subscriber)
+                          <= ${handoff.max} as handed
+              from (select s.*, count(*) filter (where ${laneOk})
+                                  over (partition by s.tenant_id
+                                        order by s.position, s.subscriber)
+                                  as tenant_n
+                      from (select s.*, r.subscriber,
+                                   row_number() over (
+                                     partition by s.tenant_id, r.subscriber
+                                     order by s.position) as lane_n,
+                                   coalesce((select sum(h.n) from ${held}
+                                              where h.tenant_id = s.tenant_id
+                                                and h.subscriber = r.subscriber),
+                                            0) as lane_held,
+                                   coalesce((select sum(h.n) from ${held}
+                                              where h.tenant_id = s.tenant_id),
+                                            0) as tenant_held,
+                                   (s.tenant_id = any(${closed.tenantIds}::uuid[])
+                                    or exists (
+                                      select from unnest(
+                                        ${closed.lanes.tenantIds}::uuid[],
+                                        ${closed.lanes.subscribers}::text[])
+                                        as c(tenant_id, subscriber)
+                                       where c.tenant_id = s.tenant_id
+                                         and c.subscriber = r.subscriber))
+                                     as closed
+                              from (${rows}) s
+                              join unnest(${routeTypes}::text[],
+                                          ${routeSubs}::text[])
+                                as r(type, subscriber) on r.type = s.type) s
+                   ) s
+           ) s
      order by s.position, s.subscriber
     ${skipRepeats}
     returning id, tenant_id, message_id, subscriber, type, aggregate_id,
