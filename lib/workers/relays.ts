@@ -68,10 +68,11 @@ export function relayLoops(options: RelayLoopsOptions): Map<string, Loop> {
           // A move that hands off is a claim: a lease of its own.
           owner: claimLease(owner),
           leaseMs: options.handoffLeaseMs,
-          // At most a claim's worth, and of each tenant and lane what the
-          // share has room for: a move of several messages hands off what
-          // fits, where handing off all or none sent every move of a busy
-          // minute the long way, through a claim (bench/HISTORY.md).
+          // At most what a consumer takes of handoffs at once, and of each
+          // tenant and lane what the share has room for: a move of several
+          // messages hands off what fits, where handing off all or none
+          // sent every move of a busy minute the long way, through a claim
+          // (bench/HISTORY.md).
           max: local.batchSize,
           room: {
             perTenant: share.perTenant,
