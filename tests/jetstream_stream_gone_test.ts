@@ -35,6 +35,12 @@ natsTest(
           const order = await orderSettles(client, orderId, "paid", 20_000)
             .catch(async (error) => {
               // What the streams and the queues' rows held when it timed out.
+              // The workers' warnings and errors: what the broker told them.
+              for (const line of t.lines) {
+                if (line.level === "warn" || line.level === "error") {
+                  console.log(JSON.stringify(line).slice(0, 600));
+                }
+              }
               for (const sender of SENDERS) {
                 const consumers = await jsm.consumers.list(t.streamOf(sender))
                   .next()
