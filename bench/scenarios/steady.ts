@@ -24,7 +24,8 @@ import {
 } from "../paid_flow.ts";
 import { startProbe } from "../probe.ts";
 import { atMost, type Figure, figure } from "../report.ts";
-import { summarize } from "../stats.ts";
+import { cpuSeconds, postgresCpuSeconds } from "../procfs.ts";
+import { round, summarize } from "../stats.ts";
 
 export async function steady(ctx: Ctx): Promise<Figure[]> {
   const { plan, progress } = ctx;
@@ -38,6 +39,7 @@ export async function steady(ctx: Ctx): Promise<Figure[]> {
     const env: FlowEnv = { sql, monitor: db.sql, probe, progress };
     const run = async (rate: number, durationMs: number, label: string) => {
       progress.step(`steady: ${label} at ${rate.toFixed(1)} paid orders/s`);
+      const cpu = cpuMeter(ctx.server.postmasterPid);
       const r = await runAtRate(env, {
         rate,
         durationMs,
@@ -46,6 +48,8 @@ export async function steady(ctx: Ctx): Promise<Figure[]> {
         label,
       });
       const p = summarize(r.latencies);
+      // CPU a paid order cost: where the two cores go at this rate.
+      const cost = cpu.perPaid(p.n);
       runs.push({
         run: label,
         rate: Math.round(rate * 10) / 10,
@@ -57,13 +61,16 @@ export async function steady(ctx: Ctx): Promise<Figure[]> {
         p99Ms: p.p99,
         growthRowsPerS: Math.round(r.growth),
         endBacklog: r.endBacklog,
+        cpuMsPerPaid: cost,
       });
       progress.note(
         `${label} ${rate.toFixed(1)}/s: ${
           r.sustainable ? "sustained" : "NOT sustained"
         } (${r.why}); p50 ${p.p50?.toFixed(1)} ms, p99 ${
           p.p99?.toFixed(1)
-        } ms, ${r.incomplete} incomplete`,
+        } ms, ${r.incomplete} incomplete; CPU a paid order: this process ${
+          cost.process ?? "-"
+        } ms, PostgreSQL ${cost.postgres ?? "-"} ms`,
       );
       if (r.incomplete > 0) {
         ctx.notes.push(
@@ -216,4 +223,22 @@ function latencyFigures(label: string, run: RateRun): Figure[] {
       ? stageFigures(label, run.stages, ["p50", "p99"])
       : []),
   ];
+}
+
+/**
+ * CPU used from now on by this process (the load, the relays, the
+ * consumers and the receivers) and by PostgreSQL, per paid order.
+ */
+function cpuMeter(postmaster: number | null) {
+  const pg = () => postmaster ? postgresCpuSeconds(postmaster) : null;
+  const process0 = cpuSeconds(Deno.pid);
+  const pg0 = pg();
+  const per = (s0: number | null, s1: number | null, n: number) =>
+    s0 === null || s1 === null || n === 0 ? null : round((s1 - s0) * 1000 / n);
+  return {
+    perPaid: (n: number) => ({
+      process: per(process0, cpuSeconds(Deno.pid), n),
+      postgres: per(pg0, pg(), n),
+    }),
+  };
 }
