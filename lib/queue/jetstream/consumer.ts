@@ -121,6 +121,8 @@ interface LaneState {
   rungUpTo: number;
   /** When the lane last had work here (a lane idle for long is forgotten). */
   busyAt: number;
+  /** The stream's generation (Lanes.generation) that `seen` belongs to. */
+  generation: number;
 }
 
 /**
@@ -254,7 +256,15 @@ export class JetStreamConsumer {
   }
 
   #lane(tenantId: string): LaneState {
+    const generation = this.#options.stream.lanes.generation;
     let lane = this.#lanes.get(tenantId);
+    if (lane && lane.generation !== generation) {
+      // The stream was made again: its sequences start over, and a bell
+      // for its first messages must not pass for one already fetched.
+      lane.generation = generation;
+      lane.seen = 0;
+      lane.rungUpTo = 0;
+    }
     if (!lane) {
       lane = {
         tenantId,
@@ -266,6 +276,7 @@ export class JetStreamConsumer {
         seen: 0,
         rungUpTo: 0,
         busyAt: Date.now(),
+        generation,
       };
       this.#lanes.set(tenantId, lane);
     }

@@ -88,6 +88,7 @@ export class Lanes {
   #ensured = new Map<string, number>();
   /** The stream being made again, while it is. */
   #making: Promise<void> | undefined;
+  #generation = 0;
 
   constructor(
     nc: NatsConnection,
@@ -133,6 +134,15 @@ export class Lanes {
   }
 
   /**
+   * How many times this process has made the stream again. Stream sequences
+   * start over in a stream made again, so what a consumer knows of a lane's
+   * sequences holds only within one generation.
+   */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /**
    * When the stream is gone (deleted while the workers run), makes it again
    * and forgets which lanes were made sure of: their consumers went with
    * it. True when it was gone. The messages it held are not in the new one;
@@ -148,7 +158,10 @@ export class Lanes {
       } catch (error) {
         if (!isStreamGone(error)) throw error;
       }
-      this.#making ??= make().finally(() => this.#making = undefined);
+      if (!this.#making) {
+        this.#making = make().finally(() => this.#making = undefined);
+        this.#generation++;
+      }
       this.#ensured.clear();
     }
     await this.#making;
