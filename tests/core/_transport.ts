@@ -25,7 +25,13 @@ import {
   openJetStream,
   StreamNames,
 } from "../../lib/queue/jetstream/mod.ts";
+import {
+  JetStreamConsumer,
+  type JetStreamConsumerOptions,
+} from "../../lib/queue/jetstream/consumer.ts";
+import { FairShare } from "../../lib/queue/fair_share.ts";
 import { dropStream, TEST_NATS_URL, testStream } from "../_nats.ts";
+import { SUBSCRIBERS } from "./_messaging.ts";
 
 export type TransportName = "postgres" | "jetstream";
 
@@ -203,4 +209,32 @@ export async function openTestStream(
     duplicateWindowMs: 120_000,
     ackWaitMs,
   }, memoryLogger("error").logger);
+}
+
+/**
+ * One JetStream consumer of `t_recv_a`, driven by hand (notify, tick,
+ * fetched), with a share of its own as a process of its own has.
+ */
+export function testJetStreamConsumer(
+  options:
+    & Pick<
+      JetStreamConsumerOptions,
+      "sql" | "owner" | "stream" | "dispatcher" | "ackWaitMs"
+    >
+    & Partial<JetStreamConsumerOptions>,
+): JetStreamConsumer {
+  return new JetStreamConsumer({
+    subscriber: "t_recv_a",
+    share: new FairShare({
+      perTenant: 10,
+      perLane: 10,
+      maxDetached: 10,
+      stragglerMs: 250,
+    }),
+    subscribers: SUBSCRIBERS,
+    retryDelaysMs: [100],
+    timeoutMs: 5_000,
+    log: memoryLogger("error").logger,
+    ...options,
+  });
 }

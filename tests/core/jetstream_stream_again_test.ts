@@ -13,15 +13,11 @@ import {
   placeOrder,
   RECEIVERS,
   SENDER,
-  SUBSCRIBERS,
   testDispatcher,
   waitFor,
 } from "./_messaging.ts";
 import { natsTest } from "../_nats.ts";
-import { openTestTransport } from "./_transport.ts";
-import { memoryLogger } from "../../lib/log/mod.ts";
-import { JetStreamConsumer } from "../../lib/queue/jetstream/consumer.ts";
-import { FairShare } from "../../lib/queue/fair_share.ts";
+import { openTestTransport, testJetStreamConsumer } from "./_transport.ts";
 
 natsTest(
   "jetstream: after the stream is made again, a bell for its first sequences is not taken as fetched",
@@ -34,23 +30,12 @@ natsTest(
         subscribers: RECEIVERS,
       });
       const { stream } = transport.broker!;
-      const consumer = new JetStreamConsumer({
+      const consumer = testJetStreamConsumer({
         sql,
         owner: "here",
-        subscriber: "t_recv_a",
         stream,
-        share: new FairShare({
-          perTenant: 10,
-          perLane: 10,
-          maxDetached: 10,
-          stragglerMs: 250,
-        }),
         ackWaitMs: 10_000,
         dispatcher: testDispatcher(sql),
-        subscribers: SUBSCRIBERS,
-        retryDelaysMs: [100],
-        timeoutMs: 5_000,
-        log: memoryLogger("error").logger,
       });
       // Publishes one order, rings as the relay's bell would (with the
       // sequence the broker gave it), and lets the consumer look once.

@@ -17,16 +17,13 @@ import {
   placeOrder,
   RECEIVERS,
   SENDER,
-  SUBSCRIBERS,
   testDispatcher,
   waitFor,
 } from "./_messaging.ts";
 import { natsTest } from "../_nats.ts";
-import { openTestTransport } from "./_transport.ts";
-import { memoryLogger } from "../../lib/log/mod.ts";
+import { openTestTransport, testJetStreamConsumer } from "./_transport.ts";
 import { Dispatcher } from "../../lib/queue/mod.ts";
-import { JetStreamConsumer } from "../../lib/queue/jetstream/consumer.ts";
-import { FairShare } from "../../lib/queue/fair_share.ts";
+import type { JetStreamConsumer } from "../../lib/queue/jetstream/consumer.ts";
 import { assertDelivered, assertStreamHolds } from "./_conformance/broker.ts";
 
 /** The broker's AckWait: a consumer silent for longer loses the message. */
@@ -67,26 +64,16 @@ natsTest(
           },
         );
         const consumer = (owner: string, ackWaitMs: number) => {
-          const c = new JetStreamConsumer({
+          const c = testJetStreamConsumer({
             sql,
             owner,
-            subscriber: "t_recv_a",
             stream,
-            // Each its own, as two processes have.
-            share: new FairShare({
-              perTenant: 10,
-              perLane: 10,
-              maxDetached: 10,
-              stragglerMs: 250,
-            }),
             ackWaitMs,
             dispatcher,
-            subscribers: SUBSCRIBERS,
             // Long enough that the retry cannot come before the old send is
             // let go (the new consumer's fetch would take it at once).
             retryDelaysMs: [3000, 3000, 3000],
             timeoutMs: 30_000,
-            log: memoryLogger("error").logger,
           });
           consumers.push(c);
           return c;
