@@ -16,7 +16,7 @@
  * Messages are tracked from publish to completion only, so memory stays
  * bounded by what is in flight.
  */
-import type { Sql } from "../lib/db/connect.ts";
+import { connect, type Sql } from "../lib/db/connect.ts";
 import { createLogger, type Logger } from "../lib/log/mod.ts";
 import { pgFaults } from "../lib/faults/mod.ts";
 import { coalescingWaker, setOutboxWaker } from "../lib/outbox/mod.ts";
@@ -28,6 +28,7 @@ import {
   BAKERY_SUBSCRIBERS,
   bakeryDispatcher,
   INTERNAL_ORIGIN,
+  RELAY_CONNECTIONS,
 } from "../services/mod.ts";
 import { ROUTING, SENDERS, SUBSCRIBERS } from "../services/routing.ts";
 
@@ -159,7 +160,18 @@ export async function startProbe(options: {
          and published_at >= ${since} and source = ${service}`;
     for (const r of rows) trackOnce(r.message_id, r.type, r.aggregate_id, at);
   };
-  const base = pgTransport({ sql: options.sql, routing: ROUTING });
+  // As the bakery's relay, its moves have connections of their own
+  // (services/mod.ts): on the pool that the load and the receivers share,
+  // a move waited for a connection behind them.
+  const relaySql = connect(options.url, {
+    max: RELAY_CONNECTIONS,
+    applicationName: "bench-relay",
+  });
+  const base = pgTransport({
+    sql: relaySql,
+    routing: ROUTING,
+    slots: RELAY_CONNECTIONS,
+  });
   const inner = base.queue;
   const queue: Queue = {
     publish: (messages) => {
@@ -278,6 +290,7 @@ export async function startProbe(options: {
     stop: async () => {
       await messaging.stop();
       await waker.flush();
+      await relaySql.end({ timeout: 5 });
     },
   };
 }

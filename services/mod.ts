@@ -135,7 +135,7 @@ export function bakeryDispatcher(deps: BakeryDeps): Dispatcher {
  * move never waits for a connection behind the receivers. What that was
  * worth, measured: bench/HISTORY.md, "the relay's own connections".
  */
-const RELAY_CONNECTIONS = 2;
+export const RELAY_CONNECTIONS = 2;
 
 /** The relay's lease on outbox rows it claims the long way (lib/relay). */
 const RELAY_LEASE_MS = 30_000;
