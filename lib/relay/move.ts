@@ -42,8 +42,8 @@ export interface Moved {
   /**
    * A move that handed deliveries off also stored some pending: those past
    * the handoff's room, or of a lane or tenant its `closed` named. Its
-   * NOTIFY skips this
-   * process, so the caller wakes a consumer of its own for them.
+   * NOTIFY skips this process, so the caller wakes a consumer of its own
+   * for them.
    */
   leftPending: boolean;
 }
