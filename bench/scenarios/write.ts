@@ -364,7 +364,7 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
       plan.writeMs / INTERLEAVE_SLICES
     } ms (each after ${SLICE_WARMUP_MS} ms unmeasured), their order turning each round; orders_4 and the other references one after the other`,
     wake:
-      "as bakery.ts: coalescingWaker on the pool (after commit, one NOTIFY per service per 2 ms)",
+      "as bakery.ts: coalescingWaker on the pool (after commit: a quiet service's first NOTIFY at once, then one per 10 ms window)",
     listener: `one LISTEN ${OUTBOX_CHANNEL} connection, no relay running`,
     sweeper:
       "pending outbox rows marked published every 100 ms, as a relay that keeps up would",
