@@ -39,8 +39,13 @@ const PRINTER_URL = "http://printer.lab.internal/tickets";
  * poison order is dead after four tries.
  */
 export const LAB_RETRY_DELAYS_MS = [40, 80, 120] as const;
-/** A crashed worker's delivery is claimed again once this lease runs out. */
-const LEASE_MS = 300;
+/**
+ * A crashed worker's delivery is claimed again once this lease runs out.
+ * Longer than a send takes on a loaded machine: a lease that ran out under
+ * a live worker would print a second duplicate that no crash caused, and
+ * the run would not show what its settings say.
+ */
+const LEASE_MS = 1_000;
 /** A crashed worker is back after this long. */
 const RESTART_MS = 150;
 /** How often an idle worker looks for due deliveries. */
