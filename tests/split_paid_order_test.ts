@@ -78,6 +78,17 @@ async function paidOrderInSplitMode(
     }, 15_000);
 
     const orders = db("orders");
+    // A receiver commits its inbox row before it answers, and the consumer
+    // records the answer in the sender's queue after that: wait for it.
+    const open = async (pool: typeof orders) =>
+      await countOf(pool<{ n: number }[]>`
+          select count(*)::int as n from queue.deliveries
+           where state <> 'done'`);
+    await eventually(
+      "the senders' queues recorded every answer",
+      async () => await open(orders) === 0 && await open(db("billing")) === 0,
+      15_000,
+    );
     const [order] = await orders`
         select state, payment_ref from orders.orders where id = ${orderId}`;
     assert.deepEqual({ ...order }, { state: "paid", payment_ref: paymentId });
