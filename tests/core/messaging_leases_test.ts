@@ -47,7 +47,9 @@ Deno.test("outbox: an expired lease is taken over; the old owner's late mark cha
     const tenantId = await createSandbox(sql);
     await placeOrder(sql, tenantId, "O1");
 
-    const old = await claimRows(sql, "old", 10, 50);
+    // A second: long enough to hold through the next claim on a loaded
+    // machine, short enough to wait out.
+    const old = await claimRows(sql, "old", 10, 1_000);
     assert.equal(old.length, 1);
     // While the lease holds, nobody else gets the row.
     assert.deepEqual(await claimRows(sql, "new", 10, 60_000), []);
