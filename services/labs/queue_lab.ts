@@ -41,9 +41,9 @@ const PRINTER_URL = "http://printer.lab.internal/tickets";
 export const LAB_RETRY_DELAYS_MS = [40, 80, 120] as const;
 /**
  * A crashed worker's delivery is claimed again once this lease runs out.
- * Longer than a send takes on a loaded machine: a lease that ran out under
- * a live worker would print a second duplicate that no crash caused, and
- * the run would not show what its settings say.
+ * Longer than a send usually takes under load: a lease that runs out under
+ * a live worker prints a duplicate that no crash caused. A very loaded
+ * machine can still outlast it; the worker does not renew its lease.
  */
 const LEASE_MS = 1_000;
 /** A crashed worker is back after this long. */
