@@ -11,6 +11,7 @@ import { SessionStore } from "./kit/http/session.ts";
 import { createApp } from "./app.tsx";
 import {
   type PaymentGateway,
+  stripeApiAt,
   StripeGateway,
   TestModeGateway,
 } from "./services/billing/gateway.ts";
@@ -64,7 +65,11 @@ export async function startBakery(options: {
   );
   let selfUrl = "";
   const gateway: PaymentGateway = config.STRIPE_SECRET_KEY
-    ? new StripeGateway(config.STRIPE_SECRET_KEY, sql)
+    ? new StripeGateway(
+      config.STRIPE_SECRET_KEY,
+      sql,
+      stripeApiAt(config.STRIPE_API_URL),
+    )
     : new TestModeGateway({
       sql,
       log,

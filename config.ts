@@ -41,6 +41,9 @@ const schema = z.object({
     "sk_",
     "a Stripe secret key starting with sk_",
   ).optional(),
+  // Where the Stripe client sends its API requests: Stripe's own by
+  // default; a Stripe API stand-in (stripe-mock, or a test's) otherwise.
+  STRIPE_API_URL: z.string().trim().url("an absolute URL").optional(),
   STRIPE_WEBHOOK_SECRET: z.string().trim().startsWith(
     "whsec_",
     "a Stripe webhook secret starting with whsec_",

@@ -10,83 +10,10 @@
  */
 import assert from "node:assert/strict";
 import Stripe from "stripe";
-import type { Sql } from "../lib/db/connect.ts";
-import { StripeGateway } from "../services/billing/gateway.ts";
 import { handleStripeWebhook } from "../services/billing/webhook.ts";
 import { countOf, sentBy, TEST_WEBHOOK_SECRET } from "./_app.ts";
 import { withTestDatabase } from "./_db.ts";
-
-/** How long the stripe client waits for an answer. */
-const CLIENT_TIMEOUT_MS = 300;
-
-interface SeenRequest {
-  path: string;
-  idempotencyKey: string | null;
-  form: URLSearchParams;
-}
-
-/**
- * Stripe's Checkout API as far as the gateway uses it. `dropNext` makes the
- * next create happen and its answer never arrive, as when the app dies or
- * the network fails after Stripe created the session.
- */
-function stripeApi() {
-  const seen: SeenRequest[] = [];
-  const byKey = new Map<string, Record<string, unknown>>();
-  const state = { dropNext: false };
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen() {} },
-    async (request) => {
-      const url = new URL(request.url);
-      const form = new URLSearchParams(await request.text());
-      const idempotencyKey = request.headers.get("idempotency-key");
-      seen.push({ path: url.pathname, idempotencyKey, form });
-      if (
-        request.method !== "POST" || url.pathname !== "/v1/checkout/sessions"
-      ) {
-        return Response.json({ error: { message: "not here" } }, {
-          status: 404,
-        });
-      }
-      let session = idempotencyKey ? byKey.get(idempotencyKey) : undefined;
-      if (!session) {
-        const id = `cs_test_${crypto.randomUUID().replaceAll("-", "")}`;
-        session = {
-          id,
-          object: "checkout.session",
-          mode: "payment",
-          url: `https://checkout.stripe.test/c/pay/${id}`,
-          metadata: {
-            paymentId: form.get("metadata[paymentId]"),
-            orderId: form.get("metadata[orderId]"),
-            sandboxId: form.get("metadata[sandboxId]"),
-          },
-        };
-        if (idempotencyKey) byKey.set(idempotencyKey, session);
-      }
-      if (state.dropNext) {
-        // Created, but the answer comes after the client stopped waiting.
-        state.dropNext = false;
-        await new Promise((r) => setTimeout(r, 4 * CLIENT_TIMEOUT_MS));
-      }
-      return Response.json(session);
-    },
-  );
-  return {
-    seen,
-    sessions: byKey,
-    state,
-    gateway: (sql: Sql) =>
-      new StripeGateway("sk_test_for_the_suite", sql, {
-        host: "127.0.0.1",
-        port: server.addr.port,
-        protocol: "http",
-        maxNetworkRetries: 0,
-        timeout: CLIENT_TIMEOUT_MS,
-      }),
-    stop: () => server.shutdown(),
-  };
-}
+import { stripeApi } from "./_stripe_api.ts";
 
 const order = () => ({
   sandboxId: crypto.randomUUID(),

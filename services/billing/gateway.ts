@@ -154,6 +154,18 @@ export type StripeApiOptions = Pick<
   "host" | "port" | "protocol" | "maxNetworkRetries" | "timeout"
 >;
 
+/** The client options that send Stripe's API requests to `url` instead. */
+export function stripeApiAt(url: string | undefined): StripeApiOptions {
+  if (!url) return {};
+  const at = new URL(url);
+  const protocol = at.protocol === "http:" ? "http" : "https";
+  return {
+    host: at.hostname,
+    port: Number(at.port) || (protocol === "http" ? 80 : 443),
+    protocol,
+  };
+}
+
 /** The real thing: Stripe Checkout; the webhook settles the payment. */
 export class StripeGateway implements PaymentGateway {
   readonly mode = "stripe";

@@ -18,7 +18,10 @@ export const CURRENCY = "eur";
  * - `pending`: opened by a pay request; moved out by billing when a Stripe
  *   event about it arrives.
  * - `succeeded`: final; PaymentSucceeded was sent.
- * - `failed`: final for this payment; the order may be paid again.
+ * - `failed`: declined, or its checkout expired; the order may be paid
+ *   again. Moved out by billing when a success arrives for it after all:
+ *   Stripe Checkout keeps a declined payment's session open, and a card
+ *   tried there settles this same payment.
  * - `refund_due`: money was taken, but the charge is not the order's
  *   (another amount or currency, or a payment billing never opened). Final
  *   here: nothing is sent, the console lists it, an operator refunds it.
@@ -52,7 +55,11 @@ export interface OpenedPayment {
 
 /**
  * Opens a pending payment for an order, or returns the one it has: a
- * pending payment (younger than a checkout lives) or a succeeded one. Pay
+ * succeeded one, a pending one (younger than a checkout lives), or a
+ * failed one whose Checkout session is still open. Stripe keeps that
+ * session and its PaymentIntent open after a declined card, so handing it
+ * out again keeps one order from holding two sessions that can be charged.
+ * Pay
  * requests for one order take a lock on the order id in turn, in billing's
  * own transaction, so ten at once make one payment. `onCreated` runs in
  * that transaction when the payment is new: what settles the payment is
@@ -70,17 +77,16 @@ export async function createPayment(
     { tenantId: sandboxId },
     async (tx) => {
       const { sql } = tx;
-      // Its own statement: the look below must see what the holder before us
-      // committed, and a statement's snapshot is taken before it waits.
-      await sql`
-      select pg_advisory_xact_lock(hashtextextended('billing.pay ' || ${p.orderId}, 0))`;
+      await lockOrderPayments(sql, p.orderId);
       const [open] = await sql<
         { id: string; state: PaymentState; checkout_url: string | null }[]
       >`
       select id, state, checkout_url from billing.payments
        where order_id = ${p.orderId}
          and (state = 'succeeded'
-              or (state = 'pending' and created_at > now() - ${OPEN_FOR}::interval))
+              or (created_at > now() - ${OPEN_FOR}::interval
+                  and (state = 'pending'
+                       or (state = 'failed' and checkout_url is not null))))
        order by state = 'succeeded' desc, created_at desc
        limit 1`;
       if (open) {
@@ -100,6 +106,19 @@ export async function createPayment(
       return { id: p.id, state: "pending", created: true, checkoutUrl: null };
     },
   );
+}
+
+/**
+ * Waits for the order's other pay requests and Stripe events, in billing's
+ * transaction. Its own statement: what runs next must see what the holder
+ * before us committed, and a statement's snapshot is taken before it waits.
+ */
+export async function lockOrderPayments(
+  sql: ServiceTx["sql"],
+  orderId: string,
+) {
+  await sql`
+    select pg_advisory_xact_lock(hashtextextended('billing.pay ' || ${orderId}, 0))`;
 }
 
 /** Keeps the checkout a repeated pay request gives back (Stripe mode). */
