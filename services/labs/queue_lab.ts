@@ -41,11 +41,16 @@ const PRINTER_URL = "http://printer.lab.internal/tickets";
 export const LAB_RETRY_DELAYS_MS = [40, 80, 120] as const;
 /**
  * A crashed worker's delivery is claimed again once this lease runs out.
- * Longer than a send usually takes under load: a lease that runs out under
- * a live worker prints a duplicate that no crash caused. A very loaded
- * machine can still outlast it; the worker does not renew its lease.
+ * A live worker renews it while it sends and records (see {@link holdLease}),
+ * so however slow a loaded machine makes a send, only a crash lets the
+ * lease run out, and the only duplicate is the crash's.
  */
 const LEASE_MS = 1_000;
+/**
+ * How often a live worker renews its lease: four times a lease, so that
+ * three renewals in a row may be late or slow before it runs out.
+ */
+const RENEW_MS = LEASE_MS / 4;
 /** A crashed worker is back after this long. */
 const RESTART_MS = 150;
 /** How often an idle worker looks for due deliveries. */
@@ -234,6 +239,7 @@ async function play(
       const d = claimed[0];
       const startMs = now();
       heard.delete(d.messageId);
+      const lease = holdLease(sql, sandboxId, d.id, owner);
       const [result] = await sendAll({
         owner,
         dispatcher,
@@ -247,19 +253,66 @@ async function play(
       timeline.push(entry(n, d, result, heard, startMs, now(), crashes));
       if (crashes) {
         // The worker dies here: the printer has printed, the delivery is
-        // not recorded. Its lease runs out; a worker claims it again.
+        // not recorded, and nobody renews the lease. It runs out; a worker
+        // claims the delivery again.
+        await lease.stop();
         crashAt = null;
         await sleep(RESTART_MS);
         generation++;
         continue;
       }
-      await finishDeliveries(sql, [result]);
+      try {
+        await finishDeliveries(sql, [result]);
+      } finally {
+        await lease.stop();
+      }
     }
   };
   await Promise.all(
     Array.from({ length: settings.workers }, (_, i) => worker(i + 1)),
   );
   return markDuplicates(timeline);
+}
+
+/**
+ * Renews the lease of delivery `id` every {@link RENEW_MS} until stop(),
+ * fenced by `owner`: a lease already lost (taken over, finished) is left
+ * alone. One renewal at a time; stop() waits for the one under way, so
+ * that none lands after the worker let go.
+ */
+function holdLease(sql: Sql, sandboxId: string, id: number, owner: string) {
+  let running: Promise<void> = Promise.resolve();
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    running = renewLease(sql, sandboxId, id, owner)
+      // A renewal that fails is tried again at the next tick; the lease
+      // runs out only if every one fails, as a crashed worker's does.
+      .catch(() => {})
+      .finally(() => busy = false);
+  }, RENEW_MS);
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+/** Moves the end of `owner`'s lease on delivery `id` to a lease from now. */
+async function renewLease(
+  sql: Sql,
+  sandboxId: string,
+  id: number,
+  owner: string,
+): Promise<void> {
+  await asService(sql, "queue", { tenantId: sandboxId }, ({ sql }) =>
+    sql`
+      update queue.deliveries
+         set lease_expires_at = now() + ${LEASE_MS} * interval '1 millisecond',
+             next_attempt_at = now() + ${LEASE_MS} * interval '1 millisecond'
+       where id = ${id} and lease_owner = ${owner} and state = 'in_flight'`);
 }
 
 function orderOf(d: ClaimedDelivery): number {
