@@ -195,6 +195,7 @@ export function createApp(deps: Deps): Hono {
   app.post("/api/console/dead-letters/:id/redrive", api.redriveOne);
   app.post("/api/console/dead-letters/:id/refuse", api.refuseOne);
   app.post("/api/console/dead-letters/:id/supersede", api.supersede);
+  app.get("/api/console/redrive-outcome", api.redriveOutcome);
   app.get("/api/console/jobs/:jobId", api.job);
   app.post("/api/console/jobs/:jobId/cancel", api.cancelJob);
   app.get("/api/console/actions", api.actions);

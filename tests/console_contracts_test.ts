@@ -291,6 +291,19 @@ Deno.test("contracts: every console twin's answer parses against its schema, wit
       "/api/console/jobs/:jobId",
       `/api/console/jobs/${jobId}`,
     );
+    // The redriven one: applied, dead again or retrying, as it went.
+    const outcome = await twin<
+      { applied: number; retrying: number; deadAgain: unknown[] }
+    >(
+      client,
+      seen,
+      "/api/console/redrive-outcome",
+      `/api/console/redrive-outcome?ids=${dead[1].id}`,
+    );
+    assert.equal(
+      outcome.applied + outcome.retrying + outcome.deadAgain.length,
+      1,
+    );
     const pause = await client.json("PUT", "/api/console/receivers/crm", {
       paused: true,
     });

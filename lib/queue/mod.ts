@@ -26,6 +26,14 @@ export {
   TooManySupersessions,
 } from "./dead_letters.ts";
 export {
+  type DeadAgain,
+  type EarlierDeadLetter,
+  earlierDeadLetters,
+  inSendingOrder,
+  type RedriveOutcome,
+  redriveOutcome,
+} from "./redrive_order.ts";
+export {
   type PauseChange,
   type PausedLanes,
   pausedSubscribers,

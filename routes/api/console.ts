@@ -42,6 +42,10 @@ import {
   type BulkResult,
 } from "../../services/console/bulk.ts";
 import { cancelJob, readJob } from "../../services/console/jobs.ts";
+import {
+  redriveOutcomeOf,
+  waitedOnView,
+} from "../../services/console/redrive_outcome.ts";
 import { failureGroupsData } from "../../services/console/failure_groups.ts";
 import {
   actionsQuerySchema,
@@ -99,9 +103,36 @@ export const bulkSchema = z.object({
   ratePerSecond: z.number().int().min(1).max(1000).optional(),
   /** Redrive dead letters beyond the replay horizon too. */
   force: z.boolean().optional(),
+  /**
+   * Redrive the dead letters the selection waits on too (a dry run's
+   * `waitsOn`): the earlier messages of the same order to the same receiver.
+   */
+  includeEarlier: z.boolean().optional(),
 }).strict();
 
-export const forceSchema = z.object({ force: z.boolean().optional() }).strict();
+export const forceSchema = z.object({
+  force: z.boolean().optional(),
+  /** As in a bulk redrive: the earlier dead letters this one waits on too. */
+  includeEarlier: z.boolean().optional(),
+}).strict();
+
+/** `GET /api/console/redrive-outcome?ids=1,2`: the redrive answer's ids. */
+export const redriveOutcomeQuery = z.object({
+  ids: z.string().transform((s, ctx) => {
+    const ids = s.split(",").map(Number);
+    if (
+      ids.length > 1000 ||
+      !ids.every((id) => Number.isSafeInteger(id) && id > 0)
+    ) {
+      ctx.addIssue({
+        code: "custom",
+        message: "up to 1000 delivery ids, separated by commas",
+      });
+      return z.NEVER;
+    }
+    return ids;
+  }),
+}).strict();
 
 export const supersedeSchema = z.object({
   // jsonb cannot store U+0000 either (see text()).
@@ -198,6 +229,10 @@ function bulkAnswer(c: Context, result: BulkResult, extra = {}) {
     return c.json({
       count: result.count,
       beyondReplayHorizon: result.beyondReplayHorizon,
+      // Only when there are any: the field is new, and its absence says none.
+      ...(result.waitsOn.length
+        ? { waitsOn: result.waitsOn.map(waitedOnView) }
+        : {}),
     });
   }
   if (result.kind === "job") {
@@ -282,16 +317,23 @@ export function consoleRoutes(deps: Deps) {
     redriveOne: async (c: Context) => {
       const operator = requireOperator(c);
       const id = idParam(c);
-      const { force } = parseOr400(forceSchema, await optionalJson(c));
+      const { force, includeEarlier } = parseOr400(
+        forceSchema,
+        await optionalJson(c),
+      );
       const result = await runBulk(deps, operator, {
         action: "redrive",
         filter: { ids: [id] },
         force,
+        includeEarlier,
       });
+      // With the letters it waits on, one redrive may be more than a job's
+      // worth.
+      if (result.kind === "job") return bulkAnswer(c, result);
       if (result.kind !== "now" || result.ids.length === 0) {
         throw new HttpError(404, "no such dead letter");
       }
-      return c.json({ count: 1, ids: result.ids }, 202);
+      return c.json({ count: result.ids.length, ids: result.ids }, 202);
     },
     refuseOne: async (c: Context) => {
       const operator = requireOperator(c);
@@ -314,16 +356,15 @@ export function consoleRoutes(deps: Deps) {
     },
     redriveMany: async (c: Context) => {
       const operator = requireOperator(c);
-      const { dryRun, ratePerSecond, force, ...filter } = parseOr400(
-        bulkSchema,
-        await readJson(c.req.raw),
-      );
+      const { dryRun, ratePerSecond, force, includeEarlier, ...filter } =
+        parseOr400(bulkSchema, await readJson(c.req.raw));
       const result = await runBulk(deps, operator, {
         action: "redrive",
         filter,
         dryRun,
         ratePerSecond,
         force,
+        includeEarlier,
       });
       if (result.kind === "now") {
         return c.json({ count: result.ids.length, ids: result.ids }, 202);
@@ -332,10 +373,14 @@ export function consoleRoutes(deps: Deps) {
     },
     refuseMany: async (c: Context) => {
       const operator = requireOperator(c);
-      const { reason, dryRun, ratePerSecond, force: _, ...filter } = parseOr400(
-        bulkRefuseSchema,
-        await readJson(c.req.raw),
-      );
+      const {
+        reason,
+        dryRun,
+        ratePerSecond,
+        force: _,
+        includeEarlier: __,
+        ...filter
+      } = parseOr400(bulkRefuseSchema, await readJson(c.req.raw));
       if (!dryRun && !reason) {
         parseOr400(reasonSchema, {});
       }
@@ -393,6 +438,11 @@ export function consoleRoutes(deps: Deps) {
         deliveryId: done.deliveryId,
         supersedes: id,
       }, 201);
+    },
+    redriveOutcome: async (c: Context) => {
+      const { sandboxId } = requireOperator(c);
+      const { ids } = parseOr400(redriveOutcomeQuery, query(c), "query");
+      return c.json(await redriveOutcomeOf(sql, sandboxId, ids));
     },
     job: async (c: Context) => {
       const { sandboxId } = requireOperator(c);

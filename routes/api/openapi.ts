@@ -34,6 +34,7 @@ import {
   forceSchema,
   pauseSchema,
   reasonSchema,
+  redriveOutcomeQuery,
   releaseSchema,
   searchQuery,
   supersedeSchema,
@@ -428,6 +429,14 @@ const CONSOLE: [string, Operation][] = [
       ...NO_DEAD_LETTER,
       409: "The receiver applied it after all, or it was superseded too often",
     },
+  }),
+  con("GET /api/console/redrive-outcome", {
+    summary: "What became of redriven dead letters",
+    description:
+      "Pass the `ids` a redrive answered with. Applied, still retrying, or " +
+      "dead again with the receiver's answer; `settled` once none retries.",
+    query: redriveOutcomeQuery,
+    answers: ok("RedriveOutcome", contracts.redriveOutcomeSchema),
   }),
   con("GET /api/console/jobs/:jobId", {
     summary: "A bulk action's job",

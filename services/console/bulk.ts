@@ -4,6 +4,10 @@
  * beyond the receivers' replay horizon is refused unless forced; more than
  * {@link JOB_THRESHOLD} rows become a job (services/console/jobs.ts) at the
  * operator's rate; and every action leaves its row in the operator log.
+ * A redrive's dry run names the dead letters its selection waits on (the
+ * earlier messages of the same order to the same receiver, dead too and
+ * left out), and `includeEarlier` takes them along: without them, the
+ * receiver answers "not yet" and the redriven messages die again.
  */
 import type { Sql } from "../../lib/db/connect.ts";
 import { asService, isRouted, poolOf } from "../../lib/db/service.ts";
@@ -11,10 +15,15 @@ import { queueOfDelivery } from "../databases.ts";
 import { SENDERS } from "../routing.ts";
 import {
   type DeadLetterFilter,
+  type EarlierDeadLetter,
+  earlierDeadLetters,
+  inSendingOrder,
   matchDeadLetters,
+  type MatchedDeadLetters,
   redriveIn,
   refuseIn,
 } from "../../lib/queue/mod.ts";
+import type { TxSql } from "../../lib/db/connect.ts";
 import { logAction } from "./actions.ts";
 import { createJob } from "./jobs.ts";
 import { uuidv7 } from "../../lib/outbox/envelope.ts";
@@ -37,6 +46,8 @@ export interface BulkRequest {
   dryRun?: boolean;
   /** Redrive dead letters beyond the replay horizon too. */
   force?: boolean;
+  /** Redrive the dead letters the selection waits on too. */
+  includeEarlier?: boolean;
   ratePerSecond?: number;
 }
 
@@ -50,7 +61,13 @@ export interface BulkContext {
 }
 
 export type BulkResult =
-  | { kind: "dryRun"; count: number; beyondReplayHorizon: number }
+  | {
+    kind: "dryRun";
+    count: number;
+    beyondReplayHorizon: number;
+    /** A redrive's: the dead letters the selection waits on. */
+    waitsOn: EarlierDeadLetter[];
+  }
   | { kind: "now"; ids: number[] }
   | { kind: "job"; jobId: string; count: number };
 
@@ -109,6 +126,7 @@ export async function bulkAction(
       kind: "dryRun",
       count,
       beyondReplayHorizon: total("beyondReplayHorizon"),
+      waitsOn: counted.flatMap((c) => c.kind === "dryRun" ? c.waitsOn : []),
     };
   }
   const beyond = total("beyondReplayHorizon");
@@ -158,13 +176,14 @@ async function bulkActionIn(
     "queue",
     { tenantId: sandboxId },
     async ({ sql }) => {
-      const matched = await matchDeadLetters(sql, req.filter, ctx.horizonDays);
+      const { matched, waitsOn } = await select(sql, req, ctx.horizonDays);
       const count = matched.ids.length;
       if (req.dryRun) {
         return {
           kind: "dryRun",
           count,
           beyondReplayHorizon: matched.beyondHorizon.length,
+          waitsOn,
         };
       }
       const force = req.force ?? false;
@@ -175,11 +194,20 @@ async function bulkActionIn(
           ctx.horizonDays,
         );
       }
-      const target = { ...req.filter, ...(force ? { force } : {}) };
+      const target = {
+        ...req.filter,
+        ...(force ? { force } : {}),
+        ...(req.includeEarlier ? { includeEarlier: true } : {}),
+      };
       if (count > JOB_THRESHOLD || asPart) {
         const jobId = await createJob(sql, sandboxId, {
           action: req.action,
-          ids: matched.ids,
+          // A job sends a slice a second: each order's messages to one
+          // receiver in the order they were written, so that no slice
+          // sends one before the message it waits on.
+          ids: req.action === "redrive"
+            ? await inSendingOrder(sql, matched.ids)
+            : matched.ids,
           ratePerSecond: asPart?.ratePerSecond ?? req.ratePerSecond ??
             DEFAULT_RATE,
           reason: req.reason,
@@ -210,4 +238,24 @@ async function bulkActionIn(
       return { kind: "now", ids };
     },
   );
+}
+
+/**
+ * The dead letters a request acts on and, for a redrive, those its
+ * selection waits on; with `includeEarlier`, those are among the matched.
+ */
+async function select(
+  sql: TxSql,
+  req: BulkRequest,
+  horizonDays: number,
+): Promise<{ matched: MatchedDeadLetters; waitsOn: EarlierDeadLetter[] }> {
+  const matched = await matchDeadLetters(sql, req.filter, horizonDays);
+  if (req.action !== "redrive") return { matched, waitsOn: [] };
+  const waitsOn = await earlierDeadLetters(sql, matched.ids);
+  if (!req.includeEarlier || waitsOn.length === 0) return { matched, waitsOn };
+  const ids = [...matched.ids, ...waitsOn.map((d) => d.id)];
+  return {
+    matched: await matchDeadLetters(sql, { ids }, horizonDays),
+    waitsOn,
+  };
 }

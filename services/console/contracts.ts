@@ -448,6 +448,38 @@ export const redriveAnswerSchema = z.strictObject({
 });
 export type RedriveAnswer = z.infer<typeof redriveAnswerSchema>;
 
+/** A redriven delivery that died again, with the receiver's last answer. */
+export const deadAgainSchema = z.strictObject({
+  id,
+  messageId: z.string(),
+  eventType: z.string(),
+  subscriber: z.string(),
+  orderId: z.string(),
+  lastError: z.string().nullable(),
+});
+export type DeadAgainItem = z.infer<typeof deadAgainSchema>;
+
+/**
+ * `GET /api/console/redrive-outcome?ids=` (and a redrive job's `outcome`):
+ * what became of redriven deliveries. Never a bare success: a redrive is
+ * applied only when its receiver says so.
+ */
+export const redriveOutcomeSchema = z.strictObject({
+  /** Done: the receiver applied them. */
+  applied: count,
+  /** Pending or in flight: not answered for good yet. */
+  retrying: count,
+  /** Dead again since the redrive, with the answer that killed each. */
+  deadAgain: z.array(deadAgainSchema),
+  /** Closed by an operator since. */
+  refused: count,
+  /** Still dead and not redriven (a job has not reached them yet). */
+  notRedriven: count,
+  /** True once none is retrying: the outcome will not change by itself. */
+  settled: z.boolean(),
+});
+export type RedriveOutcomeView = z.infer<typeof redriveOutcomeSchema>;
+
 /** `POST /api/console/dead-letters[/:id]/refuse`: what was closed, why, by whom. */
 export const refuseAnswerSchema = z.strictObject({
   count,
@@ -457,11 +489,34 @@ export const refuseAnswerSchema = z.strictObject({
 });
 export type RefuseAnswer = z.infer<typeof refuseAnswerSchema>;
 
+/**
+ * A dead letter that a redrive's selection waits on: written before one of
+ * them, to the same receiver, for the same order, and dead itself. Sent
+ * without it, those are refused "not yet" and die again.
+ */
+export const waitedOnSchema = z.strictObject({
+  id,
+  messageId: z.string(),
+  eventType: z.string(),
+  subscriber: z.string(),
+  orderId: z.string(),
+  lastError: z.string().nullable(),
+  deadAt: time,
+  /** The selected dead letters that wait on it. */
+  before: z.array(id),
+});
+export type WaitedOn = z.infer<typeof waitedOnSchema>;
+
 /** A bulk action's `dryRun`: 200, how many it would take; nothing changed. */
 export const dryRunAnswerSchema = z.strictObject({
   count,
   /** Of those, the ones a redrive would need `force` for. */
   beyondReplayHorizon: count,
+  /**
+   * A redrive's only, and only when there are any: the dead letters the
+   * selection waits on. `"includeEarlier": true` redrives them too.
+   */
+  waitsOn: z.array(waitedOnSchema).optional(),
 });
 export type DryRunAnswer = z.infer<typeof dryRunAnswerSchema>;
 
@@ -524,6 +579,11 @@ export const jobViewSchema = z.strictObject({
   actor: z.string(),
   createdAt: time,
   finishedAt: time.nullable(),
+  /**
+   * A redrive job's, read one job at a time (`GET /api/console/jobs/:jobId`):
+   * what became of the rows it has redriven so far.
+   */
+  outcome: redriveOutcomeSchema.optional(),
 });
 export type JobView = z.infer<typeof jobViewSchema>;
 
@@ -601,6 +661,7 @@ export const CONSOLE_TWINS = {
   "/api/console/order-violations": orderViolationsSchema,
   "/api/console/failure-groups": failureGroupsDataSchema,
   "/api/console/jobs/:jobId": jobViewSchema,
+  "/api/console/redrive-outcome": redriveOutcomeSchema,
   "/api/console/actions": actionsDataSchema,
   "/api/console/search": searchDataSchema,
   "/api/console/checkout-events": checkoutEventsSchema,

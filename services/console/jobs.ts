@@ -13,10 +13,16 @@ import { queuePools, readServices } from "../databases.ts";
 import { asService } from "../../lib/db/service.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import { uuidv7 } from "../../lib/outbox/envelope.ts";
-import { redriveIn, refuseIn } from "../../lib/queue/mod.ts";
+import {
+  redriveIn,
+  type RedriveOutcome,
+  redriveOutcome,
+  refuseIn,
+} from "../../lib/queue/mod.ts";
 import { Loop, type TickResult } from "../../lib/wake/loop.ts";
 import { logAction } from "./actions.ts";
 import { type JobView, jobViewSchema } from "./contracts.ts";
+import { mergeOutcomes, outcomeView } from "./redrive_outcome.ts";
 
 export type { JobView } from "./contracts.ts";
 
@@ -42,6 +48,7 @@ function view(r: any): JobView {
     actor: r.actor,
     createdAt: r.created_at.toISOString(),
     finishedAt: r.finished_at?.toISOString() ?? null,
+    ...(r.outcome ? { outcome: outcomeView(r.outcome) } : {}),
   });
 }
 
@@ -62,6 +69,7 @@ function merged(parts: JobView[]): JobView {
     : "done";
   const times = (key: "createdAt" | "finishedAt") =>
     parts.map((p) => p[key] ?? "").sort();
+  const outcomes = parts.flatMap((p) => p.outcome ? [p.outcome] : []);
   return {
     ...parts[0],
     state,
@@ -71,6 +79,14 @@ function merged(parts: JobView[]): JobView {
     ratePerSecond: sum("ratePerSecond"),
     createdAt: times("createdAt")[0],
     finishedAt: state === "running" ? null : times("finishedAt").at(-1)!,
+    ...(outcomes.length
+      ? {
+        outcome: outcomeView(mergeOutcomes(outcomes.map((o) => ({
+          ...o,
+          deadAgain: o.deadAgain.map((d) => ({ ...d, aggregateId: d.orderId })),
+        })))),
+      }
+      : {}),
   };
 }
 
@@ -121,7 +137,11 @@ export async function createJob(
 
 const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** One job of the sandbox, or null (also for a malformed id). */
+/**
+ * One job of the sandbox, or null (also for a malformed id). A redrive
+ * job's comes with what became of the rows it redrove so far (`outcome`):
+ * the page follows it instead of calling the job a success.
+ */
 export async function readJob(
   sql: Sql,
   sandboxId: string,
@@ -134,10 +154,20 @@ export async function readJob(
     (at, queues) =>
       Promise.all(
         queues.map((q) =>
-          at(q, (sql) =>
-            sql`select ${
-              COLUMNS(sql)
-            } from queue.bulk_jobs where id = ${jobId}`)
+          at(q, async (sql) => {
+            const rows = await sql`
+              select ${COLUMNS(sql)}, ids[1 : done] as taken
+                from queue.bulk_jobs where id = ${jobId}`;
+            for (const row of rows) {
+              if (row.action !== "redrive") continue;
+              const outcome: RedriveOutcome = await redriveOutcome(
+                sql,
+                row.taken.map(Number),
+              );
+              row.outcome = outcome;
+            }
+            return rows;
+          })
         ),
       ),
   );
