@@ -29,6 +29,8 @@ export type {
   ReceiversData,
   ReceiverStats,
   RedriveAnswer,
+  RedriveOutcomeView,
   RefuseAnswer,
   ReleaseAnswer,
+  WaitedOn,
 } from "../services/console/contracts.ts";

@@ -5,7 +5,11 @@
  * to an error message.
  */
 import { type Answer, failure, sendJson } from "./_console_api.ts";
-import type { RedriveAnswer, RefuseAnswer } from "./_console_types.ts";
+import type {
+  RedriveAnswer,
+  RefuseAnswer,
+  WaitedOn,
+} from "./_console_types.ts";
 
 /** Which dead letters a bulk action means: ids, or a filter. */
 export interface DeadLetterTarget {
@@ -61,11 +65,37 @@ export async function refuseOne(
   return result(await sendJson("POST", `${BASE}/${id}/refuse`, { reason }));
 }
 
-/** `POST /api/console/dead-letters/redrive` with ids or a filter. */
+/**
+ * `POST /api/console/dead-letters/redrive` with ids or a filter;
+ * `includeEarlier` redrives the dead letters they wait on too.
+ */
 export async function redriveMany(
   target: DeadLetterTarget,
+  includeEarlier = false,
 ): Promise<ActionResult> {
-  return result(await sendJson("POST", `${BASE}/redrive`, target));
+  return result(
+    await sendJson(
+      "POST",
+      `${BASE}/redrive`,
+      includeEarlier ? { ...target, includeEarlier } : target,
+    ),
+  );
+}
+
+/**
+ * A redrive's dry run: the earlier dead letters `target` waits on (none
+ * when the dry run failed: the redrive itself then says why).
+ */
+export async function redriveWaitsOn(
+  target: DeadLetterTarget,
+): Promise<WaitedOn[]> {
+  const answer = await sendJson("POST", `${BASE}/redrive`, {
+    ...target,
+    dryRun: true,
+  });
+  return answer.ok && Array.isArray(answer.body?.waitsOn)
+    ? answer.body.waitsOn
+    : [];
 }
 
 /** `POST /api/console/dead-letters/refuse` with ids or a filter and a reason. */

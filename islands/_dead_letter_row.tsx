@@ -95,7 +95,8 @@ export function DeadLetterRow(props: DeadLetterRowProps) {
           {acted
             ? (
               <span
-                class={acted.action === "redriven" ? "badge badge-ok" : "badge"}
+                // Not green: sent again is not applied (the outcome says).
+                class="badge"
                 id={outcomeId(d.id)}
                 tabIndex={-1}
                 data-testid={`outcome-${d.id}`}

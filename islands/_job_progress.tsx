@@ -37,6 +37,13 @@ export function JobProgress({ job }: JobProgressProps) {
           ? `${
             VERB[j.action]
           } ${j.total} dead letters at ${j.ratePerSecond} a second`
+          : j.state === "done" && j.outcome
+          // A redrive job: what the receivers made of it, not a success.
+          ? `${
+            DONE[j.action]
+          } ${j.changed} of ${j.total} dead letters: ${j.outcome.applied} applied, ${j.outcome.deadAgain.length} dead again${
+            j.outcome.retrying ? `, ${j.outcome.retrying} still retrying` : ""
+          }`
           : j.state === "done"
           ? `${
             DONE[j.action]

@@ -4,7 +4,11 @@
  * them oldest first). Refusing asks for a reason. A row changes in place
  * after the click; the list is fetched again from its twin,
  * `GET /api/console/dead-letters`, on every change of the sandbox, and a
- * redriven row that dies again comes back as dead.
+ * redriven row that dies again comes back as dead. Redriving the selected
+ * rows or all matching asks for a dry run first: when they wait on earlier
+ * dead letters of the same orders, the page names them and offers to
+ * include them before anything is sent. After a redrive the page follows
+ * the messages and says what was applied and what died again.
  */
 import { useSignal } from "@preact/signals";
 import { useFocusNext } from "./_focus.ts";
@@ -15,6 +19,7 @@ import {
   type DeadLetterTarget,
   redriveMany,
   redriveOne,
+  redriveWaitsOn,
   refuseMany,
   refuseOne,
 } from "./_dead_letter_actions.ts";
@@ -26,7 +31,9 @@ import {
 } from "./_dead_letter_row.tsx";
 import { RefuseForm } from "./_refuse_form.tsx";
 import { JobProgress } from "./_job_progress.tsx";
-import type { JobView } from "./_console_types.ts";
+import type { JobView, WaitedOn } from "./_console_types.ts";
+import { RedriveOutcome } from "./_redrive_outcome.tsx";
+import { WaitsOnList } from "./_waits_on.tsx";
 
 /** Props: the page's filter (also the "all matching" target) and its data. */
 export interface DeadLettersProps {
@@ -62,6 +69,13 @@ export default function DeadLetters(props: DeadLettersProps) {
   const notice = useSignal("");
   const error = useSignal("");
   const jobs = useSignal<JobView[]>([]);
+  /** The ids of the last redrive done at once, followed until they settle. */
+  const following = useSignal<number[] | null>(null);
+  /** A toolbar redrive held back by its dry run: what it waits on. */
+  const waiting = useSignal<
+    { which: "selected" | "all"; waitsOn: WaitedOn[] } | null
+  >(null);
+  const includeEarlier = useSignal(false);
   const focusNext = useFocusNext();
 
   // What the server says is dead, with what this page did laid over it.
@@ -116,6 +130,7 @@ export default function DeadLetters(props: DeadLettersProps) {
     busy.value = true;
     notice.value = "";
     error.value = "";
+    waiting.value = null;
     const result = await run();
     busy.value = false;
     if ("error" in result) {
@@ -135,6 +150,9 @@ export default function DeadLetters(props: DeadLettersProps) {
       return null;
     }
     mark(result.ids, action, reason);
+    following.value = action === "redriven" && result.ids.length
+      ? result.ids
+      : null;
     notice.value = `${action === "redriven" ? "Redrove" : "Refused"} ${
       plural(result.ids.length, "dead letter", "dead letters")
     }${
@@ -143,6 +161,25 @@ export default function DeadLetters(props: DeadLettersProps) {
     focusNext.value = typeof which === "number" ? outcomeId(which) : NOTICE_ID;
     void live.reload();
     return null;
+  }
+
+  /**
+   * Redrives the toolbar's targets, after a dry run: when they wait on
+   * earlier dead letters, it stops to name them instead.
+   */
+  async function redriveChecked(which: "selected" | "all") {
+    const target = targetOf(which);
+    busy.value = true;
+    const waitsOn = await redriveWaitsOn(target);
+    busy.value = false;
+    if (waitsOn.length > 0) {
+      notice.value = "";
+      error.value = "";
+      includeEarlier.value = false;
+      waiting.value = { which, waitsOn };
+      return;
+    }
+    await act(which, () => redriveMany(target), "redriven");
   }
 
   const targetOf = (which: "selected" | "all"): DeadLetterTarget =>
@@ -193,8 +230,7 @@ export default function DeadLetters(props: DeadLettersProps) {
           type="button"
           class="button small"
           disabled={busy.value || chosen.length === 0}
-          onClick={() =>
-            act("selected", () => redriveMany({ ids: chosen }), "redriven")}
+          onClick={() => redriveChecked("selected")}
           data-testid="redrive-selected"
         >
           Redrive selected
@@ -214,8 +250,7 @@ export default function DeadLetters(props: DeadLettersProps) {
           type="button"
           class="button small"
           disabled={busy.value || open.length === 0}
-          onClick={() =>
-            act("all", () => redriveMany(props.filter), "redriven")}
+          onClick={() => redriveChecked("all")}
           data-testid="redrive-all"
         >
           Redrive all matching
@@ -233,14 +268,53 @@ export default function DeadLetters(props: DeadLettersProps) {
       </div>
       {(refusing.value === "selected" || refusing.value === "all") &&
         <div class="toolbar-form">{form(refusing.value)}</div>}
+      {waiting.value && (
+        <div class="confirm" role="group" data-testid="redrive-waits">
+          <WaitsOnList
+            waitsOn={waiting.value.waitsOn}
+            include={includeEarlier.value}
+            onInclude={(on) =>
+              includeEarlier.value = on}
+            testid="redrive-waits-on"
+          />
+          <button
+            type="button"
+            class="button small"
+            disabled={busy.value}
+            onClick={() => {
+              const { which } = waiting.value!;
+              const include = includeEarlier.value;
+              void act(
+                which,
+                () =>
+                  redriveMany(targetOf(which), include),
+                "redriven",
+              );
+            }}
+            data-testid="redrive-waits-go"
+          >
+            Redrive
+          </button>
+          <button
+            type="button"
+            class="button small quiet"
+            onClick={() =>
+              waiting.value = null}
+            data-testid="redrive-waits-cancel"
+          >
+            Cancel
+          </button>
+        </div>
+      )}
       {jobs.value.length > 0 && (
         <div class="jobs">
           {jobs.value.map((job) => <JobProgress key={job.jobId} job={job} />)}
         </div>
       )}
       {notice.value && (
+        // Neutral after a redrive: it sent them; the outcome says how it went.
         <p
-          class="notice"
+          class={following.value ? "notice neutral" : "notice"}
           role="status"
           id={NOTICE_ID}
           tabIndex={-1}
@@ -248,6 +322,9 @@ export default function DeadLetters(props: DeadLettersProps) {
         >
           {notice.value}
         </p>
+      )}
+      {following.value && (
+        <RedriveOutcome key={following.value.join()} ids={following.value} />
       )}
       {(error.value || live.error.value) && (
         <p

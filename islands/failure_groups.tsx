@@ -5,13 +5,19 @@
  * the action goes only after the operator confirms it. A group of more
  * than 100 runs as a job, shown with its progress bar until it is done.
  * A dry run that finds dead letters beyond the replay horizon says so, and
- * redriving them too needs its own tick.
+ * redriving them too needs its own tick. A redrive's dry run also names
+ * the earlier dead letters of the same orders the group waits on (sent
+ * without them, the receiver answers "not yet" and they die again), with a
+ * tick to include them. After a redrive the page follows the messages and
+ * says what was applied and what died again, never a bare success.
  */
 import { useSignal } from "@preact/signals";
 import { useLive } from "./_live.ts";
 import { failure, sendJson } from "./_console_api.ts";
-import type { FailureGroup, JobView } from "./_console_types.ts";
+import type { FailureGroup, JobView, WaitedOn } from "./_console_types.ts";
 import { JobProgress } from "./_job_progress.tsx";
+import { RedriveOutcome } from "./_redrive_outcome.tsx";
+import { WaitsOnList } from "./_waits_on.tsx";
 import { formatClock } from "../components/console_format.ts";
 
 /** Props: the groups and the sandbox's recent jobs, as the server saw them. */
@@ -25,6 +31,8 @@ interface Pending {
   action: "redrive" | "refuse";
   count: number;
   beyond: number;
+  /** A redrive's: the earlier dead letters the group waits on. */
+  waitsOn: WaitedOn[];
 }
 
 /** More than this many rows go as a job (services/console/bulk.ts). */
@@ -39,6 +47,9 @@ export default function FailureGroups(props: FailureGroupsProps) {
   const pending = useSignal<Pending | null>(null);
   const reason = useSignal("");
   const force = useSignal(false);
+  const includeEarlier = useSignal(false);
+  /** The ids of the last redrive done at once, followed until they settle. */
+  const following = useSignal<number[] | null>(null);
   const rate = useSignal(50);
   const busy = useSignal(false);
   const notice = useSignal("");
@@ -63,9 +74,11 @@ export default function FailureGroups(props: FailureGroupsProps) {
       action,
       count: answer.body.count,
       beyond: answer.body.beyondReplayHorizon ?? 0,
+      waitsOn: answer.body.waitsOn ?? [],
     };
     reason.value = "";
     force.value = false;
+    includeEarlier.value = false;
   }
 
   async function confirm() {
@@ -85,6 +98,9 @@ export default function FailureGroups(props: FailureGroupsProps) {
         ...(p.count > JOB_THRESHOLD ? { ratePerSecond: rate.value } : {}),
         ...(p.action === "refuse" ? { reason: reason.value.trim() } : {}),
         ...(p.action === "redrive" && force.value ? { force: true } : {}),
+        ...(p.action === "redrive" && includeEarlier.value
+          ? { includeEarlier: true }
+          : {}),
       },
     );
     busy.value = false;
@@ -93,6 +109,7 @@ export default function FailureGroups(props: FailureGroupsProps) {
       return;
     }
     pending.value = null;
+    following.value = null;
     if (answer.body.jobId) {
       const job = await fetch(`/api/console/jobs/${answer.body.jobId}`)
         .then((r) => r.json());
@@ -102,6 +119,9 @@ export default function FailureGroups(props: FailureGroupsProps) {
       notice.value = `${p.action === "redrive" ? "Redrove" : "Refused"} ${
         plural(answer.body.count)
       }${p.action === "redrive" ? ", oldest first" : ""}.`;
+      if (p.action === "redrive" && answer.body.ids?.length) {
+        following.value = answer.body.ids;
+      }
     }
     void live.reload();
   }
@@ -117,9 +137,17 @@ export default function FailureGroups(props: FailureGroupsProps) {
         </div>
       )}
       {notice.value && (
-        <p class="notice" role="status" data-testid="group-notice">
+        // Neutral: a redrive sent them; the outcome below says how it went.
+        <p
+          class={following.value ? "notice neutral" : "notice"}
+          role="status"
+          data-testid="group-notice"
+        >
           {notice.value}
         </p>
+      )}
+      {following.value && (
+        <RedriveOutcome key={following.value.join()} ids={following.value} />
       )}
       {error.value && (
         <p class="form-error" role="alert" data-testid="group-error">
@@ -151,6 +179,14 @@ export default function FailureGroups(props: FailureGroupsProps) {
                 Redrive those too
               </label>
             </p>
+          )}
+          {p.action === "redrive" && p.waitsOn.length > 0 && (
+            <WaitsOnList
+              waitsOn={p.waitsOn}
+              include={includeEarlier.value}
+              onInclude={(on) => includeEarlier.value = on}
+              testid="group-waits-on"
+            />
           )}
           {p.action === "refuse" && (
             <label>
@@ -185,7 +221,9 @@ export default function FailureGroups(props: FailureGroupsProps) {
             onClick={confirm}
             data-testid="group-confirm-go"
           >
-            {p.action === "redrive" ? "Redrive" : "Refuse"} {plural(p.count)}
+            {p.action === "redrive" ? "Redrive" : "Refuse"} {plural(
+              p.count + (includeEarlier.value ? p.waitsOn.length : 0),
+            )}
           </button>
           <button
             type="button"
