@@ -53,6 +53,7 @@ import {
   joinedRecords,
   type Taken,
 } from "./deliveries_sql.ts";
+import { SOURCE_HEADER } from "./queue.ts";
 import type { JetStream } from "./stream.ts";
 
 export interface JetStreamConsumerOptions extends SendOptions {
@@ -412,7 +413,8 @@ export class JetStreamConsumer {
     const options = this.#options;
     const taken = new Map<string, { msg: JsMsg; t: Taken }>();
     for (const msg of burst) {
-      const parsed = envelopeSchema.safeParse(safeJson(msg.string()));
+      const body = safeJson(msg.string());
+      const parsed = envelopeSchema.safeParse(body);
       if (!parsed.success) {
         // Not an envelope: nothing on this stream but the relay's publishes
         // should be. It cannot become one by being sent again.
@@ -432,7 +434,12 @@ export class JetStreamConsumer {
       else {
         taken.set(key, {
           msg,
-          t: { subscriber: options.subscriber, envelope: parsed.data },
+          t: {
+            subscriber: options.subscriber,
+            envelope: parsed.data,
+            source: msg.headers?.get(SOURCE_HEADER) || undefined,
+            body,
+          },
         });
       }
     }

@@ -21,6 +21,17 @@ import { inPlatform, inQueue } from "../../db/names.ts";
 export interface Taken {
   subscriber: string;
   envelope: Envelope;
+  /**
+   * The message's `Outbox-Source` header (queue.ts): without it, no message
+   * row can be written, since every row names its source.
+   */
+  source?: string;
+  /**
+   * The envelope as the broker carried it, before the schema read it (a
+   * version 1 envelope stays one): what the relay stores. Default:
+   * `envelope`.
+   */
+  body?: unknown;
 }
 
 interface StartedRow {
@@ -36,9 +47,12 @@ interface StartedRow {
  * Starts an attempt for each taken message whose delivery is open (pending,
  * or in flight under a lease that JetStream's redelivery says has run out):
  * in flight, leased to `owner`, one attempt more. A delivery with no row yet
- * gets one (the relay stores the rows before it publishes, so only a
- * database restored from an older backup lacks them), and so does its
- * message. A message of a tenant whose wipe has begun starts nothing: a
+ * gets one, and its message gets its row in queue.messages as the relay's
+ * store writes it (from the envelope and the `Outbox-Source` header): the
+ * relay stores its rows after the PubAcks, so a consumer may take a message
+ * first, and a relay that dies in between never stores them. Without the
+ * message row, a redrive of the delivery had nothing to publish
+ * (redrive.ts). A message of a tenant whose wipe has begun starts nothing: a
  * row of `platform.closed_refusals` says so (the broker may give one late,
  * or again from a lane made again). Returns the deliveries started; a
  * taken message left out is settled (done, dead or refused) and only needs
@@ -53,7 +67,7 @@ export async function startDeliveries(
   if (taken.length === 0) return [];
   // One start is one claim: its rows are leased under a token of its own.
   const lease = claimLease(owner);
-  const envelopes = taken.map((t) => t.envelope);
+  const bodies = taken.map((t) => t.body ?? t.envelope);
   const closed = sql(inPlatform("tenant_closed"));
   const rows = await bookkeepingStatement(
     sql,
@@ -62,13 +76,15 @@ export async function startDeliveries(
       sql<StartedRow[]>`
       with t as (
         select (e->>'messageId')::uuid as message_id,
-               tenant_id, s as subscriber,
+               tenant_id, s as subscriber, nullif(src, '') as source,
+               e as envelope,
                e->>'type' as type, e->>'aggregateId' as aggregate_id,
                ${closed}(tenant_id) as closed
           from unnest(${taken.map((t) => t.subscriber)}::text[],
+                      ${taken.map((t) => t.source ?? "")}::text[],
                       array(select v from jsonb_array_elements(
-                              ${sql.json(envelopes as never)}) as v))
-            as x(s, e),
+                              ${sql.json(bodies as never)}) as v))
+            as x(s, src, e),
           -- Version 1 envelopes name the tenant sandboxId.
           lateral (select coalesce(e->>'tenantId',
                                    e->>'sandboxId')::uuid as tenant_id) v
@@ -79,6 +95,17 @@ export async function startDeliveries(
                message_id || '.' || subscriber,
                'taken from the broker after the tenant''s wipe began'
           from t where closed
+      ), m as (
+        -- The relay's columns (lib/queue/postgres/store_sql.ts); a row it
+        -- stored already, or another consumer of the message, stands.
+        insert into ${sql(inQueue("messages"))}
+          (message_id, tenant_id, source, type, aggregate_id, envelope)
+        select distinct on (message_id)
+               message_id, tenant_id, source, type, aggregate_id, envelope
+          from t where not closed and source is not null
+         order by message_id
+        on conflict (message_id) do nothing
+        returning message_id
       )
       insert into ${sql(inQueue("deliveries"))} as d
         (tenant_id, message_id, subscriber, type, aggregate_id, state,
@@ -88,8 +115,12 @@ export async function startDeliveries(
              now() + ${leaseMs} * interval '1 millisecond',
              now() + ${leaseMs} * interval '1 millisecond', 1
         from t where not closed
-       -- In the order the relay stores them (by message id): the same keys
-       -- taken in two orders deadlocked (lib/queue/jetstream/queue.ts).
+         -- Every message row before any delivery row, as the relay's store
+         -- goes (its deliveries after its messages), each in message id
+         -- order: the same keys taken in two orders deadlocked
+         -- (lib/queue/jetstream/queue.ts). A sub-statement of WITH runs
+         -- when read; this scalar subquery reads all of m first.
+         and (select count(*) from m) >= 0
        order by message_id, subscriber
       on conflict (message_id, subscriber) do update
          set state = 'in_flight',

@@ -172,6 +172,7 @@ export function brokerLoops(
         js: stream.js,
         names: stream.names,
         lanes: stream.lanes,
+        log,
       }),
   });
   loops.push(...consumerLoops, lanes, republisher);

@@ -15,7 +15,8 @@
  * the console, the timeline and the closure read, and that the consumers move
  * on. Stored after the PubAcks, not before, so that while the broker is away
  * the closure says owed, not in flight. A consumer may take a message before
- * its delivery's row is stored: it makes that row itself (deliveries_sql.ts).
+ * its delivery's row is stored: it makes that row, and its message's, itself
+ * (deliveries_sql.ts).
  * Each message names the service it came from in its `Outbox-Source`
  * header, for people reading the stream.
  */

@@ -10,10 +10,21 @@
  * works as an outbox: claimed with a lease, cleared once the PubAck came
  * unless a later redrive marked it again; a crash in between publishes
  * again, and the broker id makes that one copy.
+ *
+ * A mark whose message has no row in queue.messages cannot be published:
+ * the envelope is there alone. The consumers write that row with the
+ * delivery (deliveries_sql.ts), so only a delivery made before they did
+ * lacks it, or one whose broker message had no `Outbox-Source`. Such a
+ * mark is claimed like any other and left under its claim's lease, with a
+ * warning: it goes behind the marks due meanwhile, and is tried again once
+ * the lease runs out (a relay that stores the message late publishes it
+ * then). Without that, it stayed due and unpublished, the loop went again
+ * at once, and 100 of them filled every round.
  */
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
 import type { Sql } from "../../db/connect.ts";
+import type { Logger } from "../../log/mod.ts";
 import { bookkeepingStatement } from "../../db/service.ts";
 import type { Envelope } from "../../outbox/envelope.ts";
 import type { TickResult } from "../../wake/loop.ts";
@@ -32,6 +43,8 @@ export interface RepublishOptions {
   leaseMs?: number;
   /** Marks per round (default 100). */
   batch?: number;
+  /** Where a mark that cannot be published is told of. */
+  log?: Logger;
 }
 
 interface MarkRow {
@@ -41,9 +54,12 @@ interface MarkRow {
   subscriber: string;
   redrives: number;
   republishes: number;
-  source: string;
-  envelope: Envelope;
+  /** Null, with `envelope`, where the message has no row. */
+  source: string | null;
+  envelope: Envelope | null;
 }
+
+type Publishable = MarkRow & { source: string; envelope: Envelope };
 
 /** One round: claim due marks, publish, clear. */
 export async function republishOnce(
@@ -52,7 +68,9 @@ export async function republishOnce(
   const { sql, js, names, lanes } = options;
   const batch = options.batch ?? 100;
   const leaseMs = options.leaseMs ?? 30_000;
-  const marks = await bookkeepingStatement(
+  // Every mark claimed is pushed by the lease, the ones with no message
+  // row too: a claim that leaves a mark due is taken again at once.
+  const claimed = await bookkeepingStatement(
     sql,
     "queue",
     ({ sql }) =>
@@ -65,26 +83,44 @@ export async function republishOnce(
          order by republish_at
          limit ${batch}
          for update skip locked
+      ), u as (
+        update ${sql(inQueue("deliveries"))} d
+           set republish_at = now() + ${leaseMs} * interval '1 millisecond'
+          from due
+         where d.id = due.id
+        returning d.id, d.tenant_id, d.message_id, d.subscriber, d.redrives,
+                  d.republishes
       )
-      update ${sql(inQueue("deliveries"))} d
-         set republish_at = now() + ${leaseMs} * interval '1 millisecond'
-        from due, ${sql(inQueue("messages"))} m
-       where d.id = due.id and m.message_id = d.message_id
-      returning d.id, d.tenant_id, d.message_id, d.subscriber, d.redrives,
-                d.republishes, m.source, m.envelope`,
+      select u.*, m.source, m.envelope
+        from u left join ${sql(inQueue("messages"))} m
+          on m.message_id = u.message_id`,
   );
-  if (marks.length === 0) {
+  if (claimed.length === 0) {
+    // Only a future time: a mark due now and not claimed is another
+    // process's claim, which pushes it; the loop must not go round for it.
     const [next] = await bookkeepingStatement(
       sql,
       "queue",
       ({ sql }) =>
         sql<{ at: Date | null }[]>`
         select min(republish_at) as at from ${sql(inQueue("deliveries"))}
-         where republish_at is not null
+         where republish_at > now()
            and ${notWiping(sql, "tenant_id")}`,
     );
     return { more: false, nextDueAt: next?.at ?? undefined };
   }
+  const marks = claimed.filter((m): m is Publishable => m.envelope !== null);
+  const missing = claimed.filter((m) => m.envelope === null);
+  if (missing.length > 0) {
+    options.log?.warn("broker_republish_without_message", {
+      deliveries: missing.map((m) => Number(m.id)),
+      retryInMs: leaseMs,
+      reason:
+        "the message has no row in queue.messages: its envelope is not stored",
+    });
+  }
+  const more = claimed.length === batch;
+  if (marks.length === 0) return { more };
   await lanes.ensure(
     marks.map((m) => ({ subscriber: m.subscriber, tenantId: m.tenant_id })),
   );
@@ -126,7 +162,7 @@ export async function republishOnce(
        where d.id = p.id and d.redrives = p.redrives
          and d.republishes = p.republishes`);
   return {
-    more: marks.length === batch,
+    more,
     touched: [...new Set(marks.map((m) => m.tenant_id))],
   };
 }
