@@ -17,16 +17,21 @@ import {
   runLedger,
   SCENARIOS,
 } from "../../services/labs/ledger.ts";
-import { scenarioOr404 } from "../api/labs.ts";
+import { inTurn, scenarioOr404 } from "../api/labs.ts";
 import type { ConsoleRender } from "../console/_guard.ts";
 
 /** `POST /labs/ledger/:scenario` (a form): runs it, then 303 to the page. */
 export function runLedgerForm(deps: Deps): ConsoleRender {
   return async (c: Context, operator: Operator) => {
     const scenario = scenarioOr404(c.req.param("scenario") ?? "");
-    await runLedger(deps.sql, operator.sandboxId, scenario, {
-      replayHorizonDays: deps.config.REPLAY_HORIZON_DAYS,
-    });
+    await inTurn(
+      operator.sandboxId,
+      "ledger",
+      () =>
+        runLedger(deps.sql, operator.sandboxId, scenario, {
+          replayHorizonDays: deps.config.REPLAY_HORIZON_DAYS,
+        }),
+    );
     return c.redirect(
       `/labs/ledger?ran=${encodeURIComponent(scenario.name)}#result`,
       303,

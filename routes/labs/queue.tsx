@@ -17,6 +17,7 @@ import {
   runQueueLab,
 } from "../../services/labs/queue_lab.ts";
 import type { ConsoleRender } from "../console/_guard.ts";
+import { inTurn } from "../api/labs.ts";
 
 /** `POST /labs/queue` (a form): runs the lab, then 303 to the page. */
 export function runQueueForm(deps: Deps): ConsoleRender {
@@ -33,7 +34,11 @@ export function runQueueForm(deps: Deps): ConsoleRender {
       poisonOrders: number("poisonOrders"),
       receiverRemembers: form.receiverRemembers === "on",
     }, "form");
-    await runQueueLab(deps.sql, deps.log, operator.sandboxId, settings);
+    await inTurn(
+      operator.sandboxId,
+      "queue",
+      () => runQueueLab(deps.sql, deps.log, operator.sandboxId, settings),
+    );
     return c.redirect("/labs/queue#result", 303);
   };
 }

@@ -19,7 +19,7 @@ import {
   Stopped,
   touchOrder,
 } from "./ledger_parties.ts";
-import { oneAtATime } from "./lock.ts";
+import { onePerSandbox } from "./lock.ts";
 
 /** One scenario: what it is, what its rows mean, what recovery must do. */
 export interface Scenario {
@@ -142,7 +142,7 @@ export async function runLedger(
   scenario: Scenario,
   options: { replayHorizonDays: number },
 ): Promise<LedgerResult> {
-  return await oneAtATime(async () => {
+  return await onePerSandbox(sandboxId, async () => {
     await cleanSlate(sql, sandboxId);
     await play(sql, sandboxId, scenario.name, options.replayHorizonDays);
     return {
