@@ -44,6 +44,9 @@ export function orderRoutes(deps: Deps) {
   return {
     place: async (c: Context) => {
       const input = parseOr400(placeOrderSchema, await readJson(c.req.raw));
+      // Only now, with the whole body valid: a guest's sandbox and session
+      // are committed, and its cookie set, by the next line, and a request
+      // that fails validation must leave nothing behind.
       const session = await ensureSession(c, deps);
       const placed = await placeOrder(deps.sql, session.sandboxId, input);
       return c.json(

@@ -18,7 +18,11 @@ export const signInSchema = z.object({
   name: text().trim().min(1, "required").max(80, "at most 80 characters"),
 }).strict();
 
-/** Signs in as `name`; shared by the JSON API and the sign-in form. */
+/**
+ * Signs in as `name`; shared by the JSON API and the sign-in form. `name`
+ * must be validated already (signInSchema): the sandbox is created or
+ * renamed here.
+ */
 export async function signIn(c: Context, deps: Deps, name: string) {
   const current = c.get("session");
   let created;
@@ -66,7 +70,12 @@ export function requireSession(c: Context) {
   return session;
 }
 
-/** The session, or a new guest session with a sandbox of its own. */
+/**
+ * The session, or a new guest session with a sandbox of its own. Call it
+ * once the request is validated, never before: a guest's sandbox and
+ * session are committed here and the cookie is set, which a later 400
+ * would not undo.
+ */
 export async function ensureSession(c: Context, deps: Deps) {
   const session = c.get("session");
   if (session) return session;
