@@ -69,9 +69,20 @@ async function supersedes(t: TestBakery) {
         "payload.orderId",
       ],
       [{ payload }, "reason"],
+      // Checked by the event's own schema, at the field's own path.
       [
         { payload: { ...payload, day: "to\u0000day" }, reason: "fix" },
-        "payload",
+        "payload.day",
+      ],
+      [
+        {
+          payload: {
+            ...payload,
+            customer: { name: "A\u0000da", email: "ada@example.com" },
+          },
+          reason: "fix",
+        },
+        "payload.customer.name",
       ],
       [{ reason: "fix" }, "payload"],
     ] as [unknown, string][]

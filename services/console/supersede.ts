@@ -1,10 +1,12 @@
 /**
  * Supersede a poison message: the operator sends a corrected copy of a dead
- * letter's payload. It is checked against the event type's schema (strict:
- * an unknown field is named too, never dropped), goes under a new message id
- * to the same receiver, and the dead letter is refused "superseded by
- * <id>", linked to the copy (lib/queue/dead_letters.ts). The original
- * envelope is never edited.
+ * letter's payload. It is checked against the event type's schema, the one
+ * its receiver parses with (services/events.ts: strict at every depth, so
+ * an unknown field is named, never dropped; real days, bounded quantities
+ * and cents), so that what the receiver would refuse is a 400 before
+ * anything is sent. It goes under a new message id to the same receiver,
+ * and the dead letter is refused "superseded by <id>", linked to the copy
+ * (lib/queue/dead_letters.ts). The original envelope is never edited.
  *
  * A dead letter may have been applied after all (its acknowledgement was
  * lost, or it timed out and committed). Before a copy goes out, the
@@ -53,7 +55,12 @@ function check(
       message: `no schema for event type ${type}`,
     }]);
   }
-  const result = (schema as z.ZodObject).strict().safeParse(payload);
+  // The receiver's own schema (services/events.ts), strict at every depth
+  // and bounded as the receiver stores it: what it would refuse (422) is
+  // refused here (400) before anything is sent.
+  const result = (schema as z.ZodType<{ orderId: string }>).safeParse(
+    payload,
+  );
   if (!result.success) {
     throw new InvalidPayload(
       result.error.issues.flatMap((i) =>
@@ -77,7 +84,7 @@ function check(
       message: `must be the order of the original message (${aggregateId})`,
     }]);
   }
-  return result.data as Record<string, unknown>;
+  return result.data as unknown as Record<string, unknown>;
 }
 
 interface DeadLetter {

@@ -8,6 +8,8 @@ import { text } from "../../kit/http/validate.ts";
 
 /** More of one item than a kitchen would take from one customer. */
 export const MAX_QTY = 50;
+/** Lines of one order: more products than the menu has, with room to grow. */
+export const MAX_LINES = 20;
 
 export const placeOrderSchema = z.object({
   items: z.array(
@@ -20,7 +22,10 @@ export const placeOrderSchema = z.object({
         `at most ${MAX_QTY}`,
       ),
     }).strict(),
-  ).min(1, "at least one item").max(20, "at most 20 lines")
+  ).min(1, "at least one item").max(
+    MAX_LINES,
+    `at most ${MAX_LINES} lines`,
+  )
     .refine((items) => new Set(items.map((i) => i.sku)).size === items.length, {
       message: "each product once; use qty for more",
     }),

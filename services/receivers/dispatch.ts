@@ -30,6 +30,8 @@ export function applyToDispatch(tx: ServiceTx, e: Envelope) {
     );
   }
   if (e.type === "OrderCancelled") {
+    // Checked though only the envelope is used: malformed is refused.
+    parsePayload("OrderCancelled", e.payload);
     return inStatement(
       tx,
       sql`

@@ -20,16 +20,25 @@ interface Card {
   placed_message_id: string | null;
 }
 
+/** What the kitchen takes; anything else is refused. */
+const TAKES = ["OrderPlaced", "OrderPaid", "OrderCancelled"] as const;
+
 export async function applyToKitchen(tx: ServiceTx, e: Envelope) {
   const { sql } = tx;
   const orderId = e.aggregateId;
   const v = e.aggregateVersion;
+  // Checked whole before anything is read, also where only the envelope is
+  // used (OrderPaid, OrderCancelled): a malformed message is refused, never
+  // applied in part.
+  if (!(TAKES as readonly string[]).includes(e.type)) {
+    throw new Refused(`kitchen does not take ${e.type}`);
+  }
+  const p = parsePayload(e.type as typeof TAKES[number], e.payload);
   const [card] = await sql<Card[]>`
     select state, version, placed_message_id from kitchen.cards
      where order_id = ${orderId} for update`;
   switch (e.type) {
     case "OrderPlaced": {
-      const p = parsePayload("OrderPlaced", e.payload);
       if (!card) {
         return inStatement(
           tx,
