@@ -50,6 +50,7 @@ export function RedriveOutcome({ ids }: RedriveOutcomeProps) {
       class={`redrive-outcome ${tone}`}
       role="status"
       data-testid="redrive-outcome"
+      data-count={ids.length}
       data-settled={String(o.settled)}
       data-applied={o.applied}
       data-dead-again={dead}

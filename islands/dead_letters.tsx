@@ -131,6 +131,7 @@ export default function DeadLetters(props: DeadLettersProps) {
     notice.value = "";
     error.value = "";
     waiting.value = null;
+    following.value = null;
     const result = await run();
     busy.value = false;
     if ("error" in result) {
@@ -159,6 +160,7 @@ export default function DeadLetters(props: DeadLettersProps) {
       action === "redriven" && result.ids.length > 1 ? ", oldest first" : ""
     }.`;
     focusNext.value = typeof which === "number" ? outcomeId(which) : NOTICE_ID;
+
     void live.reload();
     return null;
   }
@@ -169,12 +171,14 @@ export default function DeadLetters(props: DeadLettersProps) {
    */
   async function redriveChecked(which: "selected" | "all") {
     const target = targetOf(which);
+    // The last action's notice goes at once: it no longer says what the
+    // page is doing.
+    notice.value = "";
+    error.value = "";
     busy.value = true;
     const waitsOn = await redriveWaitsOn(target);
     busy.value = false;
     if (waitsOn.length > 0) {
-      notice.value = "";
-      error.value = "";
       includeEarlier.value = false;
       waiting.value = { which, waitsOn };
       return;
@@ -323,9 +327,15 @@ export default function DeadLetters(props: DeadLettersProps) {
           {notice.value}
         </p>
       )}
-      {following.value && (
-        <RedriveOutcome key={following.value.join()} ids={following.value} />
-      )}
+      {
+        // Always there, so that the report's key never moves its siblings
+        // (a moved element loses the keyboard's focus).
+      }
+      <div class="outcome-slot">
+        {following.value && (
+          <RedriveOutcome key={following.value.join()} ids={following.value} />
+        )}
+      </div>
       {(error.value || live.error.value) && (
         <p
           class="form-error"

@@ -56,6 +56,8 @@ export default function FailureGroups(props: FailureGroupsProps) {
   const error = useSignal("");
 
   async function ask(key: string, action: Pending["action"]) {
+    // A new action: the last one's report no longer says what is going on.
+    following.value = null;
     busy.value = true;
     error.value = "";
     notice.value = "";
@@ -146,9 +148,15 @@ export default function FailureGroups(props: FailureGroupsProps) {
           {notice.value}
         </p>
       )}
-      {following.value && (
-        <RedriveOutcome key={following.value.join()} ids={following.value} />
-      )}
+      {
+        // Always there, so that the report's key never moves its siblings
+        // (a moved element loses the keyboard's focus).
+      }
+      <div class="outcome-slot">
+        {following.value && (
+          <RedriveOutcome key={following.value.join()} ids={following.value} />
+        )}
+      </div>
       {error.value && (
         <p class="form-error" role="alert" data-testid="group-error">
           {error.value}

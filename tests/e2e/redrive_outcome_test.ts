@@ -35,10 +35,13 @@ async function orderPaidGroup(page: Page): Promise<string> {
   return testid!.replace(/^group-/, "");
 }
 
-/** Waits until the redrive report has settled; returns its figures. */
-async function settledOutcome(page: Page) {
+/**
+ * Waits until the report of a redrive of `count` has settled; returns its
+ * figures.
+ */
+async function settledOutcome(page: Page, count: number) {
   const outcome = page.locator(
-    '[data-testid="redrive-outcome"][data-settled="true"]',
+    `[data-testid="redrive-outcome"][data-count="${count}"][data-settled="true"]`,
   );
   await outcome.waitFor({ timeout: SETTLE_MS });
   return {
@@ -88,7 +91,7 @@ e2e.test("redrive in the browser: the OrderPaid group first names the OrderPlace
 
     // Sent without it: the page follows it and reports it dead again.
     await byTestId(page, "group-confirm-go").click();
-    const first = await settledOutcome(page);
+    const first = await settledOutcome(page, 1);
     assert.deepEqual(
       [first.applied, first.deadAgain, first.retrying],
       [0, 1, 0],
@@ -110,7 +113,7 @@ e2e.test("redrive in the browser: the OrderPaid group first names the OrderPlace
       "Redrive 2 dead letters",
     );
     await byTestId(page, "group-confirm-go").click();
-    const second = await settledOutcome(page);
+    const second = await settledOutcome(page, 2);
     assert.deepEqual(
       [second.applied, second.deadAgain, second.retrying],
       [2, 0, 0],
