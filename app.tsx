@@ -11,6 +11,7 @@ import { isConnectionError } from "./lib/db/reserved.ts";
 import { recordClosedRefusal, TenantClosed } from "./lib/db/closed.ts";
 import { html } from "./kit/http/render.ts";
 import { isHttps, sessionMiddleware } from "./kit/http/session_middleware.ts";
+import { hostGuard } from "./kit/http/csrf.ts";
 import { bodyLimits } from "./kit/http/body_limit.ts";
 import { clientAddress, rateLimit } from "./kit/http/rate_limit.ts";
 import { StreamCap } from "./kit/http/stream_cap.ts";
@@ -122,10 +123,23 @@ export function createApp(deps: Deps): Hono {
 
   app.get("/health", health(deps));
 
+  // Without PUBLIC_URL the site's origin is whatever Host says, so a
+  // rebound name would pass the Origin check: only loopback and
+  // ALLOWED_HOSTS may change state (kit/http/csrf.ts).
+  const webhooks = (path: string) => path.startsWith("/webhooks/");
+  app.use(
+    "*",
+    hostGuard({
+      siteOrigin,
+      allowedHosts: deps.config.ALLOWED_HOSTS,
+      exempt: webhooks,
+    }),
+  );
+
   const sessions = sessionMiddleware({
     store: deps.sessions,
     // Verified by its Stripe signature instead.
-    exempt: (path) => path.startsWith("/webhooks/"),
+    exempt: webhooks,
     siteOrigin,
   });
   app.use(

@@ -23,6 +23,33 @@ const ratio = z.string().trim().refine((s) => {
   return /^(0(\.\d+)?|1(\.0+)?)$/.test(s) && n >= 0 && n <= 1;
 }, "a number from 0 to 1, such as 0.9").transform(Number);
 
+const HOST_NAME =
+  /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])$/;
+
+/** `host` as the URL parser writes a request's hostname, or null. */
+function hostnameOf(host: string): string | null {
+  if (!HOST_NAME.test(host)) return null;
+  try {
+    return new URL(`http://${host}/`).hostname;
+  } catch {
+    return null;
+  }
+}
+
+// Compared with the hostname of each request's URL, so each entry is kept
+// as the URL parser writes it (lower case, IPv6 shortened, in brackets).
+const hostList = z.string().trim().transform((s, ctx) => {
+  const hosts = s.split(",").map((h) => hostnameOf(h.trim().toLowerCase()));
+  if (hosts.every((h) => h !== null)) return hosts as string[];
+  ctx.issues.push({
+    code: "custom",
+    input: s,
+    message:
+      "a comma-separated list of host names or addresses without a port, such as bakery.lan,192.168.1.20",
+  });
+  return z.NEVER;
+});
+
 const postgresUrl = z.string().trim().regex(
   /^postgres(ql)?:\/\//,
   "a postgres:// URL",
@@ -37,6 +64,10 @@ const schema = z.object({
   DATA_DIR: z.string().trim().min(1, "a directory").default(".data"),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
   PUBLIC_URL: z.string().trim().url("an absolute URL").optional(),
+  // Without PUBLIC_URL, the hosts besides loopback that state-changing
+  // requests may name (kit/http/csrf.ts): another name resolving here could
+  // be a DNS-rebinding page, so none is trusted unless listed.
+  ALLOWED_HOSTS: hostList.default([]),
   STRIPE_SECRET_KEY: z.string().trim().startsWith(
     "sk_",
     "a Stripe secret key starting with sk_",

@@ -259,3 +259,28 @@ export async function placedTraceparent(
   );
   return row?.traceparent ?? undefined;
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Whether order `orderId` is in `sandboxId` (row-level security hides
+ * every other sandbox's orders): one indexed read, for what needs to know
+ * only that, such as opening an order's event stream.
+ */
+export async function orderExists(
+  sql: Sql,
+  sandboxId: string,
+  orderId: string,
+): Promise<boolean> {
+  if (!UUID.test(orderId)) return false;
+  const rows = await readServices(
+    sql,
+    sandboxId,
+    (at) =>
+      at(
+        "orders",
+        (sql) => sql`select 1 from orders.orders where id = ${orderId}::uuid`,
+      ),
+  );
+  return rows.length > 0;
+}

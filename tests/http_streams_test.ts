@@ -1,15 +1,23 @@
 /**
- * Server-sent event streams are capped per session (a 429 with Retry-After
- * past the cap, other sessions unaffected), and signing out ends that
- * session's open streams.
+ * Server-sent event streams are capped per session and per client address
+ * (a 429 with Retry-After past either cap, other sessions and addresses
+ * unaffected), signing out ends that session's open streams, and an
+ * order's stream opens only for an order of the caller's sandbox.
  */
 import assert from "node:assert/strict";
-import { STREAMS_PER_SESSION } from "../routes/api/events.ts";
-import { type Client, signIn, withTestBakery } from "./_app.ts";
+import {
+  STREAMS_PER_ADDRESS,
+  STREAMS_PER_SESSION,
+} from "../routes/api/events.ts";
+import { type Client, placeOrderVia, signIn, withTestBakery } from "./_app.ts";
 
-/** An open `GET /api/events`: its status and a reader past `hello`. */
-async function openStream(client: Client) {
-  const response = await client.fetch("/api/events");
+/** An open event stream (`path`): its status and a reader past `hello`. */
+async function openStream(
+  client: Client,
+  path = "/api/events",
+  headers: Record<string, string> = {},
+) {
+  const response = await client.fetch(path, { headers });
   if (response.status !== 200) {
     const retryAfter = response.headers.get("retry-after");
     const body = await response.json();
@@ -156,5 +164,80 @@ Deno.test("event streams: a session ended elsewhere (the daily wipe, another pro
       "the other session's stream stays open",
     );
     await theirs.reader!.cancel();
+  });
+});
+
+Deno.test("event streams: capped per client address too, whatever its sessions; other addresses are not affected", async () => {
+  await withTestBakery(async (t) => {
+    // Behind a proxy the address is the forwarded one, so one test can be
+    // two addresses.
+    const from = (address: string) => ({ "x-forwarded-for": address });
+    const here = from("203.0.113.7");
+    const open = [];
+    const sessions = Math.ceil(STREAMS_PER_ADDRESS / STREAMS_PER_SESSION);
+    for (let s = 0; s < sessions; s++) {
+      const client = t.client();
+      await signIn(client, `Tab keeper ${s + 1}`);
+      for (let i = 0; i < STREAMS_PER_SESSION; i++) {
+        if (open.length === STREAMS_PER_ADDRESS) break;
+        const stream = await openStream(client, "/api/events", here);
+        assert.equal(stream.status, 200, `session ${s + 1}, stream ${i + 1}`);
+        open.push(stream.reader!);
+      }
+    }
+    // A fresh session from the same address brings no more streams.
+    const fresh = t.client();
+    await signIn(fresh, "One more session");
+    const refused = await openStream(fresh, "/api/events", here);
+    assert.equal(refused.status, 429, JSON.stringify(refused.body));
+    assert.ok(Number(refused.retryAfter) >= 1, `${refused.retryAfter}`);
+    assert.match(refused.body.error, /an address/);
+
+    // Another address, and the same session from it, are not held back.
+    const elsewhere = await openStream(
+      fresh,
+      "/api/events",
+      from("198.51.100.9"),
+    );
+    assert.equal(elsewhere.status, 200);
+
+    // Closing one makes room for one.
+    await open.pop()!.cancel();
+    let again;
+    const deadline = Date.now() + 10_000;
+    do {
+      again = await openStream(fresh, "/api/events", here);
+    } while (again.status === 429 && Date.now() < deadline);
+    assert.equal(again.status, 200);
+    for (const reader of [...open, again.reader!, elsewhere.reader!]) {
+      await reader.cancel();
+    }
+  }, { PUBLIC_URL: "http://bakery.test" });
+});
+
+Deno.test("event streams: an order's stream is only for an order of the caller's sandbox", async () => {
+  await withTestBakery(async (t) => {
+    const ada = t.client();
+    await signIn(ada, "Ada");
+    const { orderId } = await placeOrderVia(ada);
+    const mine = await openStream(ada, `/api/orders/${orderId}/events`);
+    assert.equal(mine.status, 200);
+
+    const bob = t.client();
+    await signIn(bob, "Bob");
+    const theirs = await openStream(bob, `/api/orders/${orderId}/events`);
+    assert.equal(theirs.status, 404, JSON.stringify(theirs.body));
+    assert.match(theirs.body.error, /no order/);
+    for (
+      const id of [crypto.randomUUID(), "not-an-order", "x".repeat(300)]
+    ) {
+      const unknown = await openStream(ada, `/api/orders/${id}/events`);
+      assert.equal(
+        unknown.status,
+        404,
+        `${id}: ${JSON.stringify(unknown.body)}`,
+      );
+    }
+    await mine.reader!.cancel();
   });
 });

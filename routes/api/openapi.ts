@@ -259,7 +259,7 @@ const SESSION_OPS: [string, Operation][] = [
   }),
 ];
 
-const events = (summary: string, params = {}) => ({
+const events = (summary: string, params = {}, errors = {}) => ({
   tag: "session",
   auth: "session" as const,
   summary,
@@ -269,14 +269,19 @@ const events = (summary: string, params = {}) => ({
   answers: {
     200: { description: "An event stream", contentType: "text/event-stream" },
   },
-  errors: { 429: "Too many open streams for this session" },
+  errors: {
+    429: "Too many open streams for this session or this client address",
+    ...errors,
+  },
 });
 
 const OPERATIONS_OPS: [string, Operation][] = [
   op("GET /api/events", events("Changes in the caller's sandbox")),
   op(
     "GET /api/orders/:orderId/events",
-    events("Changes in the caller's sandbox, for an order's page", orderId),
+    events("Changes in the caller's sandbox, for an order's page", orderId, {
+      404: "No such order in the caller's sandbox",
+    }),
   ),
   op("GET /health", {
     tag: "operations",
