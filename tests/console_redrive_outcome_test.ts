@@ -18,6 +18,7 @@ import {
   signIn,
   withTestBakery,
 } from "./_app.ts";
+import { dropStream, natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
 
 interface Outcome {
   applied: number;
@@ -60,7 +61,7 @@ async function settledOutcome(client: Client, ids: number[]) {
   return outcome!;
 }
 
-Deno.test("redrive: the dry run names the earlier dead letters, the outcome says who died again, and with them each order goes in sequence", async () => {
+async function redriveInSequence(env: Record<string, string> = {}) {
   await withTestBakery(async (t) => {
     const client = t.client({ checkAnswers: true });
     await signIn(client, "Redrive shift");
@@ -170,5 +171,28 @@ Deno.test("redrive: the dry run names the earlier dead letters, the outcome says
         `order ${i + 1}: ${JSON.stringify(sent)}`,
       );
     }
-  });
-});
+  }, env);
+}
+
+Deno.test(
+  "redrive: the dry run names the earlier dead letters, the outcome says who died again, and with them each order goes in sequence",
+  () => redriveInSequence(),
+);
+
+// The republisher gives a redrive's messages back to the broker: it too
+// keeps each order's messages in the order they were written.
+natsTest(
+  "redrive over JetStream: each order's earlier messages go first",
+  async () => {
+    const stream = testStream();
+    try {
+      await redriveInSequence({
+        QUEUE: "jetstream",
+        NATS_URL: TEST_NATS_URL,
+        NATS_STREAM: stream,
+      });
+    } finally {
+      await dropStream(stream);
+    }
+  },
+);

@@ -80,7 +80,7 @@ export async function republishOnce(
         select id from ${sql(inQueue("deliveries"))}
          where republish_at <= now()
            and ${notWiping(sql, "tenant_id")}
-         order by republish_at
+         order by republish_at, id
          limit ${batch}
          for update skip locked
       ), u as (
@@ -109,7 +109,16 @@ export async function republishOnce(
     );
     return { more: false, nextDueAt: next?.at ?? undefined };
   }
-  const marks = claimed.filter((m): m is Publishable => m.envelope !== null);
+  // Published in the order each aggregate's messages were written: one
+  // connection keeps its publishes in order, so each lane's stream does
+  // too, and a redrive of an order's OrderPlaced and OrderPaid together
+  // reaches the receiver in that order.
+  const marks = claimed.filter((m): m is Publishable => m.envelope !== null)
+    .sort((a, b) =>
+      a.envelope.aggregateId.localeCompare(b.envelope.aggregateId) ||
+      a.envelope.aggregateVersion - b.envelope.aggregateVersion ||
+      Number(a.id) - Number(b.id)
+    );
   const missing = claimed.filter((m) => m.envelope === null);
   if (missing.length > 0) {
     options.log?.warn("broker_republish_without_message", {
