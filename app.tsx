@@ -86,7 +86,8 @@ function rateGroupOf(c: Context): string | undefined {
   }
   if (/^\/api\/orders\/[^/]+\/pay$/.test(path)) return "payments";
   if (path.startsWith("/api/console/")) return "console";
-  // A lab run holds the labs for about a second.
+  // A lab run takes about a second; the labs' gate (services/labs/lock.ts)
+  // also keeps each sandbox to one run at a time.
   if (path.startsWith("/api/labs/") || path.startsWith("/labs/")) return "labs";
   return undefined;
 }
