@@ -194,3 +194,29 @@ Deno.test("stripe: a declined payment charged after another paid the order is ke
     );
   });
 });
+
+Deno.test("stripe: a decline with a long reason still reaches the order, its reason cut to what a message carries", async () => {
+  await withStripeBakery(async (t, api) => {
+    const client = t.client();
+    const { orderId, totalCents } = await placeOrderVia(client);
+    const { paymentId } = await pay(client, orderId);
+    const intent = intentOf(
+      api.sessions.get(paymentId)!,
+      totalCents,
+      "declined",
+    );
+    const long = "Your card was declined. ".repeat(200);
+    const declined = await sendSigned(
+      t.url,
+      stripeEvent("payment_intent.payment_failed", {
+        ...intent,
+        last_payment_error: { message: long },
+      }),
+    );
+    assert.equal(declined.status, 200, JSON.stringify(declined.body));
+    await orderSettles(client, orderId, "payment_failed");
+    const [payment] = await t.at("billing")<{ failure_reason: string }[]>`
+      select failure_reason from billing.payments where id = ${paymentId}`;
+    assert.equal(payment.failure_reason, long.trim().slice(0, 1000));
+  });
+});

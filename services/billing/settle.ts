@@ -160,9 +160,14 @@ async function fail(
   payment: PaymentRow,
 ): Promise<Acted> {
   const { sql } = tx;
+  // Stripe's own words, as long as a PaymentFailed may carry
+  // (services/events.ts): a longer one would be refused by the orders
+  // service, and the order never told.
   const reason = kind === "expired"
     ? "the checkout expired before it was paid"
-    : event.data.object.last_payment_error?.message ?? "the card was declined";
+    : event.data.object.last_payment_error?.message?.trim().slice(0, 1000)
+      .toWellFormed() ||
+      "the card was declined";
   if (payment.state === "succeeded" || payment.state === "refund_due") {
     return `late: payment ${payment.id} is ${payment.state} already; nothing changed`;
   }
