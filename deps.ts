@@ -3,7 +3,7 @@
  * settings, the pool, the logger, the session store and the payment
  * gateway. Built once by bakery.ts (for main.ts and for tests).
  */
-import type { BrokerCluster } from "./lib/queue/jetstream/mod.ts";
+import type { BrokerCluster } from "./lib/carriers/jetstream/mod.ts";
 import type { Config } from "./config.ts";
 import type { Sql } from "./lib/db/connect.ts";
 import type { Logger } from "./lib/log/mod.ts";
@@ -41,7 +41,7 @@ export interface Deps {
   /**
    * A redrive also hands the message to the transport again (it keeps a
    * copy of its own: JetStream), as the transport says
-   * (lib/queue/driver.ts `redriveRepublishes`).
+   * (lib/carriers/carrier.ts `redriveRepublishes`).
    */
   redriveRepublishes: boolean;
   /**

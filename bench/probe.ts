@@ -20,8 +20,10 @@ import { connect, type Sql } from "../lib/db/connect.ts";
 import { createLogger, type Logger } from "../lib/log/mod.ts";
 import { pgFaults } from "../lib/faults/mod.ts";
 import { coalescingWaker, setOutboxWaker } from "../lib/outbox/mod.ts";
-import { Dispatcher, pgTransport, type Queue } from "../lib/queue/mod.ts";
-import type { Shortcut } from "../lib/relay/mod.ts";
+import { Dispatcher } from "../lib/delivery/mod.ts";
+import { postgresCarrier } from "../lib/carriers/mod.ts";
+import type { Queue } from "../lib/ledger/mod.ts";
+import type { Shortcut } from "../lib/carriers/mod.ts";
 import { type Messaging, startMessaging } from "../lib/workers/mod.ts";
 import { parseConfig } from "../config.ts";
 import {
@@ -167,7 +169,7 @@ export async function startProbe(options: {
     max: RELAY_CONNECTIONS,
     applicationName: "bench-relay",
   });
-  const base = pgTransport({
+  const base = postgresCarrier({
     sql: relaySql,
     routing: ROUTING,
     slots: RELAY_CONNECTIONS,

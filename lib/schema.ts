@@ -11,7 +11,7 @@
  *   which gives a sender's schema its outbox;
  * - inbox (lib/inbox/migrations): `platform.create_inbox`, which gives a
  *   receiver's schema its inbox;
- * - queue (lib/queue/migrations): the PostgreSQL queue, schema `queue`.
+ * - queue (lib/ledger/migrations): the PostgreSQL queue, schema `queue`.
  *
  * The outbox, the inbox and the queue need tenancy alone, so a database
  * can hold any of them: a sender's its outbox, a receiver's its inbox. The
@@ -38,7 +38,7 @@ const FOLDERS: Record<MessagingPart, URL> = {
   tenancy: new URL("./db/migrations/", import.meta.url),
   outbox: new URL("./outbox/migrations/", import.meta.url),
   inbox: new URL("./inbox/migrations/", import.meta.url),
-  queue: new URL("./queue/migrations/", import.meta.url),
+  queue: new URL("./ledger/migrations/", import.meta.url),
 };
 
 /** Where the core's history is kept, and the lock its migrations take. */

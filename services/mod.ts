@@ -20,19 +20,17 @@ import {
 import {
   consumerLeaseMs,
   Dispatcher,
-  pgPauses,
-  PgQueue,
-  pgTransport,
   type Subscriber,
-  type Transport,
-} from "../lib/queue/mod.ts";
+} from "../lib/delivery/mod.ts";
+import { Ledger, pgPauses } from "../lib/ledger/mod.ts";
+import { type Carrier, postgresCarrier } from "../lib/carriers/mod.ts";
 import {
   type BrokerCluster,
   type JetStream,
-  jetStreamTransport,
+  jetStreamCarrier,
   openJetStream,
   StreamNames,
-} from "../lib/queue/jetstream/mod.ts";
+} from "../lib/carriers/jetstream/mod.ts";
 import {
   type Messaging,
   type MessagingOptions,
@@ -166,16 +164,16 @@ export async function openBakeryJetStream(
 }
 
 /**
- * The bakery's transport (lib/queue/driver.ts), as QUEUE says: the
+ * The bakery's transport (lib/carriers/carrier.ts), as QUEUE says: the
  * PostgreSQL queue, or JetStream on the stream NATS_STREAM with
  * PostgreSQL's ledger beside it. With `relay`, the relay's moves and
  * publishes get connections of their own on `deps.url`; the transport
  * closes whatever it opened.
  */
-export async function openBakeryTransport(
+export async function openBakeryCarrier(
   deps: BakeryDeps & { url: string },
   options: { relay: boolean },
-): Promise<Transport> {
+): Promise<Carrier> {
   // Renewable: two connections are few enough that a server restart can
   // leave both held for good (lib/db/reserved.ts).
   const relaySql = options.relay
@@ -187,7 +185,7 @@ export async function openBakeryTransport(
     : undefined;
   const sql = relaySql ?? deps.sql;
   if (deps.config.QUEUE !== "jetstream") {
-    return pgTransport({
+    return postgresCarrier({
       sql,
       routing: ROUTING,
       slots: RELAY_CONNECTIONS,
@@ -201,9 +199,9 @@ export async function openBakeryTransport(
     await relaySql?.end({ timeout: 5 });
     throw error;
   }
-  return jetStreamTransport({
+  return jetStreamCarrier({
     stream,
-    ledger: new PgQueue(sql, ROUTING),
+    ledger: new Ledger(sql, ROUTING),
     routing: ROUTING,
     ackWaitMs: consumerLeaseMs({ timeoutMs: deps.config.DELIVERY_TIMEOUT_MS }),
     close: async () => {
@@ -215,7 +213,7 @@ export async function openBakeryTransport(
 
 /**
  * Starts the relay for orders and billing and the consumers, on the
- * bakery's transport ({@link openBakeryTransport}), which stop() closes.
+ * bakery's transport ({@link openBakeryCarrier}), which stop() closes.
  * `Messaging.brokerUp` says whether the broker answers, where there is one.
  */
 export async function startBakeryMessaging(
@@ -232,13 +230,13 @@ export async function startBakeryMessaging(
     & { senders?: MessagingOptions["senders"] } = {},
 ): Promise<
   Messaging & {
-    transport: Transport;
+    transport: Carrier;
     brokerUp?: () => boolean;
     brokerCluster?: () => BrokerCluster;
   }
 > {
   const faults = deps.faults ?? pgFaults(deps.sql);
-  const transport = await openBakeryTransport(deps, {
+  const transport = await openBakeryCarrier(deps, {
     relay: extra.roles?.relay ?? true,
   });
   let messaging: Messaging;

@@ -1,7 +1,7 @@
 /**
  * The bakery's retention: every hour, finished work older than the replay
  * horizon plus a margin (RETENTION_MARGIN_DAYS) is removed from the queue
- * and the receivers' inboxes (lib/queue/retention.ts says what goes and
+ * and the receivers' inboxes (lib/ledger/retention.ts says what goes and
  * what stays). The margin covers a message that sat in an outbox or a
  * retry for a while: what counts for the horizon is when the message was
  * made, and that is older than when it was finished.
@@ -16,7 +16,7 @@ import {
   pruneHistory,
   pruneInboxes,
   pruneQueue,
-} from "../lib/queue/retention.ts";
+} from "../lib/ledger/retention.ts";
 import { queuePools } from "./databases.ts";
 import type { Retention } from "./console/contracts.ts";
 import { every } from "./every.ts";

@@ -2,7 +2,7 @@
  * The routing table: which subscribers get which event type. The relay's
  * queue reads it when it publishes; OrderPaid goes to all six receivers.
  */
-import type { Routing } from "../lib/queue/mod.ts";
+import type { Routing } from "../lib/ledger/mod.ts";
 
 export const RECEIVERS = [
   "kitchen",

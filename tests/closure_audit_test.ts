@@ -7,7 +7,7 @@ import {
   signIn,
   withTestBakery,
 } from "./_app.ts";
-import { auditOnce } from "../lib/queue/audit.ts";
+import { auditOnce } from "../lib/ledger/audit.ts";
 import { SUBSCRIBERS } from "../services/routing.ts";
 
 Deno.test("closure audit: done deliveries are counted once as closed; an ack with no inbox row is a mismatch", async () => {

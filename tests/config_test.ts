@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ConfigError, parseConfig } from "../config.ts";
-import { natsServers } from "../lib/queue/jetstream/mod.ts";
+import { natsServers } from "../lib/carriers/jetstream/mod.ts";
 
 Deno.test("config: defaults when nothing is set", () => {
   const config = parseConfig({});

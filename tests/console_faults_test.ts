@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { Sql } from "../lib/db/connect.ts";
-import { Dispatcher } from "../lib/queue/mod.ts";
+import { Dispatcher } from "../lib/delivery/mod.ts";
 import { FAULT_NAMES } from "../services/faults.ts";
 import { RECEIVERS } from "../services/routing.ts";
 import {

@@ -14,7 +14,7 @@
 import assert from "node:assert/strict";
 import type { Sql } from "../lib/db/connect.ts";
 import { poolOf } from "../lib/db/service.ts";
-import { GUARD_LIMIT } from "../lib/relay/mod.ts";
+import { GUARD_LIMIT } from "../lib/outbox/mod.ts";
 import { RELAY_FAULTS } from "../lib/faults/mod.ts";
 import { SENDERS } from "../services/routing.ts";
 import {

@@ -22,7 +22,7 @@ import {
 import { natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
 import { countInEveryQueue } from "./_console_ops.ts";
 import { asService } from "../lib/db/service.ts";
-import { supersedeIn } from "../lib/queue/mod.ts";
+import { supersedeIn } from "../lib/ledger/mod.ts";
 
 async function customersDeadLetter(t: TestBakery) {
   const client = t.client();

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { asService } from "../lib/db/service.ts";
 import { append, newEnvelope, uuidv7 } from "../lib/outbox/mod.ts";
-import { supersedeIn } from "../lib/queue/mod.ts";
+import { supersedeIn } from "../lib/ledger/mod.ts";
 import {
   countOf,
   deadLettersSettle,

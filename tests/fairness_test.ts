@@ -11,7 +11,7 @@
  * Over either transport: under TEST_QUEUE=jetstream the bakery runs over
  * JetStream, whose consumers take each sandbox's messages from a lane of
  * its own, round-robin and within the same share
- * (lib/queue/jetstream/consumer.ts).
+ * (lib/carriers/jetstream/consumer.ts).
  */
 import assert from "node:assert/strict";
 import type { Sql } from "../lib/db/connect.ts";
@@ -213,7 +213,7 @@ fairTest(
   },
 );
 
-// Fails without the handoff keeping the share (lib/queue/fair_share.ts): the
+// Fails without the handoff keeping the share (lib/delivery/fair_share.ts): the
 // relay handed the slow kitchen's deliveries over past its lane's cap until
 // they filled the sandbox's whole share, and A's other receivers waited out
 // the kitchen's 20 s timeout.

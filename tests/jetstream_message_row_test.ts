@@ -11,10 +11,10 @@ import assert from "node:assert/strict";
 import type { Sql } from "../lib/db/connect.ts";
 import { setFault } from "../lib/faults/mod.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
-import { PgQueue, redrive } from "../lib/queue/mod.ts";
-import { JetStreamQueue } from "../lib/queue/jetstream/mod.ts";
-import { republishOnce } from "../lib/queue/jetstream/redrive.ts";
-import type { JetStream } from "../lib/queue/jetstream/stream.ts";
+import { Ledger, redrive } from "../lib/ledger/mod.ts";
+import { JetStreamQueue } from "../lib/carriers/jetstream/mod.ts";
+import { republishOnce } from "../lib/carriers/jetstream/republisher.ts";
+import type { JetStream } from "../lib/carriers/jetstream/stream.ts";
 import { withTestDatabase } from "./core/_db.ts";
 import {
   count,
@@ -32,7 +32,7 @@ import { openTestTransport } from "./core/_transport.ts";
 import { natsTest } from "./_nats.ts";
 
 /** The relay's ledger, as a relay that dies after its PubAcks leaves it. */
-class DiesBeforeStore extends PgQueue {
+class DiesBeforeStore extends Ledger {
   override store(): Promise<number> {
     return Promise.reject(
       new Error("the relay died between its PubAcks and its store"),

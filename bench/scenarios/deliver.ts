@@ -8,7 +8,7 @@
  * target (issue 19) is 1.5 x the peer's drain of jobs doing the same two
  * writes (peer.drain_handler).
  */
-import { CONSUMER_BATCH_SIZE } from "../../lib/queue/postgres/mod.ts";
+import { CONSUMER_BATCH_SIZE } from "../../lib/carriers/postgres/mod.ts";
 import { baseline, type Ctx } from "../context.ts";
 import { drain } from "../drain.ts";
 import { type Figure, figure, ratioAtLeast } from "../report.ts";

@@ -11,8 +11,8 @@
  * consumer claims them would leave the relay to do).
  */
 import { connect } from "../../lib/db/connect.ts";
-import { PgQueue, type Routing } from "../../lib/queue/mod.ts";
-import { PgMove } from "../../lib/relay/mod.ts";
+import { Ledger, type Routing } from "../../lib/ledger/mod.ts";
+import { PgMove } from "../../lib/carriers/mod.ts";
 import { ROUTING } from "../../services/routing.ts";
 import { baseline, type Ctx } from "../context.ts";
 import { drain } from "../drain.ts";
@@ -32,7 +32,7 @@ const BATCH = 1_000;
 async function moveLoops(db: BenchDb, routing: Routing): Promise<number> {
   const sql = connect(db.url, { max: SIDE_BY_SIDE });
   try {
-    const shortcut = new PgMove(new PgQueue(sql, routing));
+    const shortcut = new PgMove(new Ledger(sql, routing));
     let moved = 0;
     const t0 = performance.now();
     await Promise.all(

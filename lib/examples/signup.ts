@@ -12,12 +12,9 @@ import { pgFaults } from "../faults/mod.ts";
 import { type Apply, inboxBatchHandler, inboxHandler } from "../inbox/mod.ts";
 import { createLogger, type Logger } from "../log/mod.ts";
 import { append, newEnvelope } from "../outbox/mod.ts";
-import {
-  Dispatcher,
-  pgTransport,
-  type Routing,
-  type Transport,
-} from "../queue/mod.ts";
+import { Dispatcher } from "../delivery/mod.ts";
+import { type Carrier, postgresCarrier } from "../carriers/mod.ts";
+import type { Routing } from "../ledger/mod.ts";
 import { migrateMessaging } from "../schema.ts";
 import { startMessaging } from "../workers/mod.ts";
 import { inPlatform, schemaNames } from "../db/names.ts";
@@ -69,7 +66,7 @@ export async function setUp(sql: Sql, log: Logger) {
 }
 
 /** Builds the transport the messages travel by, for a pool and a routing. */
-export type TransportOf = (sql: Sql, routing: Routing) => Transport;
+export type CarrierOf = (sql: Sql, routing: Routing) => Carrier;
 
 /**
  * Signs `email` up in `tenant` and waits until the mailer has sent its
@@ -82,7 +79,7 @@ export async function signUp(
   tenant: string,
   email: string,
   log: Logger,
-  transportOf: TransportOf = (sql, routing) => pgTransport({ sql, routing }),
+  transportOf: CarrierOf = (sql, routing) => postgresCarrier({ sql, routing }),
 ): Promise<number> {
   const sql = connect(url, { max: 4 });
   const routing = { SignupCompleted: ["mailer"] };

@@ -11,7 +11,7 @@
  * The tenant is read from the envelope the request carries, only while
  * some tenant has one of the switches on.
  */
-import { AnswerLost, type Dispatcher } from "../queue/transport.ts";
+import { AnswerLost, type Dispatcher } from "../delivery/dispatcher.ts";
 import { type FaultReader, isOn } from "./switches.ts";
 
 /** Fault switches of the dispatcher, as the consumers meet them. */

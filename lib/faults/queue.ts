@@ -18,7 +18,7 @@ import {
   type OutgoingMessage,
   PartialPublish,
   type Queue,
-} from "../queue/queue.ts";
+} from "../ledger/queue.ts";
 import { type FaultReader, isOn } from "./switches.ts";
 import { tenantOf } from "../outbox/envelope.ts";
 

@@ -1,5 +1,5 @@
 /**
- * A receiver's batch endpoint (lib/queue/send_batch.ts is its client):
+ * A receiver's batch endpoint (lib/delivery/send_batch.ts is its client):
  * parse the envelopes, apply them in one transaction of the receiver
  * (`receiveBatch`), and answer each.
  *

@@ -26,7 +26,7 @@ export interface AppendOptions {
  * Writes `envelopes` into `<service>.outbox` in the caller's transaction.
  * The relay that takes them also takes what their tenant still owes (rows
  * waiting for a retry, or parked by the loop guard), oldest first: every
- * command of a service also retries what it owes (lib/relay/outbox_sql.ts
+ * command of a service also retries what it owes (lib/outbox/outbox_sql.ts
  * `dueOrOwed`).
  *
  * @example

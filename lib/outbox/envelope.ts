@@ -138,7 +138,7 @@ export const MAX_BATCH = 100;
 
 /**
  * A batch of envelopes as a consumer POSTs it to a receiver's batch
- * endpoint (lib/queue/send_batch.ts, lib/inbox/batch_handler.ts). Each
+ * endpoint (lib/delivery/send_batch.ts, lib/inbox/batch_handler.ts). Each
  * envelope is checked on its own by the receiver.
  */
 export const batchRequestSchema = z.object({

@@ -21,3 +21,11 @@ export {
   type OutboxWaker,
   setOutboxWaker,
 } from "./wake.ts";
+export {
+  claimOutbox,
+  failPublish,
+  GUARD_LIMIT,
+  markPublished,
+  type ParkedTarget,
+  releaseParkedIn,
+} from "./outbox_sql.ts";

@@ -7,7 +7,7 @@
  * - `pending`: waiting to be published. Moved out, once `next_attempt_at`
  *   has come, by the relay: into the PostgreSQL queue, its row deleted in
  *   the transaction that stores its messages and deliveries (the relay's
- *   shortcut, lib/relay/move.ts); over any other transport (JetStream), and
+ *   shortcut, lib/carriers/postgres/move.ts); over any other transport (JetStream), and
  *   for a tenant with a relay fault on, by a claim, to `claimed`.
  * - `claimed`: a relay holds the lease. Moved out by that relay (deleted
  *   once the transport has the message, or back to `pending` after a

@@ -9,22 +9,6 @@
  */
 export { relayOnce, type RelayOptions } from "./relay.ts";
 export {
-  type Handoff,
-  MOVE_SLOT_LOCK,
-  type Moved,
-  type MoveOptions,
-  PgMove,
-  type Shortcut,
-} from "./move.ts";
-export {
-  claimOutbox,
-  failPublish,
-  GUARD_LIMIT,
-  markPublished,
-  type ParkedTarget,
-  releaseParkedIn,
-} from "./outbox_sql.ts";
-export {
   type Released,
   type ReleaseOptions,
   releaseParked,

@@ -26,8 +26,11 @@ import {
 } from "../trace/mod.ts";
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
-import { PartialPublish, type Queue } from "../queue/queue.ts";
-import type { Shortcut } from "./move.ts";
+import {
+  PartialPublish,
+  type Queue,
+  type Shortcut,
+} from "../carriers/carrier.ts";
 import type { TickResult } from "../wake/loop.ts";
 import {
   type ClaimedRow,
@@ -36,7 +39,7 @@ import {
   GUARD_LIMIT,
   markPublished,
   nextOutboxDue,
-} from "./outbox_sql.ts";
+} from "../outbox/outbox_sql.ts";
 
 /** How soon a relay that found every move slot taken looks again. */
 const BUSY_RETRY_MS = 100;
@@ -48,7 +51,7 @@ export interface RelayOptions {
   queue: Queue;
   /**
    * The transport shares the outboxes' database (the PostgreSQL queue):
-   * move due rows into it in one transaction (lib/relay/move.ts).
+   * move due rows into it in one transaction (lib/carriers/postgres/move.ts).
    */
   shortcut?: Shortcut;
   owner: string;

@@ -1,7 +1,7 @@
 /**
  * An operator's way out of the loop guard. The guard parks the rows of a
  * tenant whose automatic re-arms for the day are used up (next attempt at
- * infinity, lib/relay/outbox_sql.ts); a command of the same service in the
+ * infinity, lib/outbox/outbox_sql.ts); a command of the same service in the
  * same tenant flushes them, but a sender that never acts again would keep
  * them for ever. A release makes them due now, and wakes the relay.
  */
@@ -9,7 +9,7 @@ import type { Sql, TxSql } from "../db/connect.ts";
 import { asService, type ServiceTx } from "../db/service.ts";
 import { OUTBOX_CHANNEL } from "../outbox/channel.ts";
 import { outboxWakerOf } from "../outbox/wake.ts";
-import { type ParkedTarget, releaseParkedIn } from "./outbox_sql.ts";
+import { type ParkedTarget, releaseParkedIn } from "../outbox/outbox_sql.ts";
 
 /** The role a release runs as: the one that may mark every outbox's rows. */
 const RELAY_ROLE = "relay";

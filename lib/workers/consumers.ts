@@ -1,20 +1,20 @@
 /**
  * The consumer loops of one process, as its transport builds them
- * (lib/queue/driver.ts: the PostgreSQL queue's claims, reached through this
+ * (lib/carriers/carrier.ts: the PostgreSQL queue's claims, reached through this
  * process's hand-off buffer, local_queue.ts; or the broker's consumers);
- * the process's fair share between tenants (lib/queue/fair_share.ts);
+ * the process's fair share between tenants (lib/delivery/fair_share.ts);
  * and the closure audit beside them.
  */
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
-import { auditOnce, type AuditOptions } from "../queue/audit.ts";
-import { FairShare, type FairShareOptions } from "../queue/fair_share.ts";
-import type { PauseReader } from "../queue/pauses.ts";
-import type { Transport } from "../queue/driver.ts";
-import { consumeOnce, type ConsumerOptions } from "../queue/postgres/mod.ts";
-import { BATCH_REQUEST_MAX, type SendOptions } from "../queue/send.ts";
+import { auditOnce, type AuditOptions } from "../ledger/audit.ts";
+import { FairShare, type FairShareOptions } from "../delivery/fair_share.ts";
+import type { PauseReader } from "../ledger/pauses.ts";
+import type { Carrier } from "../carriers/carrier.ts";
+import { consumeOnce, type ConsumerOptions } from "../carriers/postgres/mod.ts";
+import { BATCH_REQUEST_MAX, type SendOptions } from "../delivery/send.ts";
 import { Loop } from "../wake/loop.ts";
-import type { LocalQueue } from "./local_queue.ts";
+import type { LocalQueue } from "../delivery/local_queue.ts";
 
 export interface ConsumerLoopsOptions
   extends Omit<SendOptions, "observeDelivered"> {
@@ -26,13 +26,13 @@ export interface ConsumerLoopsOptions
   leaseMs?: number;
   fairShare?: Partial<FairShareOptions>;
   /** Builds the consumers themselves. */
-  transport: Transport;
+  transport: Carrier;
   audit?: Omit<AuditOptions, "sql">;
   /** How long after a batch the audit looks (default 250 ms). */
   auditDelayMs?: number;
   /** The PostgreSQL queue's consumers, woken and handed work here. */
   local: LocalQueue;
-  /** Paused subscribers, whose deliveries wait (lib/queue/pauses.ts). */
+  /** Paused subscribers, whose deliveries wait (lib/ledger/pauses.ts). */
   pauses?: PauseReader;
   onTouched?: (tenantIds: string[]) => void;
   observeDelivered?: (seconds: number, subscriber: string) => void;

@@ -6,18 +6,18 @@
  * - `NOTIFY queue`: one consumer looks (local_queue.ts: one wake-up per
  *   hint), and the broker's republisher of redrives; not when the payload
  *   names this process, whose move woke its own consumers already.
- * - `NOTIFY queue, 'resume'` (a subscriber resumed, lib/queue/pauses.ts):
+ * - `NOTIFY queue, 'resume'` (a subscriber resumed, lib/ledger/pauses.ts):
  *   the paused pairs are read again, then every consumer looks.
  * - a reconnect: every loop looks, since notifications sent meanwhile are
  *   lost.
  */
 import type { Logger } from "../log/mod.ts";
 import { OUTBOX_CHANNEL } from "../outbox/channel.ts";
-import { QUEUE_CHANNEL } from "../queue/channel.ts";
-import { type PauseReader, RESUME_HINT } from "../queue/pauses.ts";
+import { QUEUE_CHANNEL } from "../ledger/channel.ts";
+import { type PauseReader, RESUME_HINT } from "../ledger/pauses.ts";
 import { Listener } from "../wake/listener.ts";
 import type { Loop } from "../wake/loop.ts";
-import type { LocalQueue } from "./local_queue.ts";
+import type { LocalQueue } from "../delivery/local_queue.ts";
 
 export interface WakeListenerOptions {
   /** For the dedicated LISTEN connection. */

@@ -16,17 +16,17 @@ import {
   faultyDispatcher,
   faultyQueue,
 } from "../faults/mod.ts";
-import type { AuditOptions } from "../queue/audit.ts";
-import type { Transport } from "../queue/driver.ts";
-import type { FairShareOptions } from "../queue/fair_share.ts";
-import type { PauseReader } from "../queue/pauses.ts";
-import { BATCH_REQUEST_MAX } from "../queue/send.ts";
-import { consumerLeaseMs, type Subscriber } from "../queue/send.ts";
-import type { Dispatcher } from "../queue/transport.ts";
+import type { AuditOptions } from "../ledger/audit.ts";
+import type { Carrier } from "../carriers/carrier.ts";
+import type { FairShareOptions } from "../delivery/fair_share.ts";
+import type { PauseReader } from "../ledger/pauses.ts";
+import { BATCH_REQUEST_MAX } from "../delivery/send.ts";
+import { consumerLeaseMs, type Subscriber } from "../delivery/send.ts";
+import type { Dispatcher } from "../delivery/dispatcher.ts";
 import type { Loop } from "../wake/loop.ts";
 import { consumerLoops } from "./consumers.ts";
 import { wakeListener } from "./listen.ts";
-import { LocalQueue } from "./local_queue.ts";
+import { LocalQueue } from "../delivery/local_queue.ts";
 import { relayLoops } from "./relays.ts";
 
 export interface MessagingOptions {
@@ -37,18 +37,18 @@ export interface MessagingOptions {
   /** The fault switches, which wrap the queue and the dispatcher here. */
   faults: FaultReader;
   /**
-   * Paused subscribers (lib/queue/pauses.ts): the consumers' claims and
+   * Paused subscribers (lib/ledger/pauses.ts): the consumers' claims and
    * the relays' hand-offs leave their deliveries waiting.
    */
   pauses?: PauseReader;
   /** Services that have an outbox. */
   senders: readonly string[];
   /**
-   * What carries the messages (lib/queue/driver.ts): where the relays
+   * What carries the messages (lib/carriers/carrier.ts): where the relays
    * publish or move, and what builds the consumers. Built by the caller,
    * which also closes it.
    */
-  transport: Transport;
+  transport: Carrier;
   dispatcher: Dispatcher;
   subscribers: Readonly<Record<string, Subscriber>>;
   pollMs: number;

@@ -7,14 +7,14 @@
  */
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../log/mod.ts";
-import type { FairShare } from "../queue/fair_share.ts";
-import type { PauseReader } from "../queue/pauses.ts";
-import type { Queue } from "../queue/queue.ts";
-import { claimLease } from "../queue/delivery.ts";
-import type { Shortcut } from "../relay/move.ts";
+import type { FairShare } from "../delivery/fair_share.ts";
+import type { PauseReader } from "../ledger/pauses.ts";
+import type { Queue } from "../ledger/queue.ts";
+import { claimLease } from "../ledger/delivery.ts";
+import type { Shortcut } from "../carriers/carrier.ts";
 import { relayOnce } from "../relay/relay.ts";
 import { Loop } from "../wake/loop.ts";
-import type { LocalQueue } from "./local_queue.ts";
+import type { LocalQueue } from "../delivery/local_queue.ts";
 
 export interface RelayLoopsOptions {
   sql: Sql;
@@ -37,7 +37,7 @@ export interface RelayLoopsOptions {
   /** Paused subscribers: their deliveries are never handed over. */
   pauses?: PauseReader;
   /**
-   * The consumers' share (lib/queue/fair_share.ts): nothing is handed over
+   * The consumers' share (lib/delivery/fair_share.ts): nothing is handed over
    * to a lane or tenant it holds in full, and what is handed over is held.
    * Without it (no consumers here), nothing is handed over.
    */

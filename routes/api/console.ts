@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { Deps } from "../../deps.ts";
 import { HttpError } from "../../kit/http/errors.ts";
 import { parseOr400, readJson, text } from "../../kit/http/validate.ts";
-import { DELIVERY_STATES, TooManySupersessions } from "../../lib/queue/mod.ts";
+import { DELIVERY_STATES, TooManySupersessions } from "../../lib/ledger/mod.ts";
 import { outboxAges } from "../../services/console/outbox.ts";
 import {
   deliveryCounts,

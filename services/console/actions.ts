@@ -5,7 +5,7 @@
  * and how many. Written in the same transaction as the action, so an action
  * without its row cannot commit.
  * A receiver paused or resumed is logged in queue.pause_actions
- * (lib/queue/pauses.ts, in the pause's own transaction); the log reads both.
+ * (lib/ledger/pauses.ts, in the pause's own transaction); the log reads both.
  */
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";

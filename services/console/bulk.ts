@@ -22,7 +22,7 @@ import {
   type MatchedDeadLetters,
   redriveIn,
   refuseIn,
-} from "../../lib/queue/mod.ts";
+} from "../../lib/ledger/mod.ts";
 import type { TxSql } from "../../lib/db/connect.ts";
 import { logAction } from "./actions.ts";
 import { createJob } from "./jobs.ts";

@@ -44,7 +44,7 @@ function classify(state: string, accepted: boolean): ClosureState {
 
 /**
  * The closure matrix of one sandbox. Done deliveries are read from the
- * audit's counters (lib/queue/audit.ts) plus the few not audited yet; open,
+ * audit's counters (lib/ledger/audit.ts) plus the few not audited yet; open,
  * dead and refused ones through partial indexes that hold only those rows.
  * No query reads the history of done deliveries.
  */

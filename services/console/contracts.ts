@@ -12,7 +12,10 @@
  * as a missing one is.
  */
 import { z } from "zod";
-import { DELIVERY_STATES, type DeliveryState } from "../../lib/queue/states.ts";
+import {
+  DELIVERY_STATES,
+  type DeliveryState,
+} from "../../lib/ledger/states.ts";
 import { OUTBOX_STATES, type OutboxState } from "../../lib/outbox/states.ts";
 import { envelopeSchema } from "../../lib/outbox/envelope.ts";
 

@@ -7,7 +7,7 @@ import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { queueOfDelivery, readServices } from "../databases.ts";
 import { bySubscriber, earlier, later } from "./by_subscriber.ts";
-import { beyond, type DeliveryState } from "../../lib/queue/mod.ts";
+import { beyond, type DeliveryState } from "../../lib/ledger/mod.ts";
 import {
   type DeadLetterSummary,
   deadLetterSummarySchema,
@@ -80,7 +80,7 @@ export interface DeliveryFilter {
   since?: Date;
   until?: Date;
   limit?: number;
-  /** A failure group's key (lib/queue/dead_letters.ts). */
+  /** A failure group's key (lib/ledger/dead_letters.ts). */
   group?: string;
   /** The replay horizon in days: dead letters beyond it are marked. */
   horizonDays?: number;

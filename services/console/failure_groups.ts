@@ -1,11 +1,11 @@
 /**
  * The failure groups for the console's dead-letters page and its twin
- * (`GET /api/console/failure-groups`): lib/queue's groups of the sandbox's
+ * (`GET /api/console/failure-groups`): lib/ledger's groups of the sandbox's
  * dead letters (by subscriber, event type and error pattern), parsed
  * against the contract before they leave.
  */
 import type { Sql } from "../../lib/db/connect.ts";
-import { type FailureGroup, failureGroups } from "../../lib/queue/mod.ts";
+import { type FailureGroup, failureGroups } from "../../lib/ledger/mod.ts";
 import { queuePools } from "../databases.ts";
 import {
   type FailureGroupsData,

@@ -18,7 +18,7 @@ import {
   type RedriveOutcome,
   redriveOutcome,
   refuseIn,
-} from "../../lib/queue/mod.ts";
+} from "../../lib/ledger/mod.ts";
 import { Loop, type TickResult } from "../../lib/wake/loop.ts";
 import { logAction } from "./actions.ts";
 import { type JobView, jobViewSchema } from "./contracts.ts";

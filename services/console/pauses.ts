@@ -1,9 +1,9 @@
 /**
  * The console's pause and resume of a receiver, per sandbox: while paused,
- * its deliveries wait (lib/queue/pauses.ts), in every queue.
+ * its deliveries wait (lib/ledger/pauses.ts), in every queue.
  */
 import type { Sql } from "../../lib/db/connect.ts";
-import { pausedSubscribers, setPaused } from "../../lib/queue/mod.ts";
+import { pausedSubscribers, setPaused } from "../../lib/ledger/mod.ts";
 import { type SubscriberName, SUBSCRIBERS } from "../routing.ts";
 import { queuePools } from "../databases.ts";
 

@@ -67,7 +67,7 @@ async function readStats(sql: TxSql): Promise<QueueStats> {
      where a.started_at >= ${from}
      group by grouping sets
        ((a.subscriber, date_trunc('minute', a.started_at)), (a.subscriber))`;
-  // Paused receivers (lib/queue/pauses.ts), of the transaction's scope.
+  // Paused receivers (lib/ledger/pauses.ts), of the transaction's scope.
   const paused = (await sql<{ subscriber: string }[]>`
     select subscriber from queue.pauses where paused`).map((r) => r.subscriber);
   return { from, rows, paused };

@@ -12,7 +12,7 @@ import {
   type EarlierDeadLetter,
   type RedriveOutcome,
   redriveOutcome,
-} from "../../lib/queue/mod.ts";
+} from "../../lib/ledger/mod.ts";
 import { queueOfDelivery, readServices } from "../databases.ts";
 import {
   redriveOutcomeSchema,

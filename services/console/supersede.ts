@@ -6,7 +6,7 @@
  * and cents), so that what the receiver would refuse is a 400 before
  * anything is sent. It goes under a new message id to the same receiver,
  * and the dead letter is refused "superseded by <id>", linked to the copy
- * (lib/queue/dead_letters.ts). The original envelope is never edited.
+ * (lib/ledger/dead_letters.ts). The original envelope is never edited.
  *
  * A dead letter may have been applied after all (its acknowledgement was
  * lost, or it timed out and committed). Before a copy goes out, the
@@ -23,7 +23,7 @@ import { asService, poolOf } from "../../lib/db/service.ts";
 import { queueOfDelivery } from "../databases.ts";
 import { SENDERS } from "../routing.ts";
 import { appliedOf } from "../../lib/inbox/mod.ts";
-import { type Superseded, supersedeIn } from "../../lib/queue/mod.ts";
+import { type Superseded, supersedeIn } from "../../lib/ledger/mod.ts";
 import { type EventType, payloads } from "../events.ts";
 import { logAction } from "./actions.ts";
 

@@ -9,7 +9,7 @@
 import type { Config } from "../../config.ts";
 import type { Sql } from "../../lib/db/connect.ts";
 import { readServices } from "../databases.ts";
-import { GUARD_LIMIT } from "../../lib/relay/mod.ts";
+import { GUARD_LIMIT } from "../../lib/outbox/mod.ts";
 import { LABELS, RECEIVERS, ROUTING, SENDERS } from "../routing.ts";
 import { type Costs, costs } from "./costs.ts";
 import { type BenchmarkComparison, benchmarkComparison } from "./benchmark.ts";

@@ -21,7 +21,7 @@ import {
   claimOutbox,
   failPublish,
   markPublished,
-} from "../../lib/relay/mod.ts";
+} from "../../lib/outbox/mod.ts";
 
 export const SENDER = "lab_sender";
 export const RECEIVER = "lab_receiver";

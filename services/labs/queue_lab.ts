@@ -1,6 +1,7 @@
 /**
- * The Queue Lab: workers take orders from the PostgreSQL queue (lib/queue:
- * messages, deliveries, leases, retries, dead letters) and print oven
+ * The Queue Lab: workers take orders from the PostgreSQL queue (the
+ * ledger's messages, deliveries, leases, retries and dead letters:
+ * lib/ledger, lib/carriers/postgres) and print oven
  * tickets, rows in `lab_printer.tickets`. It starts where the outbox ends:
  * the messages are in the queue already, as the relay leaves them.
  *
@@ -22,11 +23,10 @@ import {
   type AttemptResult,
   claimBatch,
   type ClaimedDelivery,
-  Dispatcher,
   finishDeliveries,
-  PgQueue,
-  sendAll,
-} from "../../lib/queue/mod.ts";
+  Ledger,
+} from "../../lib/ledger/mod.ts";
+import { Dispatcher, sendAll } from "../../lib/delivery/mod.ts";
 import { oneAtATime } from "./lock.ts";
 
 export const PRINTER = "lab_printer";
@@ -190,7 +190,7 @@ async function play(
   sandboxId: string,
   settings: QueueLabSettings,
 ): Promise<TimelineEntry[]> {
-  const queue = new PgQueue(sql, { [TYPE]: [PRINTER] });
+  const queue = new Ledger(sql, { [TYPE]: [PRINTER] });
   const firstPoison = settings.orders - settings.poisonOrders + 1;
   await queue.publish(
     Array.from({ length: settings.orders }, (_, i) => ({

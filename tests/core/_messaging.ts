@@ -1,6 +1,6 @@
 /**
  * A small test sender and three test receivers, not the bakery, for testing
- * lib/outbox, lib/relay, lib/queue and lib/inbox. They are made with the same
+ * lib/outbox, lib/relay, lib/ledger, lib/carriers, lib/delivery and lib/inbox. They are made with the same
  * platform.create_outbox_with_indexes / create_inbox functions as the real
  * services.
  *
@@ -16,13 +16,9 @@ import type { Sql } from "../../lib/db/connect.ts";
 import { asService, poolOf } from "../../lib/db/service.ts";
 import { memoryLogger } from "../../lib/log/mod.ts";
 import { append, type Envelope, newEnvelope } from "../../lib/outbox/mod.ts";
-import {
-  Dispatcher,
-  PgQueue,
-  type Queue,
-  type Routing,
-} from "../../lib/queue/mod.ts";
-import { type Moved, PgMove, type Shortcut } from "../../lib/relay/mod.ts";
+import { Dispatcher } from "../../lib/delivery/mod.ts";
+import { Ledger, type Queue, type Routing } from "../../lib/ledger/mod.ts";
+import { type Moved, PgMove, type Shortcut } from "../../lib/carriers/mod.ts";
 import {
   type Apply,
   inboxBatchHandler,
@@ -30,8 +26,8 @@ import {
   Refused,
 } from "../../lib/inbox/mod.ts";
 import { faultyReceiver, pgFaults } from "../../lib/faults/mod.ts";
-import type { ClaimedDelivery } from "../../lib/queue/mod.ts";
-import { claimBatch } from "../../lib/queue/postgres/deliveries_sql.ts";
+import type { ClaimedDelivery } from "../../lib/ledger/mod.ts";
+import { claimBatch } from "../../lib/ledger/deliveries_sql.ts";
 import {
   type Messaging,
   type MessagingOptions,
@@ -447,13 +443,13 @@ export async function waitForDeliveries(
 }
 
 /**
- * The relay's move into the test queue (a PgQueue), keeping every move it
+ * The relay's move into the test queue (a Ledger), keeping every move it
  * makes in `moves`.
  */
 export function recordingShortcut(
   sql: Sql,
 ): { shortcut: Shortcut; moves: Moved[] } {
-  const inner = new PgMove(new PgQueue(sql, ROUTING));
+  const inner = new PgMove(new Ledger(sql, ROUTING));
   const moves: Moved[] = [];
   const shortcut: Shortcut = {
     move: async (service, limit, options) => {

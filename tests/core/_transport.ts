@@ -1,35 +1,30 @@
 /**
  * The two transports the messaging tests run on, as the test sender and
- * receivers use them: the PostgreSQL queue (PgQueue, and the relay's
+ * receivers use them: the PostgreSQL queue (Ledger, and the relay's
  * one-transaction move into it), or NATS JetStream
- * (a JetStreamQueue over a PgQueue ledger, on a stream of the test's own).
+ * (a JetStreamQueue over a Ledger ledger, on a stream of the test's own).
  * For JetStream, `view` reads the stream and its consumers as the broker
  * holds them, so that a test can prove the messages went through it.
  */
 import type { Sql } from "../../lib/db/connect.ts";
 import { memoryLogger } from "../../lib/log/mod.ts";
-import {
-  consumerLeaseMs,
-  PgQueue,
-  pgTransport,
-  type Queue,
-  type Routing,
-  type Transport,
-} from "../../lib/queue/mod.ts";
+import { consumerLeaseMs } from "../../lib/delivery/mod.ts";
+import { Ledger, type Queue, type Routing } from "../../lib/ledger/mod.ts";
+import { type Carrier, postgresCarrier } from "../../lib/carriers/mod.ts";
 import { type Envelope, tenantOf } from "../../lib/outbox/mod.ts";
-import type { Shortcut } from "../../lib/relay/mod.ts";
-import type { RedriveOptions } from "../../lib/queue/dead_letters.ts";
+import type { Shortcut } from "../../lib/carriers/mod.ts";
+import type { RedriveOptions } from "../../lib/ledger/dead_letters.ts";
 import {
   type JetStream,
-  jetStreamTransport,
+  jetStreamCarrier,
   openJetStream,
   StreamNames,
-} from "../../lib/queue/jetstream/mod.ts";
+} from "../../lib/carriers/jetstream/mod.ts";
 import {
   JetStreamConsumer,
   type JetStreamConsumerOptions,
-} from "../../lib/queue/jetstream/consumer.ts";
-import { FairShare } from "../../lib/queue/fair_share.ts";
+} from "../../lib/carriers/jetstream/consumer.ts";
+import { FairShare } from "../../lib/delivery/fair_share.ts";
 import { dropStream, TEST_NATS_URL, testStream } from "../_nats.ts";
 import { SUBSCRIBERS } from "./_messaging.ts";
 
@@ -130,7 +125,7 @@ export interface TestTransportOptions {
 export interface TestTransport {
   name: TransportName;
   /** The transport, as startMessaging takes it. */
-  transport: Transport;
+  transport: Carrier;
   /** What the relay publishes to. */
   queue: Queue;
   /** PostgreSQL: the relay's one-transaction move into `queue`. */
@@ -153,7 +148,7 @@ export async function openTestTransport(
 ): Promise<TestTransport> {
   const { routing } = options;
   if (name === "postgres") {
-    const transport = pgTransport({ sql, routing });
+    const transport = postgresCarrier({ sql, routing });
     return {
       name,
       transport,
@@ -173,9 +168,9 @@ export async function openTestTransport(
     if (own) await dropStream(streamName);
     throw error;
   }
-  const transport = jetStreamTransport({
+  const transport = jetStreamCarrier({
     stream,
-    ledger: new PgQueue(sql, routing),
+    ledger: new Ledger(sql, routing),
     routing,
     ackWaitMs,
   });

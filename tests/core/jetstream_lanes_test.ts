@@ -1,5 +1,5 @@
 /**
- * The lanes of the JetStream transport (lib/queue/jetstream/lanes.ts): a
+ * The lanes of the JetStream transport (lib/carriers/jetstream/lanes.ts): a
  * durable consumer per subscriber and sandbox, which the server drops after
  * its inactive threshold. A lane dropped while it still had an open
  * delivery (no worker fetched it for that long) is made again by the
@@ -25,7 +25,7 @@ import {
 } from "./_messaging.ts";
 import { dropStream, natsTest, TEST_NATS_URL, testStream } from "../_nats.ts";
 import { openTestStream, openTestTransport } from "./_transport.ts";
-import { StreamNames } from "../../lib/queue/jetstream/mod.ts";
+import { StreamNames } from "../../lib/carriers/jetstream/mod.ts";
 import { assertDelivered } from "./_conformance/broker.ts";
 
 natsTest(

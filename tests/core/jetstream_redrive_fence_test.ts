@@ -16,7 +16,7 @@ import {
 } from "./_messaging.ts";
 import { natsTest } from "../_nats.ts";
 import { openTestTransport } from "./_transport.ts";
-import { republishOnce } from "../../lib/queue/jetstream/redrive.ts";
+import { republishOnce } from "../../lib/carriers/jetstream/republisher.ts";
 
 natsTest(
   "jetstream redrive: a redrive made while the last one was published keeps its mark",

@@ -22,8 +22,8 @@ import {
 } from "./_messaging.ts";
 import { natsTest } from "../_nats.ts";
 import { openTestTransport, testJetStreamConsumer } from "./_transport.ts";
-import { Dispatcher } from "../../lib/queue/mod.ts";
-import type { JetStreamConsumer } from "../../lib/queue/jetstream/consumer.ts";
+import { Dispatcher } from "../../lib/delivery/mod.ts";
+import type { JetStreamConsumer } from "../../lib/carriers/jetstream/consumer.ts";
 import { assertDelivered, assertStreamHolds } from "./_conformance/broker.ts";
 
 /** The broker's AckWait: a consumer silent for longer loses the message. */

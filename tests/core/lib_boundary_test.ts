@@ -83,3 +83,59 @@ Deno.test("lib/ says tenant, and sandbox only where it is history", async () => 
   }
   assert.deepEqual(named, []);
 });
+
+/** Every relative import of lib/'s files: [importer, imported], both lib-relative. */
+async function libImports(): Promise<[string, string][]> {
+  const edges: [string, string][] = [];
+  for await (const file of sources(LIB)) {
+    const text = await Deno.readTextFile(file);
+    for (const [, imported] of text.matchAll(SPECIFIER)) {
+      if (!imported?.startsWith(".")) continue;
+      const target = new URL(imported, file);
+      edges.push([
+        file.pathname.slice(LIB.pathname.length),
+        target.pathname.slice(LIB.pathname.length),
+      ]);
+    }
+  }
+  return edges;
+}
+
+// Imports run one way: carriers -> ledger -> db, delivery -> ledger, and
+// the relay speaks to the carrier interface alone. A loop between two
+// rooms is a seam in the wrong place.
+const FORBIDDEN: [RegExp, RegExp, string][] = [
+  [/^ledger\//, /^(carriers|delivery|relay|workers)\//, "the ledger"],
+  [/^delivery\//, /^(carriers|relay|workers)\//, "delivery"],
+  [/^carriers\//, /^(relay|workers)\//, "a carrier"],
+  [
+    /^relay\//,
+    /^(carriers\/(?!carrier\.ts$)|delivery\/|ledger\/)/,
+    "the relay",
+  ],
+];
+
+Deno.test("lib/'s rooms import one way: carriers -> ledger -> db; the relay -> the carrier interface", async () => {
+  const wrong = (await libImports()).filter(([from, to]) =>
+    FORBIDDEN.some(([a, b]) => a.test(from) && b.test(to))
+  ).map(([from, to]) => `${from} imports ${to}`);
+  assert.deepEqual(wrong, []);
+});
+
+Deno.test("only lib/ledger names the queue's tables", async () => {
+  const outside: string[] = [];
+  for await (const file of sources(LIB)) {
+    const path = file.pathname.slice(LIB.pathname.length);
+    if (path.startsWith("ledger/") || path === "db/names.ts") continue;
+    const lines = (await Deno.readTextFile(file)).split("\n");
+    lines.forEach((line, i) => {
+      // The schema's tables by their setting (db/names.ts), or by name in
+      // a statement that writes.
+      if (
+        /\binQueue\(/.test(line) ||
+        /\b(insert\s+into|update|delete\s+from)\s+queue\./i.test(line)
+      ) outside.push(`${path}:${i + 1}: ${line.trim()}`);
+    });
+  }
+  assert.deepEqual(outside, []);
+});

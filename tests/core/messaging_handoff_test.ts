@@ -23,10 +23,10 @@ import {
   withWorkers,
 } from "./_messaging.ts";
 import { connect } from "../../lib/db/connect.ts";
-import { PgQueue } from "../../lib/queue/mod.ts";
-import { FairShare } from "../../lib/queue/fair_share.ts";
-import { QUEUE_CHANNEL } from "../../lib/queue/mod.ts";
-import { PgMove } from "../../lib/relay/mod.ts";
+import { Ledger } from "../../lib/ledger/mod.ts";
+import { FairShare } from "../../lib/delivery/fair_share.ts";
+import { QUEUE_CHANNEL } from "../../lib/ledger/mod.ts";
+import { PgMove } from "../../lib/carriers/mod.ts";
 import { setOutboxWaker } from "../../lib/outbox/wake.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -35,7 +35,7 @@ Deno.test("a move hands off the deliveries that fit, leased to the consumer, and
   await withTestDatabase(async ({ sql, url }) => {
     await createTestServices(sql);
     const tenantId = await createSandbox(sql);
-    const shortcut = new PgMove(new PgQueue(sql, ROUTING));
+    const shortcut = new PgMove(new Ledger(sql, ROUTING));
     const heard: string[] = [];
     const listener = connect(url, { max: 1 });
     try {
@@ -171,7 +171,7 @@ Deno.test("deliveries handed to a process that died are due again when the lease
     // Commits here wake nobody: only the test's move and the poll act.
     setOutboxWaker(sql, () => {});
     await placeOrder(sql, tenantId, "O1");
-    const moved = await new PgMove(new PgQueue(sql, ROUTING)).move(
+    const moved = await new PgMove(new Ledger(sql, ROUTING)).move(
       SENDER,
       10,
       { handoff: { owner: "worker-gone", leaseMs: 300, max: 10 } },
@@ -196,7 +196,7 @@ Deno.test("a move hands nothing over to a lane or a sandbox the share holds in f
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
     const [full, other] = [await createSandbox(sql), await createSandbox(sql)];
-    const shortcut = new PgMove(new PgQueue(sql, ROUTING));
+    const shortcut = new PgMove(new Ledger(sql, ROUTING));
     const [slow] = RECEIVERS;
     const share = new FairShare({
       perTenant: 3,

@@ -19,8 +19,8 @@ import {
   waitFor,
 } from "./_messaging.ts";
 import type { Sql } from "../../lib/db/connect.ts";
-import { claimOutbox, markPublished } from "../../lib/relay/mod.ts";
-import { PgQueue } from "../../lib/queue/mod.ts";
+import { claimOutbox, markPublished } from "../../lib/outbox/mod.ts";
+import { Ledger } from "../../lib/ledger/mod.ts";
 
 /** One claim of the test sender's outbox by `owner`: the rows it took. */
 async function claimRows(
@@ -78,7 +78,7 @@ Deno.test("concurrent claims never hand one row to two owners", async () => {
     await createTestServices(sql);
     const tenantId = await createSandbox(sql);
     for (const id of ["O1", "O2", "O3"]) await placeOrder(sql, tenantId, id);
-    const queue = new PgQueue(sql, ROUTING);
+    const queue = new Ledger(sql, ROUTING);
     const rows = await sql`select envelope from t_sender.outbox order by id`;
     await queue.publish(
       rows.map((r) => ({ source: SENDER, envelope: r.envelope })),

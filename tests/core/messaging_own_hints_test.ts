@@ -20,9 +20,9 @@ import {
   withWorkers,
 } from "./_messaging.ts";
 import { connect, type Sql } from "../../lib/db/connect.ts";
-import { PgQueue } from "../../lib/queue/mod.ts";
-import { QUEUE_CHANNEL } from "../../lib/queue/mod.ts";
-import { PgMove } from "../../lib/relay/mod.ts";
+import { Ledger } from "../../lib/ledger/mod.ts";
+import { QUEUE_CHANNEL } from "../../lib/ledger/mod.ts";
+import { PgMove } from "../../lib/carriers/mod.ts";
 import { OUTBOX_CHANNEL } from "../../lib/outbox/channel.ts";
 import { coalescingWaker, setOutboxWaker } from "../../lib/outbox/wake.ts";
 
@@ -50,7 +50,7 @@ Deno.test("the listener skips a move's hint that names its own process and follo
 
       // A move made outside this process's loops, whose NOTIFY names it.
       await placeOrder(sql, tenantId, "O2");
-      const moved = await new PgMove(new PgQueue(sql, ROUTING))
+      const moved = await new PgMove(new Ledger(sql, ROUTING))
         .move(SENDER, 10, { wokenBy: messaging.owner });
       assert.equal(moved.published, 1);
       await sleep(500);

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL queue's claim (lib/queue/postgres/deliveries_sql.ts):
+ * The PostgreSQL queue's claim (lib/ledger/deliveries_sql.ts):
  * round-robin across the sandboxes of its round, one lane of each where the
  * lane has enough (so that it travels as a batch), a full batch when there is
  * work enough, and no row locked that the batch does not take. A row lock
@@ -9,10 +9,10 @@
  */
 import assert from "node:assert/strict";
 import type { Sql } from "../../lib/db/connect.ts";
-import { FairShare } from "../../lib/queue/fair_share.ts";
-import { PgQueue } from "../../lib/queue/mod.ts";
-import { claimBatch } from "../../lib/queue/postgres/deliveries_sql.ts";
-import { PgMove } from "../../lib/relay/mod.ts";
+import { FairShare } from "../../lib/delivery/fair_share.ts";
+import { Ledger } from "../../lib/ledger/mod.ts";
+import { claimBatch } from "../../lib/ledger/deliveries_sql.ts";
+import { PgMove } from "../../lib/carriers/mod.ts";
 import { withTestDatabase } from "./_db.ts";
 import {
   claimDeliveries,
@@ -68,7 +68,7 @@ Deno.test("a claim takes round-robin from each sandbox, a lane at a time, and lo
     const big = await sandboxWithOrders(sql, "big", 4);
     const one = await sandboxWithOrders(sql, "one", 1);
     const two = await sandboxWithOrders(sql, "two", 1);
-    await new PgMove(new PgQueue(sql, ROUTING)).move(SENDER, 100);
+    await new PgMove(new Ledger(sql, ROUTING)).move(SENDER, 100);
 
     const claimed = await claimTen(sql);
     const counts = perTenant(claimed);
@@ -103,7 +103,7 @@ Deno.test("a claim takes round-robin from each sandbox, a lane at a time, and lo
 Deno.test("a claim fills its batch from a sandbox with more when the others of its round have nothing due", async () => {
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
-    const move = new PgMove(new PgQueue(sql, ROUTING));
+    const move = new PgMove(new Ledger(sql, ROUTING));
     // Three sandboxes whose deliveries are all in flight (open, not due),
     // then one with a backlog of 30.
     for (const name of ["a", "b", "c"]) await sandboxWithOrders(sql, name, 1);
@@ -131,7 +131,7 @@ Deno.test("a lane gives a claim no more than its share; the sandbox's other lane
     await createTestServices(sql);
     // Ten orders: three lanes of ten due deliveries each.
     const id = await sandboxWithOrders(sql, "busy", 10);
-    await new PgMove(new PgQueue(sql, ROUTING)).move(SENDER, 100);
+    await new PgMove(new Ledger(sql, ROUTING)).move(SENDER, 100);
     const [first] = await sql<{ subscriber: string }[]>`
       select subscriber from queue.deliveries where tenant_id = ${id}
        order by id limit 1`;
@@ -158,7 +158,7 @@ Deno.test("claims of one process at once take turns: together they keep the sand
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
     await sandboxWithOrders(sql, "busy", 10);
-    await new PgMove(new PgQueue(sql, ROUTING)).move(SENDER, 100);
+    await new PgMove(new Ledger(sql, ROUTING)).move(SENDER, 100);
     const share = new FairShare({
       perTenant: 12,
       perLane: 4,

@@ -1,5 +1,5 @@
 /**
- * The consumer's judgement of an answer (the table in lib/queue/classify.ts)
+ * The consumer's judgement of an answer (the table in lib/delivery/classify.ts)
  * and its retry delays. Pure functions: no database.
  */
 import assert from "node:assert/strict";
@@ -7,7 +7,7 @@ import {
   classify,
   type Outcome,
   retryDelay,
-} from "../../lib/queue/classify.ts";
+} from "../../lib/delivery/classify.ts";
 
 const answered = (status: number, reason = ""): Outcome => ({
   kind: "answered",

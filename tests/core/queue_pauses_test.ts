@@ -1,5 +1,5 @@
 /**
- * Paused pairs in the PostgreSQL queue (lib/queue/pauses.ts): the claim
+ * Paused pairs in the PostgreSQL queue (lib/ledger/pauses.ts): the claim
  * takes every due delivery but a paused pair's, in every sandbox of its
  * round, and does not count them as due when only they wait; a move hands
  * off the other deliveries and stores the paused pair's pending; the
@@ -15,9 +15,9 @@ import {
   ROUTING,
   SENDER,
 } from "./_messaging.ts";
-import { pgPauses, PgQueue, setPaused } from "../../lib/queue/mod.ts";
-import { claimBatch } from "../../lib/queue/postgres/deliveries_sql.ts";
-import { PgMove } from "../../lib/relay/mod.ts";
+import { Ledger, pgPauses, setPaused } from "../../lib/ledger/mod.ts";
+import { claimBatch } from "../../lib/ledger/deliveries_sql.ts";
+import { PgMove } from "../../lib/carriers/mod.ts";
 
 const [A, B] = RECEIVERS;
 
@@ -26,7 +26,7 @@ Deno.test("the claim leaves a paused pair's deliveries, in its sandbox only, and
     await createTestServices(sql);
     const one = await createSandbox(sql, "one");
     const two = await createSandbox(sql, "two");
-    const shortcut = new PgMove(new PgQueue(sql, ROUTING));
+    const shortcut = new PgMove(new Ledger(sql, ROUTING));
     await placeOrders(sql, one, ["1a", "1b"]);
     await placeOrders(sql, two, ["2a"]);
     await shortcut.move(SENDER, 100);
@@ -92,7 +92,7 @@ Deno.test("a move hands off every delivery but a paused pair's, which it stores 
   await withTestDatabase(async ({ sql }) => {
     await createTestServices(sql);
     const tenantId = await createSandbox(sql);
-    const shortcut = new PgMove(new PgQueue(sql, ROUTING));
+    const shortcut = new PgMove(new Ledger(sql, ROUTING));
     await setPaused(sql, tenantId, B, true, "tester");
     const pauses = pgPauses(sql);
     const [placed] = await placeOrders(sql, tenantId, ["P1"]);

@@ -8,10 +8,11 @@
 import assert from "node:assert/strict";
 import type { Sql } from "../../lib/db/connect.ts";
 import { memoryLogger } from "../../lib/log/mod.ts";
-import { FairShare } from "../../lib/queue/fair_share.ts";
-import { consumeOnce, PgQueue } from "../../lib/queue/postgres/mod.ts";
-import type { ConsumerOptions } from "../../lib/queue/postgres/consumer.ts";
-import { PgMove } from "../../lib/relay/mod.ts";
+import { FairShare } from "../../lib/delivery/fair_share.ts";
+import { consumeOnce } from "../../lib/carriers/postgres/mod.ts";
+import { Ledger } from "../../lib/ledger/mod.ts";
+import type { ConsumerOptions } from "../../lib/carriers/postgres/consumer.ts";
+import { PgMove } from "../../lib/carriers/mod.ts";
 import { withTestDatabase } from "./_db.ts";
 import {
   count,
@@ -28,7 +29,7 @@ const LANE = "t_recv_a";
 
 /** Moves the sender's outbox into the queue. */
 async function move(sql: Sql) {
-  await new PgMove(new PgQueue(sql, ROUTING)).move(SENDER, 100);
+  await new PgMove(new Ledger(sql, ROUTING)).move(SENDER, 100);
 }
 
 function pendingToLane(sql: Sql) {

@@ -1,5 +1,5 @@
 /**
- * The relay's one-transaction move (PgMove, lib/relay/move.ts): outbox rows marked
+ * The relay's one-transaction move (PgMove, lib/carriers/postgres/move.ts): outbox rows marked
  * published together with their messages and deliveries, faulted sandboxes
  * left for the long way, and the relay role's narrow rights.
  */
@@ -14,13 +14,10 @@ import {
   ROUTING,
   SENDER,
 } from "./_messaging.ts";
-import { PgQueue } from "../../lib/queue/mod.ts";
-import {
-  claimOutbox,
-  MOVE_SLOT_LOCK,
-  PgMove,
-  relayOnce,
-} from "../../lib/relay/mod.ts";
+import { Ledger } from "../../lib/ledger/mod.ts";
+import { claimOutbox } from "../../lib/outbox/mod.ts";
+import { MOVE_SLOT_LOCK, PgMove } from "../../lib/carriers/mod.ts";
+import { relayOnce } from "../../lib/relay/mod.ts";
 import {
   faultyQueue,
   pgFaults,
@@ -41,9 +38,9 @@ async function publishedIds(sql: Sql): Promise<string[]> {
   return rows.map((r) => r.message_id);
 }
 
-/** The move into a PgQueue, and the fault decorator of the same queue. */
+/** The move into a Ledger, and the fault decorator of the same queue. */
 function faultyMove(sql: Sql) {
-  const queue = new PgQueue(sql, ROUTING);
+  const queue = new Ledger(sql, ROUTING);
   return {
     shortcut: new PgMove(queue),
     faulty: faultyQueue(queue, pgFaults(sql), memoryLogger("warn").logger),
@@ -151,7 +148,7 @@ Deno.test("a message the queue already has is not published twice, and its row i
     await createTestServices(sql);
     const sandbox = await createSandbox(sql);
     const [envelope] = await placeOrders(sql, sandbox, ["D1"]);
-    const queue = new PgQueue(sql, ROUTING);
+    const queue = new Ledger(sql, ROUTING);
     const shortcut = new PgMove(queue);
     // The long way published it and died before marking.
     await queue.publish([{ source: SENDER, envelope }]);
@@ -172,7 +169,7 @@ Deno.test("a move whose batch holds one message the queue has already stores the
     await createTestServices(sql);
     const sandbox = await createSandbox(sql);
     const placed = await placeOrders(sql, sandbox, ["E1", "E2", "E3"]);
-    const queue = new PgQueue(sql, ROUTING);
+    const queue = new Ledger(sql, ROUTING);
     const shortcut = new PgMove(queue);
     // The middle one went the long way and was never marked.
     await queue.publish([{ source: SENDER, envelope: placed[1] }]);
@@ -231,7 +228,7 @@ Deno.test("the relay role may mark outbox rows and add to the queue, nothing els
                  set envelope = envelope || '{"type": "Changed"}'`),
       /immutable/,
     );
-    await new PgMove(new PgQueue(sql, ROUTING)).move(SENDER, 10);
+    await new PgMove(new Ledger(sql, ROUTING)).move(SENDER, 10);
     await assert.rejects(
       () =>
         asBookkeeper(
@@ -259,8 +256,8 @@ Deno.test("a relay tick drains a backlog with moves side by side: every row once
     const options = {
       sql,
       service: SENDER,
-      queue: new PgQueue(sql, ROUTING),
-      shortcut: new PgMove(new PgQueue(sql, ROUTING)),
+      queue: new Ledger(sql, ROUTING),
+      shortcut: new PgMove(new Ledger(sql, ROUTING)),
       owner: "test-relay",
       log: memoryLogger("warn").logger,
       retryMs: 100,
@@ -298,7 +295,7 @@ Deno.test("move slots: with every slot of an outbox held by other moves, a move 
     await createTestServices(sql);
     const sandbox = await createSandbox(sql, "slots");
     await placeOrders(sql, sandbox, ["S1", "S2", "S3"]);
-    const queue = new PgQueue(sql, ROUTING);
+    const queue = new Ledger(sql, ROUTING);
     const shortcut = new PgMove(queue, { slots: 2 });
 
     // Two moves in flight elsewhere: two transactions holding both slots,
@@ -375,7 +372,7 @@ Deno.test("a sandbox's new message takes what the sandbox owes along, oldest fir
     await sql`update t_sender.outbox
                  set attempts = 1, next_attempt_at = 'infinity'
                where message_id = ${parked.messageId}`;
-    const move = new PgMove(new PgQueue(sql, ROUTING));
+    const move = new PgMove(new Ledger(sql, ROUTING));
     const claim = () =>
       claimOutbox(sql, SENDER, { owner: "t", limit: 10, leaseMs: 60_000 });
     // Nothing new: nothing is due.

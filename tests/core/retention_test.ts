@@ -1,5 +1,5 @@
 /**
- * Retention (lib/queue/retention.ts): finished work older than the replay
+ * Retention (lib/ledger/retention.ts): finished work older than the replay
  * horizon and a margin goes; what a sender may still retry stays. Rows are
  * aged by moving their times back, as 40 days would.
  */
@@ -11,7 +11,7 @@ import {
   pruneHistory,
   pruneInboxes,
   pruneQueue,
-} from "../../lib/queue/retention.ts";
+} from "../../lib/ledger/retention.ts";
 import { withTestDatabase } from "./_db.ts";
 import {
   count,

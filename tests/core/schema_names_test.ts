@@ -17,12 +17,14 @@ const NAMES = new URL("../../lib/db/names.ts", import.meta.url).href;
 const LOG = new URL("../../lib/log/mod.ts", import.meta.url).href;
 const CONNECT = new URL("../../lib/db/connect.ts", import.meta.url).href;
 const EXAMPLE = new URL("../../lib/examples/signup.ts", import.meta.url).href;
-const QUEUE = new URL("../../lib/queue/mod.ts", import.meta.url).href;
+const QUEUE = new URL("../../lib/ledger/mod.ts", import.meta.url).href;
 const FAULTS = new URL("../../lib/faults/mod.ts", import.meta.url).href;
-const RETENTION = new URL("../../lib/queue/retention.ts", import.meta.url).href;
-const AUDIT = new URL("../../lib/queue/audit.ts", import.meta.url).href;
-const JETSTREAM = new URL("../../lib/queue/jetstream/mod.ts", import.meta.url)
-  .href;
+const RETENTION =
+  new URL("../../lib/ledger/retention.ts", import.meta.url).href;
+const AUDIT = new URL("../../lib/ledger/audit.ts", import.meta.url).href;
+const JETSTREAM =
+  new URL("../../lib/carriers/jetstream/mod.ts", import.meta.url)
+    .href;
 
 /**
  * The example's transport, as the child builds it: the PostgreSQL queue,
@@ -30,9 +32,9 @@ const JETSTREAM = new URL("../../lib/queue/jetstream/mod.ts", import.meta.url)
  */
 function transportOf(stream?: string): string {
   if (!stream) return "undefined";
-  return `(sql, routing) => jetStreamTransport({
+  return `(sql, routing) => jetStreamCarrier({
       stream: broker,
-      ledger: new PgQueue(sql, routing),
+      ledger: new Ledger(sql, routing),
       routing,
       ackWaitMs: 10_000,
     })`;
@@ -51,9 +53,9 @@ async function exampleUnder(
     import { inPlatform, useSchemaNames } from ${JSON.stringify(NAMES)};
     import { createLogger } from ${JSON.stringify(LOG)};
     import { connect } from ${JSON.stringify(CONNECT)};
-    import { failureGroups, pausedSubscribers, PgQueue, setPaused }
+    import { failureGroups, pausedSubscribers, Ledger, setPaused }
       from ${JSON.stringify(QUEUE)};
-    import { jetStreamTransport, openJetStream, StreamNames }
+    import { jetStreamCarrier, openJetStream, StreamNames }
       from ${JSON.stringify(JETSTREAM)};
     import { pruneHistory } from ${JSON.stringify(RETENTION)};
     import { auditOnce } from ${JSON.stringify(AUDIT)};

@@ -20,8 +20,9 @@ import { pgFaults } from "../../lib/faults/mod.ts";
 import { inboxBatchHandler, inboxHandler } from "../../lib/inbox/mod.ts";
 import { memoryLogger } from "../../lib/log/mod.ts";
 import { append } from "../../lib/outbox/mod.ts";
-import { auditOnce } from "../../lib/queue/audit.ts";
-import { Dispatcher, pgTransport } from "../../lib/queue/mod.ts";
+import { auditOnce } from "../../lib/ledger/audit.ts";
+import { Dispatcher } from "../../lib/delivery/mod.ts";
+import { postgresCarrier } from "../../lib/carriers/mod.ts";
 import { type MessagingPart, migrateMessaging } from "../../lib/schema.ts";
 import { startMessaging } from "../../lib/workers/mod.ts";
 import { emptyDatabase } from "./_db.ts";
@@ -149,7 +150,7 @@ async function split(layout: Layout) {
     };
     // In its own database, the queue's transport has no move: the relay
     // works in the sender's database and publishes into the queue's.
-    const published = { ...pgTransport({ sql: queue.sql, routing }) };
+    const published = { ...postgresCarrier({ sql: queue.sql, routing }) };
     if (layout === "own") delete published.shortcut;
     const relay = await startMessaging({
       ...common,
@@ -167,7 +168,7 @@ async function split(layout: Layout) {
       sql: queue.sql,
       faults: pgFaults(queue.sql),
       senders: [],
-      transport: pgTransport({ sql: queue.sql, routing }),
+      transport: postgresCarrier({ sql: queue.sql, routing }),
       dispatcher: dispatcher(),
       roles: { relay: false, consume: true },
     });

@@ -13,7 +13,7 @@ import type { Page } from "playwright-core";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { TestBakery } from "../_app.ts";
-import { StreamNames } from "../../lib/queue/jetstream/mod.ts";
+import { StreamNames } from "../../lib/carriers/jetstream/mod.ts";
 import { ROUTING } from "../../services/routing.ts";
 import { natsMissing, TEST_NATS_URL, testStream } from "../_nats.ts";
 import {

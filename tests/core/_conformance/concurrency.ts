@@ -17,8 +17,8 @@ import {
   waitForDeliveries,
 } from "../_messaging.ts";
 import { connect, type Sql } from "../../../lib/db/connect.ts";
-import type { OutgoingMessage, Queue } from "../../../lib/queue/mod.ts";
-import type { Moved, Shortcut } from "../../../lib/relay/mod.ts";
+import type { OutgoingMessage, Queue } from "../../../lib/ledger/mod.ts";
+import type { Moved, Shortcut } from "../../../lib/carriers/mod.ts";
 import { assertDelivered } from "./broker.ts";
 import type { Scenario } from "./mod.ts";
 

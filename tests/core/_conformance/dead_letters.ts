@@ -17,7 +17,7 @@ import {
 } from "../_messaging.ts";
 import type { Sql } from "../../../lib/db/connect.ts";
 import { setFault } from "../../../lib/faults/mod.ts";
-import { refuse } from "../../../lib/queue/mod.ts";
+import { refuse } from "../../../lib/ledger/mod.ts";
 import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
 import type { Scenario } from "./mod.ts";
 

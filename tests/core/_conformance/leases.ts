@@ -25,10 +25,10 @@ import type {
   AttemptResult,
   ClaimedDelivery,
   Queue,
-} from "../../../lib/queue/mod.ts";
-import { finishDeliveries } from "../../../lib/queue/postgres/deliveries_sql.ts";
+} from "../../../lib/ledger/mod.ts";
+import { finishDeliveries } from "../../../lib/ledger/deliveries_sql.ts";
 import type { JsMsg } from "@nats-io/jetstream";
-import { startDeliveries } from "../../../lib/queue/jetstream/deliveries_sql.ts";
+import { startDeliveries } from "../../../lib/ledger/broker_deliveries_sql.ts";
 import { RELAY_FAULTS } from "../../../lib/faults/mod.ts";
 import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
 import type { LedgerCase, Scenario } from "./mod.ts";

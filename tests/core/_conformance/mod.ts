@@ -43,7 +43,7 @@ import { poolOf, routeServices } from "../../../lib/db/service.ts";
 import {
   type DeadLetterFilter,
   redrive as redriveDeadLetters,
-} from "../../../lib/queue/dead_letters.ts";
+} from "../../../lib/ledger/dead_letters.ts";
 
 /** Where the test services' tables are (see the module's comment). */
 export type Layout = "shared" | "split";

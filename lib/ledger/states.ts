@@ -1,0 +1,27 @@
+/**
+ * Delivery states, mirrored by the CHECK on queue.deliveries
+ * (lib/ledger/migrations/0001_queue.sql).
+ *
+ * - `pending`: due at `next_attempt_at`. Moved out by a consumer's claim.
+ * - `in_flight`: a consumer holds the lease. Moved out by that consumer (to
+ *   `done`, back to `pending` for a retry, or to `dead`), or by another
+ *   consumer's claim once the lease has expired.
+ * - `done`: the subscriber answered 2xx. Final.
+ * - `dead`: retries exhausted, or refused by the subscriber (422). Moved out
+ *   by an operator: redrive (to `pending`) or refuse.
+ * - `refused`: closed by an operator with a reason. Final.
+ */
+export type DeliveryState =
+  | "pending"
+  | "in_flight"
+  | "done"
+  | "dead"
+  | "refused";
+
+export const DELIVERY_STATES: readonly DeliveryState[] = [
+  "pending",
+  "in_flight",
+  "done",
+  "dead",
+  "refused",
+];
