@@ -28,7 +28,7 @@ Deno.test("health: 200 while the database answers, 503 once it is gone", async (
   const db = await testDatabase({ max: 2 });
   try {
     const app = appFor(db.sql);
-    const up = await app.fetch(new Request("http://x/health"));
+    const up = await app.fetch(new Request("http://127.0.0.1/health"));
     assert.equal(up.status, 200);
     assert.deepEqual(await up.json(), {
       status: "ok",
@@ -39,7 +39,7 @@ Deno.test("health: 200 while the database answers, 503 once it is gone", async (
     await dropUnderTheApp(db);
 
     const started = Date.now();
-    const down = await app.fetch(new Request("http://x/health"));
+    const down = await app.fetch(new Request("http://127.0.0.1/health"));
     assert.equal(down.status, 503);
     assert.deepEqual(await down.json(), {
       status: "degraded",
@@ -57,11 +57,11 @@ Deno.test('health: 503 "starting" until the process has started all it runs', as
   await withTestDatabase(async ({ sql }) => {
     const deps = { ...testDeps(sql), started: false };
     const app = createApp(deps);
-    const starting = await app.fetch(new Request("http://x/health"));
+    const starting = await app.fetch(new Request("http://127.0.0.1/health"));
     assert.equal(starting.status, 503);
     assert.equal((await starting.json()).status, "starting");
     deps.started = true;
-    const up = await app.fetch(new Request("http://x/health"));
+    const up = await app.fetch(new Request("http://127.0.0.1/health"));
     assert.equal(up.status, 200);
     assert.equal((await up.json()).status, "ok");
   });
@@ -73,9 +73,9 @@ Deno.test("health: a request that needs the database while it is gone is a 503 w
     const app = appFor(db.sql);
     const signIn = () =>
       app.fetch(
-        new Request("http://x/api/session", {
+        new Request("http://127.0.0.1/api/session", {
           method: "POST",
-          headers: { origin: "http://x", "content-type": "application/json" },
+          headers: { origin: "http://127.0.0.1", "content-type": "application/json" },
           body: JSON.stringify({ name: "Ada" }),
         }),
       );
@@ -98,9 +98,9 @@ Deno.test("health: an unknown API route is a 404 in JSON", async () => {
     for (const [method, path] of [["GET", "/api/nothing"], ["POST", "/api"]]) {
       const res = await app.fetch(
         // A same-site Origin passes the CSRF check, which comes first.
-        new Request(`http://x${path}`, {
+        new Request(`http://127.0.0.1${path}`, {
           method,
-          headers: { origin: "http://x" },
+          headers: { origin: "http://127.0.0.1" },
         }),
       );
       assert.equal(res.status, 404);
@@ -115,7 +115,7 @@ Deno.test("health: an unknown API route is a 404 in JSON", async () => {
 Deno.test("health: an unknown page is a 404 in HTML", async () => {
   await withTestDatabase(async ({ sql }) => {
     const res = await appFor(sql).fetch(
-      new Request("http://x/no/such/page?<b>"),
+      new Request("http://127.0.0.1/no/such/page?<b>"),
     );
     assert.equal(res.status, 404);
     assert.equal(res.headers.get("content-type"), "text/html; charset=utf-8");
