@@ -3,7 +3,7 @@
  * pay pages. Server-only; none of it changes once the order is placed.
  */
 import type { OrderView } from "../services/timeline.ts";
-import { formatEuros } from "../islands/_money.ts";
+import { formatEuros } from "../format.ts";
 
 const WEEKDAYS = [
   "Sunday",

@@ -5,7 +5,7 @@
  * click land even though the row is no longer a dead letter.
  */
 import type { ComponentChildren } from "preact";
-import { formatClock, shortId } from "../components/console_format.ts";
+import { formatClock, shortId } from "../format.ts";
 import type { DeliveryItem } from "./_console_types.ts";
 
 /** What the operator did to a row in this page. */

@@ -4,7 +4,7 @@
  * per receiver. Plain components of their props; the island holds the state.
  */
 import type { OrderView } from "../services/timeline.ts";
-import { formatEuros } from "./_money.ts";
+import { formatEuros } from "../format.ts";
 import { clock, span } from "./_time.ts";
 import {
   type BadgeSpec,

@@ -8,7 +8,7 @@
  * the page's CSRF token).
  */
 import { useSignal } from "@preact/signals";
-import { shortId } from "../components/console_format.ts";
+import { shortId } from "../format.ts";
 import { failure, sendJson } from "./_console_api.ts";
 import { useFocusNext } from "./_focus.ts";
 import type { OutboxAges, ReleaseAnswer } from "./_console_types.ts";

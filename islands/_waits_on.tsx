@@ -6,7 +6,7 @@
  * include them in the redrive.
  */
 import type { WaitedOn } from "./_console_types.ts";
-import { shortId } from "../components/console_format.ts";
+import { shortId } from "../format.ts";
 
 /** Props: what the dry run named, and the tick that includes them. */
 export interface WaitsOnListProps {

@@ -5,7 +5,7 @@
  * but the island stays on the page and listens, so an alert appears (and
  * clears) without a reload.
  */
-import { formatAge, formatClock } from "../components/console_format.ts";
+import { formatAge, formatClock } from "../format.ts";
 import { useLive } from "./_live.ts";
 import type { Alert, AlertsData } from "./_console_types.ts";
 

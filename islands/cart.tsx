@@ -9,7 +9,7 @@ import {
   setQty,
   startCart,
 } from "./_cart_store.ts";
-import { formatEuros } from "./_money.ts";
+import { formatEuros } from "../format.ts";
 
 /** Props: the menu (for names and prices) and where the basket is shown. */
 export interface CartProps {

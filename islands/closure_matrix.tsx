@@ -3,12 +3,8 @@
  * a link to the obligations behind it. A red banner while any mismatch
  * exists. Twin of `GET /api/console/closure`.
  */
-import {
-  CLOSURE_KEYS,
-  CLOSURE_WORDS,
-  type Tone,
-} from "../components/console_format.ts";
-import { MismatchAlarm } from "../components/closure_totals.tsx";
+import { CLOSURE_KEYS, CLOSURE_WORDS, type Tone } from "../format.ts";
+import { MismatchAlarm } from "./_closure_totals.tsx";
 import { useLive } from "./_live.ts";
 import type { ClosureCounts, ClosureData } from "./_console_types.ts";
 

@@ -2,7 +2,7 @@
  * The obligations behind one cell of the closure matrix, live. Twin of
  * `GET /api/console/closure/rows?subscriber=&state=`.
  */
-import { formatClock, shortId } from "../components/console_format.ts";
+import { formatClock, shortId } from "../format.ts";
 import { useLive } from "./_live.ts";
 import type { ClosureRowsData, ClosureState } from "./_console_types.ts";
 

@@ -5,13 +5,13 @@
  * receiver's last hour as charts and the number of order violations. Twin
  * of `GET /api/console/overview`; ages count up every second.
  */
-import { AgeHistogram } from "../components/age_histogram.tsx";
-import { ClosureTotals, MismatchAlarm } from "../components/closure_totals.tsx";
-import { RateBar } from "../components/rate_bar.tsx";
-import { RefundsDue } from "../components/refunds_due.tsx";
-import { CheckoutEventsList } from "../components/checkout_events.tsx";
-import { ReceiverChartGrid } from "../components/receiver_charts.tsx";
-import { formatAge, formatClock } from "../components/console_format.ts";
+import { AgeHistogram } from "./_age_histogram.tsx";
+import { ClosureTotals, MismatchAlarm } from "./_closure_totals.tsx";
+import { RateBar } from "./_rate_bar.tsx";
+import { RefundsDue } from "./_refunds_due.tsx";
+import { CheckoutEventsList } from "./_checkout_events.tsx";
+import { ReceiverChartGrid } from "./_receiver_charts.tsx";
+import { formatAge, formatClock } from "../format.ts";
 import { useSignal } from "@preact/signals";
 import { liveAge, useLive, useNow } from "./_live.ts";
 import { failure, sendJson } from "./_console_api.ts";

@@ -11,7 +11,7 @@ import {
   formatClock,
   secondsUntil,
   shortId,
-} from "../components/console_format.ts";
+} from "../format.ts";
 import { useLive, useNow } from "./_live.ts";
 import type { DeliveriesData, DeliveryItem } from "./_console_types.ts";
 

@@ -11,7 +11,7 @@ import {
   deliveryTone,
   formatClock,
   formatDateTime,
-} from "../components/console_format.ts";
+} from "../format.ts";
 import { useFocusNext } from "./_focus.ts";
 import { useLive } from "./_live.ts";
 import type { DeliveryDetailData } from "./_console_types.ts";

@@ -18,7 +18,7 @@ import type { FailureGroup, JobView, WaitedOn } from "./_console_types.ts";
 import { JobProgress } from "./_job_progress.tsx";
 import { RedriveOutcome } from "./_redrive_outcome.tsx";
 import { WaitsOnList } from "./_waits_on.tsx";
-import { formatClock } from "../components/console_format.ts";
+import { formatClock } from "../format.ts";
 
 /** Props: the groups and the sandbox's recent jobs, as the server saw them. */
 export interface FailureGroupsProps {

@@ -1,9 +1,9 @@
 /**
- * What it costs, live: the table of components/how_costs.tsx, fetched again
+ * What it costs, live: the table of islands/_costs_table.tsx, fetched again
  * from `GET /api/how-it-works/costs` whenever the sandbox changes, so a new
  * paid order shows up in the figures without a reload.
  */
-import { CostsTable } from "../components/how_costs.tsx";
+import { CostsTable } from "./_costs_table.tsx";
 import type { Costs } from "../services/how/costs.ts";
 import type { BenchmarkComparison } from "../services/how/benchmark.ts";
 import { useLive } from "./_live.ts";

@@ -3,7 +3,7 @@
  * with its items and a link to the order's timeline. Twin of
  * `GET /api/kitchen/board`.
  */
-import { formatClock, shortId } from "../components/console_format.ts";
+import { formatClock, shortId } from "../format.ts";
 import { useLive } from "./_live.ts";
 import type { BoardData, KitchenCard } from "./_console_types.ts";
 

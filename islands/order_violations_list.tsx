@@ -3,7 +3,7 @@
  * order, the message and both versions. Twin of
  * `GET /api/console/order-violations`.
  */
-import { formatDateTime, shortId } from "../components/console_format.ts";
+import { formatDateTime, shortId } from "../format.ts";
 import { useLive } from "./_live.ts";
 import type { OrderViolations } from "./_console_types.ts";
 

@@ -6,12 +6,7 @@
  * second from the server's numbers; the list itself is fetched again from
  * `GET /api/console/outbox` on every change of the sandbox.
  */
-import {
-  formatAge,
-  formatClock,
-  secondsUntil,
-  shortId,
-} from "../components/console_format.ts";
+import { formatAge, formatClock, secondsUntil, shortId } from "../format.ts";
 import { liveAge, useLive, useNow } from "./_live.ts";
 import type { OutboxAges } from "./_console_types.ts";
 import { ParkedRows } from "./_parked_rows.tsx";

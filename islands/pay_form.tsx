@@ -16,7 +16,7 @@ import {
   formatExpiry,
   groupCard,
 } from "./_card.ts";
-import { formatEuros } from "./_money.ts";
+import { formatEuros } from "../format.ts";
 
 /** Props: which order, how much, and which gateway the bakery runs. */
 export interface PayFormProps {

@@ -4,9 +4,9 @@
  * Twin of
  * `GET /api/console/receivers`.
  */
-import { RateBar } from "../components/rate_bar.tsx";
-import { formatClock } from "../components/console_format.ts";
-import { ReceiverChartGrid } from "../components/receiver_charts.tsx";
+import { RateBar } from "./_rate_bar.tsx";
+import { formatClock } from "../format.ts";
+import { ReceiverChartGrid } from "./_receiver_charts.tsx";
 import { useLive } from "./_live.ts";
 import type { ReceiversData } from "./_console_types.ts";
 

@@ -1,7 +1,7 @@
 /** `GET /checkout`: the basket and the form that places the order. */
 import { html } from "../kit/http/render.ts";
 import { Layout } from "../components/layout.tsx";
-import { StorefrontNav } from "../components/storefront_nav.tsx";
+import { StorefrontNav } from "./_storefront_nav.tsx";
 import { Island } from "../islands/_registry.ts";
 import { priceList } from "../services/menu.ts";
 

@@ -1,8 +1,8 @@
 /** `GET /`: the menu, with a basket beside it. */
 import { html } from "../kit/http/render.ts";
 import { Layout } from "../components/layout.tsx";
-import { MenuCard } from "../components/menu_card.tsx";
-import { StorefrontNav } from "../components/storefront_nav.tsx";
+import { MenuCard } from "./_menu_card.tsx";
+import { StorefrontNav } from "./_storefront_nav.tsx";
 import { Island } from "../islands/_registry.ts";
 import { MENU, priceList } from "../services/menu.ts";
 

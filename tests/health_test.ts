@@ -75,7 +75,10 @@ Deno.test("health: a request that needs the database while it is gone is a 503 w
       app.fetch(
         new Request("http://127.0.0.1/api/session", {
           method: "POST",
-          headers: { origin: "http://127.0.0.1", "content-type": "application/json" },
+          headers: {
+            origin: "http://127.0.0.1",
+            "content-type": "application/json",
+          },
           body: JSON.stringify({ name: "Ada" }),
         }),
       );

@@ -5,7 +5,7 @@
  * name to show.
  */
 import type { Context } from "hono";
-import type { Operator } from "../../components/console_page.tsx";
+import type { Operator } from "../_console_page.tsx";
 import type { Alert } from "../../services/console/alerts.ts";
 
 /** A console page: renders for a signed-in operator. */

@@ -8,7 +8,7 @@
  */
 import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
-import { ConsolePage } from "../../components/console_page.tsx";
+import { ConsolePage } from "../_console_page.tsx";
 import {
   actionsQuerySchema,
   listActions,

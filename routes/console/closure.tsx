@@ -4,11 +4,8 @@
  */
 import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
-import { ConsolePage } from "../../components/console_page.tsx";
-import {
-  CLOSURE_KEYS,
-  CLOSURE_WORDS,
-} from "../../components/console_format.ts";
+import { ConsolePage } from "../_console_page.tsx";
+import { CLOSURE_KEYS, CLOSURE_WORDS } from "../../format.ts";
 import { Island } from "../../islands/_registry.ts";
 import { closure } from "../../services/console/closure.ts";
 import type { Retention } from "../../services/console/contracts.ts";

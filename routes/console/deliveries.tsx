@@ -6,7 +6,7 @@ import { z } from "zod";
 import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
 import { parseOr400 } from "../../kit/http/validate.ts";
-import { ConsolePage } from "../../components/console_page.tsx";
+import { ConsolePage } from "../_console_page.tsx";
 import { Island } from "../../islands/_registry.ts";
 import { DELIVERY_TABS } from "../../islands/deliveries_list.tsx";
 import {

@@ -5,7 +5,7 @@
  */
 import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
-import { ConsolePage } from "../../components/console_page.tsx";
+import { ConsolePage } from "../_console_page.tsx";
 import { Island } from "../../islands/_registry.ts";
 import { readFaults } from "../../services/console/faults.ts";
 import { FAULTS } from "../../services/faults.ts";

@@ -1,7 +1,7 @@
 /** `GET /console`: the overview. Twin of `GET /api/console/overview`. */
 import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
-import { ConsolePage } from "../../components/console_page.tsx";
+import { ConsolePage } from "../_console_page.tsx";
 import { Island } from "../../islands/_registry.ts";
 import { overviewData } from "../../services/console/overview.ts";
 import { type ConsoleRender, serverNow } from "./_guard.ts";

@@ -1,7 +1,7 @@
 /** `GET /console/kitchen`: the kitchen board. Twin of `GET /api/kitchen/board`. */
 import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
-import { ConsolePage } from "../../components/console_page.tsx";
+import { ConsolePage } from "../_console_page.tsx";
 import { Island } from "../../islands/_registry.ts";
 import { kitchenBoard } from "../../services/console/board.ts";
 import type { ConsoleRender } from "./_guard.ts";

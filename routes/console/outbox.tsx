@@ -1,7 +1,7 @@
 /** `GET /console/outbox`: the oldest pending rows. Twin of `GET /api/console/outbox`. */
 import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
-import { ConsolePage } from "../../components/console_page.tsx";
+import { ConsolePage } from "../_console_page.tsx";
 import { Island } from "../../islands/_registry.ts";
 import { outboxAges } from "../../services/console/outbox.ts";
 import { type ConsoleRender, serverNow } from "./_guard.ts";

@@ -4,7 +4,7 @@
  */
 import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
-import { ConsolePage } from "../../components/console_page.tsx";
+import { ConsolePage } from "../_console_page.tsx";
 import { Island } from "../../islands/_registry.ts";
 import { receiverStats } from "../../services/console/receivers.ts";
 import type { ConsoleRender } from "./_guard.ts";

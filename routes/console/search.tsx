@@ -5,7 +5,7 @@
 import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
 import { parseOr400 } from "../../kit/http/validate.ts";
-import { ConsolePage } from "../../components/console_page.tsx";
+import { ConsolePage } from "../_console_page.tsx";
 import { search } from "../../services/console/search.ts";
 import { searchQuery } from "../api/console.ts";
 import type { ConsoleRender } from "./_guard.ts";

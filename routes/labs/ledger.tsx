@@ -8,7 +8,7 @@
 import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
-import { ConsolePage, type Operator } from "../../components/console_page.tsx";
+import { ConsolePage, type Operator } from "../_console_page.tsx";
 import {
   figures,
   findScenario,

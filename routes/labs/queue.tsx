@@ -8,7 +8,7 @@ import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
 import { parseOr400, readForm } from "../../kit/http/validate.ts";
-import { ConsolePage, type Operator } from "../../components/console_page.tsx";
+import { ConsolePage, type Operator } from "../_console_page.tsx";
 import { QueueTimeline } from "../../components/queue_timeline.tsx";
 import {
   lastQueueRun,

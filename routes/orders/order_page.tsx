@@ -7,7 +7,7 @@ import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
 import { Layout } from "../../components/layout.tsx";
-import { StorefrontNav } from "../../components/storefront_nav.tsx";
+import { StorefrontNav } from "../_storefront_nav.tsx";
 import {
   formatDay,
   orderNumber,

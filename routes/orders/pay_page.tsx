@@ -8,10 +8,10 @@ import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
 import { Layout } from "../../components/layout.tsx";
-import { StorefrontNav } from "../../components/storefront_nav.tsx";
+import { StorefrontNav } from "../_storefront_nav.tsx";
 import { orderNumber, OrderSummary } from "../../components/order_summary.tsx";
 import { Island } from "../../islands/_registry.ts";
-import { formatEuros } from "../../islands/_money.ts";
+import { formatEuros } from "../../format.ts";
 import { OPEN_STATES, type OrderState } from "../../services/orders/states.ts";
 import { loadOrder, noStore } from "./_order.ts";
 

@@ -12,7 +12,7 @@
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { queueOfDelivery, type ReadAt, readServices } from "../databases.ts";
-import { formatEuros } from "../../islands/_money.ts";
+import { formatEuros } from "../../format.ts";
 import { type SearchResult, searchResultSchema } from "./contracts.ts";
 
 export type { SearchResult } from "./contracts.ts";

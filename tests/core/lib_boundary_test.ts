@@ -139,3 +139,26 @@ Deno.test("only lib/ledger names the queue's tables", async () => {
   }
   assert.deepEqual(outside, []);
 });
+
+// The app's side of the same rule: server components never import islands
+// (routes place the islands), and services import nothing of the browser's.
+const APP = new URL("../../", import.meta.url);
+
+Deno.test("components/ and services/ import nothing from islands/", async () => {
+  const wrong: string[] = [];
+  for (const folder of ["components/", "services/"]) {
+    for await (const file of sources(new URL(folder, APP))) {
+      const text = await Deno.readTextFile(file);
+      for (const [, imported] of text.matchAll(SPECIFIER)) {
+        if (!imported?.startsWith(".")) continue;
+        const target = new URL(imported, file).pathname;
+        if (target.startsWith(new URL("islands/", APP).pathname)) {
+          wrong.push(
+            `${file.pathname.slice(APP.pathname.length)}: ${imported}`,
+          );
+        }
+      }
+    }
+  }
+  assert.deepEqual(wrong, []);
+});

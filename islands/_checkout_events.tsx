@@ -3,8 +3,8 @@
  * each is a payment the visitor made that its order does not know of yet.
  * One that gave up can be sent again.
  */
-import { formatDateTime, shortId } from "./console_format.ts";
-import type { CheckoutEvents } from "../islands/_console_types.ts";
+import { formatDateTime, shortId } from "../format.ts";
+import type { CheckoutEvents } from "./_console_types.ts";
 
 /** The table, or a line saying every event was taken. */
 export function CheckoutEventsList(props: {

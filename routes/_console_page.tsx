@@ -3,12 +3,12 @@
  * the side bar of pages, a heading.
  */
 import type { ComponentChildren } from "preact";
-import { Layout } from "./layout.tsx";
+import { Layout } from "../components/layout.tsx";
 import {
   ConsoleBar,
   type ConsolePageKey,
   ConsoleSideNav,
-} from "./console_nav.tsx";
+} from "./_console_nav.tsx";
 import { Island } from "../islands/_registry.ts";
 import type { Alert } from "../services/console/alerts.ts";
 

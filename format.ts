@@ -1,9 +1,12 @@
 /**
- * How the console prints ages, times and states. Pure functions, shared by
- * the server render and the islands, so that the first browser render prints
- * exactly what the server printed (hydration compares the two).
+ * How the pages print money, ages, times and states. Pure functions, shared
+ * by the server render and the islands, so that the first browser render
+ * prints exactly what the server printed (hydration compares the two). It
+ * imports neither side: components/ and islands/ both read it. Money is
+ * written out by hand rather than with Intl so that the server and every
+ * browser print the same characters.
  */
-import type { ClosureState } from "../services/console/closure.ts";
+import type { ClosureState } from "./services/console/closure.ts";
 
 /**
  * An age in seconds, short and whole: `<1 s`, `42 s`, `3 min 05 s`,
@@ -142,3 +145,19 @@ export const CLOSURE_WORDS = {
 export const CLOSURE_KEYS = Object.keys(CLOSURE_WORDS) as (
   keyof typeof CLOSURE_WORDS
 )[];
+
+/**
+ * Formats integer cents as euros.
+ *
+ * @example
+ * ```ts
+ * formatEuros(1234); // "€12.34"
+ * ```
+ */
+export function formatEuros(cents: number): string {
+  const sign = cents < 0 ? "−" : "";
+  const abs = Math.abs(Math.round(cents));
+  const euros = Math.floor(abs / 100).toString()
+    .replace(/\B(?=(\d{3})+$)/g, ",");
+  return `${sign}€${euros}.${String(abs % 100).padStart(2, "0")}`;
+}

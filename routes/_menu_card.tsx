@@ -1,7 +1,7 @@
 /** One item of the menu as a card: drawing, name, story, price, button. */
 import type { MenuItem } from "../services/menu.ts";
 import { Island } from "../islands/_registry.ts";
-import { formatEuros } from "../islands/_money.ts";
+import { formatEuros } from "../format.ts";
 
 /** Renders a menu item with its add-to-basket island. */
 export function MenuCard({ item }: { item: MenuItem }) {

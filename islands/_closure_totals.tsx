@@ -3,7 +3,7 @@
  * matrix; and the alarm banner for mismatches. Pure, for the overview and
  * the closure page alike.
  */
-import { CLOSURE_KEYS, CLOSURE_WORDS } from "./console_format.ts";
+import { CLOSURE_KEYS, CLOSURE_WORDS } from "../format.ts";
 import type { ClosureCounts } from "../services/console/closure.ts";
 
 /** Props: the totals of `closure()`. */

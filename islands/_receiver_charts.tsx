@@ -3,7 +3,7 @@
  * each with its caption, and the grid of every receiver's: for the
  * receivers page and the overview.
  */
-import { chartSummary, MinuteChart } from "./minute_chart.tsx";
+import { chartSummary, MinuteChart } from "./_minute_chart.tsx";
 import type { ReceiverStats } from "../services/console/receivers.ts";
 
 /** Props: one receiver's last hour. */

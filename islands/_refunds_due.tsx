@@ -2,8 +2,8 @@
  * The console's list of payments needing a refund: money taken that no
  * order keeps, with the payment, the order, what was charged and why.
  */
-import { formatDateTime, shortId } from "./console_format.ts";
-import { formatEuros } from "../islands/_money.ts";
+import { formatDateTime, shortId } from "../format.ts";
+import { formatEuros } from "../format.ts";
 import type { RefundDue } from "../services/console/refunds.ts";
 
 /** What was charged: euros as the storefront writes them, else the code. */
