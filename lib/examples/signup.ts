@@ -6,18 +6,26 @@
  *
  *     deno run -A lib/examples/signup.ts postgres://user@host/empty_db
  */
-import { connect, type Sql } from "../db/connect.ts";
-import { asService } from "../db/service.ts";
-import { pgFaults } from "../faults/mod.ts";
-import { type Apply, inboxBatchHandler, inboxHandler } from "../inbox/mod.ts";
-import { createLogger, type Logger } from "../log/mod.ts";
-import { append, newEnvelope } from "../outbox/mod.ts";
-import { Dispatcher } from "../delivery/mod.ts";
-import { type Carrier, postgresCarrier } from "../carriers/mod.ts";
-import type { Routing } from "../ledger/mod.ts";
-import { migrateMessaging } from "../schema.ts";
-import { startMessaging } from "../workers/mod.ts";
-import { inPlatform, schemaNames } from "../db/names.ts";
+import {
+  append,
+  type Apply,
+  asService,
+  builtCarrier,
+  type Carrier,
+  connect,
+  createLogger,
+  createMessaging,
+  Dispatcher,
+  inboxBatchHandler,
+  inboxHandler,
+  inPlatform,
+  type Logger,
+  migrateMessaging,
+  newEnvelope,
+  type Routing,
+  schemaNames,
+  type Sql,
+} from "../mod.ts";
 
 /** A service: a role of its own and a schema it works in. */
 async function createService(sql: Sql, name: string) {
@@ -65,25 +73,25 @@ export async function setUp(sql: Sql, log: Logger) {
   }
 }
 
-/** Builds the transport the messages travel by, for a pool and a routing. */
+/** Builds the carrier the messages travel by, for a pool and a routing. */
 export type CarrierOf = (sql: Sql, routing: Routing) => Carrier;
 
 /**
  * Signs `email` up in `tenant` and waits until the mailer has sent its
  * welcome email. Returns the emails the mailer holds for that address.
- * The messages go through the PostgreSQL queue unless `transportOf` gives
- * another transport (JetStream's: tests/core/schema_names_test.ts).
+ * The messages go through the PostgreSQL queue, the default carrier, unless
+ * `carrierOf` gives another (JetStream's: tests/core/schema_names_test.ts).
  */
 export async function signUp(
   url: string,
   tenant: string,
   email: string,
   log: Logger,
-  transportOf: CarrierOf = (sql, routing) => postgresCarrier({ sql, routing }),
+  carrierOf?: CarrierOf,
 ): Promise<number> {
   const sql = connect(url, { max: 4 });
   const routing = { SignupCompleted: ["mailer"] };
-  const transport = transportOf(sql, routing);
+  const carrier = carrierOf?.(sql, routing);
   // The mailer's endpoints, served in this process. Across processes, the
   // subscriber's URL is a real one and the dispatcher sends it there.
   const mailer = {
@@ -101,14 +109,11 @@ export async function signUp(
         ? await inboxBatchHandler(mailer)(request)
         : await inboxHandler(mailer)(request),
   );
-  const messaging = await startMessaging({
-    url,
-    sql,
-    log,
-    faults: pgFaults(sql),
+  // Only what differs from the defaults (lib/messaging.ts `TUNING`).
+  const messaging = createMessaging({
+    ledger: { sql, url },
+    routing,
     senders: ["accounts"],
-    transport,
-    dispatcher,
     subscribers: {
       mailer: {
         url: "http://mailer.example/one",
@@ -116,11 +121,12 @@ export async function signUp(
         label: "Mailer",
       },
     },
-    pollMs: 500,
-    relayRetryMs: 500,
-    retryDelaysMs: [1_000, 5_000],
-    timeoutMs: 5_000,
+    dispatcher,
+    log,
+    carrier: carrier && builtCarrier(carrier),
+    tuning: { pollMs: 500, relayRetryMs: 500, retryDelaysMs: [1_000, 5_000] },
   });
+  await messaging.start();
   try {
     // The command: the user and the message it owes, in one transaction.
     await asService(sql, "accounts", { tenantId: tenant }, async (tx) => {
@@ -136,7 +142,7 @@ export async function signUp(
         }),
       ]);
     });
-    messaging.wakeRelay("accounts");
+    messaging.wake("accounts");
     for (let waited = 0; waited < 10_000; waited += 50) {
       const [{ n }] = await sql<{ n: number }[]>`
         select count(*)::int as n from mailer.welcome_emails
@@ -147,7 +153,6 @@ export async function signUp(
     throw new Error(`no welcome email for ${email} after 10 s`);
   } finally {
     await messaging.stop();
-    await transport.close();
     await sql.end();
   }
 }

@@ -353,3 +353,56 @@ export async function supersedeIn(
   await sql`select pg_notify(${QUEUE_CHANNEL}, '')`;
   return { messageId: envelope.messageId, deliveryId: Number(delivery.id) };
 }
+
+/**
+ * Dead letters as an operator acts on them: redrive, refuse and supersede,
+ * each told once what the carrier needs of a redrive. It is what
+ * `Messaging.deadLetters` is (lib/messaging.ts), so that no caller carries
+ * "which carrier runs" to the place that acts. Each call takes the pool or
+ * transaction of the ledger that holds the rows: one, or in a database per
+ * sender, the sender's.
+ */
+export interface DeadLetters {
+  redrive(
+    sql: Sql,
+    tenantId: string,
+    filter: DeadLetterFilter,
+    actor: string,
+    options?: Omit<RedriveOptions, "republish">,
+  ): Promise<number[]>;
+  /** {@link redriveIn}: inside the caller's queue transaction. */
+  redriveIn(
+    sql: TxSql,
+    filter: DeadLetterFilter,
+    actor: string,
+    options?: Omit<RedriveOptions, "republish">,
+  ): Promise<number[]>;
+  refuse: typeof refuse;
+  refuseIn: typeof refuseIn;
+  /** {@link supersedeIn}: inside the caller's queue transaction. */
+  supersedeIn(
+    sql: TxSql,
+    tenantId: string,
+    id: number,
+    payload: Record<string, unknown>,
+    actor: string,
+    reason: string,
+  ): Promise<Superseded | null>;
+}
+
+/**
+ * The dead letters of a ledger whose carrier `republishes` a redriven
+ * message (it keeps a copy of its own: JetStream) or not (PostgreSQL).
+ */
+export function deadLetters(republish: boolean): DeadLetters {
+  return {
+    redrive: (sql, tenantId, filter, actor, options = {}) =>
+      redrive(sql, tenantId, filter, actor, { ...options, republish }),
+    redriveIn: (sql, filter, actor, options = {}) =>
+      redriveIn(sql, filter, actor, { ...options, republish }),
+    refuse,
+    refuseIn,
+    supersedeIn: (sql, tenantId, id, payload, actor, reason) =>
+      supersedeIn(sql, tenantId, id, payload, actor, reason, { republish }),
+  };
+}

@@ -13,6 +13,8 @@ export type { AttemptResult, ClaimedDelivery } from "./delivery.ts";
 export {
   beyond,
   type DeadLetterFilter,
+  type DeadLetters,
+  deadLetters,
   type FailureGroup,
   failureGroups,
   matchDeadLetters,

@@ -34,8 +34,11 @@ export interface MessagingOptions {
   url: string;
   sql: Sql;
   log: Logger;
-  /** The fault switches, which wrap the queue and the dispatcher here. */
-  faults: FaultReader;
+  /**
+   * The fault switches, which wrap the queue and the dispatcher here;
+   * without them nothing is wrapped.
+   */
+  faults?: FaultReader;
   /**
    * Paused subscribers (lib/ledger/pauses.ts): the consumers' claims and
    * the relays' hand-offs leave their deliveries waiting.
@@ -114,7 +117,9 @@ export async function startMessaging(
       ...options,
       owner,
       log,
-      dispatcher: faultyDispatcher(options.dispatcher, options.faults),
+      dispatcher: options.faults
+        ? faultyDispatcher(options.dispatcher, options.faults)
+        : options.dispatcher,
       leaseMs: options.consumerLeaseMs,
       local,
     })
@@ -124,7 +129,9 @@ export async function startMessaging(
       ...options,
       owner,
       log,
-      queue: faultyQueue(options.transport.queue, options.faults, log),
+      queue: options.faults
+        ? faultyQueue(options.transport.queue, options.faults, log)
+        : options.transport.queue,
       shortcut: options.transport.shortcut,
       retryMs: options.relayRetryMs,
       leaseMs: options.relayLeaseMs,

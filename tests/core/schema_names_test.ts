@@ -27,10 +27,10 @@ const JETSTREAM =
     .href;
 
 /**
- * The example's transport, as the child builds it: the PostgreSQL queue,
+ * The example's carrier, as the child builds it: the PostgreSQL queue,
  * or JetStream on `stream` (with the queue's tables as its ledger).
  */
-function transportOf(stream?: string): string {
+function carrierOf(stream?: string): string {
   if (!stream) return "undefined";
   return `(sql, routing) => jetStreamCarrier({
       stream: broker,
@@ -81,7 +81,7 @@ async function exampleUnder(
       : "undefined"
   };
     const sent = await signUp(
-      url, id, "grace@example.com", log, ${transportOf(stream)});
+      url, id, "grace@example.com", log, ${carrierOf(stream)});
     // The console's side of the core, under the same names.
     const pool = connect(url, { max: 2 });
     await setPaused(pool, id, "mailer", true, "test");

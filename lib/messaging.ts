@@ -1,0 +1,268 @@
+/**
+ * One object for one process's messaging, as graphile-worker's `run` or
+ * River's client: built by `createMessaging` from the options that differ
+ * from the defaults, started and stopped, and asked for everything an
+ * operator does (redrive, refuse, supersede, release) and for its health.
+ * No caller pairs the parts by hand or asks which carrier runs.
+ */
+import { connect, type Sql } from "./db/connect.ts";
+import { renewablePool } from "./db/reserved.ts";
+import { createLogger, type Logger } from "./log/mod.ts";
+import type { FaultReader } from "./faults/mod.ts";
+import type { AuditOptions } from "./ledger/audit.ts";
+import { type DeadLetters, deadLetters } from "./ledger/dead_letters.ts";
+import type { PauseReader } from "./ledger/pauses.ts";
+import type { Routing } from "./ledger/queue.ts";
+import type { Carrier } from "./carriers/carrier.ts";
+import { postgresCarrier } from "./carriers/postgres/carrier.ts";
+import type { BrokerCluster } from "./carriers/jetstream/stream.ts";
+import { Dispatcher } from "./delivery/dispatcher.ts";
+import type { FairShareOptions } from "./delivery/fair_share.ts";
+import type { Subscriber } from "./delivery/send.ts";
+import {
+  type Released,
+  type ReleaseOptions,
+  releaseParked,
+} from "./relay/release.ts";
+import { type Messaging as Loops, startMessaging } from "./workers/mod.ts";
+
+/** The timings and sizes of {@link createMessaging}, every one defaulted. */
+export interface Tuning {
+  /** The slow poll behind LISTEN/NOTIFY, which a missed notification needs. */
+  pollMs: number;
+  /** How long a relay waits before it publishes a failed batch again. */
+  relayRetryMs: number;
+  /** A failed delivery's retries, one delay each; then it is dead. */
+  retryDelaysMs: readonly number[];
+  /** How long a subscriber has to answer a batch. */
+  timeoutMs: number;
+  /** The relay's lease on outbox rows it claims the long way. */
+  relayLeaseMs: number;
+  /**
+   * Connections of the relay's own, for the one-transaction move of the
+   * PostgreSQL carrier (one move each at a time).
+   */
+  relayConnections: number;
+  /** Consumer loops in the process; each holds up to a batch. */
+  consumers: number;
+  /** A consumer's lease; unset, it follows `timeoutMs` (lib/delivery/send.ts). */
+  consumerLeaseMs?: number;
+  /** How long after a consumer's batch the closure audit looks. */
+  auditDelayMs: number;
+  /** The process's share between tenants (lib/delivery/fair_share.ts). */
+  fairShare: Partial<FairShareOptions>;
+}
+
+/**
+ * The defaults, with the reason for each number: a poll of 5 s bounds the
+ * delay of a missed notification; retries at 1, 5 and 25 s give a receiver
+ * half a minute to come back before an operator is asked; 30 s of relay
+ * lease outlasts any publish; two relay connections keep one move running
+ * while the other plans; four consumer loops keep two cores busy.
+ */
+export const TUNING: Readonly<Tuning> = {
+  pollMs: 5_000,
+  relayRetryMs: 30_000,
+  retryDelaysMs: [1_000, 5_000, 25_000],
+  timeoutMs: 5_000,
+  relayLeaseMs: 30_000,
+  relayConnections: 2,
+  consumers: 4,
+  auditDelayMs: 250,
+  fairShare: {},
+};
+
+/** A carrier not opened yet: what it is, and how to open it. */
+export interface CarrierPlan {
+  readonly name: Carrier["name"];
+  /** As the carrier's own `redriveRepublishes`, known before it opens. */
+  readonly redriveRepublishes: boolean;
+  open(): Promise<Carrier>;
+}
+
+/** The plan of a carrier built already: `open()` gives it back. */
+export function builtCarrier(carrier: Carrier): CarrierPlan {
+  return {
+    name: carrier.name,
+    redriveRepublishes: carrier.redriveRepublishes,
+    open: () => Promise.resolve(carrier),
+  };
+}
+
+export interface MessagingOptions {
+  /**
+   * The ledger's database (the `queue` schema): its pool, and its URL for
+   * the dedicated LISTEN connection and the relay's own connections.
+   */
+  ledger: { sql: Sql; url: string };
+  /** Event type to subscribers, read when a message is published. */
+  routing: Routing;
+  /** Services that have an outbox. */
+  senders: readonly string[];
+  /** Where each subscriber is reached. */
+  subscribers: Readonly<Record<string, Subscriber>>;
+  /**
+   * What carries the messages. Default: PostgreSQL, in the ledger's
+   * database, with `tuning.relayConnections` connections for the relay.
+   */
+  carrier?: CarrierPlan;
+  /** Sends requests to subscribers. Default: `fetch`, nothing in process. */
+  dispatcher?: Dispatcher;
+  /** Default: JSON lines on stdout, at info. */
+  log?: Logger;
+  /** Fault switches, which wrap the carrier and the dispatcher. Default: none. */
+  faults?: FaultReader;
+  /** Paused subscribers, whose deliveries wait. Default: none. */
+  pauses?: PauseReader;
+  /** Whether this process runs relays, consumers, or both (default both). */
+  roles?: { relay?: boolean; consume?: boolean };
+  /** The closure audit of done deliveries, beside the consumers. */
+  audit?: Omit<AuditOptions, "sql">;
+  tuning?: Partial<Tuning>;
+  /** What the process is told as work happens (live views, metrics). */
+  hooks?: {
+    onTouched?: (tenantIds: string[]) => void;
+    observeLag?: (seconds: number, service: string) => void;
+    observeDelivered?: (seconds: number, subscriber: string) => void;
+  };
+}
+
+/** What `Messaging.health()` answers. */
+export interface MessagingHealth {
+  carrier: Carrier["name"];
+  /** Whether the broker answers; absent where there is none, or not open. */
+  broker?: "up" | "down";
+  /** The broker's cluster as this process sees it. */
+  cluster?: BrokerCluster;
+}
+
+export interface Messaging {
+  /** The owner id written into leases; set once started. */
+  readonly owner: string | undefined;
+  /** Opens the carrier, starts the loops; resolves once listening. */
+  start(): Promise<void>;
+  /** Stops claiming, finishes what is in flight, closes the carrier. */
+  stop(): Promise<void>;
+  /** Wakes the relay of `service` now; false where none runs here. */
+  wake(service: string): boolean;
+  wakeConsumers(): void;
+  health(): MessagingHealth;
+  /** Redrive, refuse and supersede, as the carrier needs them. */
+  readonly deadLetters: DeadLetters;
+  readonly outbox: {
+    /** Makes parked rows due now, and wakes their relays. */
+    release(sql: Sql, options: ReleaseOptions): Promise<Released>;
+  };
+  /** Drops what the carrier holds of these tenants (their wipe). */
+  forget(tenantIds: readonly string[]): Promise<void>;
+}
+
+/**
+ * Builds a process's messaging; nothing runs until `start()`. A process
+ * that only acts as an operator (a web app beside separate workers) never
+ * starts it and still asks it to redrive.
+ *
+ * @example
+ * ```ts
+ * const messaging = createMessaging({
+ *   ledger: { sql, url },
+ *   routing: { SignupCompleted: ["mailer"] },
+ *   senders: ["accounts"],
+ *   subscribers: { mailer: { url: "http://mailer.internal/inbox" } },
+ * });
+ * await messaging.start();
+ * ```
+ */
+export function createMessaging(options: MessagingOptions): Messaging {
+  const tuning: Tuning = { ...TUNING, ...options.tuning };
+  const log = options.log ?? createLogger("info");
+  const plan = options.carrier ?? postgresPlan(options, tuning, log);
+  let carrier: Carrier | undefined;
+  let loops: Loops | undefined;
+  const messaging: Messaging = {
+    get owner() {
+      return loops?.owner;
+    },
+    start: async () => {
+      carrier = await plan.open();
+      try {
+        loops = await startMessaging({
+          url: options.ledger.url,
+          sql: options.ledger.sql,
+          log,
+          faults: options.faults,
+          pauses: options.pauses,
+          senders: options.senders,
+          transport: carrier,
+          dispatcher: options.dispatcher ?? new Dispatcher(),
+          subscribers: options.subscribers,
+          pollMs: tuning.pollMs,
+          relayRetryMs: tuning.relayRetryMs,
+          retryDelaysMs: tuning.retryDelaysMs,
+          timeoutMs: tuning.timeoutMs,
+          consumers: tuning.consumers,
+          relayLeaseMs: tuning.relayLeaseMs,
+          consumerLeaseMs: tuning.consumerLeaseMs,
+          auditDelayMs: tuning.auditDelayMs,
+          fairShare: tuning.fairShare,
+          roles: options.roles,
+          audit: options.audit,
+          ...options.hooks,
+        });
+      } catch (error) {
+        await carrier.close();
+        carrier = undefined;
+        throw error;
+      }
+    },
+    stop: async () => {
+      await loops?.stop();
+      await carrier?.close();
+      loops = undefined;
+      carrier = undefined;
+    },
+    wake: (service) => loops?.wakeRelay(service) ?? false,
+    wakeConsumers: () => loops?.wakeConsumers(),
+    health: () => ({
+      carrier: plan.name,
+      ...(carrier?.up ? { broker: carrier.up() ? "up" : "down" } : {}),
+      ...(carrier?.cluster ? { cluster: carrier.cluster() } : {}),
+    }),
+    deadLetters: deadLetters(plan.redriveRepublishes),
+    outbox: { release: releaseParked },
+    forget: async (tenantIds) => {
+      await loops?.forget(tenantIds);
+    },
+  };
+  return messaging;
+}
+
+/**
+ * The default carrier: the PostgreSQL queue in the ledger's database, the
+ * relay's moves on connections of their own. Renewable: two connections
+ * are few enough that a server restart can leave both held for good
+ * (lib/db/reserved.ts).
+ */
+function postgresPlan(
+  options: MessagingOptions,
+  tuning: Tuning,
+  log: Logger,
+): CarrierPlan {
+  return {
+    name: "postgres",
+    redriveRepublishes: false,
+    open: () => {
+      const sql = renewablePool(() =>
+        connect(options.ledger.url, {
+          max: tuning.relayConnections,
+          applicationName: "messaging-relay",
+        }), log);
+      return Promise.resolve(postgresCarrier({
+        sql,
+        routing: options.routing,
+        slots: tuning.relayConnections,
+        close: async () => await sql.end({ timeout: 5 }),
+      }));
+    },
+  };
+}
