@@ -17,11 +17,11 @@ import {
 } from "./services/billing/gateway.ts";
 import { webhookSecret } from "./services/billing/webhook.ts";
 import {
-  type BakeryMessaging,
-  startBakeryMessaging,
-  startSplitMessaging,
+  createBakeryMessaging,
+  createSplitMessaging,
   wakeRelaysAfterCommit,
 } from "./services/mod.ts";
+import type { Messaging } from "./lib/mod.ts";
 import type { ServiceDatabases } from "./services/databases.ts";
 import { ChangeFeed, notifyChanged } from "./lib/wake/feed.ts";
 import { bakeryMetrics } from "./services/metrics.ts";
@@ -35,7 +35,8 @@ export interface Bakery {
   /** Where the server listens, e.g. http://127.0.0.1:8000/ (behind a proxy, not `url`). */
   localUrl: string;
   deps: Deps;
-  messaging?: BakeryMessaging;
+  /** Started only where this process runs the workers (WORKERS=on). */
+  messaging: Messaging;
   /** Stops the server, the workers, pending webhook sends and the pool. */
   stop(): Promise<void>;
 }
@@ -81,6 +82,23 @@ export async function startBakery(options: {
   const feed = new ChangeFeed({ url: options.databaseUrl, log });
   await feed.start();
   const metrics = bakeryMetrics(sql);
+  // Built whether or not the workers run here: the console asks it to
+  // redrive either way. Started once the server listens (below).
+  const extra = {
+    // One NOTIFY per batch tells open pages of those sandboxes to look.
+    onTouched: (ids: string[]) =>
+      notifyChanged(sql, ids).catch((error) =>
+        log.warn("notify_failed", { error })
+      ),
+    observeLag: metrics.observeLag,
+    observeDelivered: metrics.observeDelivered,
+  };
+  const messaging = databases
+    ? createSplitMessaging({ sql, log, config }, databases, extra)
+    : createBakeryMessaging(
+      { sql, log, config, url: options.databaseUrl },
+      extra,
+    );
   const closing = new AbortController();
   const deps: Deps = {
     config,
@@ -92,9 +110,7 @@ export async function startBakery(options: {
     feed,
     metrics: metrics.registry,
     closing: closing.signal,
-    // As the transport says once the workers run here (below); a process
-    // without them knows only the setting.
-    redriveRepublishes: config.QUEUE === "jetstream",
+    messaging,
     started: false,
   };
   const app = createApp(deps);
@@ -112,38 +128,20 @@ export async function startBakery(options: {
   await ready.promise;
   // The test checkout's events go out once the webhook they post to listens.
   gateway.start();
-  const startWorkers = databases
-    ? (extra: Parameters<typeof startSplitMessaging>[2]) =>
-      startSplitMessaging({ sql, log, config }, databases, extra)
-    : (extra: Parameters<typeof startBakeryMessaging>[1]) =>
-      startBakeryMessaging(
-        { sql, log, config, url: options.databaseUrl },
-        extra,
-      );
-  const messaging = config.WORKERS === "on"
-    ? await startWorkers(
-      {
-        // One NOTIFY per batch tells open pages of those sandboxes to look.
-        onTouched: (ids) =>
-          notifyChanged(sql, ids).catch((error) =>
-            log.warn("notify_failed", { error })
-          ),
-        observeLag: metrics.observeLag,
-        observeDelivered: metrics.observeDelivered,
-      },
-    )
+  const workers = config.WORKERS === "on";
+  if (workers) await messaging.start();
+  const jobs = workers
+    ? startBakeryJobs(sql, log, config, messaging.owner!, messaging)
     : undefined;
-  const jobs = messaging &&
-      startBakeryJobs(sql, log, config, messaging.owner) || undefined;
   deps.jobs = jobs;
-  deps.brokerUp = messaging?.brokerUp;
-  deps.brokerCluster = messaging?.brokerCluster;
-  if (messaging) {
-    deps.redriveRepublishes = messaging.transport.redriveRepublishes;
-  }
   // Commits wake the relay after commit, not with a NOTIFY inside every
   // order transaction (lib/outbox/wake.ts says why).
-  const wakers = wakeRelaysAfterCommit(sql, databases, messaging, log);
+  const wakers = wakeRelaysAfterCommit(
+    sql,
+    databases,
+    workers ? messaging : undefined,
+    log,
+  );
   const stopWipes = config.WORKERS === "on" && config.SANDBOX_WIPE === "on"
     ? scheduleWipes(sql, log, { transport: messaging })
     : () => Promise.resolve();
@@ -171,7 +169,7 @@ export async function startBakery(options: {
       await gateway.stop();
       await server.shutdown();
       await jobs?.stop();
-      await messaging?.stop();
+      await messaging.stop();
       await wakers.flush();
       await feed.stop();
       if (!options.sql && !databases) await sql.end({ timeout: 5 });
@@ -189,11 +187,13 @@ export function startBakeryJobs(
   log: Logger,
   config: Config,
   owner: string,
+  messaging: Pick<Messaging, "deadLetters">,
 ) {
   return startJobLoops({
     sql,
     log,
     owner,
+    deadLetters: messaging.deadLetters,
     pollMs: config.POLL_INTERVAL_MS,
     horizonDays: config.REPLAY_HORIZON_DAYS,
     onTouched: (ids) =>

@@ -3,7 +3,7 @@
  * settings, the pool, the logger, the session store and the payment
  * gateway. Built once by bakery.ts (for main.ts and for tests).
  */
-import type { BrokerCluster } from "./lib/carriers/jetstream/mod.ts";
+import type { Messaging } from "./lib/mod.ts";
 import type { Config } from "./config.ts";
 import type { Sql } from "./lib/db/connect.ts";
 import type { Logger } from "./lib/log/mod.ts";
@@ -26,24 +26,17 @@ export interface Deps {
   /** Aborted when the server stops: ends the open event streams. */
   closing: AbortSignal;
   /**
-   * With QUEUE=jetstream and the workers in this process: whether the
-   * broker answers (for /health).
+   * The process's messaging (lib/messaging.ts): the console asks it to
+   * redrive, refuse and supersede, and /health asks it about the broker.
+   * Started only where the workers run in this process.
    */
-  brokerUp?: () => boolean;
+  messaging: Messaging;
   /**
    * Set once the process has started all it runs (the server listens
    * first, so that the test checkout can post to it): until then /health
    * answers 503, "starting".
    */
   started?: boolean;
-  /** With a broker here: its cluster as this process sees it (/health). */
-  brokerCluster?: () => BrokerCluster;
-  /**
-   * A redrive also hands the message to the transport again (it keeps a
-   * copy of its own: JetStream), as the transport says
-   * (lib/carriers/carrier.ts `redriveRepublishes`).
-   */
-  redriveRepublishes: boolean;
   /**
    * With the workers in this process: the bulk job loop, woken when a job
    * is created (services/console/jobs.ts).

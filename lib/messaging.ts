@@ -221,7 +221,7 @@ export function createMessaging(options: MessagingOptions): Messaging {
       loops = undefined;
       carrier = undefined;
     },
-    wake: (service) => loops?.wakeRelay(service) ?? false,
+    wake: (service) => loops?.wake(service) ?? false,
     wakeConsumers: () => loops?.wakeConsumers(),
     health: () => ({
       carrier: plan.name,

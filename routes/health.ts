@@ -20,19 +20,15 @@ export function health(deps: Deps) {
       }),
     ]);
     clearTimeout(timer);
-    const queue = deps.config.QUEUE;
-    const broker = deps.brokerUp
-      ? { broker: deps.brokerUp() ? "up" : "down" }
-      : {};
+    const { carrier, broker, cluster } = deps.messaging.health();
     const starting = deps.started === false;
-    const ok = !starting && up && (!deps.brokerUp || deps.brokerUp());
-    const cluster = deps.brokerCluster ? { cluster: deps.brokerCluster() } : {};
+    const ok = !starting && up && broker !== "down";
     return c.json({
       status: starting ? "starting" : ok ? "ok" : "degraded",
       database: up ? "up" : "down",
-      queue,
-      ...broker,
-      ...cluster,
+      queue: carrier,
+      ...(broker ? { broker } : {}),
+      ...(cluster ? { cluster } : {}),
     }, ok ? 200 : 503);
   };
 }

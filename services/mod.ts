@@ -25,17 +25,17 @@ import {
 import { Ledger, pgPauses } from "../lib/ledger/mod.ts";
 import { type Carrier, postgresCarrier } from "../lib/carriers/mod.ts";
 import {
-  type BrokerCluster,
   type JetStream,
   jetStreamCarrier,
   openJetStream,
   StreamNames,
 } from "../lib/carriers/jetstream/mod.ts";
 import {
+  createMessaging,
   type Messaging,
   type MessagingOptions,
-  startMessaging,
-} from "../lib/workers/mod.ts";
+  TUNING,
+} from "../lib/mod.ts";
 import {
   LABELS,
   ROUTING,
@@ -125,18 +125,12 @@ export function bakeryDispatcher(deps: BakeryDeps): Dispatcher {
 
 /**
  * The relay's moves have connections of their own, one per move slot
- * (PgMove's `slots`, 2 by default). On the process's pool they went
- * round all its connections (postgres.js lends the one idle the longest),
- * and each connection planned the move and filled its caches for itself, again
- * after every 30 s idle; a move on a connection it had not run on before took
- * half as long again. Two connections that do nothing else stay ready, and a
- * move never waits for a connection behind the receivers. What that was
+ * (lib/messaging.ts `Tuning.relayConnections`). On the process's pool they
+ * went round all its connections, and each connection planned the move and
+ * filled its caches for itself, again after every 30 s idle. What that was
  * worth, measured: bench/HISTORY.md, "the relay's own connections".
  */
-export const RELAY_CONNECTIONS = 2;
-
-/** The relay's lease on outbox rows it claims the long way (lib/relay). */
-const RELAY_LEASE_MS = 30_000;
+export const RELAY_CONNECTIONS = TUNING.relayConnections;
 
 /**
  * Opens the JetStream transport of QUEUE=jetstream: the stream named
@@ -156,7 +150,7 @@ export async function openBakeryJetStream(
     subscribers: SUBSCRIBERS,
     duplicateWindowMs: Math.max(
       120_000,
-      2 * (RELAY_LEASE_MS + config.RELAY_RETRY_MS),
+      2 * (TUNING.relayLeaseMs + config.RELAY_RETRY_MS),
     ),
     ackWaitMs: consumerLeaseMs({ timeoutMs: config.DELIVERY_TIMEOUT_MS }),
     replicas: config.NATS_REPLICAS,
@@ -211,82 +205,80 @@ export async function openBakeryCarrier(
   });
 }
 
+/** What the bakery's workers are told as they work (live pages, metrics). */
+export type BakeryExtra =
+  & Pick<MessagingOptions, "roles">
+  & MessagingOptions["hooks"]
+  & { consumers?: number; senders?: MessagingOptions["senders"] };
+
 /**
- * Starts the relay for orders and billing and the consumers, on the
- * bakery's transport ({@link openBakeryCarrier}), which stop() closes.
- * `Messaging.brokerUp` says whether the broker answers, where there is one.
+ * The bakery's messaging for one database (or, in split mode, one
+ * sender's): the relay for orders and billing, the consumers, the six
+ * receivers in process, on the carrier QUEUE names. Nothing runs until
+ * `start()`; a web process without workers keeps it unstarted and asks it
+ * to redrive.
  */
+export function createBakeryMessaging(
+  deps: BakeryDeps & { url: string },
+  extra: BakeryExtra = {},
+): Messaging {
+  const faults = deps.faults ?? pgFaults(deps.sql);
+  const relay = extra.roles?.relay ?? true;
+  const { config } = deps;
+  return createMessaging({
+    ledger: { sql: deps.sql, url: deps.url },
+    routing: ROUTING,
+    senders: extra.senders ?? SENDERS,
+    subscribers: BAKERY_SUBSCRIBERS,
+    carrier: {
+      name: config.QUEUE,
+      // JetStream keeps a copy of each message: a redrive gives it again.
+      redriveRepublishes: config.QUEUE === "jetstream",
+      open: () => openBakeryCarrier(deps, { relay }),
+    },
+    // In split mode the receivers apply through the console's pool, which
+    // routes each to its own database.
+    dispatcher: bakeryDispatcher({
+      ...deps,
+      sql: deps.databases?.main ?? deps.sql,
+      faults,
+    }),
+    log: deps.log,
+    faults,
+    pauses: pgPauses(deps.sql),
+    roles: extra.roles,
+    // Each subscriber's inbox is the table `inbox` in its own schema; the
+    // read-only console role may read them all.
+    audit: {
+      reader: "console",
+      subscribers: SUBSCRIBERS,
+      inboxOf: (subscriber) => `${subscriber}.inbox`,
+      inboxDatabase: deps.databases &&
+        ((subscriber) => deps.databases!.pools.get(subscriber)),
+    },
+    tuning: {
+      pollMs: config.POLL_INTERVAL_MS,
+      relayRetryMs: config.RELAY_RETRY_MS,
+      retryDelaysMs: config.RETRY_DELAYS_MS,
+      timeoutMs: config.DELIVERY_TIMEOUT_MS,
+      ...(extra.consumers ? { consumers: extra.consumers } : {}),
+    },
+    hooks: {
+      onTouched: extra.onTouched,
+      observeLag: extra.observeLag,
+      observeDelivered: extra.observeDelivered,
+    },
+  });
+}
+
+/** {@link createBakeryMessaging}, started. */
 export async function startBakeryMessaging(
   deps: BakeryDeps & { url: string },
-  extra:
-    & Pick<
-      MessagingOptions,
-      | "roles"
-      | "onTouched"
-      | "observeLag"
-      | "observeDelivered"
-      | "consumers"
-    >
-    & { senders?: MessagingOptions["senders"] } = {},
-): Promise<
-  Messaging & {
-    transport: Carrier;
-    brokerUp?: () => boolean;
-    brokerCluster?: () => BrokerCluster;
-  }
-> {
-  const faults = deps.faults ?? pgFaults(deps.sql);
-  const transport = await openBakeryCarrier(deps, {
-    relay: extra.roles?.relay ?? true,
-  });
-  let messaging: Messaging;
-  try {
-    messaging = await startMessaging({
-      url: deps.url,
-      sql: deps.sql,
-      log: deps.log,
-      faults,
-      pauses: pgPauses(deps.sql),
-      senders: SENDERS,
-      transport,
-      relayLeaseMs: RELAY_LEASE_MS,
-      // In split mode the receivers apply through the console's pool, which
-      // routes each to its own database.
-      dispatcher: bakeryDispatcher({
-        ...deps,
-        sql: deps.databases?.main ?? deps.sql,
-        faults,
-      }),
-      subscribers: BAKERY_SUBSCRIBERS,
-      pollMs: deps.config.POLL_INTERVAL_MS,
-      relayRetryMs: deps.config.RELAY_RETRY_MS,
-      retryDelaysMs: deps.config.RETRY_DELAYS_MS,
-      timeoutMs: deps.config.DELIVERY_TIMEOUT_MS,
-      // Each subscriber's inbox is the table `inbox` in its own schema; the
-      // read-only console role may read them all.
-      audit: {
-        reader: "console",
-        subscribers: SUBSCRIBERS,
-        inboxOf: (subscriber) => `${subscriber}.inbox`,
-        inboxDatabase: deps.databases &&
-          ((subscriber) => deps.databases!.pools.get(subscriber)),
-      },
-      ...extra,
-    });
-  } catch (error) {
-    await transport.close();
-    throw error;
-  }
-  return {
-    ...messaging,
-    transport,
-    brokerUp: transport.up && (() => transport.up!()),
-    brokerCluster: transport.cluster && (() => transport.cluster!()),
-    stop: async () => {
-      await messaging.stop();
-      await transport.close();
-    },
-  };
+  extra: BakeryExtra = {},
+): Promise<Messaging> {
+  const messaging = createBakeryMessaging(deps, extra);
+  await messaging.start();
+  return messaging;
 }
 
 /** Split mode's JetStream stream of one sender. */
@@ -294,61 +286,79 @@ export function splitStream(stream: string, sender: string): string {
   return `${stream}_${sender}`;
 }
 
-/** What {@link startBakeryMessaging} returns. */
-export type BakeryMessaging = Awaited<ReturnType<typeof startBakeryMessaging>>;
-
 /**
- * Split mode's workers (services/databases.ts): for each sender, a relay
+ * Split mode's messaging (services/databases.ts): for each sender, a relay
  * and consumers of its own in its own database, on a queue there (over
- * JetStream: a stream of its own, and the ledger there). The
- * relay's move stays one transaction in that database; the consumers'
- * receivers apply in theirs (the console's pool routes them), and the
- * closure audit reads each inbox where it is. The fault switches are the
- * console's, in its database.
+ * JetStream: a stream of its own, and the ledger there). The relay's move
+ * stays one transaction in that database; the consumers' receivers apply in
+ * theirs (the console's pool routes them), and the closure audit reads each
+ * inbox where it is. The fault switches are the console's, in its
+ * database. One Messaging stands for them all.
  */
-export async function startSplitMessaging(
+export function createSplitMessaging(
   deps: BakeryDeps,
   databases: ServiceDatabases,
-  extra: Parameters<typeof startBakeryMessaging>[1] = {},
-): Promise<BakeryMessaging> {
+  extra: BakeryExtra = {},
+): Messaging {
   const faults = deps.faults ?? pgFaults(deps.sql);
-  const started: BakeryMessaging[] = [];
+  const bySender = new Map(SENDERS.map((sender) => [
+    sender as string,
+    createBakeryMessaging({
+      ...deps,
+      faults,
+      sql: databases.pools.get(sender)!,
+      url: databases.urls.get(sender)!,
+      databases,
+      // Over JetStream, a stream per sender beside its ledger: a consumer
+      // then finishes each delivery in the one database that holds it.
+      natsStream: splitStream(deps.config.NATS_STREAM, sender),
+    }, { ...extra, senders: [sender] }),
+  ]));
+  const all = [...bySender.values()];
+  const [first] = all;
+  const started: Messaging[] = [];
   const stopAll = async () => {
     for (const m of started.splice(0).reverse()) await m.stop();
   };
-  try {
-    for (const sender of SENDERS) {
-      const sql = databases.pools.get(sender)!;
-      const messaging = await startBakeryMessaging({
-        ...deps,
-        faults,
-        sql,
-        url: databases.urls.get(sender)!,
-        databases,
-        // Over JetStream, a stream per sender beside its ledger: a consumer
-        // then finishes each delivery in the one database that holds it.
-        natsStream: splitStream(deps.config.NATS_STREAM, sender),
-      }, {
-        ...extra,
-        senders: [sender],
-      });
-      started.push(messaging);
-    }
-  } catch (error) {
-    await stopAll();
-    throw error;
-  }
-  const bySender = new Map(SENDERS.map((s, i) => [s as string, started[i]]));
-  const [first] = started;
   return {
-    ...first,
-    wakeRelay: (service) => bySender.get(service)?.wakeRelay(service) ?? false,
-    wakeConsumers: () => started.forEach((m) => m.wakeConsumers()),
-    forget: async (tenantIds) => {
-      for (const m of started) await m.forget(tenantIds);
+    get owner() {
+      return first.owner;
+    },
+    start: async () => {
+      try {
+        for (const m of all) {
+          await m.start();
+          started.push(m);
+        }
+      } catch (error) {
+        await stopAll();
+        throw error;
+      }
     },
     stop: stopAll,
+    wake: (service) => bySender.get(service)?.wake(service) ?? false,
+    wakeConsumers: () => all.forEach((m) => m.wakeConsumers()),
+    // The broker is down where any sender's connection is.
+    health: () =>
+      all.map((m) => m.health()).find((h) => h.broker === "down") ??
+        first.health(),
+    deadLetters: first.deadLetters,
+    outbox: first.outbox,
+    forget: async (tenantIds) => {
+      for (const m of all) await m.forget(tenantIds);
+    },
   };
+}
+
+/** {@link createSplitMessaging}, started. */
+export async function startSplitMessaging(
+  deps: BakeryDeps,
+  databases: ServiceDatabases,
+  extra: BakeryExtra = {},
+): Promise<Messaging> {
+  const messaging = createSplitMessaging(deps, databases, extra);
+  await messaging.start();
+  return messaging;
 }
 
 /**

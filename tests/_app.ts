@@ -20,7 +20,7 @@ import {
   type ServiceDatabases,
 } from "../services/databases.ts";
 import { dropDatabases } from "../kit/postgres/open.ts";
-import { splitStream } from "../services/mod.ts";
+import { createBakeryMessaging, splitStream } from "../services/mod.ts";
 import { adminUrl, type TestDatabase, testDatabase } from "./_db.ts";
 import { dropStream, TEST_NATS_URL, testStream } from "./_nats.ts";
 import { assertAnswerDocumented, CHECK_EVERY_ANSWER } from "./_openapi.ts";
@@ -94,7 +94,13 @@ export function testDeps(sql: Sql, config = testConfig()): Deps {
     feed: new ChangeFeed({ url: "postgres://unused", log: logger }),
     metrics: new Registry(),
     closing: new AbortController().signal,
-    redriveRepublishes: config.QUEUE === "jetstream",
+    // Never started: what the console asks of it needs no loops.
+    messaging: createBakeryMessaging({
+      sql,
+      log: logger,
+      config,
+      url: "postgres://unused",
+    }),
   };
 }
 

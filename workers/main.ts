@@ -56,7 +56,7 @@ await runUntilSignal(log, async () => {
   // Orders appends OrderPaid inside a delivery: wake the relay after commit.
   const wakers = wakeRelaysAfterCommit(sql, databases, messaging, log);
   onShutdown(() => wakers.flush());
-  const jobs = startBakeryJobs(sql, log, config, messaging.owner);
+  const jobs = startBakeryJobs(sql, log, config, messaging.owner!, messaging);
   onShutdown(() => jobs.stop());
   if (config.SANDBOX_WIPE === "on") onShutdown(scheduleWipes(sql, log));
   console.error(`worker ${messaging.owner} is running; SIGTERM stops it`);

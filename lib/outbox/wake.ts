@@ -18,7 +18,7 @@ export type OutboxWaker = (service: string) => void;
 /** The relays of this process (lib/workers/mod.ts `Messaging`). */
 export interface LocalRelays {
   /** Wakes this process's relay of `service`; false when it has none. */
-  wakeRelay(service: string): boolean;
+  wake(service: string): boolean;
 }
 
 const wakers = new WeakMap<Sql, OutboxWaker>();
@@ -91,7 +91,7 @@ export function coalescingWaker(
     state.delete(service);
   };
   const wake = (service: string) => {
-    if (options.local?.wakeRelay(service)) return;
+    if (options.local?.wake(service)) return;
     const s = state.get(service);
     if (s === "sent") again.add(service);
     if (s) return;

@@ -87,7 +87,7 @@ export interface Messaging {
    * Wakes the relay of `service` now (an in-process hint after a commit);
    * false when this process runs none, or is stopping.
    */
-  wakeRelay(service: string): boolean;
+  wake(service: string): boolean;
   wakeConsumers(): void;
   /**
    * Drops, for good, what the transport holds of these tenants (their
@@ -163,7 +163,7 @@ export async function startMessaging(
   });
   return {
     owner,
-    wakeRelay: (service) => {
+    wake: (service) => {
       // Stopping: let the relays of other processes hear of it.
       if (stopping) return false;
       const relay = relays.get(service);

@@ -250,7 +250,7 @@ async function runBulk(
   try {
     const result = await bulkAction(deps.sql, {
       ...ctx,
-      republish: deps.redriveRepublishes,
+      deadLetters: deps.messaging.deadLetters,
       horizonDays: deps.config.REPLAY_HORIZON_DAYS,
     }, req);
     if (result.kind === "job") deps.jobs?.wake();
@@ -407,7 +407,7 @@ export function consoleRoutes(deps: Deps) {
           {
             sandboxId,
             actor,
-            republish: deps.redriveRepublishes,
+            deadLetters: deps.messaging.deadLetters,
           },
           id,
           payload,

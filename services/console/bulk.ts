@@ -15,13 +15,12 @@ import { queueOfDelivery } from "../databases.ts";
 import { SENDERS } from "../routing.ts";
 import {
   type DeadLetterFilter,
+  type DeadLetters,
   type EarlierDeadLetter,
   earlierDeadLetters,
   inSendingOrder,
   matchDeadLetters,
   type MatchedDeadLetters,
-  redriveIn,
-  refuseIn,
 } from "../../lib/ledger/mod.ts";
 import type { TxSql } from "../../lib/db/connect.ts";
 import { logAction } from "./actions.ts";
@@ -54,8 +53,8 @@ export interface BulkRequest {
 export interface BulkContext {
   sandboxId: string;
   actor: string;
-  /** Over JetStream a redrive also gives the broker the message again. */
-  republish: boolean;
+  /** How a redrive reaches the carrier (lib/messaging.ts `deadLetters`). */
+  deadLetters: DeadLetters;
   /** The receivers' replay horizon (REPLAY_HORIZON_DAYS). */
   horizonDays: number;
 }
@@ -212,7 +211,6 @@ async function bulkActionIn(
             DEFAULT_RATE,
           reason: req.reason,
           force,
-          republish: ctx.republish,
           actor,
         }, asPart?.id);
         await logAction(sql, sandboxId, {
@@ -225,10 +223,13 @@ async function bulkActionIn(
         return { kind: "job", jobId, count };
       }
       const ids = req.action === "redrive"
-        ? await redriveIn(sql, { ids: matched.ids }, actor, {
-          republish: ctx.republish,
-        })
-        : await refuseIn(sql, { ids: matched.ids }, req.reason!, actor);
+        ? await ctx.deadLetters.redriveIn(sql, { ids: matched.ids }, actor)
+        : await ctx.deadLetters.refuseIn(
+          sql,
+          { ids: matched.ids },
+          req.reason!,
+          actor,
+        );
       await logAction(sql, sandboxId, {
         actor,
         action: req.action,

@@ -14,10 +14,9 @@ import { asService } from "../../lib/db/service.ts";
 import type { Logger } from "../../lib/log/mod.ts";
 import { uuidv7 } from "../../lib/outbox/envelope.ts";
 import {
-  redriveIn,
+  type DeadLetters,
   type RedriveOutcome,
   redriveOutcome,
-  refuseIn,
 } from "../../lib/ledger/mod.ts";
 import { Loop, type TickResult } from "../../lib/wake/loop.ts";
 import { logAction } from "./actions.ts";
@@ -112,7 +111,6 @@ export interface NewJob {
   ratePerSecond: number;
   reason?: string;
   force: boolean;
-  republish: boolean;
   actor: string;
 }
 
@@ -128,10 +126,10 @@ export async function createJob(
 ): Promise<string> {
   await sql`
     insert into queue.bulk_jobs (id, tenant_id, action, ids, total,
-                                 rate_per_second, reason, force, republish, actor)
+                                 rate_per_second, reason, force, actor)
     values (${id}, ${sandboxId}, ${job.action}, ${job.ids}::bigint[],
             ${job.ids.length}, ${job.ratePerSecond}, ${job.reason ?? null},
-            ${job.force}, ${job.republish}, ${job.actor})`;
+            ${job.force}, ${job.actor})`;
   return id;
 }
 
@@ -266,6 +264,12 @@ export interface JobRunnerOptions {
   leaseMs?: number;
   /** Redrives that are not forced leave out dead letters beyond it. */
   horizonDays: number;
+  /**
+   * How a redrive reaches the carrier: the process's messaging
+   * (lib/messaging.ts `deadLetters`). The job's row does not say it; the
+   * process that runs the job knows its carrier.
+   */
+  deadLetters: DeadLetters;
 }
 
 interface Claimed {
@@ -275,7 +279,6 @@ interface Claimed {
   slice: string[];
   reason: string | null;
   force: boolean;
-  republish: boolean;
   actor: string;
 }
 
@@ -306,7 +309,7 @@ export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
        where j.id = due.id
       returning j.id, j.tenant_id, j.action,
                 j.ids[j.done + 1 : j.done + j.rate_per_second] as slice,
-                j.reason, j.force, j.republish, j.actor`,
+                j.reason, j.force, j.actor`,
   );
   if (!job) {
     const [next] = await asService(
@@ -336,11 +339,10 @@ export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
          for update`;
       if (!held) return;
       const changed = job.action === "redrive"
-        ? await redriveIn(sql, { ids }, job.actor, {
-          republish: job.republish,
+        ? await o.deadLetters.redriveIn(sql, { ids }, job.actor, {
           horizonDays: job.force ? undefined : o.horizonDays,
         })
-        : await refuseIn(sql, { ids }, job.reason!, job.actor);
+        : await o.deadLetters.refuseIn(sql, { ids }, job.reason!, job.actor);
       await sql`
         update queue.bulk_jobs
            set done = done + ${ids.length},

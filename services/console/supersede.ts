@@ -23,7 +23,7 @@ import { asService, poolOf } from "../../lib/db/service.ts";
 import { queueOfDelivery } from "../databases.ts";
 import { SENDERS } from "../routing.ts";
 import { appliedOf } from "../../lib/inbox/mod.ts";
-import { type Superseded, supersedeIn } from "../../lib/ledger/mod.ts";
+import type { DeadLetters, Superseded } from "../../lib/ledger/mod.ts";
 import { type EventType, payloads } from "../events.ts";
 import { logAction } from "./actions.ts";
 
@@ -121,7 +121,7 @@ async function deadLetter(sql: Sql, sandboxId: string, id: number) {
  */
 export async function supersedeDeadLetter(
   sql: Sql,
-  ctx: { sandboxId: string; actor: string; republish: boolean },
+  ctx: { sandboxId: string; actor: string; deadLetters: DeadLetters },
   id: number,
   payload: Record<string, unknown>,
   reason: string,
@@ -144,15 +144,14 @@ export async function supersedeDeadLetter(
     "queue",
     { tenantId: sandboxId },
     async ({ sql }) => {
-      // Still dead, or null: supersedeIn locks the row and checks again.
-      const done = await supersedeIn(
+      // Still dead, or null: the supersede locks the row and checks again.
+      const done = await ctx.deadLetters.supersedeIn(
         sql,
         sandboxId,
         id,
         checked,
         actor,
         reason,
-        { republish: ctx.republish },
       );
       if (done) {
         await logAction(sql, sandboxId, {

@@ -22,7 +22,7 @@ Deno.test("coalescingWaker: local relays are woken every time and get no NOTIFY;
       const local: string[] = [];
       // This process runs a relay for orders and none for billing.
       const waker = coalescingWaker(sql, {
-        local: { wakeRelay: (s) => local.push(s) > 0 && s === "orders" },
+        local: { wake: (s) => local.push(s) > 0 && s === "orders" },
         windowMs: 20,
       });
       for (let i = 0; i < 50; i++) waker.wake("orders");

@@ -189,7 +189,7 @@ async function split(layout: Layout) {
         );
         envelopes.push(envelope);
       }
-      relay.wakeRelay(SENDER);
+      relay.wake(SENDER);
       await waitFor("three jobs in the receiver's database", async () => {
         const [{ n }] = await receiver.sql<{ n: number }[]>`
             select count(*)::int as n from t_recv_a.jobs`;
