@@ -35,24 +35,34 @@ export function formatAge(seconds: number | null | undefined): string {
 }
 
 /**
- * The time of an ISO instant as `HH:MM:SS UTC`. The server does not know the
- * operator's time zone, and UTC matches the logs; the date is left out
- * because the console is about the last minutes and hours.
+ * The console's one way to write an instant: in UTC, which the logs use and
+ * the server knows (it does not know the operator's zone); the time alone
+ * when the instant is today (UTC), `2026-11-30 03:59:12 UTC` when it is
+ * not. `nowMs` is for tests; pages use the clock.
  *
  * @example
  * ```ts
- * formatClock("2026-11-30T03:59:12.684Z"); // "03:59:12 UTC"
+ * formatWhen("2026-11-30T03:59:12.684Z"); // "03:59:12 UTC" on that day
  * ```
  */
-export function formatClock(iso: string | null | undefined): string {
+export function formatWhen(
+  iso: string | null | undefined,
+  nowMs: number = Date.now(),
+): string {
   if (!iso) return "–";
-  return `${iso.slice(11, 19)} UTC`;
+  const today = new Date(nowMs).toISOString().slice(0, 10);
+  const time = `${iso.slice(11, 19)} UTC`;
+  return iso.slice(0, 10) === today ? time : `${iso.slice(0, 10)} ${time}`;
 }
 
-/** Date and time of an ISO instant: `2026-11-30 03:59 UTC`. */
+/** An instant as the console writes it (see `formatWhen`). */
+export function formatClock(iso: string | null | undefined): string {
+  return formatWhen(iso);
+}
+
+/** An instant as the console writes it (see `formatWhen`). */
 export function formatDateTime(iso: string | null | undefined): string {
-  if (!iso) return "–";
-  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+  return formatWhen(iso);
 }
 
 /** The colour of a badge: `.badge-ok`, `.badge-warn`, `.badge-bad`, or plain. */
@@ -77,9 +87,34 @@ export function deliveryLabel(state: string, attempts = 0): string {
   return state.replace("_", " ");
 }
 
-/** The first 8 characters of an id, enough to tell rows apart on a screen. */
-export function shortId(id: string | null | undefined): string {
-  return id ? id.slice(0, 8) : "–";
+/**
+ * The code customers quote for an order: the last 6 hex digits of its id,
+ * upper case, the same that ends the receipt's number. The tail, not the
+ * head: ids are UUIDv7, whose first 12 digits are the time, so orders of
+ * the same minute share their head and differ in their random tail.
+ *
+ * @example
+ * ```ts
+ * orderCode("01a22a9b-552c-77bf-8b34-aa367361b797"); // "61B797"
+ * ```
+ */
+export function orderCode(id: string | null | undefined): string {
+  return id ? id.slice(-6).toUpperCase() : "–";
+}
+
+/**
+ * Enough of a message id to tell rows apart on a screen: its last 8 hex
+ * digits after an ellipsis (the random part of a UUIDv7; its head is the
+ * time, the same for every message of a minute).
+ *
+ * @example
+ * ```ts
+ * idTail("01a22a9b-552c-77bf-8b34-aa367361b797"); // "…7361b797"
+ * ```
+ */
+export function idTail(id: string | null | undefined): string {
+  if (!id) return "–";
+  return `…${id.slice(-8)}`;
 }
 
 /**

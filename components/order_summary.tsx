@@ -3,7 +3,7 @@
  * pay pages. Server-only; none of it changes once the order is placed.
  */
 import type { OrderView } from "../services/timeline.ts";
-import { formatEuros } from "../format.ts";
+import { formatEuros, orderCode } from "../format.ts";
 
 const WEEKDAYS = [
   "Sunday",
@@ -51,7 +51,7 @@ export function formatDay(day: string): string {
  * ```
  */
 export function orderNumber(orderId: string): string {
-  return orderId.slice(-6).toUpperCase();
+  return orderCode(orderId);
 }
 
 /** The lines, the total, the customer, pickup or delivery, and the day. */

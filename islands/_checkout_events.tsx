@@ -3,8 +3,9 @@
  * each is a payment the visitor made that its order does not know of yet.
  * One that gave up can be sent again.
  */
-import { formatDateTime, shortId } from "../format.ts";
+import { formatDateTime } from "../format.ts";
 import type { CheckoutEvents } from "./_console_types.ts";
+import { OrderCode } from "./_order_code.tsx";
 
 /** The table, or a line saying every event was taken. */
 export function CheckoutEventsList(props: {
@@ -43,7 +44,7 @@ export function CheckoutEventsList(props: {
               </td>
               <td>
                 {e.orderId
-                  ? <a href={`/orders/${e.orderId}`}>{shortId(e.orderId)}</a>
+                  ? <OrderCode id={e.orderId} />
                   : <span class="muted">none</span>}
               </td>
               <td class="num">{e.attempts}</td>

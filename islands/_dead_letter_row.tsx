@@ -5,8 +5,9 @@
  * click land even though the row is no longer a dead letter.
  */
 import type { ComponentChildren } from "preact";
-import { formatClock, shortId } from "../format.ts";
+import { formatClock } from "../format.ts";
 import type { DeliveryItem } from "./_console_types.ts";
+import { OrderCode } from "./_order_code.tsx";
 
 /** What the operator did to a row in this page. */
 export interface Acted {
@@ -66,9 +67,7 @@ export function DeadLetterRow(props: DeadLetterRowProps) {
         <td>{d.eventType}</td>
         <td>{d.subscriber}</td>
         <td>
-          <a href={`/orders/${encodeURIComponent(d.orderId)}`}>
-            {shortId(d.orderId)}
-          </a>
+          <OrderCode id={d.orderId} />
         </td>
         <td class="num">
           {d.attempts}

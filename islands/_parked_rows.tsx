@@ -8,10 +8,11 @@
  * the page's CSRF token).
  */
 import { useSignal } from "@preact/signals";
-import { shortId } from "../format.ts";
+import { idTail } from "../format.ts";
 import { failure, sendJson } from "./_console_api.ts";
 import { useFocusNext } from "./_focus.ts";
 import type { OutboxAges, ReleaseAnswer } from "./_console_types.ts";
+import { MessageId, OrderCode } from "./_order_code.tsx";
 
 type Parked = OutboxAges["parkedRows"][number];
 
@@ -201,14 +202,12 @@ export function ParkedRows(props: ParkedRowsProps) {
                     data-testid={`outbox-parked-row-${r.messageId}`}
                   >
                     <td>
-                      <code title={r.messageId}>{shortId(r.messageId)}</code>
+                      <MessageId id={r.messageId} />
                     </td>
                     <td>{r.service}</td>
                     <td>{r.eventType}</td>
                     <td>
-                      <a href={`/orders/${encodeURIComponent(r.orderId)}`}>
-                        {shortId(r.orderId)}
-                      </a>
+                      <OrderCode id={r.orderId} />
                     </td>
                     <td class="num age">{props.age(r.ageSeconds)}</td>
                     <td class="num">{r.attempts}</td>
@@ -221,7 +220,7 @@ export function ParkedRows(props: ParkedRowsProps) {
                         onClick={() =>
                           ask({
                             target: { messageId: r.messageId },
-                            what: `message ${shortId(r.messageId)}`,
+                            what: `message ${idTail(r.messageId)}`,
                             count: 1,
                           })}
                         data-testid={`release-${r.messageId}`}

@@ -2,9 +2,10 @@
  * The console's list of payments needing a refund: money taken that no
  * order keeps, with the payment, the order, what was charged and why.
  */
-import { formatDateTime, shortId } from "../format.ts";
+import { formatDateTime } from "../format.ts";
 import { formatEuros } from "../format.ts";
 import type { RefundDue } from "../services/console/refunds.ts";
+import { OrderCode } from "./_order_code.tsx";
 
 /** What was charged: euros as the storefront writes them, else the code. */
 function charged(cents: number, currency: string | null): string {
@@ -44,7 +45,7 @@ export function RefundsDue(
                 <code>{r.paymentId}</code>
               </td>
               <td>
-                <a href={`/orders/${r.orderId}`}>{shortId(r.orderId)}</a>
+                <OrderCode id={r.orderId} />
               </td>
               <td class="num">
                 <span class="badge badge-bad">

@@ -6,7 +6,7 @@
  * include them in the redrive.
  */
 import type { WaitedOn } from "./_console_types.ts";
-import { shortId } from "../format.ts";
+import { OrderCode } from "./_order_code.tsx";
 
 /** Props: what the dry run named, and the tick that includes them. */
 export interface WaitsOnListProps {
@@ -34,10 +34,7 @@ export function WaitsOnList(props: WaitsOnListProps) {
           <li key={d.id} data-testid={`${props.testid}-item-${d.id}`}>
             <a href={`/console/deliveries/${d.id}`}>#{d.id}</a> {d.eventType} to
             {" "}
-            {d.subscriber}, order{" "}
-            <a href={`/orders/${encodeURIComponent(d.orderId)}`}>
-              {shortId(d.orderId)}
-            </a>
+            {d.subscriber}, order <OrderCode id={d.orderId} />
             {d.lastError && (
               <>
                 : <span class="error-text">{d.lastError}</span>

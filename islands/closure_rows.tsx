@@ -2,9 +2,10 @@
  * The obligations behind one cell of the closure matrix, live. Twin of
  * `GET /api/console/closure/rows?subscriber=&state=`.
  */
-import { formatClock, shortId } from "../format.ts";
+import { formatClock } from "../format.ts";
 import { useLive } from "./_live.ts";
 import type { ClosureRowsData, ClosureState } from "./_console_types.ts";
+import { MessageId, OrderCode } from "./_order_code.tsx";
 
 /** Props: the cell (receiver and state) and the server's render. */
 export interface ClosureRowsProps {
@@ -50,13 +51,11 @@ export default function ClosureRows(props: ClosureRowsProps) {
               data-testid={`closure-item-${r.messageId}`}
             >
               <td>
-                <code title={r.messageId}>{shortId(r.messageId)}</code>
+                <MessageId id={r.messageId} />
               </td>
               <td>{r.eventType}</td>
               <td>
-                <a href={`/orders/${encodeURIComponent(r.orderId)}`}>
-                  {shortId(r.orderId)}
-                </a>
+                <OrderCode id={r.orderId} />
               </td>
               <td>
                 {r.deliveryId === null

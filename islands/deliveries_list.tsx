@@ -10,10 +10,10 @@ import {
   formatAge,
   formatClock,
   secondsUntil,
-  shortId,
 } from "../format.ts";
 import { useLive, useNow } from "./_live.ts";
 import type { DeliveriesData, DeliveryItem } from "./_console_types.ts";
+import { OrderCode } from "./_order_code.tsx";
 
 /** The tabs: `state` query values ("" for all) and their words. */
 export const DELIVERY_TABS = [
@@ -114,9 +114,7 @@ function Row({ d, now }: { d: DeliveryItem; now: number | null }) {
       <td>{d.eventType}</td>
       <td>{d.subscriber}</td>
       <td>
-        <a href={`/orders/${encodeURIComponent(d.orderId)}`}>
-          {shortId(d.orderId)}
-        </a>
+        <OrderCode id={d.orderId} />
       </td>
       <td>
         <span class={badgeClass(deliveryTone(d.state, d.attempts))}>

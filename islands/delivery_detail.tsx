@@ -23,6 +23,7 @@ import {
 } from "./_dead_letter_actions.ts";
 import { RefuseForm } from "./_refuse_form.tsx";
 import { SupersedeForm } from "./_supersede_form.tsx";
+import { OrderCode } from "./_order_code.tsx";
 
 /** Props: the delivery's id and the server's render of its twin. */
 export interface DeliveryDetailProps {
@@ -88,9 +89,8 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
           </dd>
           <dt>Order</dt>
           <dd>
-            <a href={`/orders/${encodeURIComponent(d.orderId)}`}>
-              <code>{d.orderId}</code>
-            </a>
+            <OrderCode id={d.orderId} />{" "}
+            <code class="muted full-id">{d.orderId}</code>
           </dd>
           <dt>Created</dt>
           <dd>{formatDateTime(d.createdAt)}</dd>

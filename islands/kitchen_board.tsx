@@ -3,9 +3,10 @@
  * with its items and a link to the order's timeline. Twin of
  * `GET /api/kitchen/board`.
  */
-import { formatClock, shortId } from "../format.ts";
+import { formatClock } from "../format.ts";
 import { useLive } from "./_live.ts";
 import type { BoardData, KitchenCard } from "./_console_types.ts";
+import { OrderCode } from "./_order_code.tsx";
 
 /** Props: the server's render of the twin. */
 export interface KitchenBoardProps {
@@ -58,7 +59,7 @@ function Card({ card }: { card: KitchenCard }) {
       data-state={card.state}
     >
       <header>
-        <code title={card.orderId}>{shortId(card.orderId)}</code>
+        <OrderCode id={card.orderId} link={false} />
         {card.day && <span class="muted">for {card.day}</span>}
       </header>
       <ul>

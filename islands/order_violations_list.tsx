@@ -3,9 +3,10 @@
  * order, the message and both versions. Twin of
  * `GET /api/console/order-violations`.
  */
-import { formatDateTime, shortId } from "../format.ts";
+import { formatDateTime } from "../format.ts";
 import { useLive } from "./_live.ts";
 import type { OrderViolations } from "./_console_types.ts";
+import { OrderCode } from "./_order_code.tsx";
 
 /** Props: the server's render of the twin. */
 export interface OrderViolationsListProps {
@@ -47,12 +48,7 @@ export default function OrderViolationsList(props: OrderViolationsListProps) {
               <tr key={v.messageId} data-testid={`violation-${v.messageId}`}>
                 <td>{v.subscriber}</td>
                 <td>
-                  <a
-                    href={`/orders/${encodeURIComponent(v.aggregateId)}`}
-                    title={v.aggregateId}
-                  >
-                    {shortId(v.aggregateId)}
-                  </a>
+                  <OrderCode id={v.aggregateId} />
                 </td>
                 <td>
                   <code title={v.messageId}>{v.messageId}</code>

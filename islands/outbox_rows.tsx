@@ -6,10 +6,11 @@
  * second from the server's numbers; the list itself is fetched again from
  * `GET /api/console/outbox` on every change of the sandbox.
  */
-import { formatAge, formatClock, secondsUntil, shortId } from "../format.ts";
+import { formatAge, formatClock, secondsUntil } from "../format.ts";
 import { liveAge, useLive, useNow } from "./_live.ts";
 import type { OutboxAges } from "./_console_types.ts";
 import { ParkedRows } from "./_parked_rows.tsx";
+import { MessageId, OrderCode } from "./_order_code.tsx";
 
 /** Props: the server's render of the twin, and when it measured the ages. */
 export interface OutboxRowsProps {
@@ -128,14 +129,12 @@ function Section({ id, title, empty, rows, age, now }: SectionProps) {
                     data-ready={String(r.ready)}
                   >
                     <td>
-                      <code title={r.messageId}>{shortId(r.messageId)}</code>
+                      <MessageId id={r.messageId} />
                     </td>
                     <td>{r.service}</td>
                     <td>{r.eventType}</td>
                     <td>
-                      <a href={`/orders/${encodeURIComponent(r.orderId)}`}>
-                        {shortId(r.orderId)}
-                      </a>
+                      <OrderCode id={r.orderId} />
                     </td>
                     <td class="num age" data-testid="age">
                       {age(r.ageSeconds)}

@@ -17,6 +17,7 @@ import { CostsTable } from "../islands/_costs_table.tsx";
 import { Island } from "../islands/_registry.ts";
 import { type HowItWorks, howItWorks } from "../services/how/page.ts";
 import { TRY_IT_WORDS } from "../services/how/try_it.ts";
+import { orderCode } from "../format.ts";
 
 function Section(
   props: { id: string; title: string; children: ComponentChildren },
@@ -101,8 +102,8 @@ function Gap({ view }: { view: HowItWorks }) {
           <>
             <p>
               Your last order,{" "}
-              <a href={`/orders/${last.orderId}`}>
-                <code>{last.orderId.slice(0, 8)}</code>
+              <a href={`/orders/${last.orderId}`} title={last.orderId}>
+                <code>{orderCode(last.orderId)}</code>
               </a>{" "}
               ({last.state}), left these outbox rows:
             </p>

@@ -16,6 +16,7 @@ import {
 } from "../../services/console/actions.ts";
 import { parseOr400 } from "../../kit/http/validate.ts";
 import type { ConsoleRender } from "./_guard.ts";
+import { formatWhen } from "../../format.ts";
 
 const VERB: Record<OperatorAction["action"], string> = {
   redrive: "Redrive",
@@ -31,16 +32,21 @@ const VERB: Record<OperatorAction["action"], string> = {
  * A target as a line: `ids: 3, 4 · reason: "…"`; an empty one (a release of
  * every parked row) as `all`.
  */
-function targetText(target: Record<string, unknown>): string {
+function targetText(action: OperatorAction): string {
+  const { target, groupName } = action;
   if (Object.keys(target).length === 0) return "all";
   return Object.entries(target).map(([key, value]) =>
-    `${key}: ${
-      Array.isArray(value)
-        ? value.join(", ")
-        : typeof value === "string"
-        ? value
-        : JSON.stringify(value)
-    }`
+    key === "group" && groupName
+      ? `group: ${groupName.subscriber}, ${groupName.eventType}, "${groupName.pattern}"`
+      : key === "group"
+      ? `group ${value} (no longer seen)`
+      : `${key}: ${
+        Array.isArray(value)
+          ? value.join(", ")
+          : typeof value === "string"
+          ? value
+          : JSON.stringify(value)
+      }`
   ).join(" · ");
 }
 
@@ -75,7 +81,7 @@ export function actionsPage({ sql }: Deps): ConsoleRender {
               <table class="table" data-testid="actions">
                 <thead>
                   <tr>
-                    <th scope="col">When (UTC)</th>
+                    <th scope="col">When</th>
                     <th scope="col">Who</th>
                     <th scope="col">Action</th>
                     <th scope="col">On what</th>
@@ -86,9 +92,7 @@ export function actionsPage({ sql }: Deps): ConsoleRender {
                   {items.map((a, i) => (
                     <tr key={i} data-testid={`action-${a.action}`}>
                       <td>
-                        <time dateTime={a.at}>
-                          {a.at.slice(0, 19).replace("T", " ")}
-                        </time>
+                        <time dateTime={a.at}>{formatWhen(a.at)}</time>
                       </td>
                       <td>{a.actor}</td>
                       <td>
@@ -100,7 +104,14 @@ export function actionsPage({ sql }: Deps): ConsoleRender {
                           </>
                         )}
                       </td>
-                      <td>{targetText(a.target)}</td>
+                      <td
+                        class="error-text"
+                        title={typeof a.target.group === "string"
+                          ? `Group key ${a.target.group}`
+                          : undefined}
+                      >
+                        {targetText(a)}
+                      </td>
                       <td>{a.count}</td>
                     </tr>
                   ))}

@@ -19,6 +19,7 @@ import {
 } from "../../services/labs/ledger.ts";
 import { inTurn, scenarioOr404 } from "../api/labs.ts";
 import type { ConsoleRender } from "../console/_guard.ts";
+import { idTail } from "../../format.ts";
 
 /** `POST /labs/ledger/:scenario` (a form): runs it, then 303 to the page. */
 export function runLedgerForm(deps: Deps): ConsoleRender {
@@ -148,7 +149,7 @@ function Rows({ rows }: { rows: LedgerRows }) {
         testid="rows-inbox"
         head={["inbox: message", "type", "answer", "outcome"]}
         rows={rows.inbox.map((i) => [
-          i.messageId.slice(0, 8),
+          idTail(i.messageId),
           i.type,
           String(i.status),
           i.outcome,
@@ -170,7 +171,7 @@ function Rows({ rows }: { rows: LedgerRows }) {
         testid="rows-refusals"
         head={["refusal: message", "type", "reason"]}
         rows={rows.refusals.map((r) => [
-          r.messageId.slice(0, 8),
+          idTail(r.messageId),
           r.type,
           r.reason,
         ])}

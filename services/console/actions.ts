@@ -152,6 +152,11 @@ export async function listActions(
     return all.slice(0, limit + 1);
   });
   const page = rows.slice(0, limit);
+  const names = await groupNames(
+    sql,
+    sandboxId,
+    page.map((r) => r.target?.group).filter((g) => typeof g === "string"),
+  );
   return {
     items: actionsSchema.parse(page.map((r) => ({
       at: r.at.toISOString(),
@@ -160,9 +165,60 @@ export async function listActions(
       target: r.target,
       count: r.count,
       jobId: r.job_id,
+      ...(names.has(r.target?.group)
+        ? { groupName: names.get(r.target.group) }
+        : {}),
     }))),
     next: rows.length > limit ? page[page.length - 1].cursor : null,
   };
+}
+
+type GroupName = NonNullable<OperatorAction["groupName"]>;
+
+/**
+ * The failure groups behind `keys`, by receiver, type and pattern. A key is
+ * a hash (queue.failure_group), so it is matched against the sandbox's
+ * deliveries that failed, whatever their state now: a group that was
+ * redriven or refused has left the dead letters but keeps its name here.
+ */
+async function groupNames(
+  sql: Sql,
+  sandboxId: string,
+  keys: string[],
+): Promise<Map<string, GroupName>> {
+  const names = new Map<string, GroupName>();
+  if (keys.length === 0) return names;
+  const unique = [...new Set(keys)];
+  const parts = await readServices(
+    sql,
+    sandboxId,
+    (at, queues) =>
+      Promise.all(queues.map((queue) =>
+        at(queue, (sql) =>
+          sql<{
+            key: string;
+            subscriber: string;
+            type: string;
+            pattern: string;
+          }[]>`
+          select distinct on (key) key, subscriber, type, pattern
+            from (select queue.failure_group(subscriber, type, last_error)
+                           as key,
+                         subscriber, type,
+                         queue.error_pattern(last_error) as pattern
+                    from queue.deliveries
+                   where last_error is not null) d
+           where key = any(${unique}::text[])`)
+      )),
+  );
+  for (const r of parts.flat()) {
+    names.set(r.key, {
+      subscriber: r.subscriber,
+      eventType: r.type,
+      pattern: r.pattern,
+    });
+  }
+  return names;
 }
 
 /** A cursor's parts. */

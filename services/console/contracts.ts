@@ -615,6 +615,16 @@ export const operatorActionSchema = z.strictObject({
    */
   count: z.number().int().nonnegative(),
   jobId: z.string().nullable(),
+  /**
+   * For an action on a failure group: the group named as people name it,
+   * its receiver, event type and error pattern (absent when no delivery of
+   * the sandbox has that pattern any more).
+   */
+  groupName: z.strictObject({
+    subscriber: z.string(),
+    eventType: z.string(),
+    pattern: z.string(),
+  }).optional(),
 });
 export type OperatorAction = z.infer<typeof operatorActionSchema>;
 
