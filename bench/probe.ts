@@ -26,12 +26,12 @@ import type { Queue } from "../lib/ledger/mod.ts";
 import type { Shortcut } from "../lib/carriers/mod.ts";
 import { type Messaging, startMessaging } from "../lib/workers/mod.ts";
 import { parseConfig } from "../config.ts";
+import { RELAY_CONNECTIONS } from "../services/mod.ts";
 import {
   BAKERY_SUBSCRIBERS,
   bakeryDispatcher,
   INTERNAL_ORIGIN,
-  RELAY_CONNECTIONS,
-} from "../services/mod.ts";
+} from "../services/receivers/endpoints.ts";
 import { ROUTING, SENDERS, SUBSCRIBERS } from "../services/routing.ts";
 
 export interface Completion {

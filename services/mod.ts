@@ -1,27 +1,15 @@
 /**
- * The bakery's messaging, assembled: the receivers as in-process handlers,
- * the subscribers' addresses, and the relay and consumers for the two
- * senders. Everything generic comes from lib/.
+ * The bakery's messaging, assembled with lib/'s `createMessaging`: the
+ * relay for the two senders and the consumers, on the carrier QUEUE names,
+ * delivering to the receivers' in-process endpoints
+ * (receivers/endpoints.ts). Everything generic comes from lib/.
  */
 import { connect, type Sql } from "../lib/db/connect.ts";
 import { renewablePool } from "../lib/db/reserved.ts";
 import type { Logger } from "../lib/log/mod.ts";
 import type { Config } from "../config.ts";
-import {
-  type FaultReader,
-  faultyReceiver,
-  pgFaults,
-} from "../lib/faults/mod.ts";
-import {
-  type Apply,
-  inboxBatchHandler,
-  inboxHandler,
-} from "../lib/inbox/mod.ts";
-import {
-  consumerLeaseMs,
-  Dispatcher,
-  type Subscriber,
-} from "../lib/delivery/mod.ts";
+import { type FaultReader, pgFaults } from "../lib/faults/mod.ts";
+import { consumerLeaseMs } from "../lib/delivery/mod.ts";
 import { Ledger, pgPauses } from "../lib/ledger/mod.ts";
 import { type Carrier, postgresCarrier } from "../lib/carriers/mod.ts";
 import {
@@ -36,47 +24,14 @@ import {
   type MessagingOptions,
   TUNING,
 } from "../lib/mod.ts";
-import {
-  LABELS,
-  ROUTING,
-  SENDERS,
-  type SubscriberName,
-  SUBSCRIBERS,
-} from "./routing.ts";
-import { applyToKitchen } from "./receivers/kitchen.ts";
-import { applyToSchedule } from "./receivers/schedule.ts";
-import { applyToDispatch } from "./receivers/dispatch.ts";
-import { applyToCrm, applyToCustomers } from "./receivers/history.ts";
-import { applyToReceipts } from "./receivers/receipts.ts";
-import { applyToOrders } from "./orders/payments.ts";
+import { ROUTING, SENDERS, SUBSCRIBERS } from "./routing.ts";
 import type { ServiceDatabases } from "./databases.ts";
+import { BAKERY_SUBSCRIBERS, bakeryDispatcher } from "./receivers/endpoints.ts";
 import {
   coalescingWaker,
   type LocalRelays,
   setOutboxWaker,
 } from "../lib/outbox/mod.ts";
-
-/** Receivers live in this process, reached without a socket. */
-export const INTERNAL_ORIGIN = "http://bakery.internal";
-
-const APPLY: Record<SubscriberName, Apply> = {
-  kitchen: applyToKitchen,
-  schedule: applyToSchedule,
-  dispatch: applyToDispatch,
-  crm: applyToCrm,
-  customers: applyToCustomers,
-  receipts: applyToReceipts,
-  orders: applyToOrders,
-};
-
-export const BAKERY_SUBSCRIBERS: Record<string, Subscriber> = Object
-  .fromEntries(
-    SUBSCRIBERS.map((name) => [name, {
-      url: `${INTERNAL_ORIGIN}/receivers/${name}`,
-      batchUrl: `${INTERNAL_ORIGIN}/receivers/${name}/batch`,
-      label: LABELS[name],
-    }]),
-  );
 
 export interface BakeryDeps {
   sql: Sql;
@@ -87,40 +42,6 @@ export interface BakeryDeps {
   log: Logger;
   config: Config;
   faults?: FaultReader;
-}
-
-/** A dispatcher that serves every receiver in process. */
-export function bakeryDispatcher(deps: BakeryDeps): Dispatcher {
-  const faults = deps.faults ?? pgFaults(deps.sql);
-  const handlers = new Map<string, (request: Request) => Promise<Response>>();
-  for (const name of SUBSCRIBERS) {
-    const receiver = {
-      sql: deps.sql,
-      service: name,
-      label: LABELS[name],
-      apply: APPLY[name],
-      replayHorizonDays: deps.config.REPLAY_HORIZON_DAYS,
-      log: deps.log,
-      // A receiver's fault switches wrap its handlers; those of the relay
-      // and the consumers wrap the queue and the dispatcher, in
-      // lib/workers (startMessaging).
-      wrap: faultyReceiver(faults, {
-        label: LABELS[name],
-        refuses: `${name}Refuses`,
-        slow: `${name}Slow`,
-        slowMs: deps.config.DELIVERY_TIMEOUT_MS + 1000,
-      }),
-    };
-    handlers.set(name, inboxHandler(receiver));
-    handlers.set(`${name}/batch`, inboxBatchHandler(receiver));
-  }
-  return new Dispatcher().register(INTERNAL_ORIGIN, (request) => {
-    const name = new URL(request.url).pathname.replace(/^\/receivers\//, "");
-    const handler = handlers.get(name);
-    return handler
-      ? handler(request)
-      : Response.json({ error: `no receiver ${name}` }, { status: 404 });
-  });
 }
 
 /**

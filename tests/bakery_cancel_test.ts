@@ -6,7 +6,10 @@
 import assert from "node:assert/strict";
 import type { Sql } from "../lib/db/connect.ts";
 import { type Envelope, newEnvelope } from "../lib/outbox/mod.ts";
-import { bakeryDispatcher, INTERNAL_ORIGIN } from "../services/mod.ts";
+import {
+  bakeryDispatcher,
+  INTERNAL_ORIGIN,
+} from "../services/receivers/endpoints.ts";
 import type { OrderSnapshot } from "../services/events.ts";
 import {
   type Client,

@@ -18,7 +18,10 @@ import { receiveOnce } from "../lib/inbox/mod.ts";
 import { memoryLogger } from "../lib/log/mod.ts";
 import type { Envelope } from "../lib/outbox/envelope.ts";
 import { Lanes, StreamNames } from "../lib/carriers/jetstream/mod.ts";
-import { bakeryDispatcher, INTERNAL_ORIGIN } from "../services/mod.ts";
+import {
+  bakeryDispatcher,
+  INTERNAL_ORIGIN,
+} from "../services/receivers/endpoints.ts";
 import { applyToOrders } from "../services/orders/payments.ts";
 import { placeOrder } from "../services/orders/place.ts";
 import { SENDERS, SUBSCRIBERS } from "../services/routing.ts";
