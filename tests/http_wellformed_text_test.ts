@@ -169,3 +169,29 @@ Deno.test("well-formed text: a lone surrogate in a refuse reason, a supersede pa
     );
   });
 });
+
+Deno.test("well-formed text: a lone surrogate escaped in a query or a path is never a 500", async () => {
+  await withTestBakery(async (t) => {
+    const client = t.client();
+    await signIn(client, "Query operator");
+    // UTF-8 of U+D800: no decoder makes a lone surrogate of it, but a
+    // decodeURIComponent of it throws.
+    const bad = "%ED%A0%80";
+    for (
+      const path of [
+        `/api/console/search?q=${bad}`,
+        `/api/console/dead-letters?subscriber=${bad}`,
+        `/api/console/deliveries?state=${bad}`,
+        `/api/orders/${bad}`,
+        `/console/search?q=${bad}`,
+      ]
+    ) {
+      const response = await client.fetch(path);
+      await response.body?.cancel();
+      assert.ok(
+        response.status < 500,
+        `${path} answered ${response.status}`,
+      );
+    }
+  });
+});
