@@ -281,7 +281,10 @@ export function consoleRoutes(deps: Deps) {
     releaseParked: async (c: Context) => {
       const operator = requireOperator(c);
       const req = parseOr400(releaseSchema, await optionalJson(c));
-      const answer = await releaseParkedRows(sql, operator, req);
+      const answer = await releaseParkedRows(sql, {
+        ...operator,
+        outbox: deps.messaging.outbox,
+      }, req);
       changed(operator.sandboxId);
       return c.json(answer);
     },

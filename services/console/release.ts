@@ -6,7 +6,7 @@
  * the operator log, in the release's own transaction.
  */
 import type { Sql } from "../../lib/db/connect.ts";
-import { releaseParked } from "../../lib/relay/mod.ts";
+import type { Messaging } from "../../lib/mod.ts";
 import { poolOf } from "../../lib/db/service.ts";
 import { SENDERS } from "../routing.ts";
 import { logAction } from "./actions.ts";
@@ -27,7 +27,12 @@ export interface ReleaseRequest {
  */
 export async function releaseParkedRows(
   sql: Sql,
-  ctx: { sandboxId: string; actor: string },
+  ctx: {
+    sandboxId: string;
+    actor: string;
+    /** The process's messaging, whose outbox releases (lib/messaging.ts). */
+    outbox: Messaging["outbox"];
+  },
   req: ReleaseRequest,
 ): Promise<{ count: number }> {
   const { sandboxId, actor } = ctx;
@@ -40,7 +45,7 @@ export async function releaseParkedRows(
   const groups = [...groupByPool(sql, services)];
   for (const [i, [pool, group]] of groups.entries()) {
     const last = i === groups.length - 1;
-    count += (await releaseParked(pool, {
+    count += (await ctx.outbox.release(pool, {
       tenantId: sandboxId,
       services: group,
       target: { messageId: req.messageId, type: req.eventType },
