@@ -4,7 +4,11 @@
  * publishes to, of the dispatcher the consumers send through, or of a
  * receiver's handler.
  */
-import { CONSUMER_FAULTS, RELAY_FAULTS } from "../lib/faults/mod.ts";
+import {
+  CONSUMER_FAULTS,
+  RECEIVER_FAULTS,
+  RELAY_FAULTS,
+} from "../lib/faults/mod.ts";
 import { LABELS, RECEIVERS } from "./routing.ts";
 
 export interface FaultInfo {
@@ -52,6 +56,12 @@ export const FAULTS: readonly FaultInfo[] = [
     name: CONSUMER_FAULTS.duplicateDeliveries,
     label: "Deliveries are sent twice",
     description: "Every delivery is posted twice in a row",
+  },
+  {
+    name: RECEIVER_FAULTS.skipsInbox,
+    label: "Receivers skip their inbox check (test only)",
+    description:
+      "Each receiver takes every copy as a new message, so a repeat is applied again: what deno task drill must catch",
   },
 ];
 

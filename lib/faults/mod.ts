@@ -13,4 +13,8 @@ export {
 } from "./switches.ts";
 export { faultyQueue, REFUSED_SEND, RELAY_FAULTS } from "./queue.ts";
 export { CONSUMER_FAULTS, faultyDispatcher, type Send } from "./dispatcher.ts";
-export { faultyReceiver, type ReceiverFaults } from "./receiver.ts";
+export {
+  faultyReceiver,
+  RECEIVER_FAULTS,
+  type ReceiverFaults,
+} from "./receiver.ts";
