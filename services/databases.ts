@@ -21,6 +21,7 @@ import {
   routeServices,
 } from "../lib/db/service.ts";
 import type { Logger } from "../lib/log/mod.ts";
+import { LedgerRouter } from "../lib/ledger/mod.ts";
 import type { MessagingPart } from "../lib/schema.ts";
 import { ensureDatabase } from "../kit/postgres/open.ts";
 import { migrateServiceDatabase } from "../kit/postgres/migrate.ts";
@@ -81,12 +82,20 @@ export const SPLIT_DATABASES: readonly ServiceDatabase[] = (() => {
 })();
 
 /**
- * The service whose database holds delivery `id`'s queue, in split mode:
- * ids step by {@link QUEUE_SLOTS} from their queue's slot.
+ * Which database's ledger holds a delivery, in split mode: ids step by
+ * {@link QUEUE_SLOTS} from their queue's slot (lib/ledger/router.ts).
  */
+export const LEDGERS = new LedgerRouter(
+  new Map(
+    SPLIT_DATABASES.filter((db) => db.queueSlot !== undefined)
+      .map((db) => [db.queueSlot!, db.name]),
+  ),
+  QUEUE_SLOTS,
+);
+
+/** The service whose database holds delivery `id`'s queue, in split mode. */
 export function queueOfDelivery(id: number): string | undefined {
-  const slot = ((id - 1) % QUEUE_SLOTS) + 1;
-  return SPLIT_DATABASES.find((db) => db.queueSlot === slot)?.name;
+  return LEDGERS.holderOf(id);
 }
 
 /**

@@ -67,3 +67,10 @@ export {
   NOTHING_CLOSED,
   NOTHING_HELD,
 } from "./lanes.ts";
+export { LedgerRouter } from "./router.ts";
+export {
+  FORGOTTEN_AFTER_BEATS,
+  readWorkers,
+  SILENT_AFTER_BEATS,
+  type WorkerRow,
+} from "./workers_sql.ts";
