@@ -26,6 +26,7 @@ import { orderRoutes } from "./routes/api/orders.ts";
 import { stripeWebhook, WEBHOOK_MAX_BODY } from "./routes/webhooks/stripe.ts";
 import { consoleRoutes } from "./routes/api/console.ts";
 import { checkoutEventRoutes } from "./routes/api/checkout_events.ts";
+import { alertRoutes } from "./routes/api/alerts.ts";
 import {
   eventsRoute,
   STREAM_RECHECK_MS,
@@ -225,6 +226,9 @@ export function createApp(deps: Deps): Hono {
   app.get("/api/console/receivers", api.receivers);
   app.get("/api/console/order-violations", api.orderViolations);
   app.get("/api/kitchen/board", api.board);
+  const alerts = alertRoutes(deps);
+  app.get("/api/console/alert-board", alerts.board);
+  app.post("/api/console/alerts/:id/acknowledge", alerts.acknowledge);
   const checkoutEvents = checkoutEventRoutes(deps);
   app.get("/api/console/checkout-events", checkoutEvents.list);
   app.post(

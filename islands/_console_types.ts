@@ -7,6 +7,8 @@
  */
 export type {
   Alert,
+  AlertBoard,
+  AlertEpisode,
   AlertsData,
   BoardData,
   CheckoutEvents,

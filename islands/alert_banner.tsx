@@ -1,20 +1,25 @@
 /**
- * The alerts banner at the top of every console page, live: what fires now
- * by the settings' thresholds, each with a link to the page that shows why.
- * Twin of `GET /api/console/alerts`. Nothing is drawn while nothing fires,
- * but the island stays on the page and listens, so an alert appears (and
- * clears) without a reload.
+ * The alerts banner at the top of every console page, live: each alert
+ * with its state (firing, recovering, resolved), a link to the page that
+ * shows why, and Acknowledge. Twin of `GET /api/console/alert-board`.
+ * A recovery is shown, not just a silence: an alert that stops firing
+ * turns amber while its repair is in flight and green once resolved, and
+ * stays until acknowledged or a few minutes have passed. Nothing is drawn
+ * while there is nothing to show, but the island stays on the page and
+ * listens, so an alert appears (and changes) without a reload.
  */
-import { formatAge, formatClock } from "../format.ts";
+import { useSignal } from "@preact/signals";
+import { formatAge, formatWhen } from "../format.ts";
 import { useLive } from "./_live.ts";
-import type { Alert, AlertsData } from "./_console_types.ts";
+import { failure, sendJson } from "./_console_api.ts";
+import type { AlertBoard, AlertEpisode } from "./_console_types.ts";
 
-/** Props: the alerts as the server found them while rendering the page. */
+/** Props: the board as the server found it while rendering the page. */
 export interface AlertBannerProps {
-  initial: AlertsData;
+  initial: AlertBoard;
 }
 
-function words(a: Alert): { text: string; href: string; link: string } {
+function words(a: AlertEpisode): { text: string; href: string; link: string } {
   switch (a.kind) {
     case "outbox_age":
       return {
@@ -47,36 +52,96 @@ function words(a: Alert): { text: string; href: string; link: string } {
   }
 }
 
-/** One line per alert, newest condition last. */
+/** What each state says before the alert's words. */
+const STATE_WORDS: Record<AlertEpisode["state"], string> = {
+  firing: "Firing",
+  recovering: "Recovering",
+  resolved: "Resolved",
+};
+
+/** One line per alert, oldest first. */
 export default function AlertBanner(props: AlertBannerProps) {
-  const live = useLive("/api/console/alerts", props.initial);
+  const live = useLive("/api/console/alert-board", props.initial);
   const { alerts } = live.data.value;
+  const busy = useSignal<number | null>(null);
+  const error = useSignal("");
+  const firing = alerts.filter((a) => a.state !== "resolved").length;
+  const tone = alerts.some((a) => a.state === "firing")
+    ? "bad"
+    : firing > 0
+    ? "warn"
+    : "ok";
+
+  async function acknowledge(id: number) {
+    busy.value = id;
+    error.value = "";
+    const answer = await sendJson(
+      "POST",
+      `/api/console/alerts/${id}/acknowledge`,
+      {},
+    );
+    if (!answer.ok) error.value = failure(answer);
+    busy.value = null;
+  }
+
   return (
     <div
       class="alert-banner-slot"
       data-testid="alert-banner"
-      data-count={alerts.length}
+      data-count={firing}
       aria-live="polite"
     >
       {alerts.length > 0 && (
-        <div class="alert-banner" role="alert">
+        <div class={`alert-banner alert-banner-${tone}`} role="status">
           <strong>
-            {alerts.length === 1 ? "1 alert" : `${alerts.length} alerts`}
+            {firing === 0
+              ? "No alert firing"
+              : firing === 1
+              ? "1 alert"
+              : `${firing} alerts`}
           </strong>
           <ul>
             {alerts.map((a) => {
               const w = words(a);
               return (
                 <li
-                  key={`${a.kind}/${a.subject}`}
+                  key={a.id}
                   data-testid={`alert-${a.kind}-${a.subject}`}
+                  data-state={a.state}
                 >
-                  {w.text}, since {formatClock(a.since)}.{" "}
+                  <span class={`alert-state alert-state-${a.state}`}>
+                    {STATE_WORDS[a.state]}
+                  </span>{" "}
+                  {w.text}, since {formatWhen(a.since)}
+                  {a.resolvedAt && `, resolved ${formatWhen(a.resolvedAt)}`}.
+                  {" "}
                   <a href={w.href}>{w.link}</a>
+                  {a.acknowledgedBy
+                    ? (
+                      <span class="muted" data-testid="alert-acknowledged">
+                        Acknowledged by {a.acknowledgedBy},{" "}
+                        {formatWhen(a.acknowledgedAt)}.
+                      </span>
+                    )
+                    : (
+                      <>
+                        {" "}
+                        <button
+                          type="button"
+                          class="button small quiet"
+                          disabled={busy.value === a.id}
+                          onClick={() => acknowledge(a.id)}
+                          data-testid={`acknowledge-${a.kind}-${a.subject}`}
+                        >
+                          Acknowledge
+                        </button>
+                      </>
+                    )}
                 </li>
               );
             })}
           </ul>
+          {error.value && <p class="form-error">{error.value}</p>}
         </div>
       )}
     </div>

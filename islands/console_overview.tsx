@@ -8,6 +8,7 @@
 import { AgeHistogram } from "./_age_histogram.tsx";
 import { ClosureTotals, MismatchAlarm } from "./_closure_totals.tsx";
 import { RateBar } from "./_rate_bar.tsx";
+import { Tile } from "./_tile.tsx";
 import { RefundsDue } from "./_refunds_due.tsx";
 import { CheckoutEventsList } from "./_checkout_events.tsx";
 import { ReceiverChartGrid } from "./_receiver_charts.tsx";
@@ -37,6 +38,7 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
     lastHour,
     orderViolations,
     republished,
+    retryingDeliveries,
   } = live.data.value;
   const sending = useSignal<ReadonlySet<string>>(new Set());
   const sendError = useSignal("");
@@ -61,30 +63,48 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
     <div class="overview">
       {live.error.value && <p class="form-error">{live.error.value}</p>}
       <MismatchAlarm mismatch={closure.totals.mismatch} />
-      <ul class="tiles" data-testid="outbox-stats">
-        <Tile label="Pending" value={outbox.pending} id="pending" />
-        <Tile label="Ready now" value={outbox.ready} id="ready" />
-        <Tile
-          label="Waiting for retry"
-          value={outbox.backingOff}
-          id="backing-off"
-        />
-        <Tile
-          label="Oldest ready"
-          value={age(outbox.oldestReadyAgeSeconds)}
-          id="oldest-ready-age"
-          tone={(outbox.oldestReadyAgeSeconds ?? 0) > 60 ? "warn" : undefined}
-        />
-        <Tile
-          label="Oldest pending"
-          value={age(outbox.oldestAgeSeconds)}
-          id="oldest-age"
-        />
+      {/* What needs an operator first: what is dead or retrying. */}
+      <ul class="tiles" data-testid="action-stats" aria-label="Needs action">
         <Tile
           label="Dead letters"
           value={deadTotal}
           id="dead"
           tone={deadTotal > 0 ? "bad" : undefined}
+          href="/console/dead-letters"
+        />
+        <Tile
+          label="Deliveries retrying"
+          value={retryingDeliveries.count}
+          id="retrying-deliveries"
+          tone={retryingDeliveries.count > 0 ? "warn" : undefined}
+          href="/console/deliveries?state=retrying"
+        />
+      </ul>
+      <h2 class="tiles-title" id="outbox-stats-title">
+        The senders' outboxes
+      </h2>
+      <ul
+        class="tiles"
+        data-testid="outbox-stats"
+        aria-labelledby="outbox-stats-title"
+      >
+        <Tile label="Outbox pending" value={outbox.pending} id="pending" />
+        <Tile label="Outbox ready now" value={outbox.ready} id="ready" />
+        <Tile
+          label="Outbox waiting for retry"
+          value={outbox.backingOff}
+          id="backing-off"
+        />
+        <Tile
+          label="Oldest ready row"
+          value={age(outbox.oldestReadyAgeSeconds)}
+          id="oldest-ready-age"
+          tone={(outbox.oldestReadyAgeSeconds ?? 0) > 60 ? "warn" : undefined}
+        />
+        <Tile
+          label="Oldest pending row"
+          value={age(outbox.oldestAgeSeconds)}
+          id="oldest-age"
         />
       </ul>
 
@@ -286,24 +306,5 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
         <ReceiverChartGrid receivers={lastHour} />
       </section>
     </div>
-  );
-}
-
-function Tile(props: {
-  label: string;
-  value: string | number;
-  id: string;
-  tone?: "warn" | "bad";
-}) {
-  return (
-    <li class="tile">
-      <span class="tile-label">{props.label}</span>
-      <span
-        class={props.tone ? `tile-value tone-${props.tone}` : "tile-value"}
-        data-testid={`stat-${props.id}`}
-      >
-        {props.value}
-      </span>
-    </li>
   );
 }

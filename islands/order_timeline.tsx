@@ -57,6 +57,47 @@ const STATE_TEXT: Record<string, string> = {
   cancelled: "This order is cancelled. Nothing will be baked for it.",
 };
 
+/**
+ * What is true of the order's deliveries, for the customer: which
+ * receivers are being retried or could not take it (a dead letter), in
+ * words, or null when nothing is wrong. The customer's page must not say
+ * "the kitchen has your order" above a timeline where the kitchen refused.
+ */
+export function deliveryTrouble(v: OrderView): {
+  text: string;
+  receivers: string[];
+} | null {
+  const name = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+  const dead = [
+    ...new Set(
+      v.deliveries.filter((d) => d.state === "dead").map((d) => d.subscriber),
+    ),
+  ];
+  const retrying = [
+    ...new Set(
+      v.deliveries.filter((d) =>
+        (d.state === "pending" || d.state === "in_flight") && d.attempts > 0
+      ).map((d) => d.subscriber),
+    ),
+  ].filter((s) => !dead.includes(s));
+  if (dead.length === 0 && retrying.length === 0) return null;
+  const list = (xs: string[]) =>
+    xs.map(name).join(", ").replace(/, ([^,]*)$/, " and $1");
+  const parts = [];
+  if (dead.length) {
+    parts.push(
+      `${list(dead)} could not take your order yet. The bakery has been told ` +
+        "and will send it again; nothing is lost.",
+    );
+  }
+  if (retrying.length) {
+    parts.push(
+      `${list(retrying)} did not answer yet; we are trying again.`,
+    );
+  }
+  return { text: parts.join(" "), receivers: [...dead, ...retrying] };
+}
+
 /** The order's state, actions, receipt and timeline, kept current. */
 export default function OrderTimeline(props: OrderTimelineProps) {
   const view = useSignal(props.view);
@@ -115,6 +156,7 @@ export default function OrderTimeline(props: OrderTimelineProps) {
   const waiting = open && awaiting.value !== null &&
     v.version <= awaiting.value;
   const entries = timelineEntries(v, props.routing);
+  const trouble = deliveryTrouble(v);
 
   return (
     <div class="order-live">
@@ -132,8 +174,15 @@ export default function OrderTimeline(props: OrderTimelineProps) {
         <p class="status-text">
           {waiting
             ? "Confirming your payment with the bank…"
+            : v.state === "paid" && trouble?.receivers.includes("kitchen")
+            ? "Paid, thank you; the receipt is below."
             : STATE_TEXT[v.state] ?? `This order is ${v.state}.`}
         </p>
+        {trouble && !waiting && (
+          <p class="status-trouble" data-testid="order-delivery-trouble">
+            {trouble.text}
+          </p>
+        )}
         {v.kitchenCard && (
           <p class="muted status-facts">
             Kitchen card: <strong>{v.kitchenCard.state}</strong>

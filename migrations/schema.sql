@@ -1439,6 +1439,37 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.actions TO queue;
 CREATE SEQUENCE queue.actions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.actions.id
 GRANT SELECT, USAGE ON SEQUENCE queue.actions_id_seq TO queue;
 
+CREATE TABLE queue.alert_episodes (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  tenant_id uuid NOT NULL,
+  kind text NOT NULL,
+  subject text NOT NULL,
+  state text NOT NULL,
+  value double precision NOT NULL,
+  threshold double precision NOT NULL,
+  since timestamp with time zone NOT NULL,
+  changed_at timestamp with time zone NOT NULL DEFAULT now(),
+  resolved_at timestamp with time zone,
+  acknowledged_by text,
+  acknowledged_at timestamp with time zone
+);
+ALTER TABLE queue.alert_episodes ADD CONSTRAINT alert_episodes_check CHECK (((state = 'resolved'::text) = (resolved_at IS NOT NULL)));
+ALTER TABLE queue.alert_episodes ADD CONSTRAINT alert_episodes_check1 CHECK (((acknowledged_by IS NULL) = (acknowledged_at IS NULL)));
+ALTER TABLE queue.alert_episodes ADD CONSTRAINT alert_episodes_kind_check CHECK (((length(kind) >= 1) AND (length(kind) <= 40)));
+ALTER TABLE queue.alert_episodes ADD CONSTRAINT alert_episodes_pkey PRIMARY KEY (id);
+ALTER TABLE queue.alert_episodes ADD CONSTRAINT alert_episodes_state_check CHECK ((state = ANY (ARRAY['firing'::text, 'recovering'::text, 'resolved'::text])));
+ALTER TABLE queue.alert_episodes ADD CONSTRAINT alert_episodes_subject_check CHECK (((length(subject) >= 1) AND (length(subject) <= 80)));
+CREATE INDEX alert_episodes_by_tenant ON queue.alert_episodes USING btree (tenant_id, changed_at);
+CREATE UNIQUE INDEX alert_episodes_open ON queue.alert_episodes USING btree (tenant_id, kind, subject) WHERE (resolved_at IS NULL);
+ALTER TABLE queue.alert_episodes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON queue.alert_episodes AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
+GRANT SELECT ON TABLE queue.alert_episodes TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.alert_episodes TO queue;
+CREATE SEQUENCE queue.alert_episodes_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.alert_episodes.id
+GRANT SELECT, USAGE ON SEQUENCE queue.alert_episodes_id_seq TO queue;
+
 CREATE VIEW queue.attempt_log AS
  SELECT a.id,
     a.tenant_id,
@@ -1642,7 +1673,7 @@ CREATE TABLE queue.operator_actions (
   job_id uuid,
   at timestamp with time zone NOT NULL DEFAULT now()
 );
-ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_action_check CHECK ((action = ANY (ARRAY['redrive'::text, 'refuse'::text, 'supersede'::text, 'cancel'::text, 'release'::text])));
+ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_action_check CHECK ((action = ANY (ARRAY['redrive'::text, 'refuse'::text, 'supersede'::text, 'cancel'::text, 'release'::text, 'acknowledge'::text, 'fault'::text])));
 ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_count_check CHECK ((count >= 0));
 ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_pkey PRIMARY KEY (id);
 CREATE INDEX operator_actions_by_tenant ON queue.operator_actions USING btree (tenant_id, at);

@@ -10,15 +10,18 @@ import {
   ConsoleSideNav,
 } from "./_console_nav.tsx";
 import { Island } from "../islands/_registry.ts";
-import type { Alert } from "../services/console/alerts.ts";
+import type { AlertBoard } from "../services/console/alert_episodes.ts";
 
 /** Who is looking: the signed-in operator of `routes/console/_guard.ts`. */
 export interface Operator {
   name: string;
   sandboxId: string;
   csrfToken: string;
-  /** The sandbox's alerts when the page was rendered, for the banner. */
-  alerts?: Alert[];
+  /**
+   * The sandbox's alerts and dead letters when the page was rendered, for
+   * the banner and the side bar's count.
+   */
+  board?: AlertBoard;
 }
 
 /** Props: the page's title and key, the operator, and the content. */
@@ -58,11 +61,16 @@ export function ConsolePage(props: ConsolePageProps) {
       }
     >
       <div class="console-frame">
-        <ConsoleSideNav current={props.current} />
+        <ConsoleSideNav
+          current={props.current}
+          deadLetters={operator.board?.deadLetters}
+        />
         <div class="console" data-testid={`console-${props.current}`}>
           <Island
             name="alert_banner"
-            props={{ initial: { alerts: operator.alerts ?? [] } }}
+            props={{
+              initial: operator.board ?? { alerts: [], deadLetters: 0 },
+            }}
           />
           <header class="console-head">
             <h1>{props.title}</h1>

@@ -222,24 +222,26 @@ function AppliedOnce({ view }: { view: HowItWorks }) {
               </strong>{" "}
               repeat{sb.repeatsTotal === 1 ? "" : "s"} answered from an inbox.
             </p>
-            <table class="table" data-testid="inboxes">
-              <thead>
-                <tr>
-                  <th>Inbox</th>
-                  <th class="num">Messages</th>
-                  <th class="num">Repeats answered from it</th>
-                </tr>
-              </thead>
-              <tbody>
-                {sb.inboxes.map((i) => (
-                  <tr key={i.receiver} data-testid={`inbox-${i.receiver}`}>
-                    <th scope="row">{i.receiver}</th>
-                    <td class="num">{i.messages}</td>
-                    <td class="num">{i.repeats}</td>
+            <div class="table-wrap">
+              <table class="table" data-testid="inboxes">
+                <thead>
+                  <tr>
+                    <th>Inbox</th>
+                    <th class="num">Messages</th>
+                    <th class="num">Repeats answered from it</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {sb.inboxes.map((i) => (
+                    <tr key={i.receiver} data-testid={`inbox-${i.receiver}`}>
+                      <th scope="row">{i.receiver}</th>
+                      <td class="num">{i.messages}</td>
+                      <td class="num">{i.repeats}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           </>
         )
         : null}

@@ -250,6 +250,12 @@ Deno.test("contracts: every console twin's answer parses against its schema, wit
       "/api/console/alerts",
     );
     assert.ok(alerts.alerts.length > 0, "the dead letters raise an alert");
+    const alertBoard = await twin<{ alerts: unknown[]; deadLetters: number }>(
+      client,
+      seen,
+      "/api/console/alert-board",
+    );
+    assert.ok(alertBoard.alerts.length > 0 && alertBoard.deadLetters > 0);
     await twin(client, seen, "/api/console/order-violations");
     await twin(
       client,

@@ -6,7 +6,7 @@
  */
 import type { Context } from "hono";
 import type { Operator } from "../_console_page.tsx";
-import type { Alert } from "../../services/console/alerts.ts";
+import type { AlertBoard } from "../../services/console/alert_episodes.ts";
 
 /** A console page: renders for a signed-in operator. */
 export type ConsoleRender = (
@@ -50,8 +50,11 @@ export function safeNext(raw: unknown): string {
   return /^\/(?:console|labs)(?:[/?#]|$)/.test(next) ? next : fallback;
 }
 
-/** The alerts of a sandbox, for the banner every console page opens with. */
-export type AlertSource = (sandboxId: string) => Promise<Alert[]>;
+/**
+ * The alerts of a sandbox and its dead letters, for the banner and the side
+ * bar every console page opens with.
+ */
+export type AlertSource = (sandboxId: string) => Promise<AlertBoard>;
 
 /**
  * Wraps a console page: signed out (or a guest) is a 303 to
@@ -76,7 +79,7 @@ export function consolePage(render: ConsoleRender, alerts?: AlertSource) {
       name: session.name,
       sandboxId: session.sandboxId,
       csrfToken: session.csrfToken,
-      alerts: alerts ? await alerts(session.sandboxId) : undefined,
+      board: alerts ? await alerts(session.sandboxId) : undefined,
     });
     response.headers.set("cache-control", "no-store");
     return response;

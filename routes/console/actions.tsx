@@ -26,6 +26,8 @@ const VERB: Record<OperatorAction["action"], string> = {
   pause: "Pause",
   resume: "Resume",
   release: "Release parked rows",
+  acknowledge: "Acknowledge an alert",
+  fault: "Flip a fault switch",
 };
 
 /**

@@ -8,7 +8,7 @@ import { actionsPage } from "./actions.tsx";
 import type { Hono } from "hono";
 import type { Deps } from "../../deps.ts";
 import { consolePage as guard, type ConsoleRender } from "./_guard.ts";
-import { currentAlerts } from "../../services/console/alerts.ts";
+import { alertBoard } from "../../services/console/alert_episodes.ts";
 import { signInRoutes } from "./sign_in.tsx";
 import { overviewPage } from "./index.tsx";
 import { outboxPage } from "./outbox.tsx";
@@ -42,7 +42,7 @@ export function registerConsolePages(app: Hono, deps: Deps): void {
   const consolePage = (render: ConsoleRender) =>
     guard(
       render,
-      (sandboxId) => currentAlerts(deps.sql, sandboxId, deps.config),
+      (sandboxId) => alertBoard(deps.sql, sandboxId, deps.config),
     );
 
   app.get("/console", consolePage(overviewPage(deps)));

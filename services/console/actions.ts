@@ -6,6 +6,8 @@
  * without its row cannot commit.
  * A receiver paused or resumed is logged in queue.pause_actions
  * (lib/ledger/pauses.ts, in the pause's own transaction); the log reads both.
+ * An alert acknowledged (services/console/alert_episodes.ts) and a fault
+ * switch flipped are rows here too.
  */
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";

@@ -372,6 +372,31 @@ export const alertsDataSchema = z.strictObject({
 });
 export type AlertsData = z.infer<typeof alertsDataSchema>;
 
+/**
+ * One episode of an alert (services/console/alert_episodes.ts): firing,
+ * recovering or resolved, and who acknowledged it.
+ */
+export const alertEpisodeSchema = alertSchema.extend({
+  id,
+  state: z.enum(["firing", "recovering", "resolved"]),
+  changedAt: time,
+  resolvedAt: time.nullable(),
+  acknowledgedBy: z.string().nullable(),
+  acknowledgedAt: time.nullable(),
+});
+export type AlertEpisode = z.infer<typeof alertEpisodeSchema>;
+
+/**
+ * `GET /api/console/alert-board`: the banner's episodes (open ones, and
+ * those resolved in the last minutes and not acknowledged), and the
+ * sandbox's dead letters for the side bar's count.
+ */
+export const alertBoardSchema = z.strictObject({
+  alerts: z.array(alertEpisodeSchema),
+  deadLetters: z.number().int().nonnegative(),
+});
+export type AlertBoard = z.infer<typeof alertBoardSchema>;
+
 /** A message that reached a receiver after a later version of its aggregate. */
 export const orderViolationSchema = z.strictObject({
   subscriber: z.string(),
@@ -411,6 +436,14 @@ export const overviewDataSchema = z.strictObject({
    * how many copies that took.
    */
   republished: z.strictObject({ deliveries: count, copies: count }),
+  /**
+   * Deliveries pending after a failed attempt, and the soonest next
+   * attempt: a receiver's retries, which the outbox's figures do not count.
+   */
+  retryingDeliveries: z.strictObject({
+    count,
+    nextAttemptAt: time.nullable(),
+  }),
 });
 export type OverviewData = z.infer<typeof overviewDataSchema>;
 
@@ -602,6 +635,8 @@ export const operatorActionSchema = z.strictObject({
     "pause",
     "resume",
     "release",
+    "acknowledge",
+    "fault",
   ]),
   /**
    * What it was aimed at: ids, a filter, a group, a job or a delivery; for a
@@ -671,6 +706,7 @@ export const CONSOLE_TWINS = {
   "/api/console/receivers": receiversDataSchema,
   "/api/console/receivers/:name": receiverPauseSchema,
   "/api/console/alerts": alertsDataSchema,
+  "/api/console/alert-board": alertBoardSchema,
   "/api/console/order-violations": orderViolationsSchema,
   "/api/console/failure-groups": failureGroupsDataSchema,
   "/api/console/jobs/:jobId": jobViewSchema,

@@ -38,6 +38,34 @@ async function republished(sql: Sql, sandboxId: string) {
   };
 }
 
+/**
+ * Deliveries waiting for a retry: pending after at least one failed
+ * attempt. The outbox's "waiting for retry" counts rows the relay could
+ * not publish; a receiver that fails leaves its retries here instead.
+ */
+async function retryingDeliveries(sql: Sql, sandboxId: string) {
+  const rows = await readServices(
+    sql,
+    sandboxId,
+    (at, queues) =>
+      Promise.all(
+        queues.map((q) =>
+          at(q, async (sql) =>
+            (await sql<{ n: number; next: Date | null }[]>`
+          select count(*)::int as n, min(next_attempt_at) as next
+            from queue.deliveries
+           where state in ('pending', 'in_flight') and attempts > 0`)[0])
+        ),
+      ),
+  );
+  const next = rows.map((r) => r.next).filter((d) => d !== null)
+    .sort((a, b) => +a! - +b!)[0] ?? null;
+  return {
+    count: rows.reduce((n, r) => n + r.n, 0),
+    nextAttemptAt: next ? next.toISOString() : null,
+  };
+}
+
 /** The overview of one sandbox, read in parallel. */
 export async function overviewData(sql: Sql, sandboxId: string) {
   const [
@@ -50,6 +78,7 @@ export async function overviewData(sql: Sql, sandboxId: string) {
     lastHour,
     violations,
     again,
+    retrying,
   ] = await Promise.all([
     // 10 oldest rows: the overview summarises, the outbox page lists.
     outboxAges(sql, sandboxId, 10),
@@ -61,6 +90,7 @@ export async function overviewData(sql: Sql, sandboxId: string) {
     receiverStats(sql, sandboxId),
     orderViolations(sql, sandboxId, { limit: 1 }),
     republished(sql, sandboxId),
+    retryingDeliveries(sql, sandboxId),
   ]);
   return {
     outbox,
@@ -72,5 +102,6 @@ export async function overviewData(sql: Sql, sandboxId: string) {
     lastHour,
     orderViolations: { total: violations.total },
     republished: again,
+    retryingDeliveries: retrying,
   };
 }

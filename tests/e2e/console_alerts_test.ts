@@ -2,8 +2,10 @@
  * The alerts banner in the browser: on a console page that has nothing to do
  * with dead letters, a dead letter's alert appears without a reload, is on
  * every other console page as it is rendered (the overview and the
- * receivers page are kept as screenshots, with their charts), and clears, again without a
- * reload, once the dead letter is redriven and applied.
+ * receivers page are kept as screenshots, with their charts), turns to
+ * recovering once the dead letter is redriven (the kitchen paused, so the
+ * redrive is in flight), to resolved once it is applied, again without a
+ * reload, and is acknowledged, which the operator log keeps.
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
@@ -62,7 +64,7 @@ e2e.test("console in the browser: the alert banner appears and clears, live", as
     assert.ok(await stillMarked(page), "the page was reloaded");
     assert.match(
       await page.locator(ALERT).textContent() ?? "",
-      /^kitchen: 1 dead letter \(alert from 1\), since \d\d:\d\d:\d\d UTC\. See the dead letters$/,
+      /^Firing kitchen: 1 dead letter \(alert from 1\), since \d\d:\d\d:\d\d UTC\. See the dead letters Acknowledge$/,
     );
     assert.equal(
       await page.locator(`${ALERT} a`).getAttribute("href"),
@@ -87,10 +89,17 @@ e2e.test("console in the browser: the alert banner appears and clears, live", as
     }
     await markPage(page);
 
-    // Redriven with the kitchen back: applied, and the alert clears.
+    // Redriven with the kitchen back but paused: the redrive is in flight,
+    // so the alert recovers; resumed, it is applied, and the alert resolves.
     assert.equal(
       await call(page, "PUT", "/api/console/faults", {
         kitchenRefuses: false,
+      }),
+      200,
+    );
+    assert.equal(
+      await call(page, "PUT", "/api/console/receivers/kitchen", {
+        paused: true,
       }),
       200,
     );
@@ -100,10 +109,34 @@ e2e.test("console in the browser: the alert banner appears and clears, live", as
       }),
       202,
     );
+    await page.locator(`${ALERT}[data-state="recovering"]`).waitFor({
+      timeout: SETTLE_MS,
+    });
+    assert.equal(await banner.getAttribute("data-count"), "1");
+    assert.equal(
+      await call(page, "PUT", "/api/console/receivers/kitchen", {
+        paused: false,
+      }),
+      200,
+    );
+    await page.locator(`${ALERT}[data-state="resolved"]`).waitFor({
+      timeout: SETTLE_MS,
+    });
+    assert.equal(await banner.getAttribute("data-count"), "0");
+    assert.ok(await stillMarked(page), "the page was reloaded");
+
+    // Acknowledged once resolved: it leaves the banner, and the operator
+    // log keeps who did it.
+    await byTestId(page, "acknowledge-dead_letters-kitchen").click();
     await page.locator(ALERT).waitFor({
       state: "detached",
       timeout: SETTLE_MS,
     });
-    assert.ok(await stillMarked(page), "the page was reloaded");
+    await page.goto(`${base}console/actions`);
+    await byTestId(page, "action-acknowledge").waitFor();
+    assert.match(
+      await byTestId(page, "action-acknowledge").textContent() ?? "",
+      /Night shiftAcknowledge an alertalert: dead_letters · state: resolved · subject: kitchen1$/,
+    );
   });
 });
