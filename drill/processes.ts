@@ -85,7 +85,7 @@ export class Postgres {
 /** A Deno child of the drill: the web app or a worker. */
 export class Child {
   #child: Deno.ChildProcess | undefined;
-  #log: Deno.FsFile | undefined;
+  #log: WritableStreamDefaultWriter<Uint8Array> | undefined;
   #copies: Promise<void>[] = [];
   restarts = 0;
 
@@ -101,10 +101,13 @@ export class Child {
   }
 
   async start(): Promise<void> {
-    this.#log ??= await Deno.open(this.logPath, {
-      create: true,
-      append: true,
-    });
+    if (!this.#log) {
+      const file = await Deno.open(this.logPath, {
+        create: true,
+        append: true,
+      });
+      this.#log = file.writable.getWriter();
+    }
     const child = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "--quiet", this.script],
       cwd: ROOT,
@@ -114,10 +117,16 @@ export class Child {
       stderr: "piped",
     }).spawn();
     this.#child = child;
+    // Both streams are read to their end, whatever happens to the file: a
+    // pipe nobody reads fills up and blocks the child's next log line.
     const log = this.#log;
     for (const stream of [child.stdout, child.stderr]) {
       this.#copies.push(
-        stream.pipeTo(log.writable, { preventClose: true }).catch(() => {}),
+        (async () => {
+          for await (const chunk of stream) {
+            await log.write(chunk).catch(() => {});
+          }
+        })().catch(() => {}),
       );
     }
   }
@@ -150,7 +159,7 @@ export class Child {
       this.#child = undefined;
     }
     await Promise.all(this.#copies);
-    this.#log?.close();
+    await this.#log?.close().catch(() => {});
     this.#log = undefined;
   }
 }

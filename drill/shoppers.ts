@@ -72,6 +72,7 @@ const ORDER = {
 export class Shopper {
   readonly client: Client;
   sandboxId = "";
+  #bought = 0;
 
   constructor(base: string, readonly index: number) {
     this.client = new Client(base);
@@ -116,17 +117,25 @@ export class Shopper {
   async buyOne(record: LoadRecord, stop: AbortSignal): Promise<void> {
     const key = crypto.randomUUID();
     const fulfilment = Math.random() < 0.5 ? "delivery" : "pickup";
+    // A sandbox may bake 24 country loaves a day: the orders go round the
+    // next 59 days, so that capacity never refuses one (1,416 a sandbox).
+    const day = new Date(Date.now() + (1 + this.#bought++ % 59) * 86_400_000)
+      .toISOString().slice(0, 10);
     const placed = await this.#retried(
       () =>
         this.client.send("POST", "/api/orders", {
           ...ORDER,
           fulfilment,
+          day,
           idempotencyKey: key,
         }),
       stop,
       record,
     );
-    if (!placed || (placed.status !== 201 && placed.status !== 200)) return;
+    if (!placed) return;
+    if (placed.status !== 201 && placed.status !== 200) {
+      return count(record, `place ${placed.status}`);
+    }
     record.placed++;
     const orderId = String(placed.body.orderId);
     for (let attempt = 0; attempt < 20 && !stop.aborted; attempt++) {
