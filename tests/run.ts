@@ -37,6 +37,7 @@ const SLOWEST = [
   "tests/fairness_test.ts",
   "tests/e2e/accessibility_test.ts",
   "tests/process_jetstream_workers_test.ts",
+  "tests/drill_test.ts",
   "tests/e2e/how_it_works_test.ts",
   "tests/process_db_dies_test.ts",
   "tests/jetstream_cluster_test.ts",
