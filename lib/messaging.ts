@@ -25,6 +25,7 @@ import {
   releaseParked,
 } from "./relay/release.ts";
 import { type Messaging as Loops, startMessaging } from "./workers/mod.ts";
+import { type Heartbeat, startHeartbeat } from "./workers/heartbeat.ts";
 
 /** The timings and sizes of {@link createMessaging}, every one defaulted. */
 export interface Tuning {
@@ -51,6 +52,11 @@ export interface Tuning {
   auditDelayMs: number;
   /** The process's share between tenants (lib/delivery/fair_share.ts). */
   fairShare: Partial<FairShareOptions>;
+  /**
+   * How often a started process writes its heartbeat row (queue.workers);
+   * three missed beats and readers call it silent.
+   */
+  beatMs: number;
 }
 
 /**
@@ -58,7 +64,8 @@ export interface Tuning {
  * delay of a missed notification; retries at 1, 5 and 25 s give a receiver
  * half a minute to come back before an operator is asked; 30 s of relay
  * lease outlasts any publish; two relay connections keep one move running
- * while the other plans; four consumer loops keep two cores busy.
+ * while the other plans; four consumer loops keep two cores busy; a beat
+ * every 5 s finds a dead worker within 15 s, at one small write each.
  */
 export const TUNING: Readonly<Tuning> = {
   pollMs: 5_000,
@@ -70,6 +77,7 @@ export const TUNING: Readonly<Tuning> = {
   consumers: 4,
   auditDelayMs: 250,
   fairShare: {},
+  beatMs: 5_000,
 };
 
 /** A carrier not opened yet: what it is, and how to open it. */
@@ -119,6 +127,8 @@ export interface MessagingOptions {
   /** The closure audit of done deliveries, beside the consumers. */
   audit?: Omit<AuditOptions, "sql">;
   tuning?: Partial<Tuning>;
+  /** The program's version, shown beside each worker. Default: "unknown". */
+  version?: string;
   /** What the process is told as work happens (live views, metrics). */
   hooks?: {
     onTouched?: (tenantIds: string[]) => void;
@@ -179,6 +189,13 @@ export function createMessaging(options: MessagingOptions): Messaging {
   const plan = options.carrier ?? postgresPlan(options, tuning, log);
   let carrier: Carrier | undefined;
   let loops: Loops | undefined;
+  let heartbeat: Heartbeat | undefined;
+  // Work done is a claim seen: the heartbeat reports the last one.
+  const claimed =
+    <A extends unknown[]>(hook?: (...args: A) => void) => (...args: A) => {
+      heartbeat?.claimed();
+      hook?.(...args);
+    };
   const messaging: Messaging = {
     get owner() {
       return loops?.owner;
@@ -207,9 +224,30 @@ export function createMessaging(options: MessagingOptions): Messaging {
           fairShare: tuning.fairShare,
           roles: options.roles,
           audit: options.audit,
-          ...options.hooks,
+          onTouched: claimed(options.hooks?.onTouched),
+          observeLag: claimed(options.hooks?.observeLag),
+          observeDelivered: claimed(options.hooks?.observeDelivered),
+        });
+        heartbeat = await startHeartbeat({
+          sql: options.ledger.sql,
+          log,
+          senders: (options.roles?.relay ?? true) ? options.senders : [],
+          beat: {
+            id: loops.owner,
+            host: Deno.hostname(),
+            pid: Deno.pid,
+            roles: [
+              ...(options.roles?.relay ?? true) ? ["relay" as const] : [],
+              ...(options.roles?.consume ?? true) ? ["consume" as const] : [],
+            ],
+            transport: carrier.name,
+            version: options.version ?? "unknown",
+            beatMs: tuning.beatMs,
+          },
         });
       } catch (error) {
+        await loops?.stop();
+        loops = undefined;
         await carrier.close();
         carrier = undefined;
         throw error;
@@ -217,6 +255,9 @@ export function createMessaging(options: MessagingOptions): Messaging {
     },
     stop: async () => {
       await loops?.stop();
+      // After the loops: it beats while they finish what is in flight.
+      await heartbeat?.stop();
+      heartbeat = undefined;
       await carrier?.close();
       loops = undefined;
       carrier = undefined;

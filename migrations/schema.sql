@@ -1741,6 +1741,32 @@ CREATE POLICY tenant_isolation ON queue.supersessions AS PERMISSIVE FOR ALL TO P
 GRANT SELECT ON TABLE queue.supersessions TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.supersessions TO queue;
 
+CREATE TABLE queue.workers (
+  id text NOT NULL,
+  host text NOT NULL,
+  pid integer NOT NULL,
+  roles text[] NOT NULL,
+  transport text NOT NULL,
+  version text NOT NULL,
+  leases integer NOT NULL DEFAULT 0,
+  leases_until timestamp with time zone,
+  last_claim_at timestamp with time zone,
+  started_at timestamp with time zone NOT NULL DEFAULT now(),
+  last_beat_at timestamp with time zone NOT NULL DEFAULT now(),
+  beat_ms integer NOT NULL
+);
+ALTER TABLE queue.workers ADD CONSTRAINT workers_beat_ms_check CHECK ((beat_ms > 0));
+ALTER TABLE queue.workers ADD CONSTRAINT workers_host_check CHECK ((length(host) <= 255));
+ALTER TABLE queue.workers ADD CONSTRAINT workers_id_check CHECK (((length(id) >= 1) AND (length(id) <= 200)));
+ALTER TABLE queue.workers ADD CONSTRAINT workers_leases_check CHECK ((leases >= 0));
+ALTER TABLE queue.workers ADD CONSTRAINT workers_pid_check CHECK ((pid > 0));
+ALTER TABLE queue.workers ADD CONSTRAINT workers_pkey PRIMARY KEY (id);
+ALTER TABLE queue.workers ADD CONSTRAINT workers_roles_check CHECK ((roles <@ ARRAY['relay'::text, 'consume'::text]));
+ALTER TABLE queue.workers ADD CONSTRAINT workers_transport_check CHECK (((length(transport) >= 1) AND (length(transport) <= 40)));
+ALTER TABLE queue.workers ADD CONSTRAINT workers_version_check CHECK (((length(version) >= 1) AND (length(version) <= 80)));
+GRANT SELECT ON TABLE queue.workers TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.workers TO queue;
+
 CREATE TABLE receipts.inbox (
   message_id uuid NOT NULL,
   tenant_id uuid NOT NULL,
