@@ -102,9 +102,9 @@ export function table(result: DrillResult): string {
     `${pad("orders placed", 28)}${result.load.placed}`,
     `${pad("pay requests accepted", 28)}${result.load.accepted}`,
     `${pad("pay requests unanswered", 28)}${result.load.unanswered}`,
-    `${pad("faults", 28)}${result.faults.length} of ${
+    `${pad("faults", 28)}${result.faults.length} (${
       Object.keys(result.faultsByKind).length
-    } kinds: ${
+    } kinds): ${
       Object.entries(result.faultsByKind).map(([k, n]) => `${k} ${n}`)
         .join(", ")
     }`,

@@ -70,8 +70,13 @@ function Chart({ result, metric }: { result: DrillResult; metric: Metric }) {
             </rect>
           );
         })}
-        {result.faults.map((f) => (
-          <text class="label" x={(f.startMs / 1000) * BAR + 2} y={10}>
+        {result.faults.map((f, i) => (
+          // Three rows of labels, so that faults close together stay legible.
+          <text
+            class="label"
+            x={(f.startMs / 1000) * BAR + 2}
+            y={10 + 11 * (i % 3)}
+          >
             {f.kind}
           </text>
         ))}
