@@ -28,6 +28,7 @@ import { bakeryMetrics } from "./services/metrics.ts";
 import { scheduleWipes } from "./services/wipe.ts";
 import { scheduleRetention } from "./services/retention.ts";
 import { startJobLoops } from "./services/console/jobs.ts";
+import { checkSettings } from "./services/settings_check.ts";
 
 export interface Bakery {
   /** The app's public URL: PUBLIC_URL, or where it listens. */
@@ -60,6 +61,12 @@ export async function startBakery(options: {
   }
   const sql = options.sql ?? databases?.main ??
     connect(options.databaseUrl, { applicationName: "bakery" });
+  try {
+    await checkSettings(config, sql, log);
+  } catch (error) {
+    if (!options.sql && !databases) await sql.end({ timeout: 5 });
+    throw error;
+  }
   const secret = await webhookSecret(
     config.STRIPE_WEBHOOK_SECRET,
     config.DATA_DIR,

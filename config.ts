@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { SPLIT_DATABASES } from "./services/databases.ts";
+import { assertPromisesKept, BrokenPromise } from "./services/promises.ts";
 
 const int = (min: number, max: number) =>
   z.string().trim().refine((s) => {
@@ -123,7 +124,27 @@ const schema = z.object({
   // Finished work is removed this many days after the replay horizon
   // (services/retention.ts).
   RETENTION: z.enum(["on", "off"]).default("on"),
-  RETENTION_MARGIN_DAYS: int(0, 3650).default(7),
+  RETENTION_MARGIN_DAYS: int(0, 3650).optional(),
+  // The same as a total: finished work is kept this many days. Either this
+  // or RETENTION_MARGIN_DAYS; never shorter than the replay horizon.
+  RETENTION_DAYS: int(1, 7300).optional(),
+  // How long the JetStream stream keeps a message (max_age), set on the
+  // stream at every start; default what the ledger keeps (the horizon plus
+  // the retention margin). Never shorter than the replay horizon.
+  NATS_MAX_AGE_DAYS: int(1, 7300).optional(),
+  // A consumer's lease on a batch of deliveries; default four answer
+  // timeouts, at least 10 s (lib/delivery/send.ts). Never shorter than
+  // DELIVERY_TIMEOUT_MS, a batch's send timeout.
+  CONSUMER_LEASE_MS: int(1, 3_600_000).optional(),
+  // How often each worker process writes its heartbeat (the console's
+  // Workers page): three missed beats and it is shown silent.
+  WORKER_BEAT_MS: int(50, 600_000).default(5000),
+  // The version each worker reports beside its heartbeat (a release tag,
+  // a commit).
+  APP_VERSION: z.string().trim().regex(
+    /^[A-Za-z0-9._+-]{1,80}$/,
+    "1 to 80 letters, digits or ._+-, such as 1.4.2 or a commit",
+  ).default("dev"),
   RATE_LIMIT_PER_MINUTE: int(0, 1_000_000).default(600),
   // The console's alerts (services/console/alerts.ts) and the same rules for
   // Prometheus (ops/prometheus/alerts.yml, written with these defaults).
@@ -143,9 +164,13 @@ const schema = z.object({
  * The validated settings. `DATABASE_URLS` holds each
  * `DATABASE_URL_<SERVICE>` that is set, by service, lower case.
  */
-export type Config = z.output<typeof schema> & {
-  DATABASE_URLS: Record<string, string>;
-};
+export type Config =
+  & Omit<z.output<typeof schema>, "RETENTION_MARGIN_DAYS">
+  & {
+    DATABASE_URLS: Record<string, string>;
+    /** Resolved: given, or RETENTION_DAYS less the horizon, or 7. */
+    RETENTION_MARGIN_DAYS: number;
+  };
 
 /** `DATABASE_URL_<SERVICE>`: one service's database elsewhere. */
 const SERVICE_URL = /^DATABASE_URL_([A-Z_]+)$/;
@@ -173,7 +198,11 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   }
   const result = schema.safeParse(input);
   if (!result.success) throw configError(result.error, input);
-  const config = { ...result.data, DATABASE_URLS: serviceUrls(env) };
+  const config: Config = {
+    ...result.data,
+    RETENTION_MARGIN_DAYS: retentionMargin(result.data),
+    DATABASE_URLS: serviceUrls(env),
+  };
   const moved = Object.keys(config.DATABASE_URLS);
   if (moved.length && config.SERVICE_DATABASES !== "split") {
     throw new ConfigError(
@@ -190,7 +219,24 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       "NATS_STREAM must be at most 56 characters with SERVICE_DATABASES=split",
     );
   }
+  try {
+    assertPromisesKept(config);
+  } catch (error) {
+    if (error instanceof BrokenPromise) throw new ConfigError(error.message);
+    throw error;
+  }
   return config;
+}
+
+/** The retention margin, from RETENTION_MARGIN_DAYS or RETENTION_DAYS. */
+function retentionMargin(data: z.output<typeof schema>): number {
+  if (data.RETENTION_DAYS === undefined) return data.RETENTION_MARGIN_DAYS ?? 7;
+  if (data.RETENTION_MARGIN_DAYS !== undefined) {
+    throw new ConfigError(
+      "RETENTION_DAYS and RETENTION_MARGIN_DAYS say the same thing: set one",
+    );
+  }
+  return data.RETENTION_DAYS - data.REPLAY_HORIZON_DAYS;
 }
 
 function configError(

@@ -9,7 +9,7 @@ import { renewablePool } from "../lib/db/reserved.ts";
 import type { Logger } from "../lib/log/mod.ts";
 import type { Config } from "../config.ts";
 import { type FaultReader, pgFaults } from "../lib/faults/mod.ts";
-import { consumerLeaseMs } from "../lib/delivery/mod.ts";
+import { consumerLease, natsMaxAgeDays } from "./promises.ts";
 import { Ledger, pgPauses } from "../lib/ledger/mod.ts";
 import { type Carrier, postgresCarrier } from "../lib/carriers/mod.ts";
 import {
@@ -73,8 +73,11 @@ export async function openBakeryJetStream(
       120_000,
       2 * (TUNING.relayLeaseMs + config.RELAY_RETRY_MS),
     ),
-    ackWaitMs: consumerLeaseMs({ timeoutMs: config.DELIVERY_TIMEOUT_MS }),
+    ackWaitMs: consumerLease(config),
     replicas: config.NATS_REPLICAS,
+    // At least the replay horizon (services/promises.ts): a redrive over
+    // JetStream gives the stream's copy again.
+    maxAgeMs: natsMaxAgeDays(config) * 86_400_000,
   }, log);
 }
 
@@ -118,7 +121,7 @@ export async function openBakeryCarrier(
     stream,
     ledger: new Ledger(sql, ROUTING),
     routing: ROUTING,
-    ackWaitMs: consumerLeaseMs({ timeoutMs: deps.config.DELIVERY_TIMEOUT_MS }),
+    ackWaitMs: consumerLease(deps.config),
     close: async () => {
       await relaySql?.end({ timeout: 5 });
       await stream.close();
@@ -182,8 +185,11 @@ export function createBakeryMessaging(
       relayRetryMs: config.RELAY_RETRY_MS,
       retryDelaysMs: config.RETRY_DELAYS_MS,
       timeoutMs: config.DELIVERY_TIMEOUT_MS,
+      consumerLeaseMs: consumerLease(config),
+      beatMs: config.WORKER_BEAT_MS,
       ...(extra.consumers ? { consumers: extra.consumers } : {}),
     },
+    version: config.APP_VERSION,
     hooks: {
       onTouched: extra.onTouched,
       observeLag: extra.observeLag,

@@ -21,6 +21,7 @@ import {
 import { openServiceDatabases } from "../services/databases.ts";
 import { scheduleWipes } from "../services/wipe.ts";
 import { startBakeryJobs } from "../bakery.ts";
+import { checkSettings } from "../services/settings_check.ts";
 
 const config = loadConfig();
 const log = createLogger(config.LOG_LEVEL).child({ process: "worker" });
@@ -39,6 +40,7 @@ await runUntilSignal(log, async () => {
     applicationName: "bakery-worker",
   });
   onShutdown(() => databases ? databases.close() : sql.end({ timeout: 5 }));
+  await checkSettings(config, sql, log);
   if (!databases) await migrate(sql, log);
   const onTouched = (ids: string[]) =>
     notifyChanged(sql, ids).catch((error) =>
