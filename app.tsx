@@ -224,6 +224,7 @@ export function createApp(deps: Deps): Hono {
   app.put("/api/console/receivers/:name", api.setReceiverPause);
   app.get("/api/console/alerts", api.alerts);
   app.get("/api/console/receivers", api.receivers);
+  app.get("/api/console/workers", api.workers);
   app.get("/api/console/order-violations", api.orderViolations);
   app.get("/api/kitchen/board", api.board);
   const alerts = alertRoutes(deps);

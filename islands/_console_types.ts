@@ -35,4 +35,5 @@ export type {
   RefuseAnswer,
   ReleaseAnswer,
   WaitedOn,
+  WorkersData,
 } from "../services/console/contracts.ts";

@@ -25,6 +25,7 @@ import OrderViolationsList from "./order_violations_list.tsx";
 import OutboxRows from "./outbox_rows.tsx";
 import ReceiverPauses from "./receiver_pauses.tsx";
 import ReceiversList from "./receivers_list.tsx";
+import WorkersList from "./workers_list.tsx";
 import SignInForm from "./sign_in_form.tsx";
 import TryIt from "./try_it.tsx";
 import HowCosts from "./how_costs.tsx";
@@ -53,6 +54,7 @@ export const islands = {
   outbox_rows: OutboxRows,
   receiver_pauses: ReceiverPauses,
   receivers_list: ReceiversList,
+  workers_list: WorkersList,
   sign_in_form: SignInForm,
   // The How it's built page.
   try_it: TryIt,

@@ -49,6 +49,24 @@ function words(a: AlertEpisode): { text: string; href: string; link: string } {
         href: "/console/receivers",
         link: "See the receivers",
       };
+    case "no_live_worker":
+      return {
+        text: `${a.value} ${
+          a.subject === "relay" ? "outbox rows wait" : "deliveries wait"
+        } and no live worker runs ${
+          a.subject === "relay" ? "a relay" : "consumers"
+        }`,
+        href: "/console/workers",
+        link: "See the workers",
+      };
+    case "silent_worker":
+      return {
+        text: `worker ${a.subject} is silent (last beat ${
+          formatAge(a.value)
+        } ago) and still holds leases`,
+        href: "/console/workers",
+        link: "See the workers",
+      };
   }
 }
 

@@ -24,6 +24,7 @@ export const CONSOLE_GROUPS = [
         label: "Dead letters",
       },
       { key: "closure", href: "/console/closure", label: "Closure" },
+      { key: "workers", href: "/console/workers", label: "Workers" },
     ],
   },
   {

@@ -10,6 +10,7 @@ import { LATENCY_BUCKETS, Registry } from "../lib/metrics/mod.ts";
 import { SENDERS } from "./routing.ts";
 import { tallyDeliveries } from "./console/deliveries.ts";
 import { attemptCounts } from "./console/alerts.ts";
+import { readWorkerState } from "./console/worker_alerts.ts";
 
 export function bakeryMetrics(sql: Sql) {
   const registry = new Registry();
@@ -136,6 +137,57 @@ export function bakeryMetrics(sql: Sql) {
     "A subscriber's delivery attempts of the last 15 minutes (only subscribers with attempts): the success ratio's volume.",
     (r) => r.attempts,
   );
+  // The workers' heartbeats and the work that waits for them, across every
+  // sandbox: the figures of the no_live_worker and silent_worker alerts
+  // (services/console/worker_alerts.ts). Four small reads per gauge.
+  const queues = [...new Map(SENDERS.map((s) => [poolOf(sql, s), s]))]
+    .map(([, s]) => s);
+  const workerState = () => readWorkerState(read, queues);
+  registry.gauge({
+    name: "bakery_workers",
+    help: "Worker processes by heartbeat: live, or silent past three beats.",
+    read: async () => {
+      const { workers } = await workerState();
+      return (["live", "silent"] as const).map((state) => ({
+        labels: { state },
+        value: workers.filter((w) => w.state === state).length,
+      }));
+    },
+  });
+  registry.gauge({
+    name: "bakery_workers_live_by_role",
+    help:
+      "Live worker processes that run relays (relay) or consumers (consume).",
+    read: async () => {
+      const { workers } = await workerState();
+      return (["relay", "consume"] as const).map((role) => ({
+        labels: { role },
+        value: workers.filter((w) =>
+          w.state === "live" && w.roles.includes(role)
+        ).length,
+      }));
+    },
+  });
+  registry.gauge({
+    name: "bakery_work_waiting",
+    help:
+      "Work due now, by the role that serves it: outbox rows (relay), pending deliveries (consume).",
+    read: async () =>
+      (await workerState()).waiting.map((w) => ({
+        labels: { role: w.role },
+        value: w.n,
+      })),
+  });
+  registry.gauge({
+    name: "bakery_workers_silent_with_leases",
+    help: "Silent worker processes whose leases have not yet expired.",
+    read: async () => [{
+      labels: {},
+      value: (await workerState()).workers.filter((w) =>
+        w.state === "silent" && w.leases > 0
+      ).length,
+    }],
+  });
   return {
     registry,
     observeLag: (seconds: number, service: string) =>

@@ -244,6 +244,13 @@ Deno.test("contracts: every console twin's answer parses against its schema, wit
       "/api/console/receivers",
     );
     assert.ok(receivers.receivers.some((r) => r.attempts > 0));
+    // The test bakery runs its workers: this process beats, live.
+    const workers = await twin<{ items: { state: string }[] }>(
+      client,
+      seen,
+      "/api/console/workers",
+    );
+    assert.ok(workers.items.some((w) => w.state === "live"));
     const alerts = await twin<{ alerts: unknown[] }>(
       client,
       seen,

@@ -59,6 +59,7 @@ import {
 } from "../../services/console/supersede.ts";
 import { currentAlerts } from "../../services/console/alerts.ts";
 import { receiverStats } from "../../services/console/receivers.ts";
+import { workersData } from "../../services/console/workers.ts";
 import { overviewData } from "../../services/console/overview.ts";
 import { orderViolations } from "../../services/console/violations.ts";
 import { releaseParkedRows } from "../../services/console/release.ts";
@@ -523,6 +524,11 @@ export function consoleRoutes(deps: Deps) {
     receivers: async (c: Context) => {
       const { sandboxId } = requireOperator(c);
       return c.json({ receivers: await receiverStats(sql, sandboxId) });
+    },
+    // Shared by every sandbox, read-only (services/console/workers.ts).
+    workers: async (c: Context) => {
+      const { sandboxId } = requireOperator(c);
+      return c.json(await workersData(sql, sandboxId));
     },
     orderViolations: async (c: Context) => {
       const { sandboxId } = requireOperator(c);

@@ -500,6 +500,11 @@ const CONSOLE: [string, Operation][] = [
     summary: "Each receiver over the last hour",
     answers: ok("Receivers", contracts.receiversDataSchema),
   }),
+  con("GET /api/console/workers", {
+    summary:
+      "Every worker process by its heartbeat, live or silent (shared by every sandbox)",
+    answers: ok("Workers", contracts.workersDataSchema),
+  }),
   con("GET /api/console/order-violations", {
     summary: "Messages that arrived after a later version of their order",
     query: violationsQuery,

@@ -21,6 +21,7 @@ import { kitchenPage } from "./kitchen.tsx";
 import { faultsPage } from "./faults.tsx";
 import { searchPage } from "./search.tsx";
 import { receiversPage } from "./receivers.tsx";
+import { workersPage } from "./workers.tsx";
 import { orderViolationsPage } from "./order_violations.tsx";
 
 /**
@@ -57,6 +58,7 @@ export function registerConsolePages(app: Hono, deps: Deps): void {
   app.get("/console/actions", consolePage(actionsPage(deps)));
   app.get("/console/search", consolePage(searchPage(deps)));
   app.get("/console/receivers", consolePage(receiversPage(deps)));
+  app.get("/console/workers", consolePage(workersPage(deps)));
   app.get(
     "/console/order-violations",
     consolePage(orderViolationsPage(deps)),

@@ -17,6 +17,7 @@ import { readServices } from "../databases.ts";
 import { bySubscriber, earlier } from "./by_subscriber.ts";
 import { SENDERS } from "../routing.ts";
 import { type Alert, alertSchema } from "./contracts.ts";
+import { workerAlerts } from "./worker_alerts.ts";
 
 export type { Alert } from "./contracts.ts";
 
@@ -158,6 +159,8 @@ export async function currentAlerts(
           since: r.firstFailureAt.toISOString(),
         });
       }
+      // The workers' own (no_live_worker, silent_worker): worker_alerts.ts.
+      alerts.push(...await workerAlerts(at, queues));
       return alertsSchema.parse(alerts);
     },
   );

@@ -353,10 +353,49 @@ export const receiverPauseSetSchema = receiverPauseSchema.extend({
 });
 export type ReceiverPauseSet = z.infer<typeof receiverPauseSetSchema>;
 
+/**
+ * One process of relays or consumers, by its heartbeat (queue.workers).
+ * Shared by every sandbox: each operator sees them all, and none acts on
+ * them.
+ */
+export const workerSchema = z.strictObject({
+  /** The owner id it writes into its leases. */
+  id: z.string(),
+  host: z.string(),
+  pid: id,
+  roles: z.array(z.enum(["relay", "consume"])),
+  /** The carrier it runs on: postgres or jetstream. */
+  transport: z.string(),
+  /** Live while its last beat is younger than three beats; then silent. */
+  state: z.enum(["live", "silent"]),
+  /** Leases it held at its last beat; 0 once the latest has expired. */
+  leases: count,
+  lastClaimAt: time.nullable(),
+  lastBeatAt: time,
+  version: z.string(),
+});
+export type Worker = z.infer<typeof workerSchema>;
+
+/** `GET /api/console/workers`: live ones first. */
+export const workersDataSchema = z.strictObject({
+  items: z.array(workerSchema),
+});
+export type WorkersData = z.infer<typeof workersDataSchema>;
+
 /** One alert that fires now. */
 export const alertSchema = z.strictObject({
-  kind: z.enum(["outbox_age", "dead_letters", "success_rate"]),
-  /** The service (outbox_age) or subscriber the alert is about. */
+  kind: z.enum([
+    "outbox_age",
+    "dead_letters",
+    "success_rate",
+    // services/console/worker_alerts.ts
+    "no_live_worker",
+    "silent_worker",
+  ]),
+  /**
+   * The service (outbox_age), subscriber, role (no_live_worker: relay or
+   * consume) or worker id (silent_worker) the alert is about.
+   */
   subject: z.string(),
   /** Seconds, a count, or a rate from 0 to 1, by kind. */
   value: z.number(),
@@ -705,6 +744,7 @@ export const CONSOLE_TWINS = {
   "/api/console/faults": faultsDataSchema,
   "/api/console/receivers": receiversDataSchema,
   "/api/console/receivers/:name": receiverPauseSchema,
+  "/api/console/workers": workersDataSchema,
   "/api/console/alerts": alertsDataSchema,
   "/api/console/alert-board": alertBoardSchema,
   "/api/console/order-violations": orderViolationsSchema,
