@@ -123,7 +123,7 @@ try {
   );
   for (const shopper of shoppers) await shopper.signIn();
   if (options.breakInbox) {
-    for (const s of shoppers) await s.setFaults({ skipsInbox: true });
+    for (const s of shoppers) await s.setFaults({ crmSkipsInbox: true });
   }
   stores = Stores.open(postgres.url, options.split);
   const rig: Rig = { postgres, app, appPort, workers, nats, shoppers };

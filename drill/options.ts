@@ -20,8 +20,8 @@ export interface DrillOptions {
   /** Where drill.json and drill.html go. */
   out: string;
   /**
-   * Test only: every sandbox's receivers skip their inbox check for the
-   * whole run (the `skipsInbox` fault switch), so that the checker must
+   * Test only: every sandbox's CRM receiver skips its inbox check for the
+   * whole run (the `crmSkipsInbox` fault switch), so that the checker must
    * report doubled effects.
    */
   breakInbox: boolean;
@@ -43,7 +43,7 @@ export const USAGE = `deno task drill [options]
   --shoppers N        shoppers, each in a sandbox of its own (default 4)
   --settle S          the longest wait for the system to settle (default 120)
   --out DIR           where drill.json and drill.html go (default .data/drill)
-  --break-inbox       test only: receivers skip their inbox check`;
+  --break-inbox       test only: the CRM receiver skips its inbox check`;
 
 /** A bad command line; the message says which option and what was given. */
 export class UsageError extends Error {

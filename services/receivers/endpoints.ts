@@ -85,6 +85,7 @@ export function receiverRoutes(deps: ReceiverDeps): Hono {
         refuses: `${name}Refuses`,
         slow: `${name}Slow`,
         slowMs: deps.config.DELIVERY_TIMEOUT_MS + 1000,
+        skipsInbox: `${name}SkipsInbox`,
       }),
     };
     const one = inboxHandler(receiver);
