@@ -23,7 +23,7 @@ export function CheckoutEventsList(props: {
     );
   }
   return (
-    <div class="table-wrap">
+    <div class="table-wrap" tabIndex={0}>
       <table class="table" data-testid="checkout-events">
         <thead>
           <tr>

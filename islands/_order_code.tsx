@@ -55,7 +55,19 @@ export function CopyButton({ text, label }: { text: string; label: string }) {
       aria-label={label}
       title={label}
     >
-      <span aria-hidden="true">⧉</span>
+      {/* Drawn, not a character: "⧉" is missing from common fonts. */}
+      <svg
+        aria-hidden="true"
+        width="12"
+        height="12"
+        viewBox="0 0 12 12"
+        fill="none"
+        stroke="currentColor"
+        stroke-width="1.3"
+      >
+        <rect x="3.5" y="3.5" width="7" height="7" rx="1" />
+        <path d="M8.5 1.5h-6a1 1 0 0 0-1 1v6" />
+      </svg>
     </button>
   );
 }

@@ -181,7 +181,7 @@ export function ParkedRows(props: ParkedRowsProps) {
       {props.rows.length === 0
         ? <p class="muted">No row is parked.</p>
         : (
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="table">
               <thead>
                 <tr>

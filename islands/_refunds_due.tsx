@@ -26,7 +26,7 @@ export function RefundsDue(
     );
   }
   return (
-    <div class="table-wrap">
+    <div class="table-wrap" tabIndex={0}>
       <table class="table" data-testid="refunds-due">
         <thead>
           <tr>

@@ -60,7 +60,7 @@ export default function ClosureMatrix(props: ClosureMatrixProps) {
     <div class="closure">
       {live.error.value && <p class="form-error">{live.error.value}</p>}
       <MismatchAlarm mismatch={totals.mismatch} />
-      <div class="table-wrap">
+      <div class="table-wrap" tabIndex={0}>
         <table class="table matrix" data-testid="closure-matrix">
           <thead>
             <tr>

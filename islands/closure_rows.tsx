@@ -31,7 +31,7 @@ export default function ClosureRows(props: ClosureRowsProps) {
     );
   }
   return (
-    <div class="table-wrap">
+    <div class="table-wrap" tabIndex={0}>
       {live.error.value && <p class="form-error">{live.error.value}</p>}
       <table class="table" data-testid="closure-rows">
         <thead>

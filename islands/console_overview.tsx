@@ -113,7 +113,7 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
         {outbox.byService.length === 0
           ? <p class="muted">Nothing pending: every promise is published.</p>
           : (
-            <div class="table-wrap">
+            <div class="table-wrap" tabIndex={0}>
               <table class="table" data-testid="outbox-by-service">
                 <thead>
                   <tr>
@@ -163,7 +163,7 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
               </p>
             )
             : (
-              <div class="table-wrap">
+              <div class="table-wrap" tabIndex={0}>
                 <table class="table" data-testid="dead-by-receiver">
                   <thead>
                     <tr>
@@ -267,7 +267,7 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
         {receivers.length === 0
           ? <p class="muted">No deliveries in the last 15 minutes.</p>
           : (
-            <div class="table-wrap">
+            <div class="table-wrap" tabIndex={0}>
               <table class="table" data-testid="receiver-health">
                 <thead>
                   <tr>

@@ -355,7 +355,7 @@ export default function DeadLetters(props: DeadLettersProps) {
           </p>
         )
         : (
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="table" data-testid="dead-letters-table">
               <thead>
                 <tr>

@@ -78,7 +78,7 @@ export default function DeliveriesList(props: DeliveriesListProps) {
           </p>
         )
         : (
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="table" data-testid="deliveries-table">
               <thead>
                 <tr>

@@ -265,7 +265,7 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
         {attempts.length === 0
           ? <p class="muted">Not attempted yet.</p>
           : (
-            <div class="table-wrap">
+            <div class="table-wrap" tabIndex={0}>
               <table class="table" data-testid="attempts">
                 <thead>
                   <tr>
@@ -303,7 +303,7 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
       {actions.length > 0 && (
         <section class="panel" aria-labelledby="actions-title">
           <h2 id="actions-title">Operator actions</h2>
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="table" data-testid="operator-actions">
               <thead>
                 <tr>

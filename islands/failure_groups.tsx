@@ -250,7 +250,7 @@ export default function FailureGroups(props: FailureGroupsProps) {
           </p>
         )
         : (
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="table" data-testid="groups-table">
               <thead>
                 <tr>

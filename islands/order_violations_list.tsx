@@ -30,7 +30,7 @@ export default function OrderViolationsList(props: OrderViolationsListProps) {
         {total === 1 ? "1 violation" : `${total} violations`}
         {items.length < total && `, the newest ${items.length}`}
       </h2>
-      <div class="table-wrap">
+      <div class="table-wrap" tabIndex={0}>
         <table class="table" data-testid="order-violations">
           <thead>
             <tr>

@@ -107,7 +107,7 @@ function Section({ id, title, empty, rows, age, now }: SectionProps) {
       {rows.length === 0
         ? <p class="muted">{empty}</p>
         : (
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="table">
               <thead>
                 <tr>

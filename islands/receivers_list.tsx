@@ -22,7 +22,7 @@ export default function ReceiversList(props: ReceiversListProps) {
   return (
     <div class="receivers">
       {live.error.value && <p class="form-error">{live.error.value}</p>}
-      <div class="table-wrap">
+      <div class="table-wrap" tabIndex={0}>
         <table class="table" data-testid="receivers">
           <thead>
             <tr>

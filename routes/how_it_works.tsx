@@ -107,7 +107,7 @@ function Gap({ view }: { view: HowItWorks }) {
               </a>{" "}
               ({last.state}), left these outbox rows:
             </p>
-            <div class="table-wrap">
+            <div class="table-wrap" tabIndex={0}>
               <table class="table" data-testid="last-order-outbox">
                 <thead>
                   <tr>
@@ -222,7 +222,7 @@ function AppliedOnce({ view }: { view: HowItWorks }) {
               </strong>{" "}
               repeat{sb.repeatsTotal === 1 ? "" : "s"} answered from an inbox.
             </p>
-            <div class="table-wrap">
+            <div class="table-wrap" tabIndex={0}>
               <table class="table" data-testid="inboxes">
                 <thead>
                   <tr>

@@ -71,7 +71,7 @@ export function ledgerPage({ sql }: Deps): ConsoleRender {
         )}
         <section class="panel">
           <h2>Scenarios</h2>
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="table" data-testid="ledger-scenarios">
               <thead>
                 <tr>
@@ -185,7 +185,7 @@ function Table(
   props: { testid: string; head: string[]; rows: string[][]; empty: string },
 ) {
   return (
-    <div class="table-wrap">
+    <div class="table-wrap" tabIndex={0}>
       <table class="table" data-testid={props.testid}>
         <thead>
           <tr>{props.head.map((h) => <th key={h}>{h}</th>)}</tr>
