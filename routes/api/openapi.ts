@@ -496,14 +496,23 @@ const CONSOLE: [string, Operation][] = [
     summary: "The alerts that fire now",
     answers: ok("Alerts", contracts.alertsDataSchema),
   }),
+  con("GET /api/console/alert-board", {
+    summary:
+      "The banner's alerts (firing, recovering, resolved) and the dead letters",
+    answers: ok("AlertBoard", contracts.alertBoardSchema),
+  }),
+  con("POST /api/console/alerts/:id/acknowledge", {
+    summary: "Acknowledge an alert; the operator log keeps it",
+    params: { id: z.string().regex(/^\d{1,18}$/) },
+    answers: ok("AlertEpisode", contracts.alertEpisodeSchema),
+    errors: {
+      400: "Not an alert's id",
+      404: "No alert to acknowledge by that id",
+    },
+  }),
   con("GET /api/console/receivers", {
     summary: "Each receiver over the last hour",
     answers: ok("Receivers", contracts.receiversDataSchema),
-  }),
-  con("GET /api/console/workers", {
-    summary:
-      "Every worker process by its heartbeat, live or silent (shared by every sandbox)",
-    answers: ok("Workers", contracts.workersDataSchema),
   }),
   con("GET /api/console/order-violations", {
     summary: "Messages that arrived after a later version of their order",
