@@ -20,6 +20,7 @@ export type {
   DeliveriesData,
   DeliveryDetailData,
   DeliveryItem,
+  DryRunAnswer,
   FailureGroup,
   FaultsData,
   JobView,

@@ -18,6 +18,10 @@ import type { FailureGroup, JobView, WaitedOn } from "./_console_types.ts";
 import { JobProgress } from "./_job_progress.tsx";
 import { RedriveOutcome } from "./_redrive_outcome.tsx";
 import { WaitsOnList } from "./_waits_on.tsx";
+import {
+  type RedrivePreview,
+  RedrivePreviewList,
+} from "./_redrive_preview.tsx";
 import { formatClock } from "../format.ts";
 
 /** Props: the groups and the sandbox's recent jobs, as the server saw them. */
@@ -33,6 +37,8 @@ interface Pending {
   beyond: number;
   /** A redrive's: the earlier dead letters the group waits on. */
   waitsOn: WaitedOn[];
+  /** A redrive's: what each would do at its receiver. */
+  preview: RedrivePreview;
 }
 
 /** More than this many rows go as a job (services/console/bulk.ts). */
@@ -77,6 +83,7 @@ export default function FailureGroups(props: FailureGroupsProps) {
       count: answer.body.count,
       beyond: answer.body.beyondReplayHorizon ?? 0,
       waitsOn: answer.body.waitsOn ?? [],
+      preview: answer.body.preview ?? [],
     };
     reason.value = "";
     force.value = false;
@@ -187,6 +194,9 @@ export default function FailureGroups(props: FailureGroupsProps) {
                 Redrive those too
               </label>
             </p>
+          )}
+          {p.action === "redrive" && (
+            <RedrivePreviewList preview={p.preview} testid="group-preview" />
           )}
           {p.action === "redrive" && p.waitsOn.length > 0 && (
             <WaitsOnList

@@ -10,7 +10,12 @@ import { renewablePool } from "./db/reserved.ts";
 import { createLogger, type Logger } from "./log/mod.ts";
 import type { FaultReader } from "./faults/mod.ts";
 import type { AuditOptions } from "./ledger/audit.ts";
-import { type DeadLetters, deadLetters } from "./ledger/dead_letters.ts";
+import { deadLetters } from "./ledger/dead_letters.ts";
+import {
+  type OperatorDeadLetters,
+  type PreviewReceiver,
+  previewRedrive,
+} from "./redrive_preview.ts";
 import type { PauseReader } from "./ledger/pauses.ts";
 import type { Routing } from "./ledger/queue.ts";
 import type { Carrier } from "./carriers/carrier.ts";
@@ -126,6 +131,13 @@ export interface MessagingOptions {
   roles?: { relay?: boolean; consume?: boolean };
   /** The closure audit of done deliveries, beside the consumers. */
   audit?: Omit<AuditOptions, "sql">;
+  /**
+   * The receivers this process can run, by subscriber, for a redrive's
+   * preview (`deadLetters.preview`): their database, and the same apply
+   * their inbox handler runs. A subscriber missing here is previewed as
+   * `fail`, "not in this process".
+   */
+  receivers?: Readonly<Record<string, PreviewReceiver>>;
   tuning?: Partial<Tuning>;
   /** The program's version, shown beside each worker. Default: "unknown". */
   version?: string;
@@ -157,8 +169,8 @@ export interface Messaging {
   wake(service: string): boolean;
   wakeConsumers(): void;
   health(): MessagingHealth;
-  /** Redrive, refuse and supersede, as the carrier needs them. */
-  readonly deadLetters: DeadLetters;
+  /** Redrive, refuse, supersede and preview, as the carrier needs them. */
+  readonly deadLetters: OperatorDeadLetters;
   readonly outbox: {
     /** Makes parked rows due now, and wakes their relays. */
     release(sql: Sql, options: ReleaseOptions): Promise<Released>;
@@ -269,7 +281,14 @@ export function createMessaging(options: MessagingOptions): Messaging {
       ...(carrier?.up ? { broker: carrier.up() ? "up" : "down" } : {}),
       ...(carrier?.cluster ? { cluster: carrier.cluster() } : {}),
     }),
-    deadLetters: deadLetters(plan.redriveRepublishes),
+    deadLetters: {
+      ...deadLetters(plan.redriveRepublishes),
+      preview: (sql, tenantId, ids, previewOptions = {}) =>
+        previewRedrive(sql, tenantId, ids, {
+          receivers: options.receivers ?? {},
+          timeoutMs: previewOptions.timeoutMs,
+        }),
+    },
     outbox: { release: releaseParked },
     forget: async (tenantIds) => {
       await loops?.forget(tenantIds);

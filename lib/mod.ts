@@ -31,6 +31,11 @@ export {
   TUNING,
   type Tuning,
 } from "./messaging.ts";
+export type {
+  OperatorDeadLetters,
+  PreviewReceiver,
+  RedrivePreview,
+} from "./redrive_preview.ts";
 export {
   append,
   type Envelope,

@@ -26,7 +26,11 @@ import {
 } from "../lib/mod.ts";
 import { ROUTING, SENDERS, SUBSCRIBERS } from "./routing.ts";
 import type { ServiceDatabases } from "./databases.ts";
-import { BAKERY_SUBSCRIBERS, bakeryDispatcher } from "./receivers/endpoints.ts";
+import {
+  BAKERY_SUBSCRIBERS,
+  bakeryDispatcher,
+  previewReceivers,
+} from "./receivers/endpoints.ts";
 import {
   coalescingWaker,
   type LocalRelays,
@@ -148,6 +152,7 @@ export function createBakeryMessaging(
 ): Messaging {
   const faults = deps.faults ?? pgFaults(deps.sql);
   const relay = extra.roles?.relay ?? true;
+  const receiverSql = deps.databases?.main ?? deps.sql;
   const { config } = deps;
   return createMessaging({
     ledger: { sql: deps.sql, url: deps.url },
@@ -161,12 +166,9 @@ export function createBakeryMessaging(
       open: () => openBakeryCarrier(deps, { relay }),
     },
     // In split mode the receivers apply through the console's pool, which
-    // routes each to its own database.
-    dispatcher: bakeryDispatcher({
-      ...deps,
-      sql: deps.databases?.main ?? deps.sql,
-      faults,
-    }),
+    // routes each to its own database; so do their previews.
+    dispatcher: bakeryDispatcher({ ...deps, sql: receiverSql, faults }),
+    receivers: previewReceivers({ ...deps, sql: receiverSql }),
     log: deps.log,
     faults,
     pauses: pgPauses(deps.sql),

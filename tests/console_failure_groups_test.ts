@@ -98,10 +98,19 @@ Deno.test("failure groups: counted per receiver, event type and pattern; a dry r
       group: kitchen.key,
       dryRun: true,
     });
-    assert.deepEqual([dry.status, dry.body], [200, {
+    const { preview, ...counted } = dry.body as {
+      preview: { outcome: string }[];
+    };
+    assert.deepEqual([dry.status, counted], [200, {
       count: 3,
       beyondReplayHorizon: 0,
     }]);
+    // The kitchen takes all three now: each would apply.
+    assert.deepEqual(preview.map((p) => p.outcome), [
+      "apply",
+      "apply",
+      "apply",
+    ]);
     assert.equal((await deadLettersOf(client)).length, 6);
     assert.equal(
       await countInEveryQueue(

@@ -225,7 +225,8 @@ async function horizon(t: TestBakery, client: Client, dead: DeliveryJson) {
   const dry = await client.json("POST", "/api/console/dead-letters/redrive", {
     dryRun: true,
   });
-  assert.deepEqual(dry.body, { count: 3, beyondReplayHorizon: 1 });
+  const { preview: _, ...counted } = dry.body as { preview: unknown };
+  assert.deepEqual(counted, { count: 3, beyondReplayHorizon: 1 });
   assert.equal((await deadLettersOf(client)).length, 3);
 
   // Inside the horizon: redriven as usual. Forced: redriven too.

@@ -20,3 +20,9 @@ export {
   inboxBatchHandler,
   type InboxBatchHandlerOptions,
 } from "./batch_handler.ts";
+export {
+  type Preview,
+  type PreviewOptions,
+  type PreviewOutcome,
+  previewReceive,
+} from "./preview.ts";

@@ -354,6 +354,39 @@ export async function supersedeIn(
   return { messageId: envelope.messageId, deliveryId: Number(delivery.id) };
 }
 
+/** A dead letter with the message it holds, for a preview of its redrive. */
+export interface DeadMessage {
+  id: number;
+  subscriber: string;
+  envelope: Envelope;
+}
+
+/**
+ * The dead letters among `ids` in one tenant, with their messages, in the
+ * order a redrive sends them (each aggregate's by version). A dead letter
+ * whose message the ledger does not hold is left out.
+ */
+export async function deadMessages(
+  sql: Sql,
+  tenantId: string,
+  ids: readonly number[],
+): Promise<DeadMessage[]> {
+  if (ids.length === 0) return [];
+  const rows = await asService(
+    sql,
+    "queue",
+    { tenantId },
+    ({ sql }) =>
+      sql<{ id: string; subscriber: string; envelope: Envelope }[]>`
+      select d.id, d.subscriber, m.envelope
+        from ${sql(inQueue("deliveries"))} d
+        join ${sql(inQueue("messages"))} m on m.message_id = d.message_id
+       where d.id = any(${ids as number[]}::bigint[]) and d.state = 'dead'
+       order by d.aggregate_id, (m.envelope->>'aggregateVersion')::int, d.id`,
+  );
+  return rows.map((r) => ({ ...r, id: Number(r.id) }));
+}
+
 /**
  * Dead letters as an operator acts on them: redrive, refuse and supersede,
  * each told once what the carrier needs of a redrive. It is what

@@ -15,6 +15,8 @@ export {
   type DeadLetterFilter,
   type DeadLetters,
   deadLetters,
+  type DeadMessage,
+  deadMessages,
   type FailureGroup,
   failureGroups,
   matchDeadLetters,

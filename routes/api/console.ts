@@ -234,6 +234,7 @@ function bulkAnswer(c: Context, result: BulkResult, extra = {}) {
       ...(result.waitsOn.length
         ? { waitsOn: result.waitsOn.map(waitedOnView) }
         : {}),
+      ...(result.preview ? { preview: result.preview } : {}),
     });
   }
   if (result.kind === "job") {

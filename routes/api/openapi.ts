@@ -496,6 +496,11 @@ const CONSOLE: [string, Operation][] = [
     summary: "The alerts that fire now",
     answers: ok("Alerts", contracts.alertsDataSchema),
   }),
+  con("GET /api/console/workers", {
+    summary:
+      "Every worker process by its heartbeat, live or silent (shared by every sandbox)",
+    answers: ok("Workers", contracts.workersDataSchema),
+  }),
   con("GET /api/console/alert-board", {
     summary:
       "The banner's alerts (firing, recovering, resolved) and the dead letters",

@@ -15,7 +15,6 @@ import { queueOfDelivery } from "../databases.ts";
 import { SENDERS } from "../routing.ts";
 import {
   type DeadLetterFilter,
-  type DeadLetters,
   type EarlierDeadLetter,
   earlierDeadLetters,
   inSendingOrder,
@@ -23,6 +22,7 @@ import {
   type MatchedDeadLetters,
 } from "../../lib/ledger/mod.ts";
 import type { TxSql } from "../../lib/db/connect.ts";
+import type { OperatorDeadLetters, RedrivePreview } from "../../lib/mod.ts";
 import { logAction } from "./actions.ts";
 import { createJob } from "./jobs.ts";
 import { uuidv7 } from "../../lib/outbox/envelope.ts";
@@ -53,8 +53,11 @@ export interface BulkRequest {
 export interface BulkContext {
   sandboxId: string;
   actor: string;
-  /** How a redrive reaches the carrier (lib/messaging.ts `deadLetters`). */
-  deadLetters: DeadLetters;
+  /**
+   * How a redrive reaches the carrier, and what it would do at each
+   * receiver (lib/messaging.ts `deadLetters`).
+   */
+  deadLetters: OperatorDeadLetters;
   /** The receivers' replay horizon (REPLAY_HORIZON_DAYS). */
   horizonDays: number;
 }
@@ -66,6 +69,13 @@ export type BulkResult =
     beyondReplayHorizon: number;
     /** A redrive's: the dead letters the selection waits on. */
     waitsOn: EarlierDeadLetter[];
+    /** The dead letters matched, oldest first. */
+    ids: number[];
+    /**
+     * A redrive's: what each of the first {@link PREVIEW_MAX} would do at
+     * its receiver, found by applying it in a transaction rolled back.
+     */
+    preview?: RedrivePreview[];
   }
   | { kind: "now"; ids: number[] }
   | { kind: "job"; jobId: string; count: number };
@@ -103,7 +113,10 @@ export async function bulkAction(
   if (req.action === "refuse" && !req.reason?.trim()) {
     throw new TypeError("a refusal needs a reason");
   }
-  if (!isRouted(sql)) return await bulkActionIn(sql, ctx, req);
+  if (!isRouted(sql)) {
+    const result = await bulkActionIn(sql, ctx, req);
+    return req.dryRun ? await withPreview(ctx, req, result, [sql]) : result;
+  }
   const parts = SENDERS.map((sender) => ({
     pool: poolOf(sql, sender),
     filter: req.filter.ids === undefined ? req.filter : {
@@ -121,11 +134,21 @@ export async function bulkAction(
     counted.reduce((n, c) => n + (c.kind === "dryRun" ? c[key] : 0), 0);
   const count = total("count");
   if (req.dryRun) {
+    // Each queue's ids, previewed against its own ledger.
+    const previews: RedrivePreview[] = [];
+    for (const [i, { pool }] of parts.entries()) {
+      const part = await withPreview(ctx, req, counted[i], [pool]);
+      if (part.kind === "dryRun") previews.push(...part.preview ?? []);
+    }
     return {
       kind: "dryRun",
       count,
       beyondReplayHorizon: total("beyondReplayHorizon"),
       waitsOn: counted.flatMap((c) => c.kind === "dryRun" ? c.waitsOn : []),
+      ids: counted.flatMap((c) => c.kind === "dryRun" ? c.ids : []),
+      ...(req.action === "redrive"
+        ? { preview: previews.slice(0, PREVIEW_MAX) }
+        : {}),
     };
   }
   const beyond = total("beyondReplayHorizon");
@@ -160,6 +183,33 @@ export async function bulkAction(
 }
 
 /**
+ * A redrive's dry run previews at most this many dead letters: each holds
+ * a transaction of its receiver's for as long as its apply runs (tens of
+ * milliseconds), and the console shows the first page of them.
+ */
+export const PREVIEW_MAX = 50;
+
+/**
+ * `result`, a redrive's dry run, with what its first dead letters would
+ * do at their receivers (`pools[0]` is the ledger that holds them). Other
+ * results come back as they are.
+ */
+async function withPreview(
+  ctx: BulkContext,
+  req: BulkRequest,
+  result: BulkResult,
+  [ledger]: Sql[],
+): Promise<BulkResult> {
+  if (result.kind !== "dryRun" || req.action !== "redrive") return result;
+  const preview = await ctx.deadLetters.preview(
+    ledger,
+    ctx.sandboxId,
+    result.ids.slice(0, PREVIEW_MAX),
+  );
+  return { ...result, preview };
+}
+
+/**
  * {@link bulkAction} on the queue in the database of `sql`; as a part of
  * the job `asPart` names, whatever the count, when it is given.
  */
@@ -183,6 +233,7 @@ async function bulkActionIn(
           count,
           beyondReplayHorizon: matched.beyondHorizon.length,
           waitsOn,
+          ids: matched.ids,
         };
       }
       const force = req.force ?? false;

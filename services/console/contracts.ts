@@ -592,6 +592,24 @@ export const dryRunAnswerSchema = z.strictObject({
    * selection waits on. `"includeEarlier": true` redrives them too.
    */
   waitsOn: z.array(waitedOnSchema).optional(),
+  /**
+   * A redrive's only: what each of the first 50 would do at its receiver,
+   * found by applying it in a transaction that is rolled back.
+   */
+  preview: z.array(z.strictObject({
+    id,
+    messageId: z.string(),
+    subscriber: z.string(),
+    outcome: z.enum([
+      "apply",
+      "duplicate",
+      "not_yet",
+      "refused",
+      "fail",
+      "beyond_horizon",
+    ]),
+    detail: z.string(),
+  })).optional(),
 });
 export type DryRunAnswer = z.infer<typeof dryRunAnswerSchema>;
 

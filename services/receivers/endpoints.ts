@@ -22,6 +22,7 @@ import {
   inboxHandler,
 } from "../../lib/inbox/mod.ts";
 import { Dispatcher, type Subscriber } from "../../lib/delivery/mod.ts";
+import type { PreviewReceiver } from "../../lib/mod.ts";
 import { LABELS, type SubscriberName, SUBSCRIBERS } from "../routing.ts";
 import { applyToKitchen } from "./kitchen.ts";
 import { applyToSchedule } from "./schedule.ts";
@@ -99,6 +100,21 @@ export function receiverRoutes(deps: ReceiverDeps): Hono {
     }, 404)
   );
   return app;
+}
+
+/**
+ * The receivers as a redrive's preview runs them (lib/redrive_preview.ts):
+ * the same apply as their routes, without the fault switches, which are
+ * a receiver's weather, not its answer.
+ */
+export function previewReceivers(
+  deps: ReceiverDeps,
+): Record<string, PreviewReceiver> {
+  return Object.fromEntries(SUBSCRIBERS.map((name) => [name, {
+    sql: deps.sql,
+    apply: APPLY[name],
+    replayHorizonDays: deps.config.REPLAY_HORIZON_DAYS,
+  }]));
 }
 
 /** A dispatcher that serves every receiver in process. */

@@ -87,6 +87,10 @@ e2e.test("redrive in the browser: the OrderPaid group first names the OrderPlace
       await byTestId(page, "group-waits-on-include").isChecked(),
       false,
     );
+    // And what the OrderPaid would do at the kitchen, tried and rolled
+    // back: "not yet", in the kitchen's words.
+    const previewed = byTestId(page, `group-preview-${paid.id}`);
+    assert.match(await previewed.textContent() ?? "", /not yet.*no card/);
     await screenshot(page, "redrive-waits-on");
 
     // Sent without it: the page follows it and reports it dead again.
