@@ -144,6 +144,23 @@ Deno.test("faults: every switch is listed and off; unknown names and non-boolean
         FAULT_NAMES.map((n) => [n, n === "kitchenRefuses"]),
       ),
     );
+    // Each flip is in the operator log, with who flipped it; setting a
+    // switch to what it is already flips nothing.
+    await setFaults(client, { kitchenRefuses: true, kitchenSlow: false });
+    await setFaults(client, { kitchenRefuses: false });
+    const log = await client.json<{
+      items: { action: string; actor: string; target: unknown }[];
+    }>("GET", "/api/console/actions");
+    assert.deepEqual(
+      log.body.items.filter((i) => i.action === "fault").map((i) => [
+        i.actor,
+        i.target,
+      ]),
+      [
+        ["Fault operator", { fault: "kitchenRefuses", enabled: false }],
+        ["Fault operator", { fault: "kitchenRefuses", enabled: true }],
+      ],
+    );
   });
 });
 

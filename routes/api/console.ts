@@ -496,9 +496,9 @@ export function consoleRoutes(deps: Deps) {
       return c.json(await readFaults(sql, sandboxId));
     },
     setFaults: async (c: Context) => {
-      const { sandboxId } = requireOperator(c);
+      const { sandboxId, actor } = requireOperator(c);
       const changes = parseOr400(faultsSchema, await readJson(c.req.raw));
-      const faults = await writeFaults(sql, sandboxId, changes);
+      const faults = await writeFaults(sql, sandboxId, changes, actor);
       changed(sandboxId);
       return c.json(faults);
     },

@@ -68,7 +68,7 @@ export function actionsPage({ sql }: Deps): ConsoleRender {
         title="Operator log"
         current="actions"
         operator={operator}
-        lead="Every operator action in this sandbox, newest first: dead letters redriven, refused or superseded, bulk jobs started or cancelled, receivers paused or resumed, parked outbox rows released. Each row was written in the action's own transaction."
+        lead="Every operator action in this sandbox, newest first: dead letters redriven, refused or superseded, bulk jobs started or cancelled, receivers paused or resumed, parked outbox rows released, alerts acknowledged, fault switches flipped. Each row was written with the action."
       >
         <section class="panel">
           {items.length === 0
