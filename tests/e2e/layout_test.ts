@@ -37,7 +37,7 @@ async function settled(tab: Page): Promise<void> {
 function misfits(page: Page): Promise<string[]> {
   return page.evaluate(() => {
     const found: string[] = [];
-    const width = window.innerWidth;
+    const width = globalThis.innerWidth;
     const page = document.documentElement.scrollWidth;
     if (page > width) found.push(`the page is ${page} px wide`);
     const scrolls = (el: Element | null) => {
