@@ -20,15 +20,8 @@
 import type { Sql } from "../lib/db/connect.ts";
 import type { AcceptedPay } from "./shoppers.ts";
 import { readBacklog, type Stores } from "./stores.ts";
-
-export const RECEIVERS = [
-  "kitchen",
-  "schedule",
-  "dispatch",
-  "crm",
-  "customers",
-  "receipts",
-] as const;
+// The receivers' names only: what each holds is read from its tables.
+import { RECEIVERS } from "../services/routing.ts";
 
 export interface Verdict {
   accepted: number;
