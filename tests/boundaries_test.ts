@@ -23,6 +23,13 @@ const SERVICES = [
 /** Tables outside the service schemas whose rows belong to sandboxes. */
 const PLATFORM_SANDBOX_TABLES = ["platform.faults"];
 
+/**
+ * Tables inside them whose rows belong to no sandbox: the worker processes'
+ * heartbeats, shared infrastructure that every operator reads and only the
+ * workers write (lib/ledger/workers_sql.ts).
+ */
+const SHARED_TABLES = ["queue.workers"];
+
 interface Ctx {
   sql: Sql;
   sandboxId: string;
@@ -99,6 +106,7 @@ async function unguardedTables(sql: Sql): Promise<string[]> {
   // looking in the wrong place.
   assert.ok(rows.length >= 10, `only ${rows.length} tables found`);
   return rows.flatMap((r) => {
+    if (SHARED_TABLES.includes(r.table)) return [];
     const missing = [
       ...r.has_column ? [] : ["tenant_id"],
       ...r.rls ? [] : ["row level security"],
