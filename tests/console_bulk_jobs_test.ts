@@ -78,7 +78,12 @@ Deno.test("bulk job: over 100 rows a redrive is a job at the chosen rate; every 
       items: { action: string; count: number; jobId: string | null }[];
     }>("GET", "/api/console/actions");
     assert.deepEqual(
-      log.items.map((a) => [a.action, a.count, a.jobId]),
+      // The fault switches flipped to make the dead letters are logged too.
+      log.items.filter((a) => a.action !== "fault").map((a) => [
+        a.action,
+        a.count,
+        a.jobId,
+      ]),
       [["redrive", 150, started.body.jobId]],
     );
 
@@ -128,10 +133,16 @@ Deno.test("bulk job: cancelled, it stops where it was and says so; the cancel ha
     const { body: log } = await client.json<{
       items: { action: string; count: number }[];
     }>("GET", "/api/console/actions");
-    assert.deepEqual(log.items.map((a) => [a.action, a.count]), [
-      ["cancel", 120 - cancelled.body.done],
-      ["refuse", 120],
-    ]);
+    assert.deepEqual(
+      log.items.filter((a) => a.action !== "fault").map((a) => [
+        a.action,
+        a.count,
+      ]),
+      [
+        ["cancel", 120 - cancelled.body.done],
+        ["refuse", 120],
+      ],
+    );
   });
 });
 

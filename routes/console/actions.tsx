@@ -80,45 +80,48 @@ export function actionsPage({ sql }: Deps): ConsoleRender {
               </p>
             )
             : (
-              <table class="table" data-testid="actions">
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Who</th>
-                    <th scope="col">Action</th>
-                    <th scope="col">On what</th>
-                    <th scope="col">How many</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {items.map((a, i) => (
-                    <tr key={i} data-testid={`action-${a.action}`}>
-                      <td>
-                        <time dateTime={a.at}>{formatWhen(a.at)}</time>
-                      </td>
-                      <td>{a.actor}</td>
-                      <td>
-                        {VERB[a.action]}
-                        {a.jobId && (
-                          <>
-                            {" "}
-                            (<a href={`/api/console/jobs/${a.jobId}`}>job</a>)
-                          </>
-                        )}
-                      </td>
-                      <td
-                        class="error-text"
-                        title={typeof a.target.group === "string"
-                          ? `Group key ${a.target.group}`
-                          : undefined}
-                      >
-                        {targetText(a)}
-                      </td>
-                      <td>{a.count}</td>
+              // A wide log scrolls in its own box on a phone, not the page.
+              <div class="table-wrap" tabIndex={0}>
+                <table class="table" data-testid="actions">
+                  <thead>
+                    <tr>
+                      <th scope="col">When</th>
+                      <th scope="col">Who</th>
+                      <th scope="col">Action</th>
+                      <th scope="col">On what</th>
+                      <th scope="col">How many</th>
                     </tr>
-                  ))}
-                </tbody>
-              </table>
+                  </thead>
+                  <tbody>
+                    {items.map((a, i) => (
+                      <tr key={i} data-testid={`action-${a.action}`}>
+                        <td>
+                          <time dateTime={a.at}>{formatWhen(a.at)}</time>
+                        </td>
+                        <td>{a.actor}</td>
+                        <td>
+                          {VERB[a.action]}
+                          {a.jobId && (
+                            <>
+                              {" "}
+                              (<a href={`/api/console/jobs/${a.jobId}`}>job</a>)
+                            </>
+                          )}
+                        </td>
+                        <td
+                          class="error-text"
+                          title={typeof a.target.group === "string"
+                            ? `Group key ${a.target.group}`
+                            : undefined}
+                        >
+                          {targetText(a)}
+                        </td>
+                        <td>{a.count}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
             )}
           {(before || next) && (
             <nav class="pager" aria-label="Pages of the log">
