@@ -10,6 +10,7 @@ import type {
   RefuseAnswer,
   WaitedOn,
 } from "./_console_types.ts";
+import type { RedrivePreview } from "./_redrive_preview.tsx";
 
 /** Which dead letters a bulk action means: ids, or a filter. */
 export interface DeadLetterTarget {
@@ -83,19 +84,22 @@ export async function redriveMany(
 }
 
 /**
- * A redrive's dry run: the earlier dead letters `target` waits on (none
+ * A redrive's dry run: the earlier dead letters `target` waits on, and
+ * what each of its first dead letters would do at its receiver (both empty
  * when the dry run failed: the redrive itself then says why).
  */
-export async function redriveWaitsOn(
+export async function redriveDryRun(
   target: DeadLetterTarget,
-): Promise<WaitedOn[]> {
+): Promise<{ waitsOn: WaitedOn[]; preview: RedrivePreview }> {
   const answer = await sendJson("POST", `${BASE}/redrive`, {
     ...target,
     dryRun: true,
   });
-  return answer.ok && Array.isArray(answer.body?.waitsOn)
-    ? answer.body.waitsOn
-    : [];
+  if (!answer.ok) return { waitsOn: [], preview: [] };
+  return {
+    waitsOn: Array.isArray(answer.body?.waitsOn) ? answer.body.waitsOn : [],
+    preview: Array.isArray(answer.body?.preview) ? answer.body.preview : [],
+  };
 }
 
 /** `POST /api/console/dead-letters/refuse` with ids or a filter and a reason. */

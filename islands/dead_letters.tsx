@@ -17,9 +17,9 @@ import type { DeadLettersData, DeliveryItem } from "./_console_types.ts";
 import {
   type ActionResult,
   type DeadLetterTarget,
+  redriveDryRun,
   redriveMany,
   redriveOne,
-  redriveWaitsOn,
   refuseMany,
   refuseOne,
 } from "./_dead_letter_actions.ts";
@@ -34,6 +34,10 @@ import { JobProgress } from "./_job_progress.tsx";
 import type { JobView, WaitedOn } from "./_console_types.ts";
 import { RedriveOutcome } from "./_redrive_outcome.tsx";
 import { WaitsOnList } from "./_waits_on.tsx";
+import {
+  type RedrivePreview,
+  RedrivePreviewList,
+} from "./_redrive_preview.tsx";
 
 /** Props: the page's filter (also the "all matching" target) and its data. */
 export interface DeadLettersProps {
@@ -71,9 +75,16 @@ export default function DeadLetters(props: DeadLettersProps) {
   const jobs = useSignal<JobView[]>([]);
   /** The ids of the last redrive done at once, followed until they settle. */
   const following = useSignal<number[] | null>(null);
-  /** A toolbar redrive held back by its dry run: what it waits on. */
+  /**
+   * A toolbar redrive held back by its dry run: what it waits on, and what
+   * each would do at its receiver.
+   */
   const waiting = useSignal<
-    { which: "selected" | "all"; waitsOn: WaitedOn[] } | null
+    {
+      which: "selected" | "all";
+      waitsOn: WaitedOn[];
+      preview: RedrivePreview;
+    } | null
   >(null);
   const includeEarlier = useSignal(false);
   const focusNext = useFocusNext();
@@ -176,11 +187,13 @@ export default function DeadLetters(props: DeadLettersProps) {
     notice.value = "";
     error.value = "";
     busy.value = true;
-    const waitsOn = await redriveWaitsOn(target);
+    const { waitsOn, preview } = await redriveDryRun(target);
     busy.value = false;
+    // Held back when an earlier message is dead too, with what each would
+    // do at its receiver; otherwise it goes, and its report follows.
     if (waitsOn.length > 0) {
       includeEarlier.value = false;
-      waiting.value = { which, waitsOn };
+      waiting.value = { which, waitsOn, preview };
       return;
     }
     await act(which, () => redriveMany(target), "redriven");
@@ -274,13 +287,18 @@ export default function DeadLetters(props: DeadLettersProps) {
         <div class="toolbar-form">{form(refusing.value)}</div>}
       {waiting.value && (
         <div class="confirm" role="group" data-testid="redrive-waits">
-          <WaitsOnList
-            waitsOn={waiting.value.waitsOn}
-            include={includeEarlier.value}
-            onInclude={(on) =>
-              includeEarlier.value = on}
-            testid="redrive-waits-on"
+          <RedrivePreviewList
+            preview={waiting.value.preview}
+            testid="redrive-preview"
           />
+          {waiting.value.waitsOn.length > 0 && (
+            <WaitsOnList
+              waitsOn={waiting.value.waitsOn}
+              include={includeEarlier.value}
+              onInclude={(on) => includeEarlier.value = on}
+              testid="redrive-waits-on"
+            />
+          )}
           <button
             type="button"
             class="button small"

@@ -5,7 +5,9 @@
  * the kitchen's OrderPaid group first. Its dry run names the OrderPlaced it
  * waits on; sent without it, the page reports it dead again with the
  * kitchen's 409 (not a success); sent with it, both applied and the card
- * confirmed. The report is checked on a phone's width too.
+ * confirmed. The report is checked on a phone's width too. The Dead
+ * letters toolbar holds back a selection that waits on an earlier dead
+ * letter, and shows what each message would do at its receiver.
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
@@ -143,6 +145,46 @@ e2e.test("redrive in the browser: the OrderPaid group first names the OrderPlace
     const box = await byTestId(page, "redrive-outcome").boundingBox();
     assert.ok(box && box.x >= 0 && box.x + box.width <= 390, String(box));
     await screenshot(page, "redrive-outcome-phone");
+
+    assert.deepEqual(errors, []);
+    await page.context().close();
+  });
+});
+
+e2e.test("redrive in the browser: the toolbar holds back a selection that waits on an earlier dead letter, with each message's preview", async () => {
+  await withBrowser(async ({ browser, base }) => {
+    const { page, errors } = await signedInPage(browser, base, "Late shift");
+    await setFault(page, "kitchenRefuses", true);
+    await placeOrder(page, base);
+    await orderStateIs(page, "placed");
+    await page.getByRole("link", { name: "Pay", exact: true }).click();
+    await page.waitForURL(/\/pay$/);
+    await payWith(page, "4242 4242 4242 4242");
+    await orderStateIs(page, "paid");
+
+    await toConsole(page);
+    await openConsolePage(page, "dead-letters");
+    const dead = await deadLettersShown(page, 2, 4);
+    const placed = dead.find((d) => d.eventType === "OrderPlaced")!;
+    const paid = dead.find((d) => d.eventType === "OrderPaid")!;
+    await setFault(page, "kitchenRefuses", false);
+    await openConsolePage(page, "dead-letters");
+
+    // The OrderPaid alone: held back, with what the kitchen would answer
+    // (tried and rolled back) and the OrderPlaced it waits on.
+    await byTestId(page, `select-${paid.id}`).check();
+    await byTestId(page, "redrive-selected").click();
+    const held = byTestId(page, `redrive-preview-${paid.id}`);
+    await held.waitFor({ timeout: SETTLE_MS });
+    assert.match(await held.textContent() ?? "", /not yet.*no card/);
+    await byTestId(page, `redrive-waits-on-item-${placed.id}`).waitFor();
+    await byTestId(page, "redrive-waits-on-include").check();
+    await byTestId(page, "redrive-waits-go").click();
+    const outcome = page.locator(
+      '[data-testid="redrive-outcome"][data-count="2"][data-settled="true"]',
+    );
+    await outcome.waitFor({ timeout: SETTLE_MS });
+    assert.equal(await outcome.getAttribute("data-applied"), "2");
 
     assert.deepEqual(errors, []);
     await page.context().close();
