@@ -27,6 +27,32 @@ import {
   withBrowser,
 } from "./_browser.ts";
 
+/**
+ * README steps 3 to 5 up to the redrive: with the kitchen refusing, an
+ * order placed and paid, its OrderPlaced and OrderPaid dead at the
+ * kitchen; then the switch off and the Dead letters page open.
+ */
+async function kitchenDeadLetters(page: Page, base: string) {
+  await setFault(page, "kitchenRefuses", true);
+  const orderId = await placeOrder(page, base);
+  await orderStateIs(page, "placed");
+  await page.getByRole("link", { name: "Pay", exact: true }).click();
+  await page.waitForURL(/\/pay$/);
+  await payWith(page, "4242 4242 4242 4242");
+  await orderStateIs(page, "paid");
+
+  await toConsole(page);
+  await openConsolePage(page, "dead-letters");
+  const dead = await deadLettersShown(page, 2, 4);
+  await setFault(page, "kitchenRefuses", false);
+  await openConsolePage(page, "dead-letters");
+  return {
+    orderId,
+    placed: dead.find((d) => d.eventType === "OrderPlaced")!,
+    paid: dead.find((d) => d.eventType === "OrderPaid")!,
+  };
+}
+
 /** The key of the failure group of the kitchen's OrderPaid. */
 async function orderPaidGroup(page: Page): Promise<string> {
   const row = page.locator('tr[data-testid^="group-"]', {
@@ -58,21 +84,7 @@ async function settledOutcome(page: Page, count: number) {
 e2e.test("redrive in the browser: the OrderPaid group first names the OrderPlaced it waits on, and the page says what died again and what was applied", async () => {
   await withBrowser(async ({ browser, base }) => {
     const { page, errors } = await signedInPage(browser, base, "Early shift");
-    await setFault(page, "kitchenRefuses", true);
-    const orderId = await placeOrder(page, base);
-    await orderStateIs(page, "placed");
-    await page.getByRole("link", { name: "Pay", exact: true }).click();
-    await page.waitForURL(/\/pay$/);
-    await payWith(page, "4242 4242 4242 4242");
-    await orderStateIs(page, "paid");
-
-    await toConsole(page);
-    await openConsolePage(page, "dead-letters");
-    const dead = await deadLettersShown(page, 2, 4);
-    const placed = dead.find((d) => d.eventType === "OrderPlaced")!;
-    const paid = dead.find((d) => d.eventType === "OrderPaid")!;
-    await setFault(page, "kitchenRefuses", false);
-    await openConsolePage(page, "dead-letters");
+    const { orderId, placed, paid } = await kitchenDeadLetters(page, base);
 
     // The OrderPaid group: its dry run names the OrderPlaced it waits on.
     const key = await orderPaidGroup(page);
@@ -154,21 +166,7 @@ e2e.test("redrive in the browser: the OrderPaid group first names the OrderPlace
 e2e.test("redrive in the browser: the toolbar holds back a selection that waits on an earlier dead letter, with each message's preview", async () => {
   await withBrowser(async ({ browser, base }) => {
     const { page, errors } = await signedInPage(browser, base, "Late shift");
-    await setFault(page, "kitchenRefuses", true);
-    await placeOrder(page, base);
-    await orderStateIs(page, "placed");
-    await page.getByRole("link", { name: "Pay", exact: true }).click();
-    await page.waitForURL(/\/pay$/);
-    await payWith(page, "4242 4242 4242 4242");
-    await orderStateIs(page, "paid");
-
-    await toConsole(page);
-    await openConsolePage(page, "dead-letters");
-    const dead = await deadLettersShown(page, 2, 4);
-    const placed = dead.find((d) => d.eventType === "OrderPlaced")!;
-    const paid = dead.find((d) => d.eventType === "OrderPaid")!;
-    await setFault(page, "kitchenRefuses", false);
-    await openConsolePage(page, "dead-letters");
+    const { placed, paid } = await kitchenDeadLetters(page, base);
 
     // The OrderPaid alone: held back, with what the kitchen would answer
     // (tried and rolled back) and the OrderPlaced it waits on.
