@@ -470,3 +470,24 @@ function finishStatement(sql: TxSql, results: AttemptResult[]) {
     )
     select id as delivery_id from u`;
 }
+
+/**
+ * Moves the end of a claim's lease on delivery `id` to `leaseMs` from now,
+ * in the caller's transaction (and so in its tenant's scope). A worker whose
+ * sends can outlast the lease renews it while it works, so that only a
+ * crash lets the lease run out. Returns false when the claim no longer holds
+ * the delivery: it was finished, or another claim took it over.
+ */
+export async function renewLease(
+  tx: TxSql,
+  id: number,
+  lease: string,
+  leaseMs: number,
+): Promise<boolean> {
+  const renewed = await tx`
+    update ${tx(inQueue("deliveries"))}
+       set lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
+           next_attempt_at = now() + ${leaseMs} * interval '1 millisecond'
+     where id = ${id} and lease_owner = ${lease} and state = 'in_flight'`;
+  return renewed.count === 1;
+}

@@ -60,6 +60,7 @@ export {
   claimBatch,
   type ClaimOptions,
   finishDeliveries,
+  renewLease,
 } from "./deliveries_sql.ts";
 export { Ledger } from "./ledger.ts";
 export {
@@ -70,6 +71,7 @@ export {
   NOTHING_HELD,
 } from "./lanes.ts";
 export { LedgerRouter } from "./router.ts";
+export { deleteSubscriberRows } from "./retention.ts";
 export {
   FORGOTTEN_AFTER_BEATS,
   readWorkers,

@@ -20,7 +20,7 @@
  * Each batch is one short transaction of its own, rows taken with SKIP
  * LOCKED: no long lock, and work in flight is never waited for.
  */
-import type { Sql } from "../db/connect.ts";
+import type { Sql, TxSql } from "../db/connect.ts";
 import { asOwner } from "../db/service.ts";
 import { inQueue } from "../db/names.ts";
 
@@ -229,4 +229,32 @@ async function untilDone(batch: number, pass: () => Promise<number>) {
   while (await pass() >= batch) {
     // Another batch: each is a transaction of its own.
   }
+}
+
+/**
+ * Deletes every delivery to `subscriber` that the caller's transaction sees
+ * (its tenant's, under row security), with their attempts and the operator
+ * rows that name them, then the messages of `source` that no delivery names
+ * any more. For a demonstration that starts again from nothing; production
+ * history goes only by {@link pruneHistory}. Returns how many deliveries
+ * went.
+ */
+export async function deleteSubscriberRows(
+  tx: TxSql,
+  subscriber: string,
+  source: string,
+): Promise<number> {
+  const ids = tx`(select id from ${tx(inQueue("deliveries"))}
+                   where subscriber = ${subscriber})`;
+  for (const table of ["attempts", "actions", "mismatches"]) {
+    await tx`delete from ${tx(inQueue(table))} where delivery_id in ${ids}`;
+  }
+  const gone = await tx`
+    delete from ${tx(inQueue("deliveries"))} where subscriber = ${subscriber}`;
+  await tx`
+    delete from ${tx(inQueue("messages"))} m
+     where m.source = ${source}
+       and not exists (select from ${tx(inQueue("deliveries"))} d
+                        where d.message_id = m.message_id)`;
+  return gone.count;
 }

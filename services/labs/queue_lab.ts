@@ -23,8 +23,10 @@ import {
   type AttemptResult,
   claimBatch,
   type ClaimedDelivery,
+  deleteSubscriberRows,
   finishDeliveries,
   Ledger,
+  renewLease,
 } from "../../lib/ledger/mod.ts";
 import { Dispatcher, sendAll } from "../../lib/delivery/mod.ts";
 import { oneAtATime } from "./lock.ts";
@@ -286,7 +288,7 @@ function holdLease(sql: Sql, sandboxId: string, id: number, owner: string) {
   const timer = setInterval(() => {
     if (busy) return;
     busy = true;
-    running = renewLease(sql, sandboxId, id, owner)
+    running = extendLease(sql, sandboxId, id, owner)
       // A renewal that fails is tried again at the next tick; the lease
       // runs out only if every one fails, as a crashed worker's does.
       .catch(() => {})
@@ -301,18 +303,18 @@ function holdLease(sql: Sql, sandboxId: string, id: number, owner: string) {
 }
 
 /** Moves the end of `owner`'s lease on delivery `id` to a lease from now. */
-async function renewLease(
+async function extendLease(
   sql: Sql,
   sandboxId: string,
   id: number,
   owner: string,
 ): Promise<void> {
-  await asService(sql, "queue", { tenantId: sandboxId }, ({ sql }) =>
-    sql`
-      update queue.deliveries
-         set lease_expires_at = now() + ${LEASE_MS} * interval '1 millisecond',
-             next_attempt_at = now() + ${LEASE_MS} * interval '1 millisecond'
-       where id = ${id} and lease_owner = ${owner} and state = 'in_flight'`);
+  await asService(
+    sql,
+    "queue",
+    { tenantId: sandboxId },
+    ({ sql }) => renewLease(sql, id, owner, LEASE_MS),
+  );
 }
 
 function orderOf(d: ClaimedDelivery): number {
@@ -380,15 +382,12 @@ async function openDeliveries(sql: Sql, sandboxId: string): Promise<number> {
 
 /** Deletes the lab's queue rows of this sandbox. */
 async function clearQueueRows(sql: Sql, sandboxId: string) {
-  await asService(sql, "queue", { tenantId: sandboxId }, async ({ sql }) => {
-    const ids = sql`(select id from queue.deliveries
-                      where subscriber = ${PRINTER})`;
-    await sql`delete from queue.attempts where delivery_id in ${ids}`;
-    await sql`delete from queue.actions where delivery_id in ${ids}`;
-    await sql`delete from queue.mismatches where delivery_id in ${ids}`;
-    await sql`delete from queue.deliveries where subscriber = ${PRINTER}`;
-    await sql`delete from queue.messages where source = ${SOURCE}`;
-  });
+  await asService(
+    sql,
+    "queue",
+    { tenantId: sandboxId },
+    ({ sql }) => deleteSubscriberRows(sql, PRINTER, SOURCE),
+  );
 }
 
 /** Deletes this sandbox's lab rows: the printer's, and its queue rows. */
