@@ -5,8 +5,7 @@
  * same list).
  */
 import { z } from "zod";
-import { SPLIT_DATABASES } from "./services/databases.ts";
-import { assertPromisesKept, BrokenPromise } from "./services/promises.ts";
+import { assertPromisesKept, BrokenPromise } from "./promises.ts";
 
 const int = (min: number, max: number) =>
   z.string().trim().refine((s) => {
@@ -252,22 +251,18 @@ function configError(
   );
 }
 
-/** Each `DATABASE_URL_<SERVICE>` set, checked, by service. */
+/**
+ * Each `DATABASE_URL_<SERVICE>` set, checked as a URL, by service. Whether
+ * the service exists is the layout's to say (services/databases.ts,
+ * `checkServiceUrls`), which the programs pass to {@link loadConfig}.
+ */
 function serviceUrls(
   env: Record<string, string | undefined>,
 ): Record<string, string> {
   const urls: Record<string, string> = {};
-  const services = SPLIT_DATABASES.map((d) => d.name);
   for (const [key, value] of Object.entries(env)) {
     const service = SERVICE_URL.exec(key)?.[1].toLowerCase();
     if (service === undefined || value === undefined || value === "") continue;
-    if (!services.includes(service)) {
-      throw new ConfigError(
-        `${key} names no service: DATABASE_URL_ is followed by one of ${
-          services.map((s) => s.toUpperCase()).join(", ")
-        }`,
-      );
-    }
     const url = postgresUrl.safeParse(value);
     if (!url.success) {
       throw configError(
@@ -287,10 +282,15 @@ function describe(issue: z.core.$ZodIssue): string {
   return issue.message;
 }
 
-/** Reads `Deno.env` once; on a bad setting prints one line and exits 1. */
-export function loadConfig(): Config {
+/**
+ * Reads `Deno.env` once, then runs the program's own `checks` of it (each
+ * throws {@link ConfigError}); on a bad setting prints one line and exits 1.
+ */
+export function loadConfig(...checks: ((config: Config) => void)[]): Config {
   try {
-    return parseConfig(Deno.env.toObject());
+    const config = parseConfig(Deno.env.toObject());
+    for (const check of checks) check(config);
+    return config;
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(`config error: ${error.message}`);

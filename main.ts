@@ -12,9 +12,12 @@ import { migrate } from "./kit/postgres/migrate.ts";
 import { buildIslands } from "./kit/http/islands.ts";
 import { onShutdown, runUntilSignal } from "./lib/process.ts";
 import { startBakery } from "./bakery.ts";
-import { openServiceDatabases } from "./services/databases.ts";
+import {
+  checkServiceUrls,
+  openServiceDatabases,
+} from "./services/databases.ts";
 
-const config = loadConfig();
+const config = loadConfig(checkServiceUrls);
 const log = createLogger(config.LOG_LEVEL);
 
 await runUntilSignal(log, async () => {

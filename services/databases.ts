@@ -26,6 +26,7 @@ import type { MessagingPart } from "../lib/schema.ts";
 import { ensureDatabase } from "../kit/postgres/open.ts";
 import { migrateServiceDatabase } from "../kit/postgres/migrate.ts";
 import { RECEIVERS, SENDERS } from "./routing.ts";
+import { type Config, ConfigError } from "../config.ts";
 
 /** One database of split mode. */
 export interface ServiceDatabase {
@@ -65,6 +66,23 @@ const LAYOUT: readonly ServiceDatabase[] = [
   // The queue lab publishes its own jobs, to a queue beside the printer.
   { ...receiver("lab_printer"), parts: ["inbox", "queue"] },
 ];
+
+/**
+ * Refuses a `DATABASE_URL_<SERVICE>` that names no database of the layout
+ * (a typo would otherwise leave that service in the shared cluster). The
+ * programs pass it to `loadConfig`, so it refuses before anything opens.
+ */
+export function checkServiceUrls(config: Pick<Config, "DATABASE_URLS">) {
+  const services = LAYOUT.map((d) => d.name);
+  for (const service of Object.keys(config.DATABASE_URLS)) {
+    if (services.includes(service)) continue;
+    throw new ConfigError(
+      `DATABASE_URL_${service.toUpperCase()} names no service: DATABASE_URL_ is followed by one of ${
+        services.map((s) => s.toUpperCase()).join(", ")
+      }`,
+    );
+  }
+}
 
 /** How many queues split mode's delivery ids can tell apart. */
 export const QUEUE_SLOTS = 8;
@@ -158,6 +176,7 @@ export async function openServiceDatabases(
   log: Logger,
   moved: Readonly<Record<string, string>> = {},
 ): Promise<ServiceDatabases> {
+  checkServiceUrls({ DATABASE_URLS: moved });
   const urls = serviceDatabaseUrls(baseUrl, moved);
   const pools = new Map<string, Sql>();
   const close = async () => {

@@ -9,7 +9,7 @@ import { renewablePool } from "../lib/db/reserved.ts";
 import type { Logger } from "../lib/log/mod.ts";
 import type { Config } from "../config.ts";
 import { type FaultReader, pgFaults } from "../lib/faults/mod.ts";
-import { consumerLease, natsMaxAgeDays } from "./promises.ts";
+import { consumerLease, natsMaxAgeDays } from "../promises.ts";
 import { Ledger, pgPauses } from "../lib/ledger/mod.ts";
 import { type Carrier, postgresCarrier } from "../lib/carriers/mod.ts";
 import {
@@ -79,7 +79,7 @@ export async function openBakeryJetStream(
     ),
     ackWaitMs: consumerLease(config),
     replicas: config.NATS_REPLICAS,
-    // At least the replay horizon (services/promises.ts): a redrive over
+    // At least the replay horizon (promises.ts): a redrive over
     // JetStream gives the stream's copy again.
     maxAgeMs: natsMaxAgeDays(config) * 86_400_000,
   }, log);

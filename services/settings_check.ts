@@ -1,7 +1,7 @@
 /**
  * What the settings promise, checked at start against the database and the
  * broker they name (config.ts has already refused what the settings alone
- * break, services/promises.ts). Called by bakery.ts and workers/main.ts
+ * break, promises.ts). Called by bakery.ts and workers/main.ts
  * before anything of theirs opens:
  *
  * - NATS_REPLICAS larger than the NATS cluster: the stream could never
@@ -17,9 +17,9 @@ import type { Config } from "../config.ts";
 import type { Sql } from "../lib/db/connect.ts";
 import type { Logger } from "../lib/log/mod.ts";
 import { natsServers } from "../lib/carriers/jetstream/mod.ts";
-import { BrokenPromise } from "./promises.ts";
+import { BrokenPromise } from "../promises.ts";
 
-export { BrokenPromise } from "./promises.ts";
+export { BrokenPromise } from "../promises.ts";
 
 /**
  * The servers of the NATS cluster at `url`, as the server a client reaches

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ConfigError, parseConfig } from "../config.ts";
 import { natsServers } from "../lib/carriers/jetstream/mod.ts";
+import { checkServiceUrls } from "../services/databases.ts";
 
 Deno.test("config: defaults when nothing is set", () => {
   const config = parseConfig({});
@@ -151,7 +152,12 @@ Deno.test("config: SERVICE_DATABASES and DATABASE_URL_<SERVICE>", () => {
   assert.deepEqual(split.DATABASE_URLS, { kitchen });
   assert.throws(
     () =>
-      parseConfig({ SERVICE_DATABASES: "split", DATABASE_URL_KICHEN: kitchen }),
+      checkServiceUrls(
+        parseConfig({
+          SERVICE_DATABASES: "split",
+          DATABASE_URL_KICHEN: kitchen,
+        }),
+      ),
     (e: Error) =>
       e instanceof ConfigError &&
       e.message.startsWith("DATABASE_URL_KICHEN names no service") &&

@@ -1,5 +1,5 @@
 /**
- * Settings that cannot break a promise (services/promises.ts,
+ * Settings that cannot break a promise (promises.ts,
  * services/settings_check.ts): each refusal started with its bad setting,
  * by the cheapest real start that shows it. Pure rules through
  * parseConfig, which every start reads first, and one of them through

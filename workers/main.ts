@@ -18,12 +18,15 @@ import {
   startSplitMessaging,
   wakeRelaysAfterCommit,
 } from "../services/mod.ts";
-import { openServiceDatabases } from "../services/databases.ts";
+import {
+  checkServiceUrls,
+  openServiceDatabases,
+} from "../services/databases.ts";
 import { scheduleWipes } from "../services/wipe.ts";
 import { startBakeryJobs } from "../bakery.ts";
 import { checkSettings } from "../services/settings_check.ts";
 
-const config = loadConfig();
+const config = loadConfig(checkServiceUrls);
 const log = createLogger(config.LOG_LEVEL).child({ process: "worker" });
 
 await runUntilSignal(log, async () => {

@@ -15,8 +15,8 @@
  * What needs the database or the broker (the cluster's size, fsync) is
  * checked at start by services/settings_check.ts.
  */
-import type { Config } from "../config.ts";
-import { consumerLeaseMs } from "../lib/delivery/mod.ts";
+import type { Config } from "./config.ts";
+import { consumerLeaseMs } from "./lib/delivery/mod.ts";
 
 const DAY_MS = 86_400_000;
 
