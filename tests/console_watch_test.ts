@@ -85,7 +85,63 @@ Deno.test({
       RULES.pathname,
     ]);
     assert.equal(code, 0, output);
-    assert.match(output, /SUCCESS: 3 rules found/);
+    assert.match(output, /SUCCESS: 5 rules found/);
+  },
+});
+
+// The workers' rules over made-up series: consume work waits with no live
+// consumer (fires), relay work waits with a live relay (does not); a silent
+// worker holding leases fires until they expire.
+const WORKER_RULE_TESTS = (rules: string) => `
+rule_files: [${JSON.stringify(rules)}]
+evaluation_interval: 15s
+tests:
+  - interval: 15s
+    input_series:
+      - series: 'bakery_work_waiting{role="consume"}'
+        values: '3 3 3'
+      - series: 'bakery_work_waiting{role="relay"}'
+        values: '5 5 5'
+      - series: 'bakery_workers_live_by_role{role="consume"}'
+        values: '0 0 0'
+      - series: 'bakery_workers_live_by_role{role="relay"}'
+        values: '1 1 1'
+      - series: 'bakery_workers_silent_with_leases'
+        values: '1 1 0'
+    alert_rule_test:
+      - eval_time: 15s
+        alertname: BakeryNoLiveWorker
+        exp_alerts:
+          - exp_labels: { role: consume, severity: critical, kind: no_live_worker }
+            exp_annotations:
+              summary: "consume: 3 due and no live worker serves it"
+              description: "No worker process with the consume role has beaten within three beats while its work waits (the Workers page lists them)."
+      - eval_time: 15s
+        alertname: BakerySilentWorker
+        exp_alerts:
+          - exp_labels: { severity: warning, kind: silent_worker }
+            exp_annotations:
+              summary: "1 silent worker(s) still holding leases"
+              description: "A worker process stopped beating while it held leases; its rows are taken over when the leases expire (the Workers page names it)."
+      - eval_time: 30s
+        alertname: BakerySilentWorker
+        exp_alerts: []
+`;
+
+Deno.test({
+  name: "promtool: the workers' rules fire on the series they are for",
+  ignore: promtoolMissing !== null,
+  fn: async () => {
+    const dir = await Deno.makeTempDir();
+    try {
+      const file = `${dir}/workers_test.yml`;
+      await Deno.writeTextFile(file, WORKER_RULE_TESTS(RULES.pathname));
+      const { code, output } = await promtool(["test", "rules", file]);
+      assert.equal(code, 0, output);
+      assert.match(output, /SUCCESS/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
   },
 });
 
