@@ -7,7 +7,10 @@
  *   of an envelope-sized row, 4 and 8 clients, no wake-up of any kind;
  * - handler_plain: per transaction, an INSERT into an inbox table plus one
  *   upsert of an effect row, 4 clients;
- * - notify: a committed pg_notify to a LISTEN callback on another connection.
+ * - notify: a committed pg_notify to a LISTEN callback on another connection;
+ * - paid_order_plain: what a paid order must write with no queue at all, in
+ *   paid orders per second, 8 clients (see {@link paidOrder}): steady's
+ *   sustainable rate is read against it (issue 55).
  *
  * And two for reading the misses, with no target of their own:
  * - six_rows_plain: the six rows an order writes, in one statement into plain
@@ -15,7 +18,7 @@
  * - jobs_plain: a job queue draining no-op jobs, 1,000 per statement, one
  *   client (the kind of figure the relay target cites).
  */
-import { connect, type Sql } from "../lib/db/connect.ts";
+import { connect, type Sql, type TxSql } from "../lib/db/connect.ts";
 import { uuidv7 } from "../lib/outbox/envelope.ts";
 import type { Ctx } from "./context.ts";
 import { closedLoop } from "./load.ts";
@@ -71,6 +74,177 @@ async function createTables(sql: Sql) {
   await sql`vacuum analyze bench.orders`;
 }
 
+/**
+ * paid_order_plain's tables: each a copy of a bakery table (`like ...
+ * including all`: its columns, defaults, generated columns, checks,
+ * primary key, unique constraints and indexes), in schema `paid`, without
+ * what a copy leaves out: row-level security, foreign keys, triggers.
+ */
+const PAID_TABLES = [
+  ["orders", "orders.orders"],
+  ["lines", "orders.lines"],
+  ["day_counts", "orders.day_counts"],
+  ["events", "orders.events"],
+  ["commands_seen", "orders.commands_seen"],
+  ["payments", "billing.payments"],
+  ["stripe_events", "billing.stripe_events"],
+  ["kitchen_inbox", "kitchen.inbox"],
+  ["kitchen_cards", "kitchen.cards"],
+  ["schedule_inbox", "schedule.inbox"],
+  ["schedule_bookings", "schedule.bookings"],
+  ["dispatch_inbox", "dispatch.inbox"],
+  ["dispatch_stops", "dispatch.stops"],
+  ["crm_inbox", "crm.inbox"],
+  ["crm_interactions", "crm.interactions"],
+  ["customers_inbox", "customers.inbox"],
+  ["customers_history", "customers.history"],
+  ["receipts_inbox", "receipts.inbox"],
+  ["receipts_receipts", "receipts.receipts"],
+] as const;
+
+async function createPaidTables(sql: Sql) {
+  await sql`create schema paid`;
+  for (const [name, like] of PAID_TABLES) {
+    await sql`create table ${sql(`paid.${name}`)}
+                (like ${sql(like)} including all)`;
+  }
+}
+
+/** The rows a paid order writes: 6 + 2 + 2 + 6 x 2. */
+const PAID_ORDER_ROWS = 22;
+
+/**
+ * One paid order's writes with no queue at all: plain SQL into the `paid`
+ * tables, nine transactions one after another, as the bakery commits them:
+ *
+ * 1. the order: its idempotency key, the day's count, the order, its line,
+ *    its event, and the payment opened pending (6 rows);
+ * 2. the Stripe event's id and the payment settled (2);
+ * 3. the order marked paid, and its event (2);
+ * 4. to 9. at each of the six receivers, the inbox row of OrderPaid (keyed
+ *    by its message id) and the receiver's effect (2 each).
+ *
+ * Each transaction is postgres.js `sql.begin`: BEGIN, its statements sent
+ * without waiting for one another, COMMIT (durable, as every baseline's).
+ */
+async function paidOrder(sql: Sql, tenant: string, day: string) {
+  const orderId = uuidv7();
+  const paidMessage = uuidv7();
+  const paymentId = `pay_${orderId}`;
+  const lines = [{ sku: "cardamom-bun", name: "Cardamom bun", qty: 1 }];
+  const customer = { name: "Bench Customer", email: "bench@example.com" };
+  const total = 350;
+  await sql.begin((tx) => [
+    tx`insert into paid.commands_seen
+         (tenant_id, idempotency_key, request_hash, order_id)
+       values (${tenant}, ${`k-${orderId}`}, 'h', ${orderId})`,
+    tx`insert into paid.day_counts as d (tenant_id, day, sku, qty)
+       values (${tenant}, ${day}, 'cardamom-bun', 1)
+       on conflict (tenant_id, day, sku) do update set qty = d.qty + 1`,
+    tx`insert into paid.orders (id, tenant_id, customer_name, customer_email,
+                                fulfilment, day, total_cents)
+       values (${orderId}, ${tenant}, ${customer.name}, ${customer.email},
+               'delivery', ${day}, ${total})`,
+    tx`insert into paid.lines (order_id, sku, tenant_id, name, qty, unit_cents)
+       values (${orderId}, 'cardamom-bun', ${tenant}, 'Cardamom bun', 1,
+               ${total})`,
+    tx`insert into paid.events (tenant_id, order_id, type, version, message_id)
+       values (${tenant}, ${orderId}, 'OrderPlaced', 1, ${uuidv7()})`,
+    tx`insert into paid.payments (id, tenant_id, order_id, amount_cents)
+       values (${paymentId}, ${tenant}, ${orderId}, ${total})`,
+  ]);
+  await sql.begin((tx) => [
+    tx`insert into paid.stripe_events (event_id, tenant_id, type, payment_id,
+                                       order_id, outcome)
+       values (${`evt_${uuidv7()}`}, ${tenant}, 'checkout.session.completed',
+               ${paymentId}, ${orderId}, 'paid')`,
+    tx`update paid.payments set state = 'succeeded', card_last4 = '4242',
+              charged_cents = ${total}, charged_currency = 'eur',
+              updated_at = now()
+        where id = ${paymentId}`,
+  ]);
+  await sql.begin((tx) => [
+    tx`update paid.orders set state = 'paid', version = 2,
+              payment_ref = ${paymentId}, updated_at = now()
+        where id = ${orderId}`,
+    tx`insert into paid.events (tenant_id, order_id, type, version, message_id)
+       values (${tenant}, ${orderId}, 'OrderPaid', 2, ${paidMessage})`,
+  ]);
+  const linesJson = sql.json(lines);
+  const effects = [
+    [
+      "kitchen_inbox",
+      (tx: TxSql) =>
+        tx`insert into paid.kitchen_cards as c (order_id, tenant_id, state,
+                                              version, items, day)
+         values (${orderId}, ${tenant}, 'confirmed', 2, ${linesJson}, ${day})
+         on conflict (order_id) do update set state = 'confirmed',
+                version = excluded.version, updated_at = now()
+          where c.version < excluded.version`,
+    ],
+    [
+      "schedule_inbox",
+      (tx: TxSql) =>
+        tx`insert into paid.schedule_bookings as b (order_id, sku, tenant_id,
+                                                  day, qty, state, version)
+         values (${orderId}, 'cardamom-bun', ${tenant}, ${day}, 1, 'reserved',
+                 2)
+         on conflict (order_id, sku) do update set state = excluded.state,
+                version = excluded.version
+          where b.version < excluded.version`,
+    ],
+    [
+      "dispatch_inbox",
+      (tx: TxSql) =>
+        tx`insert into paid.dispatch_stops as s (order_id, tenant_id, state,
+                                               version, customer_name, day)
+         values (${orderId}, ${tenant}, 'confirmed', 2, ${customer.name},
+                 ${day})
+         on conflict (order_id) do update set state = 'confirmed',
+                version = excluded.version, updated_at = now()
+          where s.version < excluded.version`,
+    ],
+    [
+      "crm_inbox",
+      (tx: TxSql) =>
+        tx`insert into paid.crm_interactions (tenant_id, message_id, email,
+                                            order_id, kind, note)
+         values (${tenant}, ${paidMessage}, ${customer.email}, ${orderId},
+                 'payment', ${`paid 3.50 for 1 item(s), delivery on ${day}`})`,
+    ],
+    [
+      "customers_inbox",
+      (tx: TxSql) =>
+        tx`insert into paid.customers_history (tenant_id, message_id, email,
+                                             name, order_id, event,
+                                             total_cents)
+         values (${tenant}, ${paidMessage}, ${customer.email}, ${customer.name},
+                 ${orderId}, 'OrderPaid', ${total})`,
+    ],
+    [
+      "receipts_inbox",
+      (tx: TxSql) =>
+        tx`insert into paid.receipts_receipts (order_id, tenant_id, number,
+                                             lines, total_cents, payment_ref,
+                                             message_id)
+         values (${orderId}, ${tenant},
+                 ${`R-${orderId.slice(-6).toUpperCase()}`}, ${linesJson},
+                 ${total}, ${paymentId}, ${paidMessage})
+         on conflict (order_id) do nothing`,
+    ],
+  ] as const;
+  for (const [inbox, effect] of effects) {
+    await sql.begin((tx) => [
+      tx`insert into ${tx(`paid.${inbox}`)} (message_id, tenant_id, type,
+                                            status, outcome, aggregate_id,
+                                            aggregate_version)
+         values (${paidMessage}, ${tenant}, 'OrderPaid', 200,
+                 ${tx.json({ applied: true })}, ${orderId}, 2)`,
+      effect(tx),
+    ]);
+  }
+}
+
 /** About the size of an OrderPlaced envelope (one line). */
 function envelope(orderId: number) {
   return {
@@ -107,7 +281,7 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
       name: string,
       label: string,
       clients: number,
-      op: (sql: Sql) => Promise<unknown>,
+      op: (sql: Sql, client: number) => Promise<unknown>,
     ) => {
       progress.step(`baseline ${label}`);
       const sql = connect(db.url, { max: clients, applicationName: "bench" });
@@ -116,8 +290,8 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
           clients,
           warmupMs: plan.warmupMs,
           durationMs: plan.loopMs,
-          op: async () => {
-            await op(sql);
+          op: async (client) => {
+            await op(sql, client);
           },
           progress,
           cpu: ctx.cpuNow,
@@ -214,6 +388,34 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
       "tx/s",
     );
 
+    // What a paid order must write, with no queue at all: one tenant per
+    // client, as the write scenario's orders.
+    await createPaidTables(db.sql);
+    const today = new Date().toISOString().slice(0, 10);
+    const tenants = Array.from({ length: 8 }, () => crypto.randomUUID());
+    const paid = await loop(
+      "paid_order_plain_8",
+      "paid_order_plain, 8 clients",
+      8,
+      (sql, client) => paidOrder(sql, tenants[client], today),
+    );
+    record("paid_order_plain_8", paid, "paid orders/s");
+    // Its CPU a paid order, for steady's CPU a paid order at its rate.
+    const paidCpu = cpuUsPerOp.paid_order_plain_8 ?? {};
+    for (
+      const [proc, name] of [["bench", "process"], ["postgres", "postgres"]]
+    ) {
+      const us = paidCpu[proc];
+      if (us === undefined) continue;
+      const key = `paid_order_plain_8_cpu_${name}`;
+      ctx.shared.baselines.set(key, us / 1000);
+      figures.push(figure(key, us / 1000, "ms/paid order", {
+        note: name === "process"
+          ? "CPU of the bench process a paid order: postgres.js sending the nine transactions"
+          : "CPU of PostgreSQL a paid order: the nine transactions",
+      }));
+    }
+
     progress.step(`baseline jobs_plain: ${plan.relayRows} no-op jobs`);
     record("jobs_plain", await jobsDrain(db.sql, plan.relayRows), "jobs/s");
 
@@ -237,6 +439,8 @@ export async function baselines(ctx: Ctx): Promise<Figure[]> {
         "six_rows_plain_8: the six rows of an order (key, capacity upsert, order, line, event, outbox row) in one statement into plain tables: no role, no row-level security, no foreign keys, no wake-up",
       jobsPlain:
         "jobs_plain: one client drains no-op jobs from a job table, 1,000 marked completed per statement (FOR UPDATE SKIP LOCKED), the kind of job queue the relay target cites",
+      paidOrderPlain:
+        `paid_order_plain_8: one paid order's ${PAID_ORDER_ROWS} rows in nine transactions one after another (the order with its line and pending payment; the Stripe event and the settled payment; the order marked paid; at six receivers an inbox row and its effect), plain SQL into copies of the bakery's tables (like ... including all: no row-level security, foreign keys or triggers), no role, no queue; 8 clients, one tenant each`,
       notify:
         "from sending the autocommit `select pg_notify(...)` to the LISTEN callback",
       cpuUsPerOp,

@@ -11,6 +11,11 @@
  *    run does not sustain is stepped down by a quarter, at most twice), and
  *    half of it: the same latency, p50/p95/p99/max (target at half the
  *    rate: p99 <= 60 ms).
+ *
+ * The rate is read against what a paid order must write with no queue at
+ * all (the paid_order_plain_8 baseline; target >= 0.5 of it, issue 55),
+ * and the CPU a paid order cost at that rate, in this process and in
+ * PostgreSQL, against the same baseline's.
  */
 import { connect } from "../../lib/db/connect.ts";
 import { baseline, type Ctx } from "../context.ts";
@@ -23,7 +28,7 @@ import {
   waitForEmptyBacklog,
 } from "../paid_flow.ts";
 import { startProbe } from "../probe.ts";
-import { atMost, type Figure, figure } from "../report.ts";
+import { atMost, type Figure, figure, ratioAtLeast } from "../report.ts";
 import { cpuSeconds, postgresCpuSeconds } from "../procfs.ts";
 import { round, summarize } from "../stats.ts";
 
@@ -78,7 +83,7 @@ export async function steady(ctx: Ctx): Promise<Figure[]> {
         );
       }
       await waitForEmptyBacklog(env, s.drainMs);
-      return r;
+      return { ...r, cost };
     };
     try {
       progress.step(`steady: ${s.idleOrders} paid orders, one at a time`);
@@ -119,9 +124,12 @@ export async function steady(ctx: Ctx): Promise<Figure[]> {
       ctx.shared.sustainableRate = good;
       figures.push(
         figure("sustainable_rate", good, "paid orders/s", {
+          baseline: baseline(ctx, "paid_order_plain_8", "paid orders/s"),
+          target: ratioAtLeast(0.5, ">= 0.5 x paid_order_plain_8"),
           note:
             "highest rate whose backlog did not grow: short trials, then checked by the full-length run",
         }),
+        ...cpuFigures(ctx, atRate.cost),
         ...latencyFigures("at_rate", atRate),
         ...latencyFigures(
           "half_rate",
@@ -150,6 +158,35 @@ export async function steady(ctx: Ctx): Promise<Figure[]> {
     runs,
   };
   return figures;
+}
+
+/**
+ * The CPU a paid order cost at the sustainable rate (the full-length run),
+ * in this process and in PostgreSQL, each against what the
+ * paid_order_plain_8 baseline's paid order cost there; none where it could
+ * not be read (PostgreSQL on another machine).
+ */
+function cpuFigures(
+  ctx: Ctx,
+  cost: { process: number | null; postgres: number | null },
+): Figure[] {
+  const notes = {
+    process:
+      "CPU of this process a paid order at the sustainable rate: the load, the relays, the consumers and the receivers",
+    postgres: "CPU of PostgreSQL a paid order at the sustainable rate",
+  };
+  return (["process", "postgres"] as const).flatMap((proc) =>
+    cost[proc] === null ? [] : [
+      figure(`cpu_per_paid_${proc}`, cost[proc], "ms/paid order", {
+        baseline: baseline(
+          ctx,
+          `paid_order_plain_8_cpu_${proc}`,
+          "ms/paid order",
+        ),
+        note: notes[proc],
+      }),
+    ]
+  );
 }
 
 function idleFigures(ctx: Ctx, samples: StageSample[]): Figure[] {
