@@ -44,6 +44,7 @@ import {
 } from "./server.ts";
 import { baselines } from "./baselines.ts";
 import { peer } from "./scenarios/peer.ts";
+import { peerPgboss } from "./scenarios/peer_pgboss.ts";
 import { write } from "./scenarios/write.ts";
 import { relay } from "./scenarios/relay.ts";
 import { deliver } from "./scenarios/deliver.ts";
@@ -60,6 +61,7 @@ import { connect } from "../lib/db/connect.ts";
 const SCENARIOS: [string, Scenario][] = [
   ["baseline", baselines],
   ["peer", peer],
+  ["peer_pgboss", peerPgboss],
   ["write", write],
   ["relay", relay],
   ["deliver", deliver],

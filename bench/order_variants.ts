@@ -11,6 +11,9 @@
  *   `orders_8_without_outbox`);
  * - `graphile_worker.add_job` with the OrderPlaced envelope as payload: the
  *   order as a graphile-worker user would write it (the peer scenario);
+ * - nothing, and a statement of the caller's beside it in the same
+ *   transaction: pg-boss's `send` (the peer_pgboss scenario;
+ *   {@link placeWithSend}, two round trips);
  * - one row of the envelope in `bench.bare_outbox`, a table with a primary
  *   key and nothing else (no other index, no state, no wake-up):
  *   the floor of any outbox that writes its message in the order's
@@ -23,7 +26,11 @@
  * scenario's `orders_8` and `orders_8_without_outbox` are read side by side.
  */
 import type { Fragment, Sql } from "../lib/db/connect.ts";
-import { serviceStatement, type ServiceTx } from "../lib/db/service.ts";
+import {
+  asService,
+  serviceStatement,
+  type ServiceTx,
+} from "../lib/db/service.ts";
 import type { Envelope } from "../lib/outbox/envelope.ts";
 import {
   bySku,
@@ -80,24 +87,34 @@ const BARE_ROW = rowIn("bench.bare_outbox");
  */
 const OUTBOX_ROW = rowIn("orders.outbox");
 
-async function placeWith(sql: Sql, source: OrderSource, tail: Tail) {
+/** An order from `source`, ready for its statement. */
+async function prepared(source: OrderSource) {
   const { sandboxId, input } = await source.next();
   const { day, requestHash, orderId, lines, totalCents, snapshot } =
     prepareOrder(input);
-  const envelope = orderPlacedEnvelope(sandboxId, snapshot);
-  const sorted = bySku(lines);
-  let answer: { claimed: boolean }[];
-  try {
-    answer = await serviceStatement(
-      sql,
-      "orders",
-      { tenantId: sandboxId },
-      (tx) => {
-        const { sql } = tx;
-        const placed = sql`exists (select from placed)`;
-        const t = tail(tx, envelope, placed);
-        const ctes = t.ctes ? sql`, ${t.ctes}` : sql``;
-        return sql<{ claimed: boolean }[]>`
+  return {
+    sandboxId,
+    input,
+    day,
+    requestHash,
+    orderId,
+    totalCents,
+    envelope: orderPlacedEnvelope(sandboxId, snapshot),
+    sorted: bySku(lines),
+  };
+}
+
+type Prepared = Awaited<ReturnType<typeof prepared>>;
+
+/** The order statement with `tail` in place of the outbox, not yet sent. */
+function orderStatement(tx: ServiceTx, order: Prepared, tail: Tail) {
+  const { sql } = tx;
+  const { sandboxId, input, day, requestHash, orderId, totalCents, sorted } =
+    order;
+  const placed = sql`exists (select from placed)`;
+  const t = tail(tx, order.envelope, placed);
+  const ctes = t.ctes ? sql`, ${t.ctes}` : sql``;
+  return sql<{ claimed: boolean }[]>`
         with claim as (
           insert into orders.commands_seen
                  (tenant_id, idempotency_key, request_hash, order_id)
@@ -133,20 +150,37 @@ async function placeWith(sql: Sql, source: OrderSource, tail: Tail) {
           insert into orders.events (tenant_id, order_id, type, version,
                                      message_id)
           select ${sandboxId}, placed.id, 'OrderPlaced', 1,
-                 ${envelope.messageId}
+                 ${order.envelope.messageId}
             from placed
         )${ctes}
         select exists (select from claim) as claimed,
                ${t.value} as tail`;
-      },
-    );
+}
+
+/** Throws when the order was refused or not placed. */
+async function placed(answer: Promise<{ claimed: boolean }[]>) {
+  let rows: { claimed: boolean }[];
+  try {
+    rows = await answer;
   } catch (error) {
     // The source never asks for more than a day holds.
     if (isOrderRefusal(error)) throw new Error("bench order refused");
     throw error;
   }
   // Every key is new: an order that wrote nothing would flatter the figure.
-  if (!answer[0]?.claimed) throw new Error("bench order not placed");
+  if (!rows[0]?.claimed) throw new Error("bench order not placed");
+}
+
+async function placeWith(sql: Sql, source: OrderSource, tail: Tail) {
+  const order = await prepared(source);
+  await placed(
+    serviceStatement(
+      sql,
+      "orders",
+      { tenantId: order.sandboxId },
+      (tx) => orderStatement(tx, order, tail),
+    ),
+  );
 }
 
 /** The order without its outbox row and the wake-up. */
@@ -215,4 +249,30 @@ export async function grantAddJob(sql: Sql): Promise<void> {
               to orders`;
   await sql`grant execute on all functions in schema graphile_worker
               to orders`;
+}
+
+/**
+ * The order without its outbox row and the wake-up, and in the same
+ * transaction a statement of the caller's in their place: `send` is given
+ * the transaction and the OrderPlaced envelope (the peer_pgboss scenario's
+ * pg-boss `send`). The order statement and what `send` sends leave
+ * together, neither waiting for the other's answer, then COMMIT: two round
+ * trips. The order is checked once both have answered; should it not have
+ * been placed, the transaction rolls back.
+ */
+export async function placeWithSend(
+  sql: Sql,
+  source: OrderSource,
+  send: (tx: ServiceTx, envelope: Envelope) => Promise<unknown>,
+): Promise<void> {
+  const order = await prepared(source);
+  await placed(
+    asService(sql, "orders", { tenantId: order.sandboxId }, async (tx) => {
+      const statement = orderStatement(tx, order, NOTHING).execute();
+      // Both are read below; the order's error first, as it came first.
+      const [rows] = await Promise.all([statement, send(tx, order.envelope)]);
+      if (!rows[0]?.claimed) throw new Error("bench order not placed");
+      return rows;
+    }),
+  );
 }

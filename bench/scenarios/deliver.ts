@@ -6,7 +6,8 @@
  * loops, batches of CONSUMER_BATCH_SIZE, as the app runs them). Applied
  * deliveries per second, from `go` to the last delivery marked done; the
  * target (issue 19) is 1.5 x the peer's drain of jobs doing the same two
- * writes (peer.drain_handler).
+ * writes (peer.drain_handler), and the same of the second peer's
+ * (peer_pgboss.drain_handler, issue 55).
  */
 import { CONSUMER_BATCH_SIZE } from "../../lib/carriers/postgres/mod.ts";
 import { baseline, type Ctx } from "../context.ts";
@@ -74,6 +75,13 @@ export async function deliver(ctx: Ctx): Promise<Figure[]> {
       figure("applied_per_s", rate, "deliveries/s", {
         baseline: baseline(ctx, "peer.drain_handler", "jobs/s"),
         target: ratioAtLeast(1.5, ">= 1.5 x peer.drain_handler"),
+      }),
+      // The same against the second peer (issue 55).
+      figure("applied_per_s_vs_pgboss", rate, "deliveries/s", {
+        baseline: baseline(ctx, "peer_pgboss.drain_handler", "jobs/s"),
+        target: ratioAtLeast(1.5, ">= 1.5 x peer_pgboss.drain_handler"),
+        note:
+          "applied_per_s again, read against pg-boss's drain of the handler",
       }),
       figure("applied_per_s_vs_handler_plain", rate, "deliveries/s", {
         baseline: baseline(ctx, "handler_plain_4", "tx/s"),

@@ -24,7 +24,8 @@
  * and the three runs its cost is read against are measured interleaved
  * (see `interleaved`). The targets (issue 19): orders_8 >= 1.5 x the
  * peer's order with graphile-worker's add_job (peer.order_add_job_8), and
- * >= 0.85 x orders_8_without_outbox.
+ * >= 0.85 x orders_8_without_outbox; and (issue 55) orders_8 >= 1.5 x the
+ * second peer's order with pg-boss's send (peer_pgboss.order_send_8).
  */
 import { connect, type Sql } from "../../lib/db/connect.ts";
 import {
@@ -285,6 +286,12 @@ export async function write(ctx: Ctx): Promise<Figure[]> {
   figures.push(figure("orders_8", w8, "orders/s", {
     baseline: baseline(ctx, "peer.order_add_job_8", "orders/s"),
     target: ratioAtLeast(1.5, ">= 1.5 x peer.order_add_job_8"),
+  }));
+  // The same against the second peer (issue 55).
+  figures.push(figure("orders_8_vs_pgboss", w8, "orders/s", {
+    baseline: baseline(ctx, "peer_pgboss.order_send_8", "orders/s"),
+    target: ratioAtLeast(1.5, ">= 1.5 x peer_pgboss.order_send_8"),
+    note: "orders_8 again, read against the order with pg-boss send",
   }));
   for (const mode of ["inTx", "lean", "rowOnly"]) {
     rates[mode] = await run(8, mode);
