@@ -141,6 +141,13 @@ export interface MessagingOptions {
   tuning?: Partial<Tuning>;
   /** The program's version, shown beside each worker. Default: "unknown". */
   version?: string;
+  /**
+   * The id this process writes into its leases and its heartbeat. Unset, a
+   * new one per start. A process that runs one messaging per ledger (a
+   * database each) gives them all one id, so that readers list the process
+   * once ({@link mergeWorkers}).
+   */
+  owner?: string;
   /** What the process is told as work happens (live views, metrics). */
   hooks?: {
     onTouched?: (tenantIds: string[]) => void;
@@ -216,6 +223,7 @@ export function createMessaging(options: MessagingOptions): Messaging {
       carrier = await plan.open();
       try {
         loops = await startMessaging({
+          owner: options.owner,
           url: options.ledger.url,
           sql: options.ledger.sql,
           log,

@@ -52,6 +52,7 @@ export {
   Refused,
 } from "./inbox/mod.ts";
 export { Dispatcher, type Subscriber } from "./delivery/mod.ts";
+export { newOwner } from "./workers/mod.ts";
 export type { DeadLetterFilter, DeadLetters, Routing } from "./ledger/mod.ts";
 export type { Carrier } from "./carriers/carrier.ts";
 export { migrateMessaging } from "./schema.ts";

@@ -22,6 +22,7 @@ import {
   createMessaging,
   type Messaging,
   type MessagingOptions,
+  newOwner,
   TUNING,
 } from "../lib/mod.ts";
 import { ROUTING, SENDERS, SUBSCRIBERS } from "./routing.ts";
@@ -137,6 +138,7 @@ export async function openBakeryCarrier(
 export type BakeryExtra =
   & Pick<MessagingOptions, "roles">
   & MessagingOptions["hooks"]
+  & Pick<MessagingOptions, "owner">
   & { consumers?: number; senders?: MessagingOptions["senders"] };
 
 /**
@@ -192,6 +194,7 @@ export function createBakeryMessaging(
       ...(extra.consumers ? { consumers: extra.consumers } : {}),
     },
     version: config.APP_VERSION,
+    owner: extra.owner,
     hooks: {
       onTouched: extra.onTouched,
       observeLag: extra.observeLag,
@@ -230,6 +233,9 @@ export function createSplitMessaging(
   extra: BakeryExtra = {},
 ): Messaging {
   const faults = deps.faults ?? pgFaults(deps.sql);
+  // One process, one worker: every sender's messaging leases and beats
+  // under the same id, so the Workers page lists the process once.
+  const owner = extra.owner ?? newOwner();
   const bySender = new Map(SENDERS.map((sender) => [
     sender as string,
     createBakeryMessaging({
@@ -241,7 +247,7 @@ export function createSplitMessaging(
       // Over JetStream, a stream per sender beside its ledger: a consumer
       // then finishes each delivery in the one database that holds it.
       natsStream: splitStream(deps.config.NATS_STREAM, sender),
-    }, { ...extra, senders: [sender] }),
+    }, { ...extra, owner, senders: [sender] }),
   ]));
   const all = [...bySender.values()];
   const [first] = all;

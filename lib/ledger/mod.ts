@@ -74,6 +74,7 @@ export { LedgerRouter } from "./router.ts";
 export { deleteSubscriberRows } from "./retention.ts";
 export {
   FORGOTTEN_AFTER_BEATS,
+  mergeWorkers,
   readWorkers,
   SILENT_AFTER_BEATS,
   type WorkerRow,

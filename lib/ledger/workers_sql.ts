@@ -142,3 +142,40 @@ export async function readWorkers(sql: TxSql): Promise<WorkerRow[]> {
      order by last_beat_at < now() - ${SILENT_AFTER_BEATS}
                 * beat_ms * interval '1 ms', host, pid, id`;
 }
+
+/**
+ * Rows of one worker read from several ledgers (a process that beats into
+ * each database it works) as one: silent if any ledger stopped hearing it,
+ * with the oldest beat and the leases of all. Live ones first, then by
+ * host and pid.
+ */
+export function mergeWorkers(rows: readonly WorkerRow[]): WorkerRow[] {
+  const byId = new Map<string, WorkerRow>();
+  const latest = (a: Date | null, b: Date | null) =>
+    a === null || (b !== null && b > a) ? b : a;
+  const earliest = (a: Date | null, b: Date | null) =>
+    a === null || (b !== null && b < a) ? b : a;
+  for (const row of rows) {
+    const seen = byId.get(row.id);
+    if (!seen) {
+      byId.set(row.id, { ...row, roles: [...row.roles] });
+      continue;
+    }
+    seen.state = seen.state === "silent" || row.state === "silent"
+      ? "silent"
+      : "live";
+    seen.leases += row.leases;
+    seen.leasesUntil = latest(seen.leasesUntil, row.leasesUntil);
+    seen.lastClaimAt = latest(seen.lastClaimAt, row.lastClaimAt);
+    seen.lastBeatAt = earliest(seen.lastBeatAt, row.lastBeatAt)!;
+    seen.startedAt = earliest(seen.startedAt, row.startedAt)!;
+    seen.silentSince = earliest(seen.silentSince, row.silentSince);
+    for (const role of row.roles) {
+      if (!seen.roles.includes(role)) seen.roles.push(role);
+    }
+  }
+  return [...byId.values()].sort((a, b) =>
+    Number(a.state === "silent") - Number(b.state === "silent") ||
+    a.host.localeCompare(b.host) || a.pid - b.pid || a.id.localeCompare(b.id)
+  );
+}

@@ -30,6 +30,8 @@ import { LocalQueue } from "../delivery/local_queue.ts";
 import { relayLoops } from "./relays.ts";
 
 export interface MessagingOptions {
+  /** The id written into leases; unset, one of this start's own. */
+  owner?: string;
   /** For the dedicated LISTEN connection. */
   url: string;
   sql: Sql;
@@ -104,7 +106,7 @@ export interface Messaging {
 export async function startMessaging(
   options: MessagingOptions,
 ): Promise<Messaging> {
-  const owner = `worker-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`;
+  const owner = options.owner ?? newOwner();
   // Read once before any move, which hands off by the pairs last read.
   await options.pauses?.();
   const log = options.log.child({ owner });
@@ -186,4 +188,9 @@ export async function startMessaging(
       log.info("messaging_stopped", {});
     },
   };
+}
+
+/** A lease owner id of this process: its pid and a random part. */
+export function newOwner(): string {
+  return `worker-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`;
 }

@@ -17,6 +17,7 @@
  */
 import type { TxSql } from "../../lib/db/connect.ts";
 import {
+  mergeWorkers,
   readWorkers,
   SILENT_AFTER_BEATS,
   type WorkerRow,
@@ -73,7 +74,7 @@ export async function readWorkerState(
     Promise.all(queues.map((q) => at(q, dueDeliveries))),
   ]);
   return {
-    workers: workers.flat(),
+    workers: mergeWorkers(workers.flat()),
     waiting: [added("relay", outbox), added("consume", deliveries)],
   };
 }

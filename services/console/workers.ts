@@ -9,7 +9,11 @@
  * sender it serves, by the owner id it uses there.
  */
 import type { Sql } from "../../lib/db/connect.ts";
-import { readWorkers, type WorkerRow } from "../../lib/ledger/mod.ts";
+import {
+  mergeWorkers,
+  readWorkers,
+  type WorkerRow,
+} from "../../lib/ledger/mod.ts";
 import { readServices } from "../databases.ts";
 import {
   type Worker,
@@ -26,11 +30,7 @@ export async function workerRows(
 ): Promise<WorkerRow[]> {
   return await readServices(sql, sandboxId, async (at, queues) => {
     const parts = await Promise.all(queues.map((q) => at(q, readWorkers)));
-    return parts.flat().sort((a, b) =>
-      Number(a.state === "silent") - Number(b.state === "silent") ||
-      a.host.localeCompare(b.host) || a.pid - b.pid ||
-      a.id.localeCompare(b.id)
-    );
+    return mergeWorkers(parts.flat());
   });
 }
 
