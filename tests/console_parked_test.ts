@@ -8,7 +8,7 @@
  * log. On either transport (TEST_QUEUE=jetstream).
  *
  * Parking goes through the relay's own path: the sandbox's automatic
- * re-arms for the day are used up (as tests/core/_conformance/guard.ts does) and
+ * re-arms for the day are used up (as lib/carriers/conformance/guard.ts does) and
  * the queue refuses sends, so the first failed publish parks each row.
  */
 import assert from "node:assert/strict";

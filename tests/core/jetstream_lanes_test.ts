@@ -26,7 +26,7 @@ import {
 import { dropStream, natsTest, TEST_NATS_URL, testStream } from "../_nats.ts";
 import { openTestStream, openTestTransport } from "./_transport.ts";
 import { StreamNames } from "../../lib/carriers/jetstream/mod.ts";
-import { assertDelivered } from "./_conformance/broker.ts";
+import { assertDelivered } from "../../lib/carriers/conformance/broker.ts";
 
 natsTest(
   "jetstream: a lane dropped with an open delivery is made again by the workers; the open message is sent, the settled one only acknowledged",

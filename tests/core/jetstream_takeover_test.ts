@@ -24,7 +24,10 @@ import { natsTest } from "../_nats.ts";
 import { openTestTransport, testJetStreamConsumer } from "./_transport.ts";
 import { Dispatcher } from "../../lib/delivery/mod.ts";
 import type { JetStreamConsumer } from "../../lib/carriers/jetstream/consumer.ts";
-import { assertDelivered, assertStreamHolds } from "./_conformance/broker.ts";
+import {
+  assertDelivered,
+  assertStreamHolds,
+} from "../../lib/carriers/conformance/broker.ts";
 
 /** The broker's AckWait: a consumer silent for longer loses the message. */
 const ACK_WAIT_MS = 1500;

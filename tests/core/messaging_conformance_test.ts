@@ -1,28 +1,29 @@
 /**
- * The ledger scenarios of the messaging core on both transports, PostgreSQL
- * and NATS JetStream, in both layouts: every test service in one database
- * (shared), and the sender and each receiver in a database of its own
- * (split). One suite (tests/core/_conformance/), each test named after its
- * layout and transport ("postgres: ...", "split jetstream: ..."). The
- * JetStream half is ignored, with the reason printed, where no NATS answers.
+ * The carrier conformance suite (lib/carriers/conformance) on both
+ * carriers, PostgreSQL and NATS JetStream, in both layouts: every test
+ * service in one database (shared), and the sender and each receiver in a
+ * database of its own (split). Each test is named after its layout and
+ * carrier ("postgres: ...", "split jetstream: ..."). The suite is the
+ * core's; what is this runner's is handed in: the run's databases, its
+ * nats-server, and the loops. The JetStream half is ignored, with the
+ * reason printed, where no NATS answers.
  */
-import { registerSuite } from "./_conformance/mod.ts";
-import { concurrencyScenarios } from "./_conformance/concurrency.ts";
-import { deadLetterScenarios } from "./_conformance/dead_letters.ts";
-import { deliveryScenarios } from "./_conformance/delivery.ts";
-import { guardScenarios } from "./_conformance/guard.ts";
-import { leaseScenarios } from "./_conformance/leases.ts";
-import { receiverScenarios } from "./_conformance/receivers.ts";
-import { refusalScenarios } from "./_conformance/refusals.ts";
-import { wakeupScenarios } from "./_conformance/wakeup.ts";
+import {
+  conformanceCases,
+  type Harness,
+  SCENARIOS,
+} from "../../lib/carriers/conformance/mod.ts";
+import { startMessaging } from "../../lib/workers/mod.ts";
+import { testDatabase } from "../_db.ts";
+import { natsTest, TEST_NATS_URL, testStream } from "../_nats.ts";
 
-registerSuite([
-  ...deliveryScenarios,
-  ...receiverScenarios,
-  ...refusalScenarios,
-  ...leaseScenarios,
-  ...concurrencyScenarios,
-  ...deadLetterScenarios,
-  ...wakeupScenarios,
-  ...guardScenarios,
-]);
+const harness: Harness = {
+  database: (options) => testDatabase(options),
+  startLoops: startMessaging,
+  jetStream: { url: TEST_NATS_URL, streamName: testStream },
+};
+
+for (const c of conformanceCases(harness, SCENARIOS)) {
+  if (c.carrier === "jetstream") natsTest(c.name, c.run);
+  else Deno.test(c.name, c.run);
+}

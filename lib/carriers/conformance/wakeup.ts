@@ -6,10 +6,11 @@
  * broker hands the messages to the consumers' pending fetches.
  */
 import assert from "node:assert/strict";
-import { count, placeOrder, RECEIVERS, waitFor } from "../_messaging.ts";
-import type { Sql } from "../../../lib/db/connect.ts";
+import { placeOrder, RECEIVERS } from "./services.ts";
+import { count, waitFor } from "./rows.ts";
+import type { Sql } from "../../db/connect.ts";
 import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
-import type { Scenario } from "./mod.ts";
+import type { Scenario } from "./harness.ts";
 
 /** A minute: anything delivered within a second was woken, not polled. */
 const POLL_MS = 60_000;

@@ -8,19 +8,18 @@
 import assert from "node:assert/strict";
 import {
   type Answer,
-  count,
   placeOrders,
   RECEIVERS,
   SENDER,
-  startTestWorkers,
   testDispatcher,
-  waitForDeliveries,
-} from "../_messaging.ts";
-import { connect, type Sql } from "../../../lib/db/connect.ts";
-import type { OutgoingMessage, Queue } from "../../../lib/ledger/mod.ts";
-import type { Moved, Shortcut } from "../../../lib/carriers/mod.ts";
+} from "./services.ts";
+import { count, waitForDeliveries } from "./rows.ts";
+import { startWorkers } from "./workers.ts";
+import { connect, type Sql } from "../../db/connect.ts";
+import type { OutgoingMessage, Queue } from "../../ledger/mod.ts";
+import type { Moved, Shortcut } from "../carrier.ts";
 import { assertDelivered } from "./broker.ts";
-import type { Scenario } from "./mod.ts";
+import type { Scenario } from "./harness.ts";
 
 const MESSAGES = 2_000;
 /** Orders per sender transaction, and transactions committed at once. */
@@ -91,7 +90,9 @@ function addMoved(a: Moved, b: Moved): Moved {
 export const concurrencyScenarios: Scenario[] = [{
   name:
     "two relays and two consumer sets over 2,000 messages: everything delivered everywhere, each effect once, no shared lease",
-  run: async ({ db, sql, at, route, tenantId, transport, stream, view }) => {
+  run: async (
+    { db, sql, at, route, tenantId, carrier, harness, stream, view },
+  ) => {
     const second = connect(db.url, { max: 10, applicationName: "test-b" });
     // Its receivers apply where the first process's do (in the split
     // layout, each in its own database).
@@ -101,8 +102,8 @@ export const concurrencyScenarios: Scenario[] = [{
       { sql: second, published: 0, answers: [] },
     ];
     const started = processes.map((p) =>
-      startTestWorkers({ url: db.url, sql: p.sql }, {
-        transport,
+      startWorkers(harness, { url: db.url, sql: p.sql }, {
+        transport: carrier,
         stream,
         wrapQueue: (queue) => countingQueue(queue, p),
         wrapShortcut: (shortcut) => chunkingShortcut(shortcut, p),

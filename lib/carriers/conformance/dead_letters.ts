@@ -8,18 +8,17 @@
  */
 import assert from "node:assert/strict";
 import {
-  count,
-  createSandbox,
+  createTenant,
   placeOrder,
   receiverFault,
   RECEIVERS,
-  waitFor,
-} from "../_messaging.ts";
-import type { Sql } from "../../../lib/db/connect.ts";
-import { setFault } from "../../../lib/faults/mod.ts";
-import { refuse } from "../../../lib/ledger/mod.ts";
+} from "./services.ts";
+import { count, waitFor } from "./rows.ts";
+import type { Sql } from "../../db/connect.ts";
+import { setFault } from "../../faults/mod.ts";
+import { refuse } from "../../ledger/mod.ts";
 import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
-import type { Scenario } from "./mod.ts";
+import type { Scenario } from "./harness.ts";
 
 const RETRY_DELAYS_MS = [100, 200, 300];
 const REFUSES = receiverFault("t_recv_a", "Refuses");
@@ -247,7 +246,7 @@ export const deadLetterScenarios: Scenario[] = [{
   name:
     "refuse: a dead letter is closed with reason, actor and time, and an action row; an empty reason is refused",
   run: async ({ sql, tenantId, view, workers, redrive }) => {
-    const other = await createSandbox(sql, "other");
+    const other = await createTenant(sql, "other");
     await setFault(sql, tenantId, REFUSES, true);
     await workers({ retryDelaysMs: [20, 20, 20] }, async () => {
       const sent = [
@@ -265,7 +264,7 @@ export const deadLetterScenarios: Scenario[] = [{
           TypeError,
         );
       }
-      // Another sandbox's operator matches nothing.
+      // Another tenant's operator matches nothing.
       assert.deepEqual(
         await refuse(sql, other, { ids: [o2.id] }, "not mine", "intruder"),
         [],

@@ -7,31 +7,29 @@
  * lease, JetStream's AckWait), and its late finish changes nothing.
  */
 import assert from "node:assert/strict";
+import { placeOrder, RECEIVERS, SENDER } from "./services.ts";
 import {
   claimDeliveries,
   count,
-  placeOrder,
-  RECEIVERS,
-  SENDER,
   waitFor,
   waitForDeliveries,
   waitForJobs,
-} from "../_messaging.ts";
-import { openTestTransport, type TestTransport } from "../_transport.ts";
-import type { Sql } from "../../../lib/db/connect.ts";
-import { setFault } from "../../../lib/faults/mod.ts";
-import type { Envelope } from "../../../lib/outbox/mod.ts";
+} from "./rows.ts";
+import { type OpenCarrier, openCarrier } from "./carriers.ts";
+import type { Sql } from "../../db/connect.ts";
+import { setFault } from "../../faults/mod.ts";
+import type { Envelope } from "../../outbox/mod.ts";
 import type {
   AttemptResult,
   ClaimedDelivery,
   Queue,
-} from "../../../lib/ledger/mod.ts";
-import { finishDeliveries } from "../../../lib/ledger/deliveries_sql.ts";
+} from "../../ledger/mod.ts";
+import { finishDeliveries } from "../../ledger/deliveries_sql.ts";
 import type { Consumer, JsMsg } from "@nats-io/jetstream";
-import { startDeliveries } from "../../../lib/ledger/broker_deliveries_sql.ts";
-import { RELAY_FAULTS } from "../../../lib/faults/mod.ts";
+import { startDeliveries } from "../../ledger/broker_deliveries_sql.ts";
+import { RELAY_FAULTS } from "../../faults/mod.ts";
 import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
-import type { LedgerCase, Scenario } from "./mod.ts";
+import type { LedgerCase, Scenario } from "./harness.ts";
 
 /** The queue, keeping what each publish said was new to it. */
 function countingQueue(inner: Queue, fresh: number[]): Queue {
@@ -57,7 +55,7 @@ interface Hold {
 
 async function take(
   t: LedgerCase,
-  transport: TestTransport,
+  transport: OpenCarrier,
   owner: string,
   leaseMs: number,
   waitMs = 1000,
@@ -114,7 +112,7 @@ async function fetchOne(consumer: Consumer, waitMs: number): Promise<JsMsg[]> {
 /** Waits until `old` lost its hold and takes the delivery as `owner`. */
 async function takeOver(
   t: LedgerCase,
-  transport: TestTransport,
+  transport: OpenCarrier,
   old: Hold,
   owner: string,
 ): Promise<Hold> {
@@ -220,9 +218,10 @@ export const leaseScenarios: Scenario[] = [{
     // held (with 50 ms a loaded machine let it run out first); over
     // JetStream the AckWait, which must outlast a fetch that finds nothing
     // (1 s at least).
-    const transport = await openTestTransport(t.transport, sql, {
+    const transport = await openCarrier(t.carrier, sql, {
       routing: { OrderPlaced: ["t_recv_a"] },
       subscribers: RECEIVERS,
+      jetStream: t.harness.jetStream,
       stream: t.stream,
       ackWaitMs: 3000,
     });

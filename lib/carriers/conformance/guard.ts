@@ -1,26 +1,18 @@
 /**
- * The relay's loop guard: a sandbox that has used up its automatic re-arms
+ * The relay's loop guard: a tenant that has used up its automatic re-arms
  * for the day gets its failed rows parked (next attempt at infinity) with an
  * alarm, never dropped; the sender's next command flushes them. The guard
  * is the relay's, before the transport: over JetStream a refused send never
  * reaches the stream, and a row published again is stored once.
  */
 import assert from "node:assert/strict";
-import type { Sql } from "../../../lib/db/connect.ts";
-import {
-  count,
-  createSandbox,
-  placeOrder,
-  RECEIVERS,
-  SENDER,
-  waitFor,
-  waitForDeliveries,
-  waitForJobs,
-} from "../_messaging.ts";
-import { setFault } from "../../../lib/faults/mod.ts";
-import { RELAY_FAULTS } from "../../../lib/faults/mod.ts";
+import type { Sql } from "../../db/connect.ts";
+import { createTenant, placeOrder, RECEIVERS, SENDER } from "./services.ts";
+import { count, waitFor, waitForDeliveries, waitForJobs } from "./rows.ts";
+import { setFault } from "../../faults/mod.ts";
+import { RELAY_FAULTS } from "../../faults/mod.ts";
 import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
-import type { Scenario } from "./mod.ts";
+import type { Scenario } from "./harness.ts";
 
 /**
  * Turns `fault` off; the sender's next command (order O2) flushes what it
@@ -57,7 +49,7 @@ export const guardScenarios: Scenario[] = [{
   name:
     "loop guard: the 101st re-arm of the day parks the row with an alarm; the next command flushes it and both are published",
   run: async ({ sql, tenantId, view, workers }) => {
-    const other = await createSandbox(sql, "other");
+    const other = await createTenant(sql, "other");
     await sql`
     insert into t_sender.relay_guard (tenant_id, day, rearms)
     values (${tenantId}, (now() at time zone 'utc')::date, 100)`;
@@ -88,7 +80,7 @@ export const guardScenarios: Scenario[] = [{
       assert.equal(alarms[0].tenantId, tenantId);
       assert.equal(alarms[0].service, SENDER);
 
-      // Parked means no more automatic tries: another sandbox's order goes
+      // Parked means no more automatic tries: another tenant's order goes
       // through while this row waits, and it is still there untouched.
       const x1 = await placeOrder(sql, other, "X1");
       await waitForDeliveries(sql, "done", 3);

@@ -8,7 +8,6 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import {
   type Answer,
-  count,
   orderPlacedEnvelope,
   placeOrder,
   receiverApply,
@@ -16,15 +15,13 @@ import {
   SENDER,
   SUBSCRIBERS,
   testDispatcher,
-  waitFor,
-  waitForDeliveries,
-  waitForJobs,
-} from "../_messaging.ts";
-import { asService } from "../../../lib/db/service.ts";
-import { type Apply, receiveOnce } from "../../../lib/inbox/mod.ts";
-import { append, newEnvelope } from "../../../lib/outbox/mod.ts";
+} from "./services.ts";
+import { count, waitFor, waitForDeliveries, waitForJobs } from "./rows.ts";
+import { asService } from "../../db/service.ts";
+import { type Apply, receiveOnce } from "../../inbox/mod.ts";
+import { append, newEnvelope } from "../../outbox/mod.ts";
 import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
-import type { Scenario } from "./mod.ts";
+import type { Scenario } from "./harness.ts";
 
 export const refusalScenarios: Scenario[] = [{
   name:

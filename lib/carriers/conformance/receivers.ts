@@ -6,20 +6,18 @@
 import assert from "node:assert/strict";
 import {
   type Answer,
-  count,
   placeOrder,
   receiverApply,
   RECEIVERS,
   SENDER,
   testDispatcher,
-  waitFor,
-  waitForDeliveries,
-} from "../_messaging.ts";
-import type { Sql } from "../../../lib/db/connect.ts";
-import { setFault } from "../../../lib/faults/mod.ts";
-import { CONSUMER_FAULTS } from "../../../lib/faults/mod.ts";
+} from "./services.ts";
+import { count, waitFor, waitForDeliveries } from "./rows.ts";
+import type { Sql } from "../../db/connect.ts";
+import { setFault } from "../../faults/mod.ts";
+import { CONSUMER_FAULTS } from "../../faults/mod.ts";
 import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
-import type { Scenario } from "./mod.ts";
+import type { Scenario } from "./harness.ts";
 
 /** Attempts per subscriber, as queue.deliveries counts them. */
 export async function attemptsBySubscriber(

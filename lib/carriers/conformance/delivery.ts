@@ -4,17 +4,10 @@
  * message pending, and a relay started later delivers it.
  */
 import assert from "node:assert/strict";
-import {
-  count,
-  placeOrder,
-  RECEIVERS,
-  SENDER,
-  waitFor,
-  waitForDeliveries,
-  waitForJobs,
-} from "../_messaging.ts";
+import { placeOrder, RECEIVERS, SENDER } from "./services.ts";
+import { count, waitFor, waitForDeliveries, waitForJobs } from "./rows.ts";
 import { assertDelivered, assertStreamHolds, toEach } from "./broker.ts";
-import type { Scenario } from "./mod.ts";
+import type { Scenario } from "./harness.ts";
 
 const everyOnce = Object.fromEntries(RECEIVERS.map((r) => [r, 1]));
 

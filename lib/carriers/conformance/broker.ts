@@ -1,10 +1,79 @@
 /**
- * What the suite asks of the stream over JetStream: which messages it
- * holds, and what each subscriber's durable consumer did with them.
+ * The stream over JetStream, as the broker holds it: which messages it
+ * holds, and what each subscriber's durable consumer did with them. A
+ * scenario reads it to prove that the messages went through the broker.
  */
 import assert from "node:assert/strict";
-import { waitFor } from "../_messaging.ts";
-import type { ConsumerState, StreamView } from "../_transport.ts";
+import type { JetStream } from "../jetstream/mod.ts";
+import { type Envelope, tenantOf } from "../../outbox/mod.ts";
+import { waitFor } from "./rows.ts";
+
+/** A message as the stream stores it. */
+export interface StoredMessage {
+  seq: number;
+  subject: string;
+  /** The broker's message id (Nats-Msg-Id). */
+  msgId: string;
+  /** The envelope's message id. */
+  messageId: string;
+  /** The envelope's tenant. */
+  tenantId: string;
+}
+
+/** What a subscriber's lanes' consumers say of themselves, added up. */
+export interface ConsumerState {
+  /** Deliveries made, redeliveries included (its consumer sequence). */
+  delivered: number;
+  /** Delivered and not yet acknowledged. */
+  ackPending: number;
+  /** In the stream and not yet delivered. */
+  pending: number;
+}
+
+/** Reads a stream and its consumers. */
+export class StreamView {
+  constructor(readonly stream: JetStream) {}
+
+  get name(): string {
+    return this.stream.names.stream;
+  }
+
+  /** How many messages the stream holds. */
+  async count(): Promise<number> {
+    return (await this.stream.jsm.streams.info(this.name)).state.messages;
+  }
+
+  /** Every message the stream holds, oldest first. */
+  async stored(): Promise<StoredMessage[]> {
+    const { state } = await this.stream.jsm.streams.info(this.name);
+    const out: StoredMessage[] = [];
+    for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
+      const m = await this.stream.jsm.streams.getMessage(this.name, { seq });
+      if (!m) continue;
+      const envelope = m.json<Envelope>();
+      out.push({
+        seq: m.seq,
+        subject: m.subject,
+        msgId: m.header.get("Nats-Msg-Id"),
+        messageId: envelope.messageId,
+        tenantId: tenantOf(envelope),
+      });
+    }
+    return out;
+  }
+
+  /** A subscriber's consumers, one per tenant (lane), added up. */
+  async consumer(subscriber: string): Promise<ConsumerState> {
+    const state = { delivered: 0, ackPending: 0, pending: 0 };
+    for (const lane of await this.stream.lanes.list()) {
+      if (lane.subscriber !== subscriber) continue;
+      state.delivered += lane.delivered;
+      state.ackPending += lane.ackPending;
+      state.pending += lane.pending;
+    }
+    return state;
+  }
+}
 
 /** A delivery as the relay or a redrive publishes it. */
 export interface Published {
@@ -27,7 +96,7 @@ export function toEach(
 /**
  * Asserts that the stream holds exactly `expected` (in any order): one
  * message per delivery, on its lane's subject (its subscriber and its
- * envelope's sandbox), under its broker id (`<message id>.<subscriber>`,
+ * envelope's tenant), under its broker id (`<message id>.<subscriber>`,
  * `.redrive.<n>` added for a redrive).
  */
 export async function assertStreamHolds(
