@@ -32,6 +32,10 @@ CREATE SCHEMA billing;
 GRANT USAGE ON SCHEMA billing TO billing;
 GRANT USAGE ON SCHEMA billing TO console;
 GRANT USAGE ON SCHEMA billing TO relay;
+CREATE SCHEMA console;
+GRANT USAGE ON SCHEMA console TO console;
+GRANT USAGE ON SCHEMA console TO queue;
+GRANT USAGE ON SCHEMA console TO relay;
 CREATE SCHEMA crm;
 GRANT USAGE ON SCHEMA crm TO console;
 GRANT USAGE ON SCHEMA crm TO crm;
@@ -90,6 +94,9 @@ GRANT USAGE ON SCHEMA schedule TO schedule;
 ALTER DEFAULT PRIVILEGES IN SCHEMA billing GRANT SELECT, USAGE ON SEQUENCES TO billing;
 ALTER DEFAULT PRIVILEGES IN SCHEMA billing GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO billing;
 ALTER DEFAULT PRIVILEGES IN SCHEMA billing GRANT SELECT ON TABLES TO console;
+ALTER DEFAULT PRIVILEGES IN SCHEMA console GRANT SELECT, USAGE ON SEQUENCES TO queue;
+ALTER DEFAULT PRIVILEGES IN SCHEMA console GRANT SELECT ON TABLES TO console;
+ALTER DEFAULT PRIVILEGES IN SCHEMA console GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO queue;
 ALTER DEFAULT PRIVILEGES IN SCHEMA crm GRANT SELECT, USAGE ON SEQUENCES TO crm;
 ALTER DEFAULT PRIVILEGES IN SCHEMA crm GRANT SELECT ON TABLES TO console;
 ALTER DEFAULT PRIVILEGES IN SCHEMA crm GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO crm;
@@ -522,6 +529,97 @@ CREATE POLICY tenant_isolation ON billing.stripe_events AS PERMISSIVE FOR ALL TO
   WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE billing.stripe_events TO billing;
 GRANT SELECT ON TABLE billing.stripe_events TO console;
+
+CREATE TABLE console.alert_episodes (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  tenant_id uuid NOT NULL,
+  kind text NOT NULL,
+  subject text NOT NULL,
+  state text NOT NULL,
+  value double precision NOT NULL,
+  threshold double precision NOT NULL,
+  since timestamp with time zone NOT NULL,
+  changed_at timestamp with time zone NOT NULL DEFAULT now(),
+  resolved_at timestamp with time zone,
+  acknowledged_by text,
+  acknowledged_at timestamp with time zone
+);
+ALTER TABLE console.alert_episodes ADD CONSTRAINT alert_episodes_check CHECK (((state = 'resolved'::text) = (resolved_at IS NOT NULL)));
+ALTER TABLE console.alert_episodes ADD CONSTRAINT alert_episodes_check1 CHECK (((acknowledged_by IS NULL) = (acknowledged_at IS NULL)));
+ALTER TABLE console.alert_episodes ADD CONSTRAINT alert_episodes_kind_check CHECK (((length(kind) >= 1) AND (length(kind) <= 40)));
+ALTER TABLE console.alert_episodes ADD CONSTRAINT alert_episodes_pkey PRIMARY KEY (id);
+ALTER TABLE console.alert_episodes ADD CONSTRAINT alert_episodes_state_check CHECK ((state = ANY (ARRAY['firing'::text, 'recovering'::text, 'resolved'::text])));
+ALTER TABLE console.alert_episodes ADD CONSTRAINT alert_episodes_subject_check CHECK (((length(subject) >= 1) AND (length(subject) <= 80)));
+CREATE INDEX alert_episodes_by_tenant ON console.alert_episodes USING btree (tenant_id, changed_at);
+CREATE UNIQUE INDEX alert_episodes_open ON console.alert_episodes USING btree (tenant_id, kind, subject) WHERE (resolved_at IS NULL);
+ALTER TABLE console.alert_episodes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON console.alert_episodes AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
+GRANT SELECT ON TABLE console.alert_episodes TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE console.alert_episodes TO queue;
+CREATE SEQUENCE console.alert_episodes_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of console.alert_episodes.id
+GRANT SELECT, USAGE ON SEQUENCE console.alert_episodes_id_seq TO queue;
+
+CREATE TABLE console.bulk_jobs (
+  id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
+  action text NOT NULL,
+  ids bigint[] NOT NULL,
+  total integer NOT NULL,
+  done integer NOT NULL DEFAULT 0,
+  changed integer NOT NULL DEFAULT 0,
+  rate_per_second integer NOT NULL,
+  reason text,
+  force boolean NOT NULL DEFAULT false,
+  republish boolean NOT NULL DEFAULT false,
+  actor text NOT NULL,
+  state text NOT NULL DEFAULT 'running'::text,
+  lease_owner text,
+  lease_expires_at timestamp with time zone,
+  next_run_at timestamp with time zone NOT NULL DEFAULT now(),
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  finished_at timestamp with time zone
+);
+ALTER TABLE console.bulk_jobs ADD CONSTRAINT bulk_jobs_action_check CHECK ((action = ANY (ARRAY['redrive'::text, 'refuse'::text])));
+ALTER TABLE console.bulk_jobs ADD CONSTRAINT bulk_jobs_check CHECK ((total = cardinality(ids)));
+ALTER TABLE console.bulk_jobs ADD CONSTRAINT bulk_jobs_check1 CHECK (((done >= 0) AND (done <= total)));
+ALTER TABLE console.bulk_jobs ADD CONSTRAINT bulk_jobs_check2 CHECK (((state = 'running'::text) = (finished_at IS NULL)));
+ALTER TABLE console.bulk_jobs ADD CONSTRAINT bulk_jobs_check3 CHECK (((action <> 'refuse'::text) OR (reason IS NOT NULL)));
+ALTER TABLE console.bulk_jobs ADD CONSTRAINT bulk_jobs_pkey PRIMARY KEY (id);
+ALTER TABLE console.bulk_jobs ADD CONSTRAINT bulk_jobs_rate_per_second_check CHECK (((rate_per_second >= 1) AND (rate_per_second <= 1000)));
+ALTER TABLE console.bulk_jobs ADD CONSTRAINT bulk_jobs_state_check CHECK ((state = ANY (ARRAY['running'::text, 'done'::text, 'cancelled'::text])));
+CREATE INDEX bulk_jobs_running ON console.bulk_jobs USING btree (next_run_at) WHERE (state = 'running'::text);
+ALTER TABLE console.bulk_jobs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON console.bulk_jobs AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
+GRANT SELECT ON TABLE console.bulk_jobs TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE console.bulk_jobs TO queue;
+
+CREATE TABLE console.operator_actions (
+  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+  tenant_id uuid NOT NULL,
+  actor text NOT NULL,
+  action text NOT NULL,
+  target jsonb NOT NULL,
+  count integer NOT NULL,
+  job_id uuid,
+  at timestamp with time zone NOT NULL DEFAULT now()
+);
+ALTER TABLE console.operator_actions ADD CONSTRAINT operator_actions_action_check CHECK ((action = ANY (ARRAY['redrive'::text, 'refuse'::text, 'supersede'::text, 'cancel'::text, 'release'::text, 'acknowledge'::text, 'fault'::text])));
+ALTER TABLE console.operator_actions ADD CONSTRAINT operator_actions_count_check CHECK ((count >= 0));
+ALTER TABLE console.operator_actions ADD CONSTRAINT operator_actions_pkey PRIMARY KEY (id);
+CREATE INDEX operator_actions_by_tenant ON console.operator_actions USING btree (tenant_id, at);
+ALTER TABLE console.operator_actions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON console.operator_actions AS PERMISSIVE FOR ALL TO PUBLIC
+  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
+  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
+GRANT SELECT ON TABLE console.operator_actions TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE console.operator_actions TO queue;
+GRANT INSERT ON TABLE console.operator_actions TO relay;
+CREATE SEQUENCE console.operator_actions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of console.operator_actions.id
+GRANT SELECT, USAGE ON SEQUENCE console.operator_actions_id_seq TO queue;
 
 CREATE TABLE crm.inbox (
   message_id uuid NOT NULL,
@@ -1439,37 +1537,6 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.actions TO queue;
 CREATE SEQUENCE queue.actions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.actions.id
 GRANT SELECT, USAGE ON SEQUENCE queue.actions_id_seq TO queue;
 
-CREATE TABLE queue.alert_episodes (
-  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  tenant_id uuid NOT NULL,
-  kind text NOT NULL,
-  subject text NOT NULL,
-  state text NOT NULL,
-  value double precision NOT NULL,
-  threshold double precision NOT NULL,
-  since timestamp with time zone NOT NULL,
-  changed_at timestamp with time zone NOT NULL DEFAULT now(),
-  resolved_at timestamp with time zone,
-  acknowledged_by text,
-  acknowledged_at timestamp with time zone
-);
-ALTER TABLE queue.alert_episodes ADD CONSTRAINT alert_episodes_check CHECK (((state = 'resolved'::text) = (resolved_at IS NOT NULL)));
-ALTER TABLE queue.alert_episodes ADD CONSTRAINT alert_episodes_check1 CHECK (((acknowledged_by IS NULL) = (acknowledged_at IS NULL)));
-ALTER TABLE queue.alert_episodes ADD CONSTRAINT alert_episodes_kind_check CHECK (((length(kind) >= 1) AND (length(kind) <= 40)));
-ALTER TABLE queue.alert_episodes ADD CONSTRAINT alert_episodes_pkey PRIMARY KEY (id);
-ALTER TABLE queue.alert_episodes ADD CONSTRAINT alert_episodes_state_check CHECK ((state = ANY (ARRAY['firing'::text, 'recovering'::text, 'resolved'::text])));
-ALTER TABLE queue.alert_episodes ADD CONSTRAINT alert_episodes_subject_check CHECK (((length(subject) >= 1) AND (length(subject) <= 80)));
-CREATE INDEX alert_episodes_by_tenant ON queue.alert_episodes USING btree (tenant_id, changed_at);
-CREATE UNIQUE INDEX alert_episodes_open ON queue.alert_episodes USING btree (tenant_id, kind, subject) WHERE (resolved_at IS NULL);
-ALTER TABLE queue.alert_episodes ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON queue.alert_episodes AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
-  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
-GRANT SELECT ON TABLE queue.alert_episodes TO console;
-GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.alert_episodes TO queue;
-CREATE SEQUENCE queue.alert_episodes_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.alert_episodes.id
-GRANT SELECT, USAGE ON SEQUENCE queue.alert_episodes_id_seq TO queue;
-
 CREATE VIEW queue.attempt_log AS
  SELECT a.id,
     a.tenant_id,
@@ -1523,42 +1590,6 @@ GRANT SELECT ON TABLE queue.attempts TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.attempts TO queue;
 CREATE SEQUENCE queue.attempts_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.attempts.id
 GRANT SELECT, USAGE ON SEQUENCE queue.attempts_id_seq TO queue;
-
-CREATE TABLE queue.bulk_jobs (
-  id uuid NOT NULL,
-  tenant_id uuid NOT NULL,
-  action text NOT NULL,
-  ids bigint[] NOT NULL,
-  total integer NOT NULL,
-  done integer NOT NULL DEFAULT 0,
-  changed integer NOT NULL DEFAULT 0,
-  rate_per_second integer NOT NULL,
-  reason text,
-  force boolean NOT NULL DEFAULT false,
-  republish boolean NOT NULL DEFAULT false,
-  actor text NOT NULL,
-  state text NOT NULL DEFAULT 'running'::text,
-  lease_owner text,
-  lease_expires_at timestamp with time zone,
-  next_run_at timestamp with time zone NOT NULL DEFAULT now(),
-  created_at timestamp with time zone NOT NULL DEFAULT now(),
-  finished_at timestamp with time zone
-);
-ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_action_check CHECK ((action = ANY (ARRAY['redrive'::text, 'refuse'::text])));
-ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_check CHECK ((total = cardinality(ids)));
-ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_check1 CHECK (((done >= 0) AND (done <= total)));
-ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_check2 CHECK (((state = 'running'::text) = (finished_at IS NULL)));
-ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_check3 CHECK (((action <> 'refuse'::text) OR (reason IS NOT NULL)));
-ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_pkey PRIMARY KEY (id);
-ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_rate_per_second_check CHECK (((rate_per_second >= 1) AND (rate_per_second <= 1000)));
-ALTER TABLE queue.bulk_jobs ADD CONSTRAINT bulk_jobs_state_check CHECK ((state = ANY (ARRAY['running'::text, 'done'::text, 'cancelled'::text])));
-CREATE INDEX bulk_jobs_running ON queue.bulk_jobs USING btree (next_run_at) WHERE (state = 'running'::text);
-ALTER TABLE queue.bulk_jobs ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON queue.bulk_jobs AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
-  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
-GRANT SELECT ON TABLE queue.bulk_jobs TO console;
-GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.bulk_jobs TO queue;
 
 CREATE TABLE queue.closure_counts (
   tenant_id uuid NOT NULL,
@@ -1662,30 +1693,6 @@ CREATE POLICY tenant_isolation ON queue.mismatches AS PERMISSIVE FOR ALL TO PUBL
   WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
 GRANT SELECT ON TABLE queue.mismatches TO console;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.mismatches TO queue;
-
-CREATE TABLE queue.operator_actions (
-  id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
-  tenant_id uuid NOT NULL,
-  actor text NOT NULL,
-  action text NOT NULL,
-  target jsonb NOT NULL,
-  count integer NOT NULL,
-  job_id uuid,
-  at timestamp with time zone NOT NULL DEFAULT now()
-);
-ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_action_check CHECK ((action = ANY (ARRAY['redrive'::text, 'refuse'::text, 'supersede'::text, 'cancel'::text, 'release'::text, 'acknowledge'::text, 'fault'::text])));
-ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_count_check CHECK ((count >= 0));
-ALTER TABLE queue.operator_actions ADD CONSTRAINT operator_actions_pkey PRIMARY KEY (id);
-CREATE INDEX operator_actions_by_tenant ON queue.operator_actions USING btree (tenant_id, at);
-ALTER TABLE queue.operator_actions ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON queue.operator_actions AS PERMISSIVE FOR ALL TO PUBLIC
-  USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))
-  WITH CHECK (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)));
-GRANT SELECT ON TABLE queue.operator_actions TO console;
-GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.operator_actions TO queue;
-GRANT INSERT ON TABLE queue.operator_actions TO relay;
-CREATE SEQUENCE queue.operator_actions_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.operator_actions.id
-GRANT SELECT, USAGE ON SEQUENCE queue.operator_actions_id_seq TO queue;
 
 CREATE TABLE queue.pause_actions (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,

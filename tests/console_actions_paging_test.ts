@@ -37,8 +37,8 @@ async function seedLog(sql: Sql, sandboxId: string, who: string) {
   for (let i = 0; i < 45; i++) {
     const at = moment(i < 20 ? 500 : 1000 + 2 * i);
     await sql`
-      insert into queue.operator_actions (tenant_id, actor, action, target,
-                                          count, at)
+      insert into console.operator_actions (tenant_id, actor, action, target,
+                                            count, at)
       values (${sandboxId}, ${`${who} o${i}`}, 'redrive',
               ${sql.json({ ids: [i] })}, 1, ${at})`;
     await sql`
@@ -72,7 +72,7 @@ Deno.test("operator log: page by page, every entry once and in order, across bot
     // The order the log promises, read from the tables themselves.
     const expected = (await orders<{ actor: string }[]>`
       select actor from (
-        select at, 'o' as src, id, actor from queue.operator_actions
+        select at, 'o' as src, id, actor from console.operator_actions
          where tenant_id = ${sandboxId}
         union all
         select at, 'p', id, actor from queue.pause_actions

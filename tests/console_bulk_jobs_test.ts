@@ -167,7 +167,7 @@ Deno.test("bulk job: resumed by the next process after a restart, and no row is 
     await t.restart(async () => {
       const [held] = await queue<
         { state: string; done: number; lease_owner: string | null }[]
-      >`select state, done, lease_owner from queue.bulk_jobs
+      >`select state, done, lease_owner from console.bulk_jobs
          where id = ${jobId}`;
       assert.equal(held.state, "running");
       assert.ok(held.done < 130);
@@ -176,11 +176,11 @@ Deno.test("bulk job: resumed by the next process after a restart, and no row is 
     });
     await eventually("the job done by the next process", async () => {
       const [row] = await queue<{ state: string }[]>`
-        select state from queue.bulk_jobs where id = ${jobId}`;
+        select state from console.bulk_jobs where id = ${jobId}`;
       return row.state === "done";
     }, 30_000);
     const [done] = await queue<{ done: number; changed: number }[]>`
-      select done, changed from queue.bulk_jobs where id = ${jobId}`;
+      select done, changed from console.bulk_jobs where id = ${jobId}`;
     assert.deepEqual([done.done, done.changed], [130, 130]);
     const actions = await queue<{ delivery_id: string }[]>`
       select delivery_id from queue.actions where action = 'redrive'

@@ -293,9 +293,9 @@ Deno.test("contracts: every console twin's answer parses against its schema, wit
     // finished one.
     const jobId = crypto.randomUUID();
     await t.at("orders")`
-      insert into queue.bulk_jobs (id, tenant_id, action, ids, total, done,
-                                   changed, rate_per_second, actor, state,
-                                   finished_at)
+      insert into console.bulk_jobs (id, tenant_id, action, ids, total, done,
+                                     changed, rate_per_second, actor, state,
+                                     finished_at)
       values (${jobId}, ${sandboxId}, 'redrive', '{1,2}', 2, 2, 1, 50,
               'Contracts', 'done', now())`;
     await twin(

@@ -209,7 +209,7 @@ Deno.test("parked: bad bodies are a 400 naming the field, no CSRF a 403, no sess
     assert.equal(
       await countInEveryQueue(t.sql, (sql) =>
         sql<{ n: number }[]>`
-        select count(*)::int as n from queue.operator_actions`),
+        select count(*)::int as n from console.operator_actions`),
       0,
     );
   });
@@ -441,7 +441,7 @@ Deno.test("parked: rows the loop guard parked are listed apart and stay undelive
         sql,
         (sql) =>
           sql<{ actor: string; tenant_id: string }[]>`
-          select distinct actor, tenant_id from queue.operator_actions`,
+          select distinct actor, tenant_id from console.operator_actions`,
       ))
         .map((r) => `${r.actor} ${r.tenant_id}`),
     );

@@ -111,8 +111,12 @@ Deno.test("split mode: each database holds its own service's tables only", async
         "public.messaging_migrations",
         "public.schema_migrations",
       ];
+      // The console's own tables (its schema, `console`) stand beside each
+      // queue; the console's database has none.
+      const besideQueue = (t: string) =>
+        t.startsWith("queue.") || t.startsWith("console.");
       assert.deepEqual(
-        rest.filter((t) => !t.startsWith("queue.")),
+        rest.filter((t) => !besideQueue(t)),
         expected.sort(),
         `${db.name}: tables outside its schema and the queue`,
       );
@@ -120,6 +124,17 @@ Deno.test("split mode: each database holds its own service's tables only", async
         rest.some((t) => t.startsWith("queue.")),
         db.parts.includes("queue"),
         `${db.name}: a queue where it sends`,
+      );
+      assert.deepEqual(
+        rest.filter((t) => t.startsWith("console.")),
+        db.parts.includes("queue")
+          ? [
+            "console.alert_episodes",
+            "console.bulk_jobs",
+            "console.operator_actions",
+          ]
+          : [],
+        `${db.name}: the console's tables beside its queue`,
       );
       assert.equal(own.length > 0, db.ownSchema, `${db.name}: its own tables`);
       assert.deepEqual(
@@ -157,7 +172,7 @@ Deno.test("split mode: a service's schema is the one it has in the shared databa
         const own = await dumpSchema(sql);
         const schemas = [
           ...db.ownSchema ? [db.name] : [],
-          ...db.parts.includes("queue") ? ["queue"] : [],
+          ...db.parts.includes("queue") ? ["queue", "console"] : [],
         ];
         // A queue's delivery ids step by 8 from its slot; the rest of the
         // queue's schema is the shared one's.

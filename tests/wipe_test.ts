@@ -61,6 +61,23 @@ Deno.test("wipe: sandboxes older than the boundary lose their rows; newer ones k
     const sessions = new SessionStore(sql);
     const { token } = await sessions.create(old.id, "Ada");
     const kept = await sessions.create(fresh.id, "Bo");
+    // The console's own tables beside the queue, in their schema.
+    for (const { id } of [old, fresh]) {
+      await sql`insert into console.operator_actions
+        (tenant_id, actor, action, target, count)
+        values (${id}, 'Ada', 'redrive', '{}', 1)`;
+      await sql`insert into console.bulk_jobs
+        (id, tenant_id, action, ids, total, rate_per_second, actor)
+        values (${crypto.randomUUID()}, ${id}, 'redrive', '{1}', 1, 50, 'Ada')`;
+      await sql`insert into console.alert_episodes
+        (tenant_id, kind, subject, state, value, threshold, since)
+        values (${id}, 'dead_letters', 'kitchen', 'firing', 3, 1, now())`;
+    }
+    const consoleTables = [
+      "console.operator_actions",
+      "console.bulk_jobs",
+      "console.alert_episodes",
+    ];
 
     const result = await wipeDue(sql, logger, { at: now });
     assert.equal(result.ran, true);
@@ -78,6 +95,7 @@ Deno.test("wipe: sandboxes older than the boundary lose their rows; newer ones k
         "orders.events",
         "orders.commands_seen",
         "platform.faults",
+        ...consoleTables,
       ]
     ) {
       assert.equal(
@@ -88,6 +106,13 @@ Deno.test("wipe: sandboxes older than the boundary lose their rows; newer ones k
     }
     assert.equal(await count("orders.orders", fresh.id), 1);
     assert.equal(await count("orders.outbox", fresh.id), 1);
+    for (const table of consoleTables) {
+      assert.equal(
+        await count(table, fresh.id),
+        1,
+        `${table} of the fresh one`,
+      );
+    }
     const [mark] =
       await sql`select wiped_at from platform.tenants where id = ${old.id}`;
     assert.ok(mark.wiped_at);

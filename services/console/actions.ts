@@ -3,7 +3,9 @@
  * redrive or refusal of one or many, a bulk job started or cancelled, a
  * supersede) and on parked outbox rows (a release), saying who, when, what
  * and how many. Written in the same transaction as the action, so an action
- * without its row cannot commit.
+ * without its row cannot commit. The log is the console's own table, in
+ * the console's schema beside the queue it acts on (split mode: beside each
+ * sender's queue).
  * A receiver paused or resumed is logged in queue.pause_actions
  * (lib/ledger/pauses.ts, in the pause's own transaction); the log reads both.
  * An alert acknowledged (services/console/alert_episodes.ts) and a fault
@@ -16,7 +18,7 @@ import { type OperatorAction, operatorActionSchema } from "./contracts.ts";
 
 export type { OperatorAction } from "./contracts.ts";
 export type OperatorActionKind = OperatorAction["action"];
-/** What queue.operator_actions keeps (pauses are kept beside it). */
+/** What console.operator_actions keeps (pauses are kept beside it). */
 type DeadLetterAction = Exclude<OperatorActionKind, "pause" | "resume">;
 
 const actionsSchema = z.array(operatorActionSchema);
@@ -37,8 +39,8 @@ export async function logAction(
   },
 ): Promise<void> {
   await sql`
-    insert into queue.operator_actions (tenant_id, actor, action, target,
-                                        count, job_id)
+    insert into console.operator_actions (tenant_id, actor, action, target,
+                                          count, job_id)
     values (${sandboxId}, ${row.actor}, ${row.action},
             ${sql.json(row.target as never)}, ${row.count},
             ${row.jobId ?? null})`;
@@ -51,7 +53,7 @@ export const ACTIONS_PAGE_MAX = 200;
 
 /**
  * A place in the log, as a page's `next` gives it: the entry's time in
- * microseconds since 1970, its table (`o` for queue.operator_actions, `p`
+ * microseconds since 1970, its table (`o` for console.operator_actions, `p`
  * for queue.pause_actions) and its id there. The lengths keep both numbers
  * inside a bigint (up to the year 2286 for the time).
  */
@@ -125,7 +127,7 @@ export async function listActions(
                   src || '.' || id as cursor
           from (
             (select at, 'o' as src, id, actor, action, target, count, job_id
-               from queue.operator_actions where ${older("o")}
+               from console.operator_actions where ${older("o")}
               order by at desc, id desc limit ${limit + 1})
             ${pauses}
           ) a

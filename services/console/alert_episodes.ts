@@ -112,13 +112,13 @@ export async function alertBoard(
       const open = await sql<
         { id: string; kind: string; subject: string; state: string }[]
       >`
-      select id, kind, subject, state from queue.alert_episodes
+      select id, kind, subject, state from console.alert_episodes
        where tenant_id = ${sandboxId} and resolved_at is null for update`;
       for (const e of open) {
         const reading = now.get(keyOf(e.kind, e.subject));
         if (reading) {
           await sql`
-          update queue.alert_episodes
+          update console.alert_episodes
              set state = ${reading.state}, value = ${reading.a.value},
                  changed_at = case when state = ${reading.state}
                                    then changed_at else now() end
@@ -130,7 +130,7 @@ export async function alertBoard(
         const inFlight = e.kind === "dead_letters" &&
           (repair.get(e.subject)?.redriving ?? 0) > 0;
         await sql`
-        update queue.alert_episodes
+        update console.alert_episodes
            set state = ${inFlight ? "recovering" : "resolved"},
                resolved_at = ${inFlight ? null : sql`now()`},
                changed_at = now()
@@ -139,7 +139,7 @@ export async function alertBoard(
       }
       for (const { state, a } of now.values()) {
         await sql`
-        insert into queue.alert_episodes
+        insert into console.alert_episodes
           (tenant_id, kind, subject, state, value, threshold, since)
         values (${sandboxId}, ${a.kind}, ${a.subject}, ${state}, ${a.value},
                 ${a.threshold}, ${a.since})
@@ -147,7 +147,7 @@ export async function alertBoard(
         do nothing`;
       }
       return await sql<EpisodeRow[]>`
-      select * from queue.alert_episodes
+      select * from console.alert_episodes
        where tenant_id = ${sandboxId}
          and (resolved_at is null
               or (acknowledged_at is null and resolved_at >
@@ -224,7 +224,7 @@ export async function acknowledgeAlert(
     { tenantId: sandboxId },
     async ({ sql }) => {
       const [row] = await sql<EpisodeRow[]>`
-      update queue.alert_episodes
+      update console.alert_episodes
          set acknowledged_by = ${actor}, acknowledged_at = now()
        where id = ${id} and tenant_id = ${sandboxId}
          and acknowledged_at is null

@@ -26,7 +26,8 @@ import { mergeOutcomes, outcomeView } from "./redrive_outcome.ts";
 export type { JobView } from "./contracts.ts";
 
 /**
- * Job states, as the CHECK of queue.bulk_jobs (migrations/0005_console_ops.sql):
+ * Job states, as the CHECK of console.bulk_jobs (made by
+ * migrations/0005_console_ops.sql, moved by 0022_console_schema.sql):
  * running (moved out by the loop holding its lease, to done, or by an
  * operator's cancel), done and cancelled (final).
  */
@@ -125,8 +126,8 @@ export async function createJob(
   id: string = uuidv7(),
 ): Promise<string> {
   await sql`
-    insert into queue.bulk_jobs (id, tenant_id, action, ids, total,
-                                 rate_per_second, reason, force, actor)
+    insert into console.bulk_jobs (id, tenant_id, action, ids, total,
+                                   rate_per_second, reason, force, actor)
     values (${id}, ${sandboxId}, ${job.action}, ${job.ids}::bigint[],
             ${job.ids.length}, ${job.ratePerSecond}, ${job.reason ?? null},
             ${job.force}, ${job.actor})`;
@@ -155,7 +156,7 @@ export async function readJob(
           at(q, async (sql) => {
             const rows = await sql`
               select ${COLUMNS(sql)}, ids[1 : done] as taken
-                from queue.bulk_jobs where id = ${jobId}`;
+                from console.bulk_jobs where id = ${jobId}`;
             for (const row of rows) {
               if (row.action !== "redrive") continue;
               const outcome: RedriveOutcome = await redriveOutcome(
@@ -188,9 +189,9 @@ export async function listJobs(
       Promise.all(queues.map((q) =>
         at(q, (sql) =>
           sql`
-        (select ${COLUMNS(sql)} from queue.bulk_jobs where state = 'running')
+        (select ${COLUMNS(sql)} from console.bulk_jobs where state = 'running')
         union all
-        (select ${COLUMNS(sql)} from queue.bulk_jobs where state <> 'running'
+        (select ${COLUMNS(sql)} from console.bulk_jobs where state <> 'running'
           order by finished_at desc limit 5)
         order by created_at desc`)
       )),
@@ -233,7 +234,7 @@ async function cancelIn(
     { tenantId: sandboxId },
     async ({ sql }) => {
       const [cancelled] = await sql`
-      update queue.bulk_jobs
+      update console.bulk_jobs
          set state = 'cancelled', finished_at = now(), lease_owner = null,
              lease_expires_at = null
        where id = ${jobId} and state = 'running'
@@ -250,7 +251,7 @@ async function cancelIn(
       }
       const [row] = await sql`select ${
         COLUMNS(sql)
-      } from queue.bulk_jobs where id = ${jobId}`;
+      } from console.bulk_jobs where id = ${jobId}`;
       return row ? view(row) : null;
     },
   );
@@ -295,10 +296,10 @@ export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
     "workers",
     ({ sql }) =>
       sql<Claimed[]>`
-      update queue.bulk_jobs j
+      update console.bulk_jobs j
          set lease_owner = ${o.owner},
              lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
-        from (select id from queue.bulk_jobs
+        from (select id from console.bulk_jobs
                where state = 'running' and next_run_at <= now()
                  and (lease_owner is null or lease_owner = ${o.owner}
                       or lease_expires_at < now())
@@ -318,7 +319,7 @@ export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
       "workers",
       ({ sql }) =>
         sql<{ at: Date | null }[]>`
-        select min(next_run_at) as at from queue.bulk_jobs
+        select min(next_run_at) as at from console.bulk_jobs
          where state = 'running'
            and tenant_id <> all((select platform.wiping_tenants())::uuid[])`,
     );
@@ -333,7 +334,7 @@ export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
       // Fenced by the lease: a job cancelled or taken over meanwhile is
       // left alone.
       const [held] = await sql`
-        select 1 from queue.bulk_jobs
+        select 1 from console.bulk_jobs
          where id = ${job.id} and lease_owner = ${o.owner}
            and state = 'running'
          for update`;
@@ -344,7 +345,7 @@ export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
         })
         : await o.deadLetters.refuseIn(sql, { ids }, job.reason!, job.actor);
       await sql`
-        update queue.bulk_jobs
+        update console.bulk_jobs
            set done = done + ${ids.length},
                changed = changed + ${changed.length},
                state = case when done + ${ids.length} >= total
@@ -367,7 +368,7 @@ export async function runJobsOnce(o: JobRunnerOptions): Promise<TickResult> {
 export async function releaseJobs(sql: Sql, owner: string): Promise<void> {
   await asService(sql, "queue", "workers", ({ sql }) =>
     sql`
-      update queue.bulk_jobs set lease_owner = null, lease_expires_at = null
+      update console.bulk_jobs set lease_owner = null, lease_expires_at = null
        where lease_owner = ${owner} and state = 'running'`);
 }
 

@@ -144,6 +144,57 @@ Deno.test("only lib/ledger names the queue's tables", async () => {
 // (routes place the islands), and services import nothing of the browser's.
 const APP = new URL("../../", import.meta.url);
 
+/**
+ * The app's code: every .ts and .tsx file but lib/'s (the test above holds
+ * lib/ to the same rule), the tests' and the bench's, which make the
+ * states they measure.
+ */
+async function* appSources(): AsyncGenerator<URL> {
+  const skipped = new Set(["lib", "tests", "bench", "node_modules", "static"]);
+  for await (const entry of Deno.readDir(APP)) {
+    if (entry.name.startsWith(".") || skipped.has(entry.name)) continue;
+    if (entry.isDirectory) yield* sources(new URL(`${entry.name}/`, APP));
+    else if (/\.tsx?$/.test(entry.name)) yield new URL(entry.name, APP);
+  }
+}
+
+/** A statement that writes a table of the queue's schema, over lines too. */
+const WRITES_QUEUE = /\b(insert\s+into|update|delete\s+from)\s+queue\./gi;
+
+Deno.test("the app writes no table of the queue: lib/ledger does", async () => {
+  const writes: string[] = [];
+  let files = 0;
+  for await (const file of appSources()) {
+    files++;
+    const text = await Deno.readTextFile(file);
+    for (const match of text.matchAll(WRITES_QUEUE)) {
+      const line = text.slice(0, match.index).split("\n").length;
+      writes.push(
+        `${file.pathname.slice(APP.pathname.length)}:${line}: ${
+          match[0].replace(/\s+/g, " ")
+        }`,
+      );
+    }
+  }
+  // services/, routes/, workers/, drill/, main.ts, bakery.ts and more: far
+  // more than a handful, or the walk is looking in the wrong place.
+  assert.ok(files > 100, `only ${files} files of the app read`);
+  assert.deepEqual(writes, []);
+});
+
+Deno.test("the app's check finds a write of the queue over two lines", () => {
+  const text = "await sql`\n  update\n    queue.deliveries set state = 'dead'`";
+  assert.deepEqual(
+    [...text.matchAll(WRITES_QUEUE)].map((m) => m[0].replace(/\s+/g, " ")),
+    ["update queue."],
+  );
+  assert.deepEqual(
+    [..."select * from queue.deliveries; update console.bulk_jobs"
+      .matchAll(WRITES_QUEUE)],
+    [],
+  );
+});
+
 Deno.test("components/ and services/ import nothing from islands/", async () => {
   const wrong: string[] = [];
   for (const folder of ["components/", "services/"]) {
