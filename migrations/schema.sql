@@ -1578,7 +1578,7 @@ CREATE TABLE queue.attempts (
   error text
 );
 ALTER TABLE queue.attempts ADD CONSTRAINT attempts_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES queue.deliveries(id);
-ALTER TABLE queue.attempts ADD CONSTRAINT attempts_outcome_check CHECK ((outcome = ANY (ARRAY['done'::text, 'retry'::text, 'dead'::text])));
+ALTER TABLE queue.attempts ADD CONSTRAINT attempts_outcome_check CHECK ((outcome = ANY (ARRAY['done'::text, 'retry'::text, 'dead'::text, 'held'::text])));
 ALTER TABLE queue.attempts ADD CONSTRAINT attempts_pkey PRIMARY KEY (id);
 CREATE INDEX attempts_by_delivery ON queue.attempts USING btree (delivery_id, id);
 CREATE INDEX attempts_by_time ON queue.attempts USING brin (started_at);
@@ -1631,17 +1631,20 @@ CREATE TABLE queue.deliveries (
   republish_at timestamp with time zone,
   last_started_at timestamp with time zone,
   last_duration_ms integer,
-  republishes integer NOT NULL DEFAULT 0
+  republishes integer NOT NULL DEFAULT 0,
+  held_behind bigint
 );
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_check CHECK (((state = 'in_flight'::text) = (lease_owner IS NOT NULL)));
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_check1 CHECK (((state <> 'dead'::text) OR (dead_at IS NOT NULL)));
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_check2 CHECK (((state = 'refused'::text) = ((refused_at IS NOT NULL) AND (refused_reason IS NOT NULL))));
+ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_held_behind_check CHECK (((state = 'held'::text) = (held_behind IS NOT NULL)));
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_message_id_subscriber_key UNIQUE (message_id, subscriber);
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_pkey PRIMARY KEY (id);
-ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'in_flight'::text, 'done'::text, 'dead'::text, 'refused'::text])));
+ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'in_flight'::text, 'done'::text, 'dead'::text, 'refused'::text, 'held'::text])));
 CREATE INDEX deliveries_dead ON queue.deliveries USING btree (tenant_id, dead_at, id) WHERE (state = 'dead'::text);
 CREATE INDEX deliveries_done_by_time ON queue.deliveries USING brin (last_started_at);
 CREATE INDEX deliveries_error_words ON queue.deliveries USING gin (last_error platform.gin_trgm_ops) WHERE (last_error IS NOT NULL);
+CREATE INDEX deliveries_held ON queue.deliveries USING btree (held_behind) WHERE (state = 'held'::text);
 CREATE INDEX deliveries_open ON queue.deliveries USING btree (tenant_id, id) WHERE (state = ANY (ARRAY['pending'::text, 'in_flight'::text]));
 CREATE INDEX deliveries_refused ON queue.deliveries USING btree (tenant_id, refused_at, id) WHERE (state = 'refused'::text);
 CREATE INDEX deliveries_republish ON queue.deliveries USING btree (republish_at) WHERE (republish_at IS NOT NULL);

@@ -6,6 +6,7 @@
  */
 import { CONSUMER_FAULTS, RELAY_FAULTS } from "../lib/faults/mod.ts";
 import { LABELS, RECEIVERS } from "./routing.ts";
+import { KITCHEN_KEEPS_ORDER } from "./receivers/endpoints.ts";
 
 export interface FaultInfo {
   name: string;
@@ -24,6 +25,12 @@ export const FAULTS: readonly FaultInfo[] = [
     label: "Orders refuses payments",
     description:
       "The orders service answers 503 to PaymentSucceeded and PaymentFailed",
+  },
+  {
+    name: KITCHEN_KEEPS_ORDER,
+    label: "Kitchen keeps each order's sequence",
+    description:
+      "While one of an order's deliveries to the kitchen is dead, its later ones are held behind it instead of dying in turn; redriving or refusing the dead one lets them go",
   },
   {
     name: "kitchenSlow",

@@ -28,8 +28,8 @@ import {
 import { ROUTING, SENDERS, SUBSCRIBERS } from "./routing.ts";
 import type { ServiceDatabases } from "./databases.ts";
 import {
-  BAKERY_SUBSCRIBERS,
   bakeryDispatcher,
+  bakerySubscribers,
   previewReceivers,
 } from "./receivers/endpoints.ts";
 import {
@@ -160,7 +160,7 @@ export function createBakeryMessaging(
     ledger: { sql: deps.sql, url: deps.url },
     routing: ROUTING,
     senders: extra.senders ?? SENDERS,
-    subscribers: BAKERY_SUBSCRIBERS,
+    subscribers: bakerySubscribers(faults),
     carrier: {
       name: config.QUEUE,
       // JetStream keeps a copy of each message: a redrive gives it again.

@@ -69,6 +69,7 @@ Deno.test("console deliveries: counts and newest-first list of one sandbox, with
         done: 0,
         dead: 0,
         refused: 0,
+        held: 0,
       };
       for (const r of all) counts[r.state]++;
       return counts;

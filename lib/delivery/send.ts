@@ -28,6 +28,13 @@ export interface Subscriber {
   batchUrl?: string;
   /** Used in error text: "Billing answered 503". */
   label: string;
+  /**
+   * Whether the subscriber keeps each aggregate's order for a tenant: then
+   * a delivery that fails while an earlier one of its aggregate is dead is
+   * held behind it (state `held`) instead of retried, and goes again once
+   * that one is done or refused. Unset: never.
+   */
+  keepsOrder?: (tenantId: string) => boolean | Promise<boolean>;
 }
 
 /** How long a consumer's claim holds a delivery. */
@@ -84,6 +91,7 @@ export async function send(
   // A subscriber that takes batches gets one request per tenant, with the
   // deliveries in claim order (which keeps each aggregate's order); any
   // other, one request per delivery, each aggregate's in turn.
+  const keeping = await keepingOrder(options.subscribers, claimed);
   const groups = new Map<string, ClaimedDelivery[]>();
   for (const d of claimed) {
     const batched = options.subscribers[d.subscriber]?.batchUrl !== undefined;
@@ -102,6 +110,10 @@ export async function send(
     // batch's request goes out in its first message's.
     const spans = tracing ? group.map(attemptSpan) : [];
     const end = (r: AttemptResult) => {
+      if (r.state !== "done" && keeping.size > 0) {
+        const d = group.find((d) => d.id === r.id);
+        if (d && keeping.has(laneKey(d))) r.keepOrder = true;
+      }
       const i = tracing ? group.findIndex((d) => d.id === r.id) : -1;
       endSpan(spans[i], {
         "outbox.outcome": r.state,
@@ -127,6 +139,29 @@ export async function send(
       }
     }
   }));
+}
+
+const laneKey = (d: ClaimedDelivery) => `${d.subscriber}\u0000${d.tenantId}`;
+
+/**
+ * The subscriber-tenant pairs of `claimed` that keep each aggregate's
+ * order, asked once per pair per batch, and only of subscribers that may.
+ */
+async function keepingOrder(
+  subscribers: Readonly<Record<string, Subscriber>>,
+  claimed: readonly ClaimedDelivery[],
+): Promise<Set<string>> {
+  const asked = new Map<string, ClaimedDelivery>();
+  for (const d of claimed) {
+    if (subscribers[d.subscriber]?.keepsOrder) asked.set(laneKey(d), d);
+  }
+  const keeping = new Set<string>();
+  for (const [key, d] of asked) {
+    if (await subscribers[d.subscriber].keepsOrder!(d.tenantId)) {
+      keeping.add(key);
+    }
+  }
+  return keeping;
 }
 
 /** A delivery attempt's span, in the trace of the write that made it. */

@@ -14,7 +14,8 @@ import {
   type ClaimedDelivery,
   claimLease,
 } from "./delivery.ts";
-import { finishDeliveryIds } from "./deliveries_sql.ts";
+import { finishDeliveryStates } from "./deliveries_sql.ts";
+import type { DeliveryState } from "./states.ts";
 import { inPlatform, inQueue } from "../db/names.ts";
 
 /** A broker message taken for a delivery. */
@@ -220,8 +221,13 @@ export async function markLost(
 export interface DeliveryRecords {
   /** {@link startDeliveries} for this process's owner and lease. */
   start(taken: readonly Taken[]): Promise<ClaimedDelivery[]>;
-  /** finishDeliveryIds (../postgres/deliveries_sql.ts), fenced by leases. */
-  finish(results: readonly AttemptResult[]): Promise<Set<number>>;
+  /**
+   * finishDeliveryStates (deliveries_sql.ts), fenced by leases: the state
+   * each delivery still held is left in.
+   */
+  finish(
+    results: readonly AttemptResult[],
+  ): Promise<Map<number, DeliveryState>>;
 }
 
 const takenKey = (messageId: string, subscriber: string) =>
@@ -243,16 +249,20 @@ export function joinedRecords(
     itemKey: (t) => takenKey(t.envelope.messageId, t.subscriber),
     resultKey: (d) => takenKey(d.messageId, d.subscriber),
   });
-  const finish = joined<AttemptResult, number>({
-    // Durable: the broker is acknowledged once this returns.
+  const finish = joined<AttemptResult, [number, DeliveryState]>({
+    // Durable: the broker is acknowledged once this returns. The broker
+    // keeps the messages: one released from a hold is published again.
     run: async (results) => [
-      ...await finishDeliveryIds(sql, results, { durable: true }),
+      ...await finishDeliveryStates(sql, results, {
+        durable: true,
+        republish: true,
+      }),
     ],
     itemKey: (r) => String(r.id),
-    resultKey: (id) => String(id),
+    resultKey: ([id]) => String(id),
   });
   return {
     start,
-    finish: async (results) => new Set(await finish(results)),
+    finish: async (results) => new Map(await finish(results)),
   };
 }

@@ -13,6 +13,7 @@ import { asService } from "../db/service.ts";
 import { type Envelope, MAX_SUPERSEDES, uuidv7 } from "../outbox/envelope.ts";
 import { QUEUE_CHANNEL } from "./channel.ts";
 import { inQueue } from "../db/names.ts";
+import { releaseHeld } from "./deliveries_sql.ts";
 
 /** Which dead letters: explicit ids, or all that match the filter. */
 export interface DeadLetterFilter {
@@ -114,12 +115,13 @@ export async function refuse(
   filter: DeadLetterFilter,
   reason: string,
   actor: string,
+  options: { republish?: boolean } = {},
 ): Promise<number[]> {
   return await asService(
     sql,
     "queue",
     { tenantId },
-    ({ sql }) => refuseIn(sql, filter, reason, actor),
+    ({ sql }) => refuseIn(sql, filter, reason, actor, options),
   );
 }
 
@@ -129,9 +131,10 @@ export async function refuseIn(
   filter: DeadLetterFilter,
   reason: string,
   actor: string,
+  options: { republish?: boolean } = {},
 ): Promise<number[]> {
   if (!reason.trim()) throw new TypeError("a refusal needs a reason");
-  const rows = await sql<{ id: string }[]>`
+  const rows = await sql<{ id: string; released: number }[]>`
     with picked as (
       select id from ${sql(inQueue("deliveries"))}
        where state = 'dead' ${matches(sql, filter)}
@@ -148,8 +151,16 @@ export async function refuseIn(
       insert into ${sql(inQueue("actions"))}
         (tenant_id, delivery_id, action, actor, reason)
       select tenant_id, id, 'refuse', ${actor}, ${reason} from u
+    ), released as (
+      -- What waited behind a refused one goes on, in its own order.
+      ${releaseHeld(sql, sql`select id from u`, options.republish ?? false)}
     )
-    select id from u order by id`;
+    select id, (select count(*) from released)::int as released
+      from u order by id`;
+  // Consumers (and a republisher) take the released ones at once.
+  if (rows.some((r) => r.released > 0)) {
+    await sql`select pg_notify(${QUEUE_CHANNEL}, '')`;
+  }
   return rows.map((r) => Number(r.id));
 }
 
@@ -344,6 +355,7 @@ export async function supersedeIn(
     { ids: [id] },
     `superseded by ${envelope.messageId}`,
     actor,
+    { republish: options.republish },
   );
   await sql`
     insert into ${sql(inQueue("supersessions"))}
@@ -410,8 +422,20 @@ export interface DeadLetters {
     actor: string,
     options?: Omit<RedriveOptions, "republish">,
   ): Promise<number[]>;
-  refuse: typeof refuse;
-  refuseIn: typeof refuseIn;
+  refuse(
+    sql: Sql,
+    tenantId: string,
+    filter: DeadLetterFilter,
+    reason: string,
+    actor: string,
+  ): Promise<number[]>;
+  /** {@link refuseIn}: inside the caller's queue transaction. */
+  refuseIn(
+    sql: TxSql,
+    filter: DeadLetterFilter,
+    reason: string,
+    actor: string,
+  ): Promise<number[]>;
   /** {@link supersedeIn}: inside the caller's queue transaction. */
   supersedeIn(
     sql: TxSql,
@@ -433,8 +457,10 @@ export function deadLetters(republish: boolean): DeadLetters {
       redrive(sql, tenantId, filter, actor, { ...options, republish }),
     redriveIn: (sql, filter, actor, options = {}) =>
       redriveIn(sql, filter, actor, { ...options, republish }),
-    refuse,
-    refuseIn,
+    refuse: (sql, tenantId, filter, reason, actor) =>
+      refuse(sql, tenantId, filter, reason, actor, { republish }),
+    refuseIn: (sql, filter, reason, actor) =>
+      refuseIn(sql, filter, reason, actor, { republish }),
     supersedeIn: (sql, tenantId, id, payload, actor, reason) =>
       supersedeIn(sql, tenantId, id, payload, actor, reason, { republish }),
   };

@@ -2,7 +2,7 @@
  * Queries on queue.deliveries for the consumers: claim due deliveries with a
  * lease, and finish them in one statement, fenced by that lease.
  */
-import type { Sql, TxSql } from "../db/connect.ts";
+import type { Fragment, Sql, TxSql } from "../db/connect.ts";
 import { asBookkeeper, bookkeepingStatement } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 import {
@@ -17,6 +17,7 @@ import {
   NOTHING_HELD,
 } from "./lanes.ts";
 import { inQueue } from "../db/names.ts";
+import type { DeliveryState } from "./states.ts";
 import { notWiping } from "../db/closed.ts";
 
 /**
@@ -367,30 +368,33 @@ export async function finishDeliveries(
   sql: Sql,
   results: AttemptResult[],
 ): Promise<number> {
-  return (await finishDeliveryIds(sql, results)).size;
+  return (await finishDeliveryStates(sql, results)).size;
 }
 
 /**
- * {@link finishDeliveries}, returning the ids of the deliveries finished:
- * a consumer that answers a broker for each delivery answers only for those
- * it still held (lib/carriers/jetstream/consumer.ts). With `durable`, the
- * commit is on disk when this returns: such a consumer acknowledges the
- * broker next, which then forgets the message, so a finish lost in a crash
- * would leave the delivery open with nothing left to send it.
+ * {@link finishDeliveries}, returning the state each finished delivery
+ * is left in, by id: a consumer that answers a broker for each delivery
+ * answers only for those it still held (lib/carriers/jetstream/
+ * consumer.ts), and acknowledges one that is held rather than asking for
+ * a retry. With `durable`, the commit is on disk when this returns: such a
+ * consumer acknowledges the broker next, which then forgets the message,
+ * so a finish lost in a crash would leave the delivery open with nothing
+ * left to send it. With `republish`, deliveries released from a hold are
+ * marked to be published again, as a redrive's are.
  */
-export async function finishDeliveryIds(
+export async function finishDeliveryStates(
   sql: Sql,
   results: AttemptResult[],
-  options: { durable?: boolean } = {},
-): Promise<Set<number>> {
-  if (results.length === 0) return new Set();
+  options: { durable?: boolean; republish?: boolean } = {},
+): Promise<Map<number, DeliveryState>> {
+  if (results.length === 0) return new Map();
   const finished = await bookkeepingStatement(
     sql,
     "queue",
-    ({ sql }) => finishStatement(sql, results),
+    ({ sql }) => finishStatement(sql, results, options.republish),
     { ...GENERIC, durableCommit: options.durable },
   );
-  return new Set(finished.map((r) => Number(r.delivery_id)));
+  return new Map(finished.map((r) => [Number(r.delivery_id), r.state]));
 }
 
 /**
@@ -419,14 +423,36 @@ export async function finishAndClaim(
   }, GENERIC);
 }
 
-function finishStatement(sql: TxSql, results: AttemptResult[]) {
+function finishStatement(
+  sql: TxSql,
+  results: AttemptResult[],
+  republish = false,
+) {
+  const deliveries = sql(inQueue("deliveries"));
+  // A failure of a subscriber that keeps order waits behind the nearest
+  // earlier delivery of its aggregate that is dead or held, or, when its
+  // retries are over, behind one still open: it would die only because an
+  // earlier message is not there yet. Looked for only then (the CASE), by
+  // the aggregate's messages and each one's delivery to this subscriber;
+  // any other result costs nothing more.
+  const behind = sql`case when r.keep_order = 1 and r.state <> 'done' then (
+      select e.id from ${sql(inQueue("messages"))} m
+        join ${deliveries} e
+          on e.message_id = m.message_id and e.subscriber = d.subscriber
+       where m.aggregate_id = d.aggregate_id and m.tenant_id = d.tenant_id
+         and m.message_id < d.message_id
+         and (e.state in ('dead', 'held') or r.state = 'dead'
+              and e.state in ('pending', 'in_flight'))
+       order by m.message_id desc limit 1) end`;
   // The results are a FROM item of the update, not a CTE: each is then
   // one look-up by primary key. As a CTE scanned for each row, they cost
   // a comparison per pair, a fifth of the statement at a batch of 100.
   return sql`
     with u as (
-      update ${sql(inQueue("deliveries"))} d
-         set state = r.state,
+      update ${deliveries} d
+         set state = case when ${behind} is not null then 'held'
+               else r.state end,
+             held_behind = ${behind},
              lease_owner = null,
              lease_expires_at = null,
              next_attempt_at = case when r.state = 'pending'
@@ -435,7 +461,8 @@ function finishStatement(sql: TxSql, results: AttemptResult[]) {
              last_status = r.status,
              last_error = r.error,
              done_at = case when r.state = 'done' then now() end,
-             dead_at = case when r.state = 'dead' then now() else d.dead_at end,
+             dead_at = case when r.state = 'dead' and ${behind} is null
+               then now() else d.dead_at end,
              last_started_at = r.started_at,
              last_duration_ms = r.duration_ms
         from unnest(
@@ -447,14 +474,16 @@ function finishStatement(sql: TxSql, results: AttemptResult[]) {
           ${results.map((r) => r.error)}::text[],
           ${results.map((r) => r.delayMs)}::int[],
           ${results.map((r) => r.startedAt.toISOString())}::timestamptz[],
-          ${results.map((r) => r.durationMs)}::int[])
+          ${results.map((r) => r.durationMs)}::int[],
+          -- 1 or 0: postgres.js sends no array of booleans.
+          ${results.map((r) => r.keepOrder ? 1 : 0)}::int[])
           as r(id, lease, state, attempt, status, error, delay_ms,
-               started_at, duration_ms)
+               started_at, duration_ms, keep_order)
        where d.id = r.id and d.lease_owner = r.lease and d.state = 'in_flight'
          -- An attempt that ends after the tenant's wipe began records
          -- nothing: the wipe may have deleted the attempts already.
          and ${notWiping(sql, "d.tenant_id")}
-      returning d.id, d.tenant_id, r.state, r.attempt, r.started_at,
+      returning d.id, d.tenant_id, d.state, r.attempt, r.started_at,
                 r.duration_ms, r.status, r.error
     ), attempted as (
       -- A success at the first attempt is told by the delivery's own row
@@ -467,8 +496,33 @@ function finishStatement(sql: TxSql, results: AttemptResult[]) {
              case state when 'pending' then 'retry' else state end, error
         from u
        where not (state = 'done' and attempt = 1)
+    ), released as (
+      ${releaseHeld(sql, sql`select id from u where state = 'done'`, republish)}
     )
-    select id as delivery_id from u`;
+    select id as delivery_id, state from u`;
+}
+
+/**
+ * The statement that moves the deliveries held behind `blockers` (a
+ * subquery of ids, done or refused now) back to pending, due at once;
+ * over a carrier that keeps the messages (`republish`), published again
+ * as a redrive is.
+ */
+export function releaseHeld(
+  sql: TxSql,
+  blockers: Fragment,
+  republish: boolean,
+) {
+  return sql`
+      update ${sql(inQueue("deliveries"))} h
+         set state = 'pending', held_behind = null, next_attempt_at = now(),
+             -- A limit of its own (a redrive's) grows to one try more: it
+             -- may have run out while it waited.
+             max_attempts = case when h.max_attempts is not null
+               then greatest(h.max_attempts, h.attempts + 1) end,
+             republish_at = case when ${republish} then now() end
+       where h.state = 'held' and h.held_behind in (${blockers})
+      returning h.id`;
 }
 
 /**

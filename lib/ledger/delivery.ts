@@ -41,6 +41,12 @@ export interface AttemptResult {
   delayMs: number;
   startedAt: Date;
   durationMs: number;
+  /**
+   * The subscriber keeps this aggregate's order for the tenant: a failure
+   * is held, not retried, while an earlier delivery of the aggregate to it
+   * is dead.
+   */
+  keepOrder?: boolean;
 }
 
 let claims = 0;

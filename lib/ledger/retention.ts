@@ -153,7 +153,7 @@ export async function pruneInboxes(
                  select from ${tx(inQueue("deliveries"))} d
                   where d.message_id = i.message_id
                     and d.subscriber = ${subscriber}
-                    and d.state in ('pending', 'in_flight', 'dead'))
+                    and d.state in ('pending', 'in_flight', 'dead', 'held'))
              limit ${batch}
              for update skip locked))`;
         pruned.inboxes[subscriber] += gone.count;
@@ -220,7 +220,7 @@ export async function owedIn(
       select message_id::text as id from ${tx(inQueue("deliveries"))}
        where subscriber = ${subscriber}
          and message_id = any(${messageIds as string[]}::uuid[])
-         and state in ('pending', 'in_flight', 'dead')`);
+         and state in ('pending', 'in_flight', 'dead', 'held')`);
   return rows.map((r) => r.id);
 }
 

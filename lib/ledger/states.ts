@@ -10,13 +10,17 @@
  * - `dead`: retries exhausted, or refused by the subscriber (422). Moved out
  *   by an operator: redrive (to `pending`) or refuse.
  * - `refused`: closed by an operator with a reason. Final.
+ * - `held`: its subscriber keeps each aggregate's order, and an earlier
+ *   delivery of the same aggregate to it is dead (`held_behind`). Moved
+ *   back to `pending` when that one is done or refused.
  */
 export type DeliveryState =
   | "pending"
   | "in_flight"
   | "done"
   | "dead"
-  | "refused";
+  | "refused"
+  | "held";
 
 export const DELIVERY_STATES: readonly DeliveryState[] = [
   "pending",
@@ -24,4 +28,5 @@ export const DELIVERY_STATES: readonly DeliveryState[] = [
   "done",
   "dead",
   "refused",
+  "held",
 ];

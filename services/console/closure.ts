@@ -87,8 +87,9 @@ export async function closure(
       const { counted, settled, joined, open } = await at(
         queue,
         async (sql) => {
+          // Held deliveries are owed as much as pending ones: in flight.
           const open = sql`(d.state in ('pending', 'in_flight')
-            or (d.state = 'done' and not d.audited))`;
+            or d.state = 'held' or (d.state = 'done' and not d.audited))`;
           return {
             counted: await sql<
               { subscriber: string; closed: string; mismatch: string }[]
@@ -360,8 +361,10 @@ async function deliveryRows(
       // Each cell reads only rows that can be in it, through the partial
       // indexes; "closed" stops at the limit.
       {
-        inFlight: sql`d.state in ('pending', 'in_flight')`,
-        acceptedUnacked: sql`d.state in ('pending', 'in_flight')`,
+        inFlight: sql`(d.state in ('pending', 'in_flight')
+          or d.state = 'held')`,
+        acceptedUnacked: sql`(d.state in ('pending', 'in_flight')
+          or d.state = 'held')`,
         dead: sql`d.state = 'dead'`,
         refused: sql`d.state = 'refused'`,
         closed: joined

@@ -176,6 +176,12 @@ export const deliveryItemSchema = z.strictObject({
    * horizon: its redrive answers 409 unless forced. False for the rest.
    */
   beyondReplayHorizon: z.boolean(),
+  /**
+   * Set while the delivery is held: the earlier delivery of its order to
+   * the same receiver that it waits behind (dead, held, or still open when
+   * this one ran out of retries). Null otherwise.
+   */
+  heldBehind: id.nullable(),
 });
 export type DeliveryItem = z.infer<typeof deliveryItemSchema>;
 

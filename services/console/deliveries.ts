@@ -41,6 +41,7 @@ interface DeliveryRow {
   refused_reason: string | null;
   refused_by: string | null;
   refused_at: Date | null;
+  held_behind: string | number | null;
   /** Selected when the list asks for the replay horizon. */
   beyond_horizon?: boolean;
 }
@@ -68,6 +69,7 @@ function item(d: DeliveryRow): DeliveryItem {
     refusedBy: d.refused_by,
     refusedAt: d.refused_at?.toISOString() ?? null,
     beyondReplayHorizon: d.state === "dead" && d.beyond_horizon === true,
+    heldBehind: d.held_behind === null ? null : Number(d.held_behind),
   };
 }
 
@@ -203,6 +205,9 @@ export async function tallyDeliveries(sql: TxSql): Promise<DeliveryTally[]> {
         from queue.deliveries where state in ('pending', 'in_flight')
        group by 1, 2
       union all
+      select 'held', subscriber, count(*), 0 from queue.deliveries
+       where state = 'held' group by 2
+      union all
       select 'dead', subscriber, count(*), 0 from queue.deliveries
        where state = 'dead' group by 2
       union all
@@ -235,6 +240,7 @@ export async function deliveryCounts(
     done: 0,
     dead: 0,
     refused: 0,
+    held: 0,
   };
   for (const r of rows) {
     counts[r.state] += r.n;

@@ -6,8 +6,9 @@
  * fault switched on again, a new dead letter) is unticked again.
  *
  * The walkthrough order is the latest paid order whose kitchen deliveries of
- * OrderPlaced and OrderPaid both died answering 503: the later steps are
- * about that order's deliveries.
+ * OrderPlaced and OrderPaid both died answering 503 (OrderPaid held, not
+ * dead, where the kitchen keeps each order's sequence): the later steps
+ * are about that order's deliveries.
  */
 import type { Sql } from "../../lib/db/connect.ts";
 import { readServices } from "../databases.ts";
@@ -51,6 +52,8 @@ interface Walk {
   placed_redriven_at: Date | null;
   last_paid_redrive_at: Date | null;
   paid_dead_409: boolean;
+  /** The kitchen kept the order's sequence: OrderPaid was held, not dead. */
+  paid_held: boolean;
   card_state: string | null;
 }
 
@@ -108,7 +111,7 @@ export async function tryIt(sql: Sql, sandboxId: string): Promise<TryIt> {
            and d.type in ('OrderPlaced', 'OrderPaid')
            and exists (select from queue.attempts a
                         where a.delivery_id = d.id and a.status = 503
-                          and a.outcome = 'dead'))
+                          and a.outcome in ('dead', 'held')))
       select o.id as order_id, pl.id::text as placed_id, pd.id::text as paid_id,
              pl.state as placed_state, pd.state as paid_state,
              (select min(at) from queue.actions
@@ -123,6 +126,9 @@ export async function tryIt(sql: Sql, sandboxId: string): Promise<TryIt> {
              exists (select from queue.attempts a
                       where a.delivery_id = pd.id and a.status = 409
                         and a.outcome = 'dead') as paid_dead_409,
+             exists (select from queue.attempts a
+                      where a.delivery_id = pd.id and a.outcome = 'held')
+               as paid_held,
              ${
           cardHere
             ? sql`(select state from kitchen.cards c where c.order_id = o.id)`
@@ -148,14 +154,17 @@ export async function tryIt(sql: Sql, sandboxId: string): Promise<TryIt> {
   const walk = facts.walk;
   const kitchenDead503 = walk !== undefined;
   const faultOff = kitchenDead503 && !facts.refuses_now;
-  // OrderPaid redriven before OrderPlaced was, and dead again with 409.
-  const paidFirst409 = !!walk?.paid_dead_409 && !!walk.paid_redriven_at &&
-    (!walk.placed_redriven_at ||
-      walk.paid_redriven_at < walk.placed_redriven_at);
-  // OrderPlaced redriven, then OrderPaid again after it, and both done.
+  // OrderPaid redriven before OrderPlaced was, and dead again with 409;
+  // or, with "Kitchen keeps each order's sequence" on, held behind it.
+  const paidFirst409 = !!walk?.paid_held ||
+    !!walk?.paid_dead_409 && !!walk.paid_redriven_at &&
+      (!walk.placed_redriven_at ||
+        walk.paid_redriven_at < walk.placed_redriven_at);
+  // OrderPlaced redriven, then OrderPaid again after it (or, held, let go
+  // by itself once OrderPlaced was applied), and both done.
   const redrivenInOrder = !!walk?.placed_redriven_at &&
-    !!walk.last_paid_redrive_at &&
-    walk.last_paid_redrive_at > walk.placed_redriven_at &&
+    (walk.paid_held || !!walk.last_paid_redrive_at &&
+        walk.last_paid_redrive_at > walk.placed_redriven_at) &&
     walk.placed_state === "done" && walk.paid_state === "done";
   const oneConfirmedCard = redrivenInOrder && walk?.card_state === "confirmed";
   let nothingOwed = false;
@@ -221,11 +230,12 @@ export const TRY_IT_WORDS: Record<TryItStep, { label: string; how: string }> = {
   paidFirst409: {
     label: "Redrive OrderPaid first: it comes back with 409",
     how:
-      "a redrive of OrderPaid before OrderPlaced's, then an attempt dead with 409 (no card yet)",
+      "a redrive of OrderPaid before OrderPlaced's, then an attempt dead with 409 (no card yet); with “Kitchen keeps each order's sequence” on, OrderPaid held behind OrderPlaced instead",
   },
   redrivenInOrder: {
     label: "Redrive OrderPlaced, then OrderPaid",
-    how: "OrderPlaced redriven, OrderPaid redriven after it, both delivered",
+    how:
+      "OrderPlaced redriven, OrderPaid redriven after it (or, held, following by itself), both delivered",
   },
   oneConfirmedCard: {
     label: "See one confirmed card on the kitchen board",

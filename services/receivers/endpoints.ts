@@ -55,6 +55,30 @@ export const BAKERY_SUBSCRIBERS: Record<string, Subscriber> = Object
     }]),
   );
 
+/**
+ * The switch by which a sandbox has the kitchen keep each order's sequence
+ * (a held delivery waits behind its order's dead one; lib/ledger/states.ts).
+ */
+export const KITCHEN_KEEPS_ORDER = "kitchenKeepsOrder";
+
+/**
+ * {@link BAKERY_SUBSCRIBERS}, with the kitchen keeping each order's
+ * sequence in the sandboxes that turned {@link KITCHEN_KEEPS_ORDER} on.
+ */
+export function bakerySubscribers(
+  faults: FaultReader,
+): Record<string, Subscriber> {
+  return {
+    ...BAKERY_SUBSCRIBERS,
+    kitchen: {
+      ...BAKERY_SUBSCRIBERS.kitchen,
+      keepsOrder: async (tenantId) =>
+        (await faults([tenantId])).get(tenantId)?.has(KITCHEN_KEEPS_ORDER) ??
+          false,
+    },
+  };
+}
+
 /** What the receivers' routes are built with. */
 export interface ReceiverDeps {
   /** The pool each receiver's transaction runs on (split mode: routed). */

@@ -491,9 +491,11 @@ export class JetStreamConsumer {
       // Fenced out: after AckWait JetStream gave the message to another
       // consumer, which took the delivery over and answers the message. An
       // ack from here would drop the retry that one may have asked for.
-      if (!finished.has(r.id)) continue;
+      const state = finished.get(r.id);
+      if (state === undefined) continue;
       const msg = msgOf(byId.get(r.id)!);
-      if (r.state === "pending") {
+      // A held delivery is published again when it is released.
+      if (state === "pending") {
         msg.nak(r.delayMs);
         lane.due.push(Date.now() + r.delayMs);
       } else msg.ack();
