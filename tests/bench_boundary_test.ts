@@ -1,14 +1,16 @@
 /**
  * The benchmark stays out of the product: neither program (the app, the
- * worker) loads a module of bench/ nor the benchmark's peer,
- * graphile-worker, which is a dependency of the benchmark alone. Read from
+ * worker) loads a module of bench/ nor the benchmark's peers,
+ * graphile-worker and pg-boss, dependencies of the benchmark alone. Read from
  * the module graphs Deno resolves (`deno info --json`); the benchmark's own
- * graph is read too, so that the check is seen to find the peer where it is.
+ * graph is read too, so that the check is seen to find the peers where they
+ * are.
  */
 import assert from "node:assert/strict";
 
 const ROOT = new URL("..", import.meta.url).pathname;
-const PEER = "graphile-worker@";
+const PEERS = ["graphile-worker@", "pg-boss@"];
+const isPeer = (p: string) => PEERS.some((peer) => p.startsWith(peer));
 
 interface Graph {
   files: string[];
@@ -36,15 +38,17 @@ async function graph(entry: string): Promise<Graph> {
 }
 
 for (const entry of ["main.ts", "workers/main.ts"]) {
-  Deno.test(`bench boundary: ${entry} loads nothing of bench/ nor the peer`, async () => {
+  Deno.test(`bench boundary: ${entry} loads nothing of bench/ nor the peers`, async () => {
     const g = await graph(entry);
     assert.ok(g.files.includes(entry), `${entry} is not in its own graph`);
     assert.deepEqual(g.files.filter((f) => f.startsWith("bench/")), []);
-    assert.deepEqual(g.npm.filter((p) => p.startsWith(PEER)), []);
+    assert.deepEqual(g.npm.filter(isPeer), []);
   });
 }
 
-Deno.test("bench boundary: the benchmark's graph has the peer (the check sees it)", async () => {
+Deno.test("bench boundary: the benchmark's graph has the peers (the check sees them)", async () => {
   const g = await graph("bench/main.ts");
-  assert.ok(g.npm.some((p) => p.startsWith(PEER)), "graphile-worker not found");
+  for (const peer of PEERS) {
+    assert.ok(g.npm.some((p) => p.startsWith(peer)), `${peer} not found`);
+  }
 });

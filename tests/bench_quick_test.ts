@@ -1,7 +1,7 @@
 /**
  * The benchmark never rots: `bench/main.ts --quick` runs every scenario on
  * the test run's PostgreSQL (BENCH_DATABASE_URL, its own databases, dropped
- * after), the peer (graphile-worker) with a few hundred jobs among them, and
+ * after), the peers (graphile-worker, pg-boss) with a few hundred jobs, and
  * writes JSON in which every scenario but the soak has numeric figures; the
  * JetStream scenarios may be skipped, with their reason, where no JetStream
  * answers. Timing goals are not checked here: they belong to the benchmark.
@@ -14,6 +14,7 @@ const ROOT = new URL("..", import.meta.url).pathname;
 const SCENARIOS = [
   "baseline",
   "peer",
+  "peer_pgboss",
   "write",
   "relay",
   "deliver",
@@ -86,25 +87,29 @@ Deno.test("bench --quick runs every scenario and writes numeric figures", async 
     assert.equal(results.scenarios.soak.status, "skipped");
     // The peer's figures are in the same results, and the targets that are
     // ratios to them were judged against them.
-    const peer = new Map<string, number>(
-      results.scenarios.peer.figures.map((
-        f: { name: string; value: number },
-      ) => [f.name, f.value]),
+    const peers = new Map<string, number>(
+      ["peer", "peer_pgboss"].flatMap((p) =>
+        results.scenarios[p].figures.map((
+          f: { name: string; value: number },
+        ) => [`${p}.${f.name}`, f.value] as const)
+      ),
     );
     for (
       const [scenario, figure, baseline] of [
-        ["write", "orders_8", "order_add_job_8"],
-        ["deliver", "applied_per_s", "drain_handler"],
-        ["wakeup", "applied_p50", "wakeup_p50"],
+        ["write", "orders_8", "peer.order_add_job_8"],
+        ["deliver", "applied_per_s", "peer.drain_handler"],
+        ["wakeup", "applied_p50", "peer.wakeup_p50"],
+        ["write", "orders_8_vs_pgboss", "peer_pgboss.order_send_8"],
+        ["deliver", "applied_per_s_vs_pgboss", "peer_pgboss.drain_handler"],
       ]
     ) {
       const f = results.scenarios[scenario].figures.find((
         x: { name: string },
       ) => x.name === figure);
-      assert.equal(f.baseline.name, `peer.${baseline}`);
+      assert.equal(f.baseline.name, baseline);
       // The figure is rounded to four significant digits, the baseline is
       // not.
-      const value = peer.get(baseline)!;
+      const value = peers.get(baseline)!;
       assert.ok(
         Math.abs(f.baseline.value - value) <= 1e-3 * Math.abs(value),
         `${scenario}.${figure}: ${f.baseline.value} against ${value}`,

@@ -36,6 +36,7 @@ import type { Ctx } from "../context.ts";
 import { closedLoop } from "../load.ts";
 import { OrderSource } from "../orders.ts";
 import { grantAddJob, placeWithAddJob } from "../order_variants.ts";
+import { applyJob, createHandlerTables, Handled, KEYS } from "../peer_drain.ts";
 import { Progress } from "../progress.ts";
 import { type Figure, figure } from "../report.ts";
 import { seeded, sleep, summarize } from "../stats.ts";
@@ -49,9 +50,6 @@ const BATCHED = {
   completeJobBatchDelay: 0,
   failJobBatchDelay: 0,
 };
-
-/** Effect rows the handler upserts into, as handler_plain does. */
-const KEYS = 10_000;
 
 /** graphile-worker's warnings and errors only. */
 const quiet = new Logger(() => (level, message) => {
@@ -134,42 +132,16 @@ export async function peer(ctx: Ctx): Promise<Figure[]> {
   let runner: Runner | undefined;
   try {
     await installWorker(db.url);
-    await db.sql`create schema bench`;
-    await db.sql`create table bench.inbox (
-      message_id uuid primary key,
-      received_at timestamptz not null default now())`;
-    await db.sql`create table bench.effects (
-      key int primary key, n int not null, updated_at timestamptz not null)`;
+    await createHandlerTables(db.sql);
 
-    let handled = 0;
-    let lastHandledAt = 0;
-    let allHandled = () => {};
+    const handled = new Handled(jobs);
     const started = new Map<number, (at: number) => void>();
     const receive: Task = async (payload, helpers) => {
       const { messageId, key } = payload as { messageId: string; key: number };
-      await helpers.withPgClient(async (client) => {
-        await client.query("begin");
-        try {
-          await client.query(
-            "insert into bench.inbox (message_id) values ($1)",
-            [messageId],
-          );
-          await client.query(
-            `insert into bench.effects (key, n, updated_at)
-             values ($1, 1, now())
-             on conflict (key) do update set n = bench.effects.n + 1,
-               updated_at = now()`,
-            [key],
-          );
-          await client.query("commit");
-        } catch (error) {
-          await client.query("rollback");
-          throw error;
-        }
-      });
-      handled++;
-      lastHandledAt = performance.now();
-      if (handled === jobs) allHandled();
+      await helpers.withPgClient((client) =>
+        applyJob(client, { messageId, key })
+      );
+      handled.one();
     };
     const wake: Task = (payload) => {
       const at = performance.now();
@@ -184,7 +156,6 @@ export async function peer(ctx: Ctx): Promise<Figure[]> {
     });
 
     progress.step(`peer: drain of ${jobs} handler jobs`);
-    const done = new Promise<void>((r) => allHandled = r);
     const t0 = performance.now();
     // One commit adds them all; the worker, idle until then, is woken by it.
     await db.sql`
@@ -196,25 +167,7 @@ export async function peer(ctx: Ctx): Promise<Figure[]> {
                )::graphile_worker.job_spec
           from generate_series(1, ${jobs}) g))`;
     const added = performance.now();
-    const ticker = setInterval(
-      () => progress.update(Progress.count(handled, jobs)),
-      250,
-    );
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      await Promise.race([
-        done,
-        new Promise<never>((_, reject) =>
-          timer = setTimeout(
-            () => reject(new Error(`only ${handled} of ${jobs} jobs handled`)),
-            plan.drainTimeoutMs,
-          )
-        ),
-      ]);
-    } finally {
-      clearTimeout(timer);
-      clearInterval(ticker);
-    }
+    await handled.all(progress, plan.drainTimeoutMs);
     const left = await untilNoJobs(db.sql, 10_000);
     const [{ inbox }] = await db.sql<{ inbox: number }[]>`
       select count(*)::int as inbox from bench.inbox`;
@@ -223,7 +176,7 @@ export async function peer(ctx: Ctx): Promise<Figure[]> {
         `peer drain: ${inbox} inbox rows of ${jobs}, ${left} jobs left`,
       );
     }
-    const seconds = (lastHandledAt - added) / 1000;
+    const seconds = (handled.lastAt - added) / 1000;
     const rate = jobs / seconds;
     progress.note(
       `drain: ${Math.round(rate)} jobs/s over ${

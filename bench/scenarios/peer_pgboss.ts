@@ -28,7 +28,7 @@ import type { Ctx } from "../context.ts";
 import { closedLoop } from "../load.ts";
 import { placeWithSend } from "../order_variants.ts";
 import { OrderSource } from "../orders.ts";
-import { Progress } from "../progress.ts";
+import { applyJob, createHandlerTables, Handled, KEYS } from "../peer_drain.ts";
 import { type Figure, figure } from "../report.ts";
 import { sleep } from "../stats.ts";
 
@@ -58,9 +58,6 @@ const WORK = {
  * pool at pg-boss's default size (10).
  */
 const INSTANCE = { useListenNotify: true } as const;
-
-/** Effect rows the handler upserts into, as handler_plain and the peer. */
-const KEYS = 10_000;
 
 /** Figures of this scenario that later ones compare to, by name. */
 function share(ctx: Ctx, name: string, value: number | null) {
@@ -183,50 +180,23 @@ export async function peerPgboss(ctx: Ctx): Promise<Figure[]> {
   try {
     await boss.start();
     await boss.createQueue("receive", { notify: true });
-    await db.sql`create schema bench`;
-    await db.sql`create table bench.inbox (
-      message_id uuid primary key,
-      received_at timestamptz not null default now())`;
-    await db.sql`create table bench.effects (
-      key int primary key, n int not null, updated_at timestamptz not null)`;
+    await createHandlerTables(db.sql);
 
-    let handled = 0;
-    let lastHandledAt = 0;
-    let allHandled = () => {};
+    const handled = new Handled(jobs);
     const receive = async ({ messageId, key }: Receive) => {
       const client = await pool.connect();
       try {
-        await client.query("begin");
-        try {
-          await client.query(
-            "insert into bench.inbox (message_id) values ($1)",
-            [messageId],
-          );
-          await client.query(
-            `insert into bench.effects (key, n, updated_at)
-             values ($1, 1, now())
-             on conflict (key) do update set n = bench.effects.n + 1,
-               updated_at = now()`,
-            [key],
-          );
-          await client.query("commit");
-        } catch (error) {
-          await client.query("rollback");
-          throw error;
-        }
+        await applyJob(client, { messageId, key });
       } finally {
         client.release();
       }
-      handled++;
-      lastHandledAt = performance.now();
-      if (handled === jobs) allHandled();
+      handled.one();
     };
     await boss.work<Receive>("receive", WORK, async (batch: Job<Receive>[]) => {
       for (const job of batch) await receive(job.data);
     });
 
     progress.step(`peer_pgboss: drain of ${jobs} handler jobs`);
-    const done = new Promise<void>((r) => allHandled = r);
     const t0 = performance.now();
     // One commit inserts them all; the workers, idle until then, are woken
     // by its notification.
@@ -237,25 +207,7 @@ export async function peerPgboss(ctx: Ctx): Promise<Figure[]> {
       })),
     );
     const inserted = performance.now();
-    const ticker = setInterval(
-      () => progress.update(Progress.count(handled, jobs)),
-      250,
-    );
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      await Promise.race([
-        done,
-        new Promise<never>((_, reject) =>
-          timer = setTimeout(
-            () => reject(new Error(`only ${handled} of ${jobs} jobs handled`)),
-            plan.drainTimeoutMs,
-          )
-        ),
-      ]);
-    } finally {
-      clearTimeout(timer);
-      clearInterval(ticker);
-    }
+    await handled.all(progress, plan.drainTimeoutMs);
     const left = await untilCompleted(db.sql, 10_000);
     const [{ inbox }] = await db.sql<{ inbox: number }[]>`
       select count(*)::int as inbox from bench.inbox`;
@@ -264,7 +216,7 @@ export async function peerPgboss(ctx: Ctx): Promise<Figure[]> {
         `peer_pgboss drain: ${inbox} inbox rows of ${jobs}, ${left} jobs not completed`,
       );
     }
-    const seconds = (lastHandledAt - inserted) / 1000;
+    const seconds = (handled.lastAt - inserted) / 1000;
     const rate = jobs / seconds;
     progress.note(
       `drain: ${Math.round(rate)} jobs/s over ${
