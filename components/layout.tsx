@@ -1,6 +1,6 @@
 /** The page shell shared by the storefront and the console. */
 import type { ComponentChildren } from "preact";
-import { islandsScriptSrc } from "../kit/http/islands.ts";
+import { islandsScriptSrc, islandsStyleHref } from "../kit/http/islands.ts";
 
 /** What a page gives the shell. */
 export interface LayoutProps {
@@ -26,7 +26,8 @@ export interface LayoutProps {
 /**
  * The HTML document: head, header, main. Loads the one islands bundle, which
  * hydrates whatever islands the page holds and does nothing on a page
- * without any.
+ * without any, and its style sheet (the charts' uPlot CSS) before
+ * style.css, so that ours has the last word.
  */
 export function Layout(props: LayoutProps) {
   return (
@@ -46,6 +47,9 @@ export function Layout(props: LayoutProps) {
           href="/static/icons/favicon.svg"
           type="image/svg+xml"
         />
+        {islandsStyleHref() && (
+          <link rel="stylesheet" href={islandsStyleHref()} />
+        )}
         <link rel="stylesheet" href="/static/style.css" />
         <script type="module" src={islandsScriptSrc()} />
       </head>

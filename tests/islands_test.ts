@@ -65,10 +65,15 @@ Deno.test("islands: buildIslands writes a non-empty browser bundle", async () =>
     assert.match(build.version, /^[0-9a-f]{12}$/);
     // The build half (Deno.Command) must not have been bundled for the browser.
     assert.ok(!code.includes("Deno.Command"), "bundle references Deno");
+    // The CSS the entry imports (uPlot's) is a style sheet beside it.
+    const css = await Deno.readTextFile(`${dir}/islands.css`);
+    assert.match(css, /\.uplot/);
+    assert.equal(build.cssFile, `${dir}/islands.css`);
+    assert.match(build.cssVersion ?? "", /^[0-9a-f]{12}$/);
     // No temporary file is left beside the bundle.
     const left = [];
     for await (const entry of Deno.readDir(dir)) left.push(entry.name);
-    assert.deepEqual(left, ["islands.js"]);
+    assert.deepEqual(left.sort(), ["islands.css", "islands.js"]);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

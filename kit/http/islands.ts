@@ -8,7 +8,8 @@
  *   `<script type="application/json" data-island-props>{props}</script>`.
  * - `hydrateIslands(registry)` runs in the browser: it finds the markers and
  *   hydrates each one with the component of the same name.
- * - `buildIslands()` bundles the client entry with `deno bundle`.
+ * - `buildIslands()` bundles the client entry with `deno bundle`, and the
+ *   CSS it imports (uPlot's style sheet) into a style sheet beside it.
  *
  * Props cross from server to browser as JSON, so they must be serializable
  * (no functions; dates become strings). Islands do not nest.
@@ -130,6 +131,14 @@ export interface IslandsBuild {
   bytes: number;
   /** The first 12 hex digits of the bundle's SHA-256; changes with it. */
   version: string;
+  /**
+   * The style sheet beside the bundle (`static/islands.css`), written when
+   * the client entry imports CSS; `deno bundle` gathers it from the
+   * packages (uPlot's `uPlot.min.css`), so no one copies it by hand.
+   */
+  cssFile?: string;
+  /** The first 12 hex digits of the style sheet's SHA-256. */
+  cssVersion?: string;
   millis: number;
 }
 
@@ -159,7 +168,13 @@ export async function buildIslands(
   const entry = options.entry ?? "islands/_client.ts";
   const outFile = options.outFile ?? "static/islands.js";
   const started = performance.now();
-  const tmp = `${outFile}.${Deno.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+  // Ends in .js so that the CSS that deno bundle writes beside it has a
+  // name known in advance: the same with .css.
+  const tmp = `${outFile}.${Deno.pid}.${
+    crypto.randomUUID().slice(0, 8)
+  }.tmp.js`;
+  const cssTmp = withCssExtension(tmp);
+  const cssFile = withCssExtension(outFile);
   const output = await new Deno.Command(Deno.execPath(), {
     args: [
       "bundle",
@@ -176,25 +191,40 @@ export async function buildIslands(
     stderr: "piped",
   }).output();
   const tmpUrl = new URL(tmp, root);
+  const cssTmpUrl = new URL(cssTmp, root);
   if (!output.success) {
     await Deno.remove(tmpUrl).catch(() => {});
+    await Deno.remove(cssTmpUrl).catch(() => {});
     const said = new TextDecoder().decode(output.stderr).trim();
     throw new IslandsBuildError(
       `deno bundle ${entry} exited with ${output.code}: ${said}`,
     );
   }
   const code = await Deno.readFile(tmpUrl);
+  const css = await Deno.readFile(cssTmpUrl).catch(() => undefined);
+  // The style sheet first: a page that loads the new bundle finds its CSS.
+  if (css) await Deno.rename(cssTmpUrl, new URL(cssFile, root));
   await Deno.rename(tmpUrl, new URL(outFile, root));
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", code));
-  const version = Array.from(digest.slice(0, 6))
-    .map((b) => b.toString(16).padStart(2, "0")).join("");
   lastBuild = {
     outFile,
     bytes: code.byteLength,
-    version,
+    version: await shortHash(code),
+    ...(css ? { cssFile, cssVersion: await shortHash(css) } : {}),
     millis: Math.round(performance.now() - started),
   };
   return lastBuild;
+}
+
+/** `static/islands.js` -> `static/islands.css`, as esbuild names it. */
+function withCssExtension(path: string): string {
+  return path.replace(/\.[^./]*$/, "") + ".css";
+}
+
+/** The first 12 hex digits of the SHA-256 of `bytes`. */
+async function shortHash(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest.slice(0, 6))
+    .map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /**
@@ -204,4 +234,17 @@ export async function buildIslands(
  */
 export function islandsScriptSrc(base = "/static/islands.js"): string {
   return lastBuild ? `${base}?v=${lastBuild.version}` : base;
+}
+
+/**
+ * The URL of the islands' style sheet (the CSS their packages bring, as
+ * uPlot's), versioned as `islandsScriptSrc` is; undefined when the last
+ * build wrote none. Pages link it before style.css, which may then adjust
+ * it.
+ */
+export function islandsStyleHref(
+  base = "/static/islands.css",
+): string | undefined {
+  if (!lastBuild) return base;
+  return lastBuild.cssVersion ? `${base}?v=${lastBuild.cssVersion}` : undefined;
 }
