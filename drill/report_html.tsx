@@ -1,9 +1,10 @@
 /**
  * The HTML report: the faults on a timeline over orders per second,
  * latency and backlog, and the checker's counts. Drawn as the console
- * draws its charts (islands/_minute_chart.tsx): Preact rendered to a
- * string, one SVG bar per second, sizes as SVG attributes, a title on each
- * bar. One file with its own style sheet, readable with no server.
+ * draws its server-side charts (components/queue_timeline.tsx): Preact
+ * rendered to a string, one SVG bar per second, sizes as SVG attributes, a
+ * title on each bar. One file with its own style sheet, readable with no
+ * server and no script.
  */
 import { renderToString } from "preact-render-to-string";
 import type { DrillResult, Second } from "./report.ts";

@@ -1,7 +1,7 @@
 /**
- * A receiver's two charts of the last hour, throughput over p95 latency,
- * each with its caption, and the grid of every receiver's: for the
- * receivers page and the overview.
+ * A receiver's chart of the last hour (done per minute and p95 latency on
+ * one time axis) with what it shows in words, and the grid of every
+ * receiver's: for the receivers page and the overview.
  */
 import { chartSummary, MinuteChart } from "./_minute_chart.tsx";
 import type { ReceiverStats } from "../services/console/receivers.ts";
@@ -11,32 +11,24 @@ export interface ReceiverChartsProps {
   receiver: ReceiverStats;
 }
 
-/** Throughput and latency, stacked, with what each one shows in words. */
+/** The chart, and its peak and current minute in words. */
 export function ReceiverCharts({ receiver }: ReceiverChartsProps) {
   return (
     <div class="receiver-charts" data-testid={`charts-${receiver.name}`}>
       <figure class="minute-figure">
-        <MinuteChart
-          minutes={receiver.minutes}
-          metric="throughput"
-          label={receiver.name}
-        />
-        <figcaption class="muted">
-          done: {chartSummary(receiver.minutes, "throughput")}
-        </figcaption>
-      </figure>
-      <figure class="minute-figure">
-        <MinuteChart
-          minutes={receiver.minutes}
-          metric="latency"
-          label={receiver.name}
-        />
-        <figcaption class="muted">
-          {chartSummary(receiver.minutes, "latency")}
-        </figcaption>
+        <MinuteChart minutes={receiver.minutes} label={receiver.name} />
+        <figcaption class="muted">{caption(receiver)}</figcaption>
       </figure>
     </div>
   );
+}
+
+/** Both summaries in one line, or one "no attempts" for a quiet hour. */
+function caption({ minutes }: ReceiverStats): string {
+  if (minutes.every((m) => m.attempts === 0)) return "no attempts in the hour";
+  return `done: ${chartSummary(minutes, "throughput")}; ${
+    chartSummary(minutes, "latency")
+  }`;
 }
 
 /** Props: every receiver's last hour. */
@@ -44,7 +36,7 @@ export interface ReceiverChartGridProps {
   receivers: ReceiverStats[];
 }
 
-/** One titled pair of charts per receiver. */
+/** One titled chart per receiver. */
 export function ReceiverChartGrid({ receivers }: ReceiverChartGridProps) {
   return (
     <ul class="chart-grid" data-testid="receiver-charts">

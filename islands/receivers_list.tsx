@@ -1,6 +1,6 @@
 /**
  * The receivers, live: each one's last hour (attempts, success rate, last
- * error, throughput and p95 latency), then every receiver's two charts.
+ * error, throughput and p95 latency), then every receiver's chart.
  * Twin of
  * `GET /api/console/receivers`.
  */
@@ -65,8 +65,9 @@ export default function ReceiversList(props: ReceiversListProps) {
       <section class="panel" aria-labelledby="receivers-hour-title">
         <h2 id="receivers-hour-title">Last hour, minute by minute</h2>
         <p class="muted">
-          Done deliveries (green) and p95 latency of every attempt (blue) per
-          minute; the current minute is on the right.
+          Done deliveries per minute (green bars, left axis) and the p95 latency
+          of every attempt (blue line, right axis); the current minute is on the
+          right. Point at a minute for its figures.
         </p>
         <ReceiverChartGrid receivers={receivers} />
       </section>
