@@ -1,8 +1,13 @@
 /**
- * The outbox age histogram as inline SVG: one bar per age bucket, its count
- * above it and its bound below. Drawn with presentation attributes and
- * classes only (no inline style), so a `style-src 'self'` policy holds. Pure:
- * the overview island renders it on the server and again on every change.
+ * The outbox age histogram as inline SVG: one bar per age bucket, on a
+ * count axis with ticks and grid lines (left) and the buckets' bounds below
+ * (the age axis). Hovering a bucket's column shows its count (an SVG
+ * `<title>`). It stays SVG rather than uPlot: the buckets are categories,
+ * not a time series, and the server draws the whole of it, so the page
+ * shows it before and without script. Drawn with presentation attributes
+ * and classes only (no inline style), so a `style-src 'self'` policy holds.
+ * Pure: the overview island renders it on the server and again on every
+ * change.
  */
 
 /** One bucket: messages at most `le` seconds old (and older than the last). */
@@ -11,14 +16,37 @@ export interface AgeBucket {
   count: number;
 }
 
-// In SVG units; the drawing scales to its box. 480 wide keeps the 14-unit
-// text readable (about 11 px) in a half-width panel of about 400 px.
-const WIDTH = 480;
-const HEIGHT = 200;
-// Room above the tallest bar for its count, and below the axis for labels.
-const TOP = 26;
-const BOTTOM = 34;
-const SIDE = 4;
+// In SVG units; the drawing scales to its box. 440 wide keeps the 12-unit
+// text about 11 px in a half-width panel of about 400 px.
+const WIDTH = 440;
+const HEIGHT = 220;
+// Room above the tallest bar for its count and the axis' title, left of the
+// axis for its tick labels, and below for the bounds and the age axis' title.
+const TOP = 30;
+const LEFT = 36;
+const RIGHT = 6;
+const BOTTOM = 42;
+const TICK = 4;
+
+/**
+ * Where the count axis stops and its step: the step is 1, 2 or 5 times a
+ * power of ten, at most four steps reach the peak, and an empty histogram
+ * still has an axis from 0 to 1.
+ *
+ * @example
+ * ```ts
+ * countAxis(7); // { top: 8, step: 2 }
+ * ```
+ */
+export function countAxis(peak: number): { top: number; step: number } {
+  const rough = Math.max(1, peak) / 4;
+  const power = 10 ** Math.floor(Math.log10(rough));
+  const step = Math.max(
+    1,
+    [1, 2, 5, 10].map((m) => m * power).find((s) => s >= rough) ?? power * 10,
+  );
+  return { top: Math.max(step, Math.ceil(peak / step) * step), step };
+}
 
 /**
  * A bound in seconds as people read it: `1 s`, `30 s`, `5 min`, `6 h`,
@@ -70,14 +98,18 @@ export interface AgeHistogramProps {
   buckets: AgeBucket[];
 }
 
-/** Bars per age bucket of pending outbox messages. */
+/** Bars per age bucket of pending outbox messages, on a count axis. */
 export function AgeHistogram({ buckets }: AgeHistogramProps) {
-  const max = Math.max(0, ...buckets.map((b) => b.count));
+  const peak = Math.max(0, ...buckets.map((b) => b.count));
   const total = buckets.reduce((n, b) => n + b.count, 0);
-  const slot = (WIDTH - 2 * SIDE) / Math.max(1, buckets.length);
+  const { top, step } = countAxis(peak);
+  const right = WIDTH - RIGHT;
+  const slot = (right - LEFT) / Math.max(1, buckets.length);
   const barWidth = slot * 0.68;
   const plot = HEIGHT - TOP - BOTTOM;
   const baseline = HEIGHT - BOTTOM;
+  const yOf = (count: number) => baseline - count / top * plot;
+  const ticks = Array.from({ length: top / step + 1 }, (_, i) => i * step);
   const summary = total === 0
     ? "No pending messages."
     : buckets.filter((b) => b.count > 0).map((b) =>
@@ -95,17 +127,39 @@ export function AgeHistogram({ buckets }: AgeHistogramProps) {
     >
       <title id="age-histogram-title">Ages of pending outbox messages</title>
       <desc id="age-histogram-desc">{summary}</desc>
-      <line
-        class="histogram-axis"
-        x1={SIDE}
-        x2={WIDTH - SIDE}
-        y1={baseline + 0.5}
-        y2={baseline + 0.5}
-      />
+      <text class="histogram-axis-title" x={2} y={12}>messages</text>
+      <g data-testid="age-histogram-count-axis">
+        {ticks.map((t) => (
+          <g key={t}>
+            <line
+              class={t === 0 ? "histogram-axis" : "histogram-grid"}
+              x1={LEFT - TICK}
+              x2={right}
+              y1={yOf(t).toFixed(1)}
+              y2={yOf(t).toFixed(1)}
+            />
+            <text
+              class="histogram-tick"
+              x={LEFT - TICK - 3}
+              y={(yOf(t) + 4).toFixed(1)}
+              text-anchor="end"
+            >
+              {t}
+            </text>
+          </g>
+        ))}
+        <line
+          class="histogram-axis"
+          x1={LEFT}
+          x2={LEFT}
+          y1={TOP - 6}
+          y2={baseline}
+        />
+      </g>
       {total === 0 && (
         <text
           class="histogram-empty"
-          x={WIDTH / 2}
+          x={(LEFT + right) / 2}
           y={TOP + plot / 2}
           text-anchor="middle"
         >
@@ -113,39 +167,56 @@ export function AgeHistogram({ buckets }: AgeHistogramProps) {
         </text>
       )}
       {buckets.map((b, i) => {
-        const h = max === 0
-          ? 0
-          : Math.max(b.count > 0 ? 3 : 0, b.count / max * plot);
-        const x = SIDE + i * slot + (slot - barWidth) / 2;
+        const h = Math.max(b.count > 0 ? 2 : 0, b.count / top * plot);
+        const x0 = LEFT + i * slot;
+        const x = x0 + (slot - barWidth) / 2;
+        const mid = x0 + slot / 2;
         const label = bucketLabel(b, prevBound(buckets, b));
         const short = bucketLabel(b, prevBound(buckets, b), true);
         return (
           <g
             key={String(b.le)}
+            class="histogram-bucket"
             data-testid={`age-bucket-${b.le}`}
             data-count={b.count}
           >
-            <title>{`${label}: ${b.count}`}</title>
+            <title>{`${label}: ${b.count} pending`}</title>
+            {/* The whole column answers the pointer, not just the bar. */}
+            <rect
+              class="histogram-hit"
+              x={x0.toFixed(1)}
+              y={TOP - 6}
+              width={slot.toFixed(1)}
+              height={plot + 6}
+            />
             <rect
               class={`histogram-bar ${toneOf(b)}`}
               x={x.toFixed(1)}
               y={(baseline - h).toFixed(1)}
               width={barWidth.toFixed(1)}
               height={h.toFixed(1)}
-              rx="3"
+            />
+            {b.count > 0 && (
+              <text
+                class="histogram-count"
+                x={mid.toFixed(1)}
+                y={(baseline - h - 5).toFixed(1)}
+                text-anchor="middle"
+              >
+                {b.count}
+              </text>
+            )}
+            <line
+              class="histogram-axis"
+              x1={mid.toFixed(1)}
+              x2={mid.toFixed(1)}
+              y1={baseline}
+              y2={baseline + TICK}
             />
             <text
-              class={b.count ? "histogram-count" : "histogram-count zero"}
-              x={(x + barWidth / 2).toFixed(1)}
-              y={(baseline - h - 7).toFixed(1)}
-              text-anchor="middle"
-            >
-              {b.count}
-            </text>
-            <text
               class="histogram-label"
-              x={(x + barWidth / 2).toFixed(1)}
-              y={baseline + 22}
+              x={mid.toFixed(1)}
+              y={baseline + TICK + 13}
               text-anchor="middle"
             >
               {short}
@@ -153,6 +224,14 @@ export function AgeHistogram({ buckets }: AgeHistogramProps) {
           </g>
         );
       })}
+      <text
+        class="histogram-axis-title"
+        x={(LEFT + right) / 2}
+        y={HEIGHT - 4}
+        text-anchor="middle"
+      >
+        age, at most
+      </text>
     </svg>
   );
 }
