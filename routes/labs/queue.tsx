@@ -43,7 +43,10 @@ export function runQueueForm(deps: Deps): ConsoleRender {
   };
 }
 
-/** A whole number of the lab's settings, with its bounds (zod checks them too). */
+/**
+ * A whole number of the lab's settings, its label above it and its bounds
+ * below (zod checks them too).
+ */
 function NumberField(
   props: {
     label: string;
@@ -53,21 +56,26 @@ function NumberField(
     value: number;
   },
 ) {
+  const id = `queue-${props.name}`;
+  const min = props.min ?? 1;
   return (
-    <label>
-      {props.label}{" "}
+    <div class="field">
+      <label for={id}>{props.label}</label>
       <input
+        id={id}
         type="number"
         name={props.name}
-        min={props.min ?? 1}
+        min={min}
         max={props.max}
         value={props.value}
+        aria-describedby={`${id}-range`}
       />
-    </label>
+      <small class="muted" id={`${id}-range`}>{min} to {props.max}</small>
+    </div>
   );
 }
 
-/** A yes-or-no setting of the lab, its label after the box. */
+/** A yes-or-no setting of the lab: a box and its sentence, as one card. */
 function CheckField(
   props: {
     label: string;
@@ -78,15 +86,15 @@ function CheckField(
   },
 ) {
   return (
-    <label>
+    <label class="choice-option">
       <input
         type="checkbox"
         name={props.name}
         value={props.value}
         checked={props.checked}
         data-testid={props.testid}
-      />{" "}
-      {props.label}
+      />
+      <span>{props.label}</span>
     </label>
   );
 }
@@ -118,43 +126,55 @@ export function queuePage({ sql }: Deps): ConsoleRender {
             the outbox does, and what{" "}
             <a href="/labs/ledger">the failure ledger</a> runs.
           </p>
-          <form method="post" action="/labs/queue" data-testid="queue-form">
+          <form
+            method="post"
+            action="/labs/queue"
+            class="lab-form"
+            data-testid="queue-form"
+          >
             <input type="hidden" name="_csrf" value={operator.csrfToken} />
-            <NumberField
-              label="Orders"
-              name="orders"
-              max={50}
-              value={s.orders}
-            />{" "}
-            <NumberField
-              label="Workers"
-              name="workers"
-              max={5}
-              value={s.workers}
-            />{" "}
-            <NumberField
-              label="Poison orders"
-              name="poisonOrders"
-              min={0}
-              max={5}
-              value={s.poisonOrders}
-            />{" "}
-            <CheckField
-              name="crash"
-              value="after-print-before-ack"
-              checked={s.crash !== null}
-              testid="queue-crash"
-              label="A worker crashes after printing, before acknowledging"
-            />{" "}
-            <CheckField
-              name="receiverRemembers"
-              checked={s.receiverRemembers}
-              testid="queue-remembers"
-              label="The printer remembers the ids it has printed"
-            />{" "}
-            <button type="submit" class="button" data-testid="queue-run">
-              Run
-            </button>
+            <div class="lab-form-numbers">
+              <NumberField
+                label="Orders"
+                name="orders"
+                max={50}
+                value={s.orders}
+              />
+              <NumberField
+                label="Workers"
+                name="workers"
+                max={5}
+                value={s.workers}
+              />
+              <NumberField
+                label="Poison orders"
+                name="poisonOrders"
+                min={0}
+                max={5}
+                value={s.poisonOrders}
+              />
+            </div>
+            <fieldset class="lab-form-choices">
+              <legend>What happens</legend>
+              <CheckField
+                name="crash"
+                value="after-print-before-ack"
+                checked={s.crash !== null}
+                testid="queue-crash"
+                label="A worker crashes after printing, before acknowledging"
+              />
+              <CheckField
+                name="receiverRemembers"
+                checked={s.receiverRemembers}
+                testid="queue-remembers"
+                label="The printer remembers the ids it has printed"
+              />
+            </fieldset>
+            <div>
+              <button type="submit" class="button" data-testid="queue-run">
+                Run
+              </button>
+            </div>
           </form>
         </section>
         {last && (
