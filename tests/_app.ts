@@ -633,3 +633,27 @@ export async function deadLettersSettle(
   }
   return dead;
 }
+
+/**
+ * Flips fault switches of the client's sandbox through the console's API;
+ * asserts the answer says each is as asked, and returns every switch.
+ */
+export async function setFaults(
+  client: Client,
+  faults: Record<string, boolean>,
+): Promise<Record<string, boolean>> {
+  const { status, body } = await client.json<Record<string, boolean>>(
+    "PUT",
+    "/api/console/faults",
+    faults,
+  );
+  const wrong = Object.entries(faults).filter(([name, on]) =>
+    body[name] !== on
+  );
+  if (status !== 200 || wrong.length > 0) {
+    throw new Error(
+      `PUT /api/console/faults answered ${status}: ${JSON.stringify(body)}`,
+    );
+  }
+  return body;
+}

@@ -50,3 +50,22 @@ export async function dropStream(name: string): Promise<void> {
 export function natsTest(name: string, fn: () => Promise<void>) {
   Deno.test({ name, ignore: natsMissing !== null, fn });
 }
+
+/**
+ * Runs `fn` with the settings of a bakery over the run's JetStream, on a
+ * stream of its own, dropped afterwards.
+ */
+export async function withJetStream<T>(
+  fn: (env: Record<string, string>) => Promise<T>,
+): Promise<T> {
+  const stream = testStream();
+  try {
+    return await fn({
+      QUEUE: "jetstream",
+      NATS_URL: TEST_NATS_URL,
+      NATS_STREAM: stream,
+    });
+  } finally {
+    await dropStream(stream);
+  }
+}

@@ -11,19 +11,11 @@ import {
   eventually,
   payVia,
   placeOrderVia,
+  setFaults,
   signIn,
   withTestBakery,
 } from "./_app.ts";
 import { countInEveryQueue } from "./_console_ops.ts";
-
-async function setFaults(client: Client, faults: Record<string, boolean>) {
-  const { status, body } = await client.json(
-    "PUT",
-    "/api/console/faults",
-    faults,
-  );
-  assert.equal(status, 200, JSON.stringify(body));
-}
 
 async function closureTotals(client: Client) {
   const { status, body } = await client.json<{

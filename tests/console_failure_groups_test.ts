@@ -12,6 +12,7 @@ import {
   deadLettersSettle,
   eventually,
   placeOrderVia,
+  setFaults,
   signIn,
   type TestBakery,
   withTestBakery,
@@ -36,11 +37,6 @@ async function groupsOf(client: Client): Promise<GroupJson[]> {
   );
   assert.equal(status, 200, JSON.stringify(body));
   return body.groups;
-}
-
-async function setFaults(client: Client, faults: Record<string, boolean>) {
-  const { status } = await client.json("PUT", "/api/console/faults", faults);
-  assert.equal(status, 200);
 }
 
 Deno.test("error patterns: ids, times and numbers become placeholders; the status after 'answered' stays", async () => {

@@ -17,21 +17,11 @@ import {
   orderSettles,
   payVia,
   placeOrderVia,
+  setFaults,
   signIn,
   withTestBakery,
 } from "./_app.ts";
 import { countInEveryQueue } from "./_console_ops.ts";
-
-async function setFaults(client: Client, faults: Record<string, boolean>) {
-  const { status, body } = await client.json<Record<string, boolean>>(
-    "PUT",
-    "/api/console/faults",
-    faults,
-  );
-  assert.equal(status, 200, JSON.stringify(body));
-  for (const [name, on] of Object.entries(faults)) assert.equal(body[name], on);
-  return body;
-}
 
 interface OutboxJson {
   pending: number;

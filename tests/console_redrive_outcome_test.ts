@@ -15,10 +15,11 @@ import {
   eventually,
   payVia,
   placeOrderVia,
+  setFaults,
   signIn,
   withTestBakery,
 } from "./_app.ts";
-import { dropStream, natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
+import { natsTest, withJetStream } from "./_nats.ts";
 
 interface Outcome {
   applied: number;
@@ -35,15 +36,6 @@ interface WaitedOn {
   subscriber: string;
   orderId: string;
   before: number[];
-}
-
-async function setFaults(client: Client, faults: Record<string, boolean>) {
-  const { status, body } = await client.json(
-    "PUT",
-    "/api/console/faults",
-    faults,
-  );
-  assert.equal(status, 200, JSON.stringify(body));
 }
 
 /** Polls the outcome of `ids` until none is retrying; returns it. */
@@ -193,16 +185,5 @@ Deno.test(
 // keeps each order's messages in the order they were written.
 natsTest(
   "redrive over JetStream: each order's earlier messages go first",
-  async () => {
-    const stream = testStream();
-    try {
-      await redriveInSequence({
-        QUEUE: "jetstream",
-        NATS_URL: TEST_NATS_URL,
-        NATS_STREAM: stream,
-      });
-    } finally {
-      await dropStream(stream);
-    }
-  },
+  () => withJetStream(redriveInSequence),
 );

@@ -11,10 +11,10 @@
 import assert from "node:assert/strict";
 import type { Sql } from "../lib/db/connect.ts";
 import {
-  type Client,
   deadLettersSettle,
   payVia,
   placeOrderVia,
+  setFaults,
   signIn,
   type TestBakery,
   withTestBakery,
@@ -39,6 +39,8 @@ async function everyRow(t: TestBakery): Promise<Record<string, string>> {
        where table_schema = ${schema} and table_type = 'BASE TABLE'
        order by 1`;
     for (const { name } of tables) {
+      // The workers' heartbeats change by themselves every few seconds.
+      if (`${schema}.${name}` === "queue.workers") continue;
       const [row] = await sql<{ hash: string | null }[]>`
         select md5(string_agg(r::text, ',' order by r::text)) as hash
           from ${sql(`${schema}.${name}`)} r`;
@@ -48,11 +50,6 @@ async function everyRow(t: TestBakery): Promise<Record<string, string>> {
   for (const schema of schemas) await read(t.at(schema), schema);
   for (const sender of SENDERS) await read(t.at(sender), "queue");
   return hashes;
-}
-
-async function setFaults(client: Client, faults: Record<string, boolean>) {
-  const { status } = await client.json("PUT", "/api/console/faults", faults);
-  assert.equal(status, 200);
 }
 
 async function previewOf(t: TestBakery) {

@@ -8,24 +8,15 @@
  */
 import assert from "node:assert/strict";
 import {
-  type Client,
   deadLettersSettle,
   eventually,
   payVia,
   placeOrderVia,
+  setFaults,
   signIn,
   withTestBakery,
 } from "./_app.ts";
-import { dropStream, natsTest, TEST_NATS_URL, testStream } from "./_nats.ts";
-
-async function setFaults(client: Client, faults: Record<string, boolean>) {
-  const { status, body } = await client.json(
-    "PUT",
-    "/api/console/faults",
-    faults,
-  );
-  assert.equal(status, 200, JSON.stringify(body));
-}
+import { natsTest, withJetStream } from "./_nats.ts";
 
 interface Row {
   id: string;
@@ -135,16 +126,5 @@ Deno.test(
 
 natsTest(
   "sequences over JetStream: the held OrderPaid is published again once its OrderPlaced is applied",
-  async () => {
-    const stream = testStream();
-    try {
-      await holdsInSequence({
-        QUEUE: "jetstream",
-        NATS_URL: TEST_NATS_URL,
-        NATS_STREAM: stream,
-      });
-    } finally {
-      await dropStream(stream);
-    }
-  },
+  () => withJetStream(holdsInSequence),
 );

@@ -23,6 +23,7 @@ import {
   eventually,
   payVia,
   placeOrderVia,
+  setFaults,
   signIn,
   type TestBakery,
   withTestBakery,
@@ -63,15 +64,6 @@ function smallOrder(i: number) {
     day: today(1 + (i % 50)),
     idempotencyKey: crypto.randomUUID(),
   };
-}
-
-async function setFaults(client: Client, faults: Record<string, boolean>) {
-  const { status, body } = await client.json(
-    "PUT",
-    "/api/console/faults",
-    faults,
-  );
-  assert.equal(status, 200, JSON.stringify(body));
 }
 
 /** Places and pays `n` orders in A's sandbox, a few at a time. */
