@@ -7,6 +7,7 @@
  * browser print the same characters.
  */
 import type { ClosureState } from "./services/console/closure.ts";
+import type { SubscriberName } from "./services/routing.ts";
 
 /**
  * An age in seconds, short and whole: `<1 s`, `42 s`, `3 min 05 s`,
@@ -55,14 +56,36 @@ export function formatWhen(
   return iso.slice(0, 10) === today ? time : `${iso.slice(0, 10)} ${time}`;
 }
 
-/** An instant as the console writes it (see `formatWhen`). */
-export function formatClock(iso: string | null | undefined): string {
-  return formatWhen(iso);
-}
+/**
+ * How people read each service's name, receivers and senders alike: on
+ * every page, in every table, list and sentence ("Kitchen answered 503").
+ * The ids (`kitchen`, `crm`) stay in URLs, test ids and the JSON twins.
+ * Kept here, not beside the routing table, so that the islands' bundle
+ * takes the labels without the services.
+ */
+export const SERVICE_LABELS = {
+  kitchen: "Kitchen",
+  schedule: "Schedule",
+  dispatch: "Dispatch",
+  crm: "CRM",
+  customers: "Customers",
+  receipts: "Receipts",
+  orders: "Orders",
+  billing: "Billing",
+} as const satisfies Record<SubscriberName | "billing", string>;
 
-/** An instant as the console writes it (see `formatWhen`). */
-export function formatDateTime(iso: string | null | undefined): string {
-  return formatWhen(iso);
+/**
+ * The label of a service, receiver or sender; any other name as it is.
+ *
+ * @example
+ * ```ts
+ * serviceLabel("crm"); // "CRM"
+ * ```
+ */
+export function serviceLabel(name: string): string {
+  return Object.hasOwn(SERVICE_LABELS, name)
+    ? SERVICE_LABELS[name as keyof typeof SERVICE_LABELS]
+    : name;
 }
 
 /** The colour of a badge: `.badge-ok`, `.badge-warn`, `.badge-bad`, or plain. */

@@ -3,7 +3,7 @@
  * each is a payment the visitor made that its order does not know of yet.
  * One that gave up can be sent again.
  */
-import { formatDateTime } from "../format.ts";
+import { formatWhen } from "../format.ts";
 import type { CheckoutEvents } from "./_console_types.ts";
 import { OrderCode } from "./_order_code.tsx";
 
@@ -57,13 +57,14 @@ export function CheckoutEventsList(props: {
                   ? <span class="badge badge-bad">gave up</span>
                   : (
                     <span class="badge badge-warn">
-                      retrying {e.nextAttemptAt
-                        ? `at ${formatDateTime(e.nextAttemptAt)}`
+                      retrying{" "}
+                      {e.nextAttemptAt
+                        ? `at ${formatWhen(e.nextAttemptAt)}`
                         : ""}
                     </span>
                   )}
               </td>
-              <td>{formatDateTime(e.createdAt)}</td>
+              <td>{formatWhen(e.createdAt)}</td>
               <td>
                 {e.state === "gave_up" && props.onSendAgain && (
                   <button

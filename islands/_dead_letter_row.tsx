@@ -5,7 +5,7 @@
  * click land even though the row is no longer a dead letter.
  */
 import type { ComponentChildren } from "preact";
-import { formatClock } from "../format.ts";
+import { formatWhen, serviceLabel } from "../format.ts";
 import type { DeliveryItem } from "./_console_types.ts";
 import { OrderCode } from "./_order_code.tsx";
 
@@ -49,6 +49,7 @@ export function DeadLetterRow(props: DeadLetterRowProps) {
       <tr
         data-testid={`dead-letter-row-${d.id}`}
         data-state={acted?.action ?? "dead"}
+        data-subscriber={d.subscriber}
         class={acted ? "acted" : undefined}
       >
         <td>
@@ -65,7 +66,7 @@ export function DeadLetterRow(props: DeadLetterRowProps) {
           <a href={`/console/deliveries/${d.id}`}>{d.id}</a>
         </td>
         <td>{d.eventType}</td>
-        <td>{d.subscriber}</td>
+        <td>{serviceLabel(d.subscriber)}</td>
         <td>
           <OrderCode id={d.orderId} />
         </td>
@@ -89,7 +90,7 @@ export function DeadLetterRow(props: DeadLetterRowProps) {
             </span>
           )}
         </td>
-        <td class="nowrap">{formatClock(d.deadAt)}</td>
+        <td class="nowrap">{formatWhen(d.deadAt)}</td>
         <td class="row-actions">
           {acted
             ? (

@@ -8,7 +8,7 @@
  * the page's CSRF token).
  */
 import { useSignal } from "@preact/signals";
-import { idTail } from "../format.ts";
+import { idTail, serviceLabel } from "../format.ts";
 import { failure, sendJson } from "./_console_api.ts";
 import { useFocusNext } from "./_focus.ts";
 import type { OutboxAges, ReleaseAnswer } from "./_console_types.ts";
@@ -114,12 +114,12 @@ export function ParkedRows(props: ParkedRowsProps) {
               onClick={() =>
                 ask({
                   target: { service: g.service, eventType: g.eventType },
-                  what: `${g.service} · ${g.eventType}`,
+                  what: `${serviceLabel(g.service)} · ${g.eventType}`,
                   count: g.parked,
                 })}
               data-testid={`release-group-${g.service}-${g.eventType}`}
             >
-              Release {g.service} · {g.eventType} ({g.parked})
+              Release {serviceLabel(g.service)} · {g.eventType} ({g.parked})
             </button>
           ))}
           <span class="toolbar-gap" />
@@ -204,7 +204,7 @@ export function ParkedRows(props: ParkedRowsProps) {
                     <td>
                       <MessageId id={r.messageId} />
                     </td>
-                    <td>{r.service}</td>
+                    <td>{serviceLabel(r.service)}</td>
                     <td>{r.eventType}</td>
                     <td>
                       <OrderCode id={r.orderId} />

@@ -9,6 +9,7 @@
 import { useEffect } from "preact/hooks";
 import { useLive } from "./_live.ts";
 import type { RedriveOutcomeView } from "./_console_types.ts";
+import { serviceLabel } from "../format.ts";
 
 /** Props: the ids a redrive answered with. */
 export interface RedriveOutcomeProps {
@@ -67,7 +68,8 @@ export function RedriveOutcome({ ids }: RedriveOutcomeProps) {
             <li key={d.id} data-testid={`dead-again-${d.id}`}>
               <a href={`/console/deliveries/${d.id}`}>#{d.id}</a> {d.eventType}
               {" "}
-              to {d.subscriber}: <span class="error-text">{d.lastError}</span>
+              to {serviceLabel(d.subscriber)}:{" "}
+              <span class="error-text">{d.lastError}</span>
             </li>
           ))}
         </ul>

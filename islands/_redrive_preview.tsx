@@ -5,6 +5,7 @@
  * confirms, so that "not yet" or "refused" is seen before anything is sent.
  */
 import type { DryRunAnswer } from "./_console_types.ts";
+import { serviceLabel } from "../format.ts";
 
 export type RedrivePreview = NonNullable<DryRunAnswer["preview"]>;
 
@@ -48,7 +49,8 @@ export function RedrivePreviewList(
           return (
             <li key={p.id} data-testid={`${props.testid}-${p.id}`}>
               <a href={`/console/deliveries/${p.id}`}>#{p.id}</a> to{" "}
-              {p.subscriber}: <span class={`badge ${tone}`}>{words}</span>
+              {serviceLabel(p.subscriber)}:{" "}
+              <span class={`badge ${tone}`}>{words}</span>
               {p.outcome !== "apply" && (
                 <>
                   {" "}

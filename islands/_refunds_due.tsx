@@ -2,7 +2,7 @@
  * The console's list of payments needing a refund: money taken that no
  * order keeps, with the payment, the order, what was charged and why.
  */
-import { formatDateTime } from "../format.ts";
+import { formatWhen } from "../format.ts";
 import { formatEuros } from "../format.ts";
 import type { RefundDue } from "../services/console/refunds.ts";
 import { OrderCode } from "./_order_code.tsx";
@@ -54,7 +54,7 @@ export function RefundsDue(
               </td>
               <td class="error-text">{r.reason}</td>
               <td>{r.keptBy}</td>
-              <td>{formatDateTime(r.at)}</td>
+              <td>{formatWhen(r.at)}</td>
             </tr>
           ))}
         </tbody>

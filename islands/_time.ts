@@ -1,21 +1,28 @@
 /**
  * Times on the order page. The server does not know the visitor's time zone,
- * so it prints UTC; an island switches to local time after hydration (the
- * first browser render must print what the server printed). Durations are
- * the same everywhere and need no switch.
+ * so it prints UTC as the console does (format.ts's `formatWhen`); an
+ * island switches to local time after hydration (the first browser render
+ * must print what the server printed), unless an operator is looking.
+ * Durations are the same everywhere and need no switch.
  */
+import { formatWhen } from "../format.ts";
 
 /**
- * The time of day of an ISO instant: `03:59:12 UTC`, or in the browser's
- * own zone when `local` is true.
+ * The time of an ISO instant: as the console writes it (`03:59:12 UTC`,
+ * with the date when it is not today; `nowMs` is for tests), or in the
+ * browser's own zone when `local` is true.
  *
  * @example
  * ```ts
- * clock("2026-11-30T03:59:12.684Z", false); // "03:59:12 UTC"
+ * clock("2026-11-30T03:59:12.684Z", false); // "03:59:12 UTC" on that day
  * ```
  */
-export function clock(iso: string, local: boolean): string {
-  if (!local) return `${iso.slice(11, 19)} UTC`;
+export function clock(
+  iso: string,
+  local: boolean,
+  nowMs: number = Date.now(),
+): string {
+  if (!local) return formatWhen(iso, nowMs);
   return new Date(iso).toLocaleTimeString([], {
     hour: "2-digit",
     minute: "2-digit",

@@ -7,6 +7,7 @@
  */
 import type { WaitedOn } from "./_console_types.ts";
 import { OrderCode } from "./_order_code.tsx";
+import { serviceLabel } from "../format.ts";
 
 /** Props: what the dry run named, and the tick that includes them. */
 export interface WaitsOnListProps {
@@ -34,7 +35,7 @@ export function WaitsOnList(props: WaitsOnListProps) {
           <li key={d.id} data-testid={`${props.testid}-item-${d.id}`}>
             <a href={`/console/deliveries/${d.id}`}>#{d.id}</a> {d.eventType} to
             {" "}
-            {d.subscriber}, order <OrderCode id={d.orderId} />
+            {serviceLabel(d.subscriber)}, order <OrderCode id={d.orderId} />
             {d.lastError && (
               <>
                 : <span class="error-text">{d.lastError}</span>

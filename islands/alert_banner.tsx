@@ -9,7 +9,7 @@
  * listens, so an alert appears (and changes) without a reload.
  */
 import { useSignal } from "@preact/signals";
-import { formatAge, formatWhen } from "../format.ts";
+import { formatAge, formatWhen, serviceLabel } from "../format.ts";
 import { useLive } from "./_live.ts";
 import { failure, sendJson } from "./_console_api.ts";
 import type { AlertBoard, AlertEpisode } from "./_console_types.ts";
@@ -23,7 +23,7 @@ function words(a: AlertEpisode): { text: string; href: string; link: string } {
   switch (a.kind) {
     case "outbox_age":
       return {
-        text: `${a.subject}: the oldest ready outbox row is ${
+        text: `${serviceLabel(a.subject)}: the oldest ready outbox row is ${
           formatAge(a.value)
         } old (alert above ${formatAge(a.threshold)})`,
         href: "/console/outbox",
@@ -31,7 +31,7 @@ function words(a: AlertEpisode): { text: string; href: string; link: string } {
       };
     case "dead_letters":
       return {
-        text: `${a.subject}: ${a.value} dead ${
+        text: `${serviceLabel(a.subject)}: ${a.value} dead ${
           a.value === 1 ? "letter" : "letters"
         } (alert from ${a.threshold})`,
         href: `/console/dead-letters?subscriber=${
@@ -41,7 +41,7 @@ function words(a: AlertEpisode): { text: string; href: string; link: string } {
       };
     case "success_rate":
       return {
-        text: `${a.subject}: ${
+        text: `${serviceLabel(a.subject)}: ${
           Math.round(a.value * 100)
         }% of attempts succeeded in 15 minutes (alert under ${
           Math.round(a.threshold * 100)

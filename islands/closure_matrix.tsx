@@ -3,7 +3,12 @@
  * a link to the obligations behind it. A red banner while any mismatch
  * exists. Twin of `GET /api/console/closure`.
  */
-import { CLOSURE_KEYS, CLOSURE_WORDS, type Tone } from "../format.ts";
+import {
+  CLOSURE_KEYS,
+  CLOSURE_WORDS,
+  serviceLabel,
+  type Tone,
+} from "../format.ts";
 import { MismatchAlarm } from "./_closure_totals.tsx";
 import { useLive } from "./_live.ts";
 import type { ClosureCounts, ClosureData } from "./_console_types.ts";
@@ -36,7 +41,9 @@ export default function ClosureMatrix(props: ClosureMatrixProps) {
                 href={`/console/closure/rows?subscriber=${
                   encodeURIComponent(name)
                 }&state=${state}`}
-                title={`${words.label} for ${name}: ${words.help}`}
+                title={`${words.label} for ${
+                  serviceLabel(name)
+                }: ${words.help}`}
                 data-testid={`closure-cell-${name}-${state}`}
                 data-count={n}
               >
@@ -75,7 +82,7 @@ export default function ClosureMatrix(props: ClosureMatrixProps) {
           <tbody>
             {Object.entries(bySubscriber).map(([name, counts]) => (
               <tr key={name} data-testid={`closure-row-${name}`}>
-                <th scope="row">{name}</th>
+                <th scope="row">{serviceLabel(name)}</th>
                 {row(name, counts, true)}
               </tr>
             ))}

@@ -2,7 +2,7 @@
  * The obligations behind one cell of the closure matrix, live. Twin of
  * `GET /api/console/closure/rows?subscriber=&state=`.
  */
-import { formatClock } from "../format.ts";
+import { formatWhen } from "../format.ts";
 import { useLive } from "./_live.ts";
 import type { ClosureRowsData, ClosureState } from "./_console_types.ts";
 import { MessageId, OrderCode } from "./_order_code.tsx";
@@ -67,7 +67,7 @@ export default function ClosureRows(props: ClosureRowsProps) {
                   )}
               </td>
               <td class="error-text">{r.detail}</td>
-              <td>{formatClock(r.at)}</td>
+              <td>{formatWhen(r.at)}</td>
             </tr>
           ))}
         </tbody>

@@ -12,7 +12,7 @@ import { Tile } from "./_tile.tsx";
 import { RefundsDue } from "./_refunds_due.tsx";
 import { CheckoutEventsList } from "./_checkout_events.tsx";
 import { ReceiverChartGrid } from "./_receiver_charts.tsx";
-import { formatAge, formatClock } from "../format.ts";
+import { formatAge, formatWhen, serviceLabel } from "../format.ts";
 import { useSignal } from "@preact/signals";
 import { liveAge, useLive, useNow } from "./_live.ts";
 import { failure, sendJson } from "./_console_api.ts";
@@ -132,7 +132,7 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
                       key={`${g.service}/${g.eventType}`}
                       data-testid={`outbox-group-${g.service}-${g.eventType}`}
                     >
-                      <td>{g.service}</td>
+                      <td>{serviceLabel(g.service)}</td>
                       <td>{g.eventType}</td>
                       <td class="num">{g.pending}</td>
                       <td class="num">{g.ready}</td>
@@ -184,13 +184,13 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
                               encodeURIComponent(d.subscriber)
                             }`}
                           >
-                            {d.subscriber}
+                            {serviceLabel(d.subscriber)}
                           </a>
                         </td>
                         <td class="num">
                           <span class="badge badge-bad">{d.count}</span>
                         </td>
-                        <td>{formatClock(d.oldestDeadAt)}</td>
+                        <td>{formatWhen(d.oldestDeadAt)}</td>
                       </tr>
                     ))}
                   </tbody>
@@ -283,10 +283,13 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
                       key={r.subscriber}
                       data-testid={`health-${r.subscriber}`}
                     >
-                      <td>{r.subscriber}</td>
+                      <td>{serviceLabel(r.subscriber)}</td>
                       <td class="num">{r.attempts}</td>
                       <td>
-                        <RateBar rate={r.successRate} label={r.subscriber} />
+                        <RateBar
+                          rate={r.successRate}
+                          label={serviceLabel(r.subscriber)}
+                        />
                       </td>
                       <td class="error-text">{r.lastError ?? "–"}</td>
                     </tr>

@@ -8,8 +8,9 @@ import {
   deliveryLabel,
   deliveryTone,
   formatAge,
-  formatClock,
+  formatWhen,
   secondsUntil,
+  serviceLabel,
 } from "../format.ts";
 import { useLive, useNow } from "./_live.ts";
 import type { DeliveriesData, DeliveryItem } from "./_console_types.ts";
@@ -112,7 +113,7 @@ function Row({ d, now }: { d: DeliveryItem; now: number | null }) {
         </a>
       </td>
       <td>{d.eventType}</td>
-      <td>{d.subscriber}</td>
+      <td>{serviceLabel(d.subscriber)}</td>
       <td>
         <OrderCode id={d.orderId} />
       </td>
@@ -145,16 +146,16 @@ function When({ d, now }: { d: DeliveryItem; now: number | null }) {
     const left = now === null ? null : secondsUntil(d.nextAttemptAt, now);
     return (
       <span title="Next attempt">
-        next {formatClock(d.nextAttemptAt)}
+        next {formatWhen(d.nextAttemptAt)}
         {left !== null && left > 0 && (
           <span class="muted">{` in ${formatAge(left)}`}</span>
         )}
       </span>
     );
   }
-  if (d.state === "dead") return <span>dead {formatClock(d.deadAt)}</span>;
+  if (d.state === "dead") return <span>dead {formatWhen(d.deadAt)}</span>;
   if (d.state === "refused") {
-    return <span>refused {formatClock(d.refusedAt)}</span>;
+    return <span>refused {formatWhen(d.refusedAt)}</span>;
   }
-  return <span>{formatClock(d.createdAt)}</span>;
+  return <span>{formatWhen(d.createdAt)}</span>;
 }

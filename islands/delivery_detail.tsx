@@ -9,8 +9,8 @@ import {
   badgeClass,
   deliveryLabel,
   deliveryTone,
-  formatClock,
-  formatDateTime,
+  formatWhen,
+  serviceLabel,
 } from "../format.ts";
 import { useFocusNext } from "./_focus.ts";
 import { useLive } from "./_live.ts";
@@ -80,7 +80,7 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
           >
             {deliveryLabel(d.state, d.attempts)}
           </span>{" "}
-          {d.eventType} to <strong>{d.subscriber}</strong>
+          {d.eventType} to <strong>{serviceLabel(d.subscriber)}</strong>
         </p>
         <dl class="delivery-facts">
           <dt>Message</dt>
@@ -93,7 +93,7 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
             <code class="muted full-id">{d.orderId}</code>
           </dd>
           <dt>Created</dt>
-          <dd>{formatDateTime(d.createdAt)}</dd>
+          <dd>{formatWhen(d.createdAt)}</dd>
           <dt>Attempts</dt>
           <dd>
             {d.attempts}
@@ -107,21 +107,20 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
           {d.nextAttemptAt && (
             <>
               <dt>Next attempt</dt>
-              <dd>{formatClock(d.nextAttemptAt)}</dd>
+              <dd>{formatWhen(d.nextAttemptAt)}</dd>
             </>
           )}
           {d.deadAt && (
             <>
               <dt>{d.state === "dead" ? "Dead since" : "Last died"}</dt>
-              <dd>{formatDateTime(d.deadAt)}</dd>
+              <dd>{formatWhen(d.deadAt)}</dd>
             </>
           )}
           {d.state === "refused" && (
             <>
               <dt>Refused</dt>
               <dd data-testid="refused-reason">
-                by {d.refusedBy} at {formatClock(d.refusedAt)}:{" "}
-                {d.refusedReason}
+                by {d.refusedBy} at {formatWhen(d.refusedAt)}: {d.refusedReason}
               </dd>
             </>
           )}
@@ -281,7 +280,7 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
                   {attempts.map((a, i) => (
                     <tr key={i} data-testid={`attempt-row-${i + 1}`}>
                       <td class="num">{a.attempt}</td>
-                      <td>{formatClock(a.startedAt)}</td>
+                      <td>{formatWhen(a.startedAt)}</td>
                       <td class="num">{a.status ?? "–"}</td>
                       <td class="num">{a.durationMs ?? "–"} ms</td>
                       <td>
@@ -319,7 +318,7 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
                     <td>{a.action}</td>
                     <td>{a.actor}</td>
                     <td>{a.reason ?? "–"}</td>
-                    <td>{formatClock(a.at)}</td>
+                    <td>{formatWhen(a.at)}</td>
                   </tr>
                 ))}
               </tbody>

@@ -22,7 +22,7 @@ import {
   type RedrivePreview,
   RedrivePreviewList,
 } from "./_redrive_preview.tsx";
-import { formatClock } from "../format.ts";
+import { formatWhen, serviceLabel } from "../format.ts";
 
 /** Props: the groups and the sandbox's recent jobs, as the server saw them. */
 export interface FailureGroupsProps {
@@ -276,7 +276,7 @@ export default function FailureGroups(props: FailureGroupsProps) {
               <tbody>
                 {groups.map((g) => (
                   <tr key={g.key} data-testid={`group-${g.key}`}>
-                    <td>{g.subscriber}</td>
+                    <td>{serviceLabel(g.subscriber)}</td>
                     <td>{g.eventType}</td>
                     <td class="error-text">
                       <a href={`/console/dead-letters?group=${g.key}`}>
@@ -284,8 +284,8 @@ export default function FailureGroups(props: FailureGroupsProps) {
                       </a>
                     </td>
                     <td class="num" data-testid="group-count">{g.count}</td>
-                    <td class="nowrap">{formatClock(g.firstDeadAt)}</td>
-                    <td class="nowrap">{formatClock(g.lastDeadAt)}</td>
+                    <td class="nowrap">{formatWhen(g.firstDeadAt)}</td>
+                    <td class="nowrap">{formatWhen(g.lastDeadAt)}</td>
                     <td class="row-actions">
                       <button
                         type="button"

@@ -3,7 +3,7 @@
  * with its items and a link to the order's timeline. Twin of
  * `GET /api/kitchen/board`.
  */
-import { formatClock } from "../format.ts";
+import { formatWhen } from "../format.ts";
 import { useLive } from "./_live.ts";
 import type { BoardData, KitchenCard } from "./_console_types.ts";
 import { OrderCode } from "./_order_code.tsx";
@@ -71,7 +71,7 @@ function Card({ card }: { card: KitchenCard }) {
       </ul>
       <footer>
         <span class="muted">
-          v{card.version}, {formatClock(card.updatedAt)}
+          v{card.version}, {formatWhen(card.updatedAt)}
         </span>
         <a
           href={`/orders/${encodeURIComponent(card.orderId)}`}

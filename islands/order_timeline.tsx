@@ -30,6 +30,11 @@ export interface OrderTimelineProps {
    * payment is being confirmed instead of offering to pay again.
    */
   awaitingVersion?: number | null;
+  /**
+   * An operator is looking: times stay in UTC, as the console writes them,
+   * instead of switching to the browser's zone.
+   */
+  utc?: boolean;
 }
 
 /** States in which an order can still be paid or cancelled. */
@@ -102,7 +107,8 @@ export function deliveryTrouble(v: OrderView): {
 export default function OrderTimeline(props: OrderTimelineProps) {
   const view = useSignal(props.view);
   const live = useSignal<LiveStatus>("connecting");
-  // Server HTML prints UTC; local times only after hydration (see _time.ts).
+  // Server HTML prints UTC; local times only after hydration (see _time.ts),
+  // and never for an operator, who reads the console's UTC.
   const local = useSignal(false);
   const awaiting = useSignal(props.awaitingVersion ?? null);
   const confirming = useSignal(false);
@@ -111,7 +117,7 @@ export default function OrderTimeline(props: OrderTimelineProps) {
   const watch = useRef<Watch | null>(null);
 
   useEffect(() => {
-    local.value = true;
+    local.value = !props.utc;
     // The marker has done its job once read; a reload should not keep it.
     const url = new URL(location.href);
     if (url.searchParams.has("awaiting")) {

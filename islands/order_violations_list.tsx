@@ -3,7 +3,7 @@
  * order, the message and both versions. Twin of
  * `GET /api/console/order-violations`.
  */
-import { formatDateTime } from "../format.ts";
+import { formatWhen, serviceLabel } from "../format.ts";
 import { useLive } from "./_live.ts";
 import type { OrderViolations } from "./_console_types.ts";
 import { OrderCode } from "./_order_code.tsx";
@@ -46,7 +46,7 @@ export default function OrderViolationsList(props: OrderViolationsListProps) {
           <tbody>
             {items.map((v) => (
               <tr key={v.messageId} data-testid={`violation-${v.messageId}`}>
-                <td>{v.subscriber}</td>
+                <td>{serviceLabel(v.subscriber)}</td>
                 <td>
                   <OrderCode id={v.aggregateId} />
                 </td>
@@ -56,7 +56,7 @@ export default function OrderViolationsList(props: OrderViolationsListProps) {
                 <td>{v.eventType}</td>
                 <td class="num">v{v.arrivedVersion}</td>
                 <td class="num">v{v.appliedVersion}</td>
-                <td>{formatDateTime(v.at)}</td>
+                <td>{formatWhen(v.at)}</td>
               </tr>
             ))}
           </tbody>

@@ -6,7 +6,12 @@
  * second from the server's numbers; the list itself is fetched again from
  * `GET /api/console/outbox` on every change of the sandbox.
  */
-import { formatAge, formatClock, secondsUntil } from "../format.ts";
+import {
+  formatAge,
+  formatWhen,
+  secondsUntil,
+  serviceLabel,
+} from "../format.ts";
 import { liveAge, useLive, useNow } from "./_live.ts";
 import type { OutboxAges } from "./_console_types.ts";
 import { ParkedRows } from "./_parked_rows.tsx";
@@ -131,7 +136,7 @@ function Section({ id, title, empty, rows, age, now }: SectionProps) {
                     <td>
                       <MessageId id={r.messageId} />
                     </td>
-                    <td>{r.service}</td>
+                    <td>{serviceLabel(r.service)}</td>
                     <td>{r.eventType}</td>
                     <td>
                       <OrderCode id={r.orderId} />
@@ -166,7 +171,7 @@ function NextAttempt({ row, now }: { row: Row; now: number | null }) {
   const left = now === null ? null : secondsUntil(row.nextAttemptAt, now);
   return (
     <span>
-      {formatClock(row.nextAttemptAt)}
+      {formatWhen(row.nextAttemptAt)}
       {left !== null && (
         <span class="muted">
           {left > 0 ? ` in ${formatAge(left)}` : " due"}

@@ -5,7 +5,7 @@
  * `GET /api/console/receivers`.
  */
 import { RateBar } from "./_rate_bar.tsx";
-import { formatClock } from "../format.ts";
+import { formatWhen, serviceLabel } from "../format.ts";
 import { ReceiverChartGrid } from "./_receiver_charts.tsx";
 import { useLive } from "./_live.ts";
 import type { ReceiversData } from "./_console_types.ts";
@@ -38,7 +38,7 @@ export default function ReceiversList(props: ReceiversListProps) {
           <tbody>
             {receivers.map((r) => (
               <tr key={r.name} data-testid={`receiver-${r.name}`}>
-                <td>{r.name}</td>
+                <td>{serviceLabel(r.name)}</td>
                 <td>
                   <span class={r.paused ? "badge badge-warn" : "badge"}>
                     {r.paused ? "paused" : "running"}
@@ -46,7 +46,7 @@ export default function ReceiversList(props: ReceiversListProps) {
                 </td>
                 <td class="num">{r.attempts}</td>
                 <td>
-                  <RateBar rate={r.successRate} label={r.name} />
+                  <RateBar rate={r.successRate} label={serviceLabel(r.name)} />
                 </td>
                 <td class="num">{r.throughputPerMinute.toFixed(2)}</td>
                 <td class="num">
@@ -54,7 +54,7 @@ export default function ReceiversList(props: ReceiversListProps) {
                 </td>
                 <td class="error-text">
                   {r.lastError
-                    ? `${r.lastError} (${formatClock(r.lastErrorAt)})`
+                    ? `${r.lastError} (${formatWhen(r.lastErrorAt)})`
                     : "–"}
                 </td>
               </tr>

@@ -6,7 +6,7 @@
  * Twin of `GET /api/console/workers`.
  */
 import { useEffect } from "preact/hooks";
-import { formatClock } from "../format.ts";
+import { formatWhen } from "../format.ts";
 import { useLive } from "./_live.ts";
 import type { WorkersData } from "./_console_types.ts";
 
@@ -73,8 +73,8 @@ export default function WorkersList(props: WorkersListProps) {
                     <td>{w.roles.join(", ")}</td>
                     <td>{w.transport}</td>
                     <td class="num">{w.leases}</td>
-                    <td>{w.lastClaimAt ? formatClock(w.lastClaimAt) : "–"}</td>
-                    <td>{formatClock(w.lastBeatAt)}</td>
+                    <td>{w.lastClaimAt ? formatWhen(w.lastClaimAt) : "–"}</td>
+                    <td>{formatWhen(w.lastBeatAt)}</td>
                     <td>{w.version}</td>
                   </tr>
                 ))}

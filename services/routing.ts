@@ -3,6 +3,7 @@
  * queue reads it when it publishes; OrderPaid goes to all six receivers.
  */
 import type { Routing } from "../lib/ledger/mod.ts";
+import { SERVICE_LABELS } from "../format.ts";
 
 export const RECEIVERS = [
   "kitchen",
@@ -30,13 +31,8 @@ export const ROUTING: Routing = {
 /** Services with an outbox, drained by the relay. */
 export const SENDERS = ["orders", "billing"] as const;
 
-/** How people read a subscriber's name: "Kitchen answered 503". */
-export const LABELS: Record<SubscriberName, string> = {
-  kitchen: "Kitchen",
-  schedule: "Schedule",
-  dispatch: "Dispatch",
-  crm: "CRM",
-  customers: "Customers",
-  receipts: "Receipts",
-  orders: "Orders",
-};
+/**
+ * How people read a subscriber's name: "Kitchen answered 503" (format.ts
+ * holds the table, which the pages share with the islands).
+ */
+export const LABELS: Record<SubscriberName, string> = SERVICE_LABELS;

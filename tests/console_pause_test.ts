@@ -189,7 +189,7 @@ Deno.test("pause: unknown receivers are a 404, bad bodies a 400 naming the field
     const page = await (await client.fetch("/console/actions")).text();
     assert.match(page, /data-testid="action-resume"/);
     assert.match(page, /data-testid="action-pause"/);
-    assert.match(page, /subscriber: kitchen/);
+    assert.match(page, /receiver: Kitchen/);
     const otherLog = await other.json<{ items: unknown[] }>(
       "GET",
       "/api/console/actions",

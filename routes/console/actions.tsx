@@ -16,7 +16,7 @@ import {
 } from "../../services/console/actions.ts";
 import { parseOr400 } from "../../kit/http/validate.ts";
 import type { ConsoleRender } from "./_guard.ts";
-import { formatWhen } from "../../format.ts";
+import { formatWhen, serviceLabel } from "../../format.ts";
 
 const VERB: Record<OperatorAction["action"], string> = {
   redrive: "Redrive",
@@ -31,15 +31,22 @@ const VERB: Record<OperatorAction["action"], string> = {
 };
 
 /**
- * A target as a line: `ids: 3, 4 · reason: "…"`; an empty one (a release of
- * every parked row) as `all`.
+ * A target as a line: `ids: 3, 4 · reason: "…"`, a receiver or a service
+ * by its label (`receiver: Kitchen`); an empty one (a release of every
+ * parked row) as `all`.
  */
 function targetText(action: OperatorAction): string {
   const { target, groupName } = action;
   if (Object.keys(target).length === 0) return "all";
   return Object.entries(target).map(([key, value]) =>
     key === "group" && groupName
-      ? `group: ${groupName.subscriber}, ${groupName.eventType}, "${groupName.pattern}"`
+      ? `group: ${
+        serviceLabel(groupName.subscriber)
+      }, ${groupName.eventType}, "${groupName.pattern}"`
+      : key === "subscriber" && typeof value === "string"
+      ? `receiver: ${serviceLabel(value)}`
+      : key === "service" && typeof value === "string"
+      ? `service: ${serviceLabel(value)}`
       : key === "group"
       ? `group ${value} (no longer seen)`
       : `${key}: ${

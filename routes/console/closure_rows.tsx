@@ -7,7 +7,7 @@ import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
 import { parseOr400 } from "../../kit/http/validate.ts";
 import { ConsolePage } from "../_console_page.tsx";
-import { CLOSURE_WORDS } from "../../format.ts";
+import { CLOSURE_WORDS, serviceLabel } from "../../format.ts";
 import { Island } from "../../islands/_registry.ts";
 import { CLOSURE_STATES, closureRows } from "../../services/console/closure.ts";
 import { SUBSCRIBERS } from "../../services/routing.ts";
@@ -26,7 +26,7 @@ export function closureRowsPage({ sql }: Deps): ConsoleRender {
     const words = CLOSURE_WORDS[state];
     return html(
       <ConsolePage
-        title={`${words.label}: ${subscriber}`}
+        title={`${words.label}: ${serviceLabel(subscriber)}`}
         current="closure"
         operator={operator}
         lead={

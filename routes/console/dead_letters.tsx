@@ -11,7 +11,7 @@ import type { Deps } from "../../deps.ts";
 import { html } from "../../kit/http/render.ts";
 import { parseOr400 } from "../../kit/http/validate.ts";
 import { ConsolePage } from "../_console_page.tsx";
-import { formatDateTime } from "../../format.ts";
+import { formatWhen, serviceLabel } from "../../format.ts";
 import { Island } from "../../islands/_registry.ts";
 import { listDeliveries } from "../../services/console/deliveries.ts";
 import { listJobs } from "../../services/console/jobs.ts";
@@ -84,7 +84,7 @@ export function deadLettersPage({ sql, config }: Deps): ConsoleRender {
               <option value="">Any receiver</option>
               {SUBSCRIBERS.map((s) => (
                 <option key={s} value={s} selected={s === q.subscriber}>
-                  {s}
+                  {serviceLabel(s)}
                 </option>
               ))}
             </select>
@@ -129,8 +129,8 @@ export function deadLettersPage({ sql, config }: Deps): ConsoleRender {
         </form>
         {(q.since || q.until) && (
           <p class="muted">
-            Died {q.since && `from ${formatDateTime(q.since.toISOString())}`}
-            {q.until && ` before ${formatDateTime(q.until.toISOString())}`}.
+            Died {q.since && `from ${formatWhen(q.since.toISOString())}`}
+            {q.until && ` before ${formatWhen(q.until.toISOString())}`}.
           </p>
         )}
         <Island name="dead_letters" props={{ filter, initial: { items } }} />

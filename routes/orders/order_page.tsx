@@ -23,6 +23,8 @@ const SERVICE_LABELS = { ...LABELS, billing: "Billing" };
 /** Renders the order's page; 401 without a session, 404 if not theirs. */
 export async function orderPage(c: Context, deps: Deps): Promise<Response> {
   const { view, csrfToken } = await loadOrder(c, deps);
+  // An operator (signed in by name) reads the console's times: UTC.
+  const operator = Boolean(c.get("session")?.name);
   // Set by the pay form: the version the order had when the card was sent.
   const awaiting = Number(c.req.query("awaiting") ?? "");
   const number = orderNumber(view.orderId);
@@ -52,6 +54,7 @@ export async function orderPage(c: Context, deps: Deps): Promise<Response> {
               awaitingVersion: Number.isSafeInteger(awaiting) && awaiting > 0
                 ? awaiting
                 : null,
+              utc: operator,
             }}
           />
         </div>

@@ -12,7 +12,7 @@
 import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { queueOfDelivery, type ReadAt, readServices } from "../databases.ts";
-import { formatEuros } from "../../format.ts";
+import { formatEuros, serviceLabel } from "../../format.ts";
 import { type SearchResult, searchResultSchema } from "./contracts.ts";
 
 export type { SearchResult } from "./contracts.ts";
@@ -135,9 +135,9 @@ async function deliveries(sql: TxSql, q: string): Promise<SearchResult[]> {
   return rows.map((d) => ({
     kind: "delivery",
     id: String(d.id),
-    summary: `${d.type} to ${d.subscriber}, ${d.state.replace("_", " ")}${
-      d.last_error ? `: ${d.last_error}` : ""
-    }`,
+    summary: `${d.type} to ${serviceLabel(d.subscriber)}, ${
+      d.state.replace("_", " ")
+    }${d.last_error ? `: ${d.last_error}` : ""}`,
     href: `/console/deliveries/${d.id}`,
   }));
 }

@@ -377,7 +377,8 @@ export function deadLetterRows(page: Page): Promise<DeadLetterRow[]> {
           id: Number(row.getAttribute("data-testid")!.split("-").pop()),
           state: row.getAttribute("data-state") ?? "",
           eventType: cells[2],
-          subscriber: cells[3],
+          // The id: the cell shows the receiver's label ("Kitchen").
+          subscriber: row.getAttribute("data-subscriber") ?? cells[3],
           attempts: Number(tries),
           lastError:
             row.querySelector('[data-testid="last-error"]')?.textContent ?? "",

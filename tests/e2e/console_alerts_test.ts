@@ -64,7 +64,7 @@ e2e.test("console in the browser: the alert banner appears and clears, live", as
     assert.ok(await stillMarked(page), "the page was reloaded");
     assert.match(
       await page.locator(ALERT).textContent() ?? "",
-      /^Firing kitchen: 1 dead letter \(alert from 1\), since \d\d:\d\d:\d\d UTC\. See the dead letters Acknowledge$/,
+      /^Firing Kitchen: 1 dead letter \(alert from 1\), since \d\d:\d\d:\d\d UTC\. See the dead letters Acknowledge$/,
     );
     assert.equal(
       await page.locator(`${ALERT} a`).getAttribute("href"),

@@ -90,7 +90,7 @@ e2e.test("console in the browser: live pages", async (t) => {
         await row.waitFor({ timeout: SETTLE_MS });
         const testid = (await row.getAttribute("data-testid"))!;
         const cells = await row.locator("td").allTextContents();
-        assert.equal(cells[1], "orders");
+        assert.equal(cells[1], "Orders");
         assert.equal(cells[2], "OrderPlaced");
         assert.match(testid, /^outbox-row-[0-9a-f-]{36}$/);
         assert.equal(await byTestId(page, "outbox-pending").textContent(), "1");

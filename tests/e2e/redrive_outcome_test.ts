@@ -92,7 +92,7 @@ e2e.test("redrive in the browser: the OrderPaid group first names the OrderPlace
     const waits = byTestId(page, "group-waits-on");
     await waits.waitFor();
     const item = byTestId(page, `group-waits-on-item-${placed.id}`);
-    assert.match(await item.textContent() ?? "", /OrderPlaced to kitchen/);
+    assert.match(await item.textContent() ?? "", /OrderPlaced to Kitchen/);
     assert.equal(
       await page.locator('[data-testid^="group-waits-on-item-"]').count(),
       1,
