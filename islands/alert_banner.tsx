@@ -9,8 +9,10 @@
  * listens, so an alert appears (and changes) without a reload.
  */
 import { useSignal } from "@preact/signals";
+import { useEffect } from "preact/hooks";
 import { formatAge, formatWhen, serviceLabel } from "../format.ts";
 import { useLive } from "./_live.ts";
+import { sharedBoard } from "./_alert_board.ts";
 import { failure, sendJson } from "./_console_api.ts";
 import type { AlertBoard, AlertEpisode } from "./_console_types.ts";
 
@@ -81,6 +83,10 @@ const STATE_WORDS: Record<AlertEpisode["state"], string> = {
 export default function AlertBanner(props: AlertBannerProps) {
   const live = useLive("/api/console/alert-board", props.initial);
   const { alerts } = live.data.value;
+  // The overview's Alerts tile reads the same board (islands/_alert_board.ts).
+  useEffect(() => {
+    sharedBoard.value = live.data.value;
+  }, [live.data.value]);
   const busy = useSignal<number | null>(null);
   const error = useSignal("");
   const firing = alerts.filter((a) => a.state !== "resolved").length;

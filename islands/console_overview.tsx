@@ -1,9 +1,13 @@
 /**
- * The console's overview, live: outbox ages per service and event type, the
- * age histogram, closure totals, dead letters per receiver, payments
- * needing a refund, checkout events not yet taken, receiver health, each
- * receiver's last hour as charts and the number of order violations. Twin
- * of `GET /api/console/overview`; ages count up every second.
+ * The console's overview, live. It opens on what needs an operator, one
+ * tile each: dead letters, deliveries retrying, parked outbox rows, silent
+ * workers and alerts firing (Sidekiq's and River UI's dashboards fit such
+ * figures on one screen); then the outboxes' own figures, the dead letters
+ * per receiver beside the closure totals, and each receiver's health.
+ * Below: the outbox per service and event type, the age histogram beside
+ * the order violations, payments needing a refund, checkout events not yet
+ * taken, and each receiver's last hour as charts. Twin of
+ * `GET /api/console/overview`; ages count up every second.
  */
 import { AgeHistogram } from "./_age_histogram.tsx";
 import { ClosureTotals, MismatchAlarm } from "./_closure_totals.tsx";
@@ -16,12 +20,17 @@ import { formatAge, formatWhen, serviceLabel } from "../format.ts";
 import { useSignal } from "@preact/signals";
 import { liveAge, useLive, useNow } from "./_live.ts";
 import { failure, sendJson } from "./_console_api.ts";
-import type { OverviewData } from "./_console_types.ts";
+import { alertCounts, sharedBoard } from "./_alert_board.ts";
+import type { AlertBoard, OverviewData } from "./_console_types.ts";
 
-/** Props: the server's render of the twin, and when it measured the ages. */
+/**
+ * Props: the server's render of the twin, when it measured the ages, and
+ * the alert board the page's banner started from.
+ */
 export interface ConsoleOverviewProps {
   initial: OverviewData;
   serverNow: string;
+  board: AlertBoard;
 }
 
 /** Everything an operator looks at first. */
@@ -39,6 +48,7 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
     orderViolations,
     republished,
     retryingDeliveries,
+    workers,
   } = live.data.value;
   const sending = useSignal<ReadonlySet<string>>(new Set());
   const sendError = useSignal("");
@@ -58,19 +68,29 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
   const age = (s: number | null) =>
     formatAge(liveAge(s, live.stamp.value, now));
   const deadTotal = deadLetters.reduce((n, d) => n + d.count, 0);
-
+  // The banner keeps the board live; until it has hydrated, the server's.
+  const alerts = alertCounts(sharedBoard.value ?? props.board);
   return (
     <div class="overview">
       {live.error.value && <p class="form-error">{live.error.value}</p>}
       <MismatchAlarm mismatch={closure.totals.mismatch} />
-      {/* What needs an operator first: what is dead or retrying. */}
-      <ul class="tiles" data-testid="action-stats" aria-label="Needs action">
+      {/* What needs an operator first, in one row on a laptop's screen. */}
+      <ul
+        class="tiles action-tiles"
+        data-testid="action-stats"
+        aria-label="Needs action"
+      >
         <Tile
           label="Dead letters"
           value={deadTotal}
           id="dead"
           tone={deadTotal > 0 ? "bad" : undefined}
           href="/console/dead-letters"
+          detail={deadLetters.length === 1
+            ? `at ${serviceLabel(deadLetters[0].subscriber)}`
+            : deadLetters.length > 1
+            ? `at ${deadLetters.length} receivers`
+            : undefined}
         />
         <Tile
           label="Deliveries retrying"
@@ -78,6 +98,38 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
           id="retrying-deliveries"
           tone={retryingDeliveries.count > 0 ? "warn" : undefined}
           href="/console/deliveries?state=retrying"
+          detail={retryingDeliveries.nextAttemptAt
+            ? `next ${formatWhen(retryingDeliveries.nextAttemptAt)}`
+            : undefined}
+        />
+        <Tile
+          label="Parked outbox rows"
+          value={outbox.parked}
+          id="parked"
+          tone={outbox.parked > 0 ? "warn" : undefined}
+          href="/console/outbox"
+          detail={outbox.parked > 0 ? "wait for a release" : undefined}
+        />
+        <Tile
+          label="Silent workers"
+          value={workers.silent}
+          id="silent-workers"
+          tone={workers.silent > 0 ? "warn" : undefined}
+          href="/console/workers"
+          detail={`${workers.live} live`}
+        />
+        <Tile
+          label="Alerts firing"
+          value={alerts.firing}
+          id="alerts"
+          tone={alerts.firing > 0
+            ? "bad"
+            : alerts.recovering > 0
+            ? "warn"
+            : undefined}
+          detail={alerts.recovering > 0
+            ? `${alerts.recovering} recovering`
+            : undefined}
         />
       </ul>
       <h2 class="tiles-title" id="outbox-stats-title">
@@ -107,6 +159,99 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
           id="oldest-age"
         />
       </ul>
+
+      <div class="columns">
+        <section class="panel" aria-labelledby="dead-title">
+          <h2 id="dead-title">Dead letters by receiver</h2>
+          {deadLetters.length === 0
+            ? (
+              <p class="muted" data-testid="no-dead-letters">
+                No dead letters.
+              </p>
+            )
+            : (
+              <div class="table-wrap" tabIndex={0}>
+                <table class="table" data-testid="dead-by-receiver">
+                  <thead>
+                    <tr>
+                      <th>Receiver</th>
+                      <th class="num">Dead</th>
+                      <th>Oldest since</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {deadLetters.map((d) => (
+                      <tr
+                        key={d.subscriber}
+                        data-testid={`dead-receiver-${d.subscriber}`}
+                      >
+                        <td>
+                          <a
+                            href={`/console/dead-letters?subscriber=${
+                              encodeURIComponent(d.subscriber)
+                            }`}
+                          >
+                            {serviceLabel(d.subscriber)}
+                          </a>
+                        </td>
+                        <td class="num">
+                          <span class="badge badge-bad">{d.count}</span>
+                        </td>
+                        <td class="nowrap">{formatWhen(d.oldestDeadAt)}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
+        </section>
+        <section class="panel" aria-labelledby="closure-title">
+          <h2 id="closure-title">Closure</h2>
+          <p class="muted">
+            Every obligation (message × receiver), from the sender's outbox to
+            the receiver's inbox.
+          </p>
+          <ClosureTotals totals={closure.totals} />
+        </section>
+      </div>
+
+      <section class="panel" aria-labelledby="health-title">
+        <h2 id="health-title">Receiver health, last 15 minutes</h2>
+        {receivers.length === 0
+          ? <p class="muted">No deliveries in the last 15 minutes.</p>
+          : (
+            <div class="table-wrap" tabIndex={0}>
+              <table class="table" data-testid="receiver-health">
+                <thead>
+                  <tr>
+                    <th>Receiver</th>
+                    <th class="num">Attempts</th>
+                    <th>Success</th>
+                    <th>Last error</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {receivers.map((r) => (
+                    <tr
+                      key={r.subscriber}
+                      data-testid={`health-${r.subscriber}`}
+                    >
+                      <td>{serviceLabel(r.subscriber)}</td>
+                      <td class="num">{r.attempts}</td>
+                      <td>
+                        <RateBar
+                          rate={r.successRate}
+                          label={serviceLabel(r.subscriber)}
+                        />
+                      </td>
+                      <td class="error-text">{r.lastError ?? "–"}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+      </section>
 
       <section class="panel" aria-labelledby="by-service-title">
         <h2 id="by-service-title">Outbox by service and event type</h2>
@@ -154,78 +299,33 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
           <h2 id="histogram-title">Age of pending messages</h2>
           <AgeHistogram buckets={outbox.buckets} />
         </section>
-        <section class="panel" aria-labelledby="dead-title">
-          <h2 id="dead-title">Dead letters by receiver</h2>
-          {deadLetters.length === 0
-            ? (
-              <p class="muted" data-testid="no-dead-letters">
-                No dead letters.
-              </p>
-            )
-            : (
-              <div class="table-wrap" tabIndex={0}>
-                <table class="table" data-testid="dead-by-receiver">
-                  <thead>
-                    <tr>
-                      <th>Receiver</th>
-                      <th class="num">Dead</th>
-                      <th>Oldest since</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {deadLetters.map((d) => (
-                      <tr
-                        key={d.subscriber}
-                        data-testid={`dead-receiver-${d.subscriber}`}
-                      >
-                        <td>
-                          <a
-                            href={`/console/dead-letters?subscriber=${
-                              encodeURIComponent(d.subscriber)
-                            }`}
-                          >
-                            {serviceLabel(d.subscriber)}
-                          </a>
-                        </td>
-                        <td class="num">
-                          <span class="badge badge-bad">{d.count}</span>
-                        </td>
-                        <td>{formatWhen(d.oldestDeadAt)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
+        <section class="panel" aria-labelledby="violations-title">
+          <h2 id="violations-title">Order violations</h2>
+          <p data-testid="overview-violations">
+            <a
+              href="/console/order-violations"
+              data-testid="overview-violations-link"
+              class={orderViolations.total > 0 ? "tone-warn" : undefined}
+            >
+              {orderViolations.total === 1
+                ? "1 message"
+                : `${orderViolations.total} messages`}{" "}
+              arrived after a later version of their order had been applied
+            </a>
+          </p>
+          <p data-testid="overview-republished">
+            <span class={republished.deliveries > 0 ? "tone-warn" : undefined}>
+              {republished.deliveries === 1
+                ? "1 delivery"
+                : `${republished.deliveries} deliveries`}
+            </span>{" "}
+            the broker lost were sent again from the ledger
+            {republished.copies > republished.deliveries
+              ? ` (${republished.copies} copies)`
+              : ""}
+          </p>
         </section>
       </div>
-
-      <section class="panel" aria-labelledby="violations-title">
-        <h2 id="violations-title">Order violations</h2>
-        <p data-testid="overview-violations">
-          <a
-            href="/console/order-violations"
-            data-testid="overview-violations-link"
-            class={orderViolations.total > 0 ? "tone-warn" : undefined}
-          >
-            {orderViolations.total === 1
-              ? "1 message"
-              : `${orderViolations.total} messages`}{" "}
-            arrived after a later version of their order had been applied
-          </a>
-        </p>
-        <p data-testid="overview-republished">
-          <span class={republished.deliveries > 0 ? "tone-warn" : undefined}>
-            {republished.deliveries === 1
-              ? "1 delivery"
-              : `${republished.deliveries} deliveries`}
-          </span>{" "}
-          the broker lost were sent again from the ledger
-          {republished.copies > republished.deliveries
-            ? ` (${republished.copies} copies)`
-            : ""}
-        </p>
-      </section>
 
       <section class="panel" aria-labelledby="refunds-title">
         <h2 id="refunds-title">Payments needing a refund</h2>
@@ -251,53 +351,6 @@ export default function ConsoleOverview(props: ConsoleOverviewProps) {
           onSendAgain={sendAgain}
           busy={sending.value}
         />
-      </section>
-
-      <section class="panel" aria-labelledby="closure-title">
-        <h2 id="closure-title">Closure</h2>
-        <p class="muted">
-          Every obligation (message × receiver), from the sender's outbox to the
-          receiver's inbox.
-        </p>
-        <ClosureTotals totals={closure.totals} />
-      </section>
-
-      <section class="panel" aria-labelledby="health-title">
-        <h2 id="health-title">Receiver health, last 15 minutes</h2>
-        {receivers.length === 0
-          ? <p class="muted">No deliveries in the last 15 minutes.</p>
-          : (
-            <div class="table-wrap" tabIndex={0}>
-              <table class="table" data-testid="receiver-health">
-                <thead>
-                  <tr>
-                    <th>Receiver</th>
-                    <th class="num">Attempts</th>
-                    <th>Success</th>
-                    <th>Last error</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {receivers.map((r) => (
-                    <tr
-                      key={r.subscriber}
-                      data-testid={`health-${r.subscriber}`}
-                    >
-                      <td>{serviceLabel(r.subscriber)}</td>
-                      <td class="num">{r.attempts}</td>
-                      <td>
-                        <RateBar
-                          rate={r.successRate}
-                          label={serviceLabel(r.subscriber)}
-                        />
-                      </td>
-                      <td class="error-text">{r.lastError ?? "–"}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )}
       </section>
 
       <section class="panel" aria-labelledby="last-hour-title">

@@ -15,13 +15,14 @@ export function overviewPage({ sql }: Deps): ConsoleRender {
         title="Overview"
         current="overview"
         operator={operator}
-        lead="How old the oldest unpaid promise is, what is dead, and whether every obligation is closed."
+        lead="What needs an operator first; then how old the oldest unpaid promise is, and whether every obligation is closed."
       >
         <Island
           name="console_overview"
           props={{
             initial,
             serverNow: serverNow(),
+            board: operator.board ?? { alerts: [], deadLetters: 0 },
           }}
         />
       </ConsolePage>,

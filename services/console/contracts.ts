@@ -489,6 +489,11 @@ export const overviewDataSchema = z.strictObject({
     count,
     nextAttemptAt: time.nullable(),
   }),
+  /**
+   * The workers by their heartbeat (`GET /api/console/workers` counted):
+   * shared by every sandbox, so every overview has the same figures.
+   */
+  workers: z.strictObject({ live: count, silent: count }),
 });
 export type OverviewData = z.infer<typeof overviewDataSchema>;
 

@@ -3,8 +3,9 @@
  * (`GET /api/console/overview`): outbox ages, closure, dead letters per
  * receiver, receiver health, payments needing a refund, test-checkout
  * events the webhook has not taken, the last hour per
- * receiver (its charts), how many order violations there are, and how
- * many deliveries the ledger sent again because the broker lost them.
+ * receiver (its charts), how many order violations there are, how
+ * many deliveries the ledger sent again because the broker lost them, and
+ * how many workers are live and silent.
  */
 import type { Sql } from "../../lib/db/connect.ts";
 import { outboxAges } from "./outbox.ts";
@@ -15,6 +16,7 @@ import { undeliveredCheckoutEvents } from "./checkout_events.ts";
 import { receiverStats } from "./receivers.ts";
 import { orderViolations } from "./violations.ts";
 import { readServices } from "../databases.ts";
+import { workerRows } from "./workers.ts";
 
 /** Deliveries of a sandbox the broker lost, sent again from the ledger. */
 async function republished(sql: Sql, sandboxId: string) {
@@ -66,6 +68,17 @@ async function retryingDeliveries(sql: Sql, sandboxId: string) {
   };
 }
 
+/**
+ * The workers by their heartbeat, live and silent: the Workers page's rows
+ * counted. Workers are shared by every sandbox, so every overview shows
+ * the same two figures.
+ */
+async function workerCounts(sql: Sql, sandboxId: string) {
+  const rows = await workerRows(sql, sandboxId);
+  const silent = rows.filter((w) => w.state === "silent").length;
+  return { live: rows.length - silent, silent };
+}
+
 /** The overview of one sandbox, read in parallel. */
 export async function overviewData(sql: Sql, sandboxId: string) {
   const [
@@ -79,6 +92,7 @@ export async function overviewData(sql: Sql, sandboxId: string) {
     violations,
     again,
     retrying,
+    workers,
   ] = await Promise.all([
     // 10 oldest rows: the overview summarises, the outbox page lists.
     outboxAges(sql, sandboxId, 10),
@@ -91,6 +105,7 @@ export async function overviewData(sql: Sql, sandboxId: string) {
     orderViolations(sql, sandboxId, { limit: 1 }),
     republished(sql, sandboxId),
     retryingDeliveries(sql, sandboxId),
+    workerCounts(sql, sandboxId),
   ]);
   return {
     outbox,
@@ -103,5 +118,6 @@ export async function overviewData(sql: Sql, sandboxId: string) {
     orderViolations: { total: violations.total },
     republished: again,
     retryingDeliveries: retrying,
+    workers,
   };
 }
