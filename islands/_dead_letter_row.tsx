@@ -41,7 +41,10 @@ export const refuseButtonId = (which: number | "selected" | "all") =>
 /** The columns of the table, for the form row's `colSpan`. */
 export const DEAD_LETTER_COLUMNS = 9;
 
-/** A dead letter, its checkbox and its Redrive and Refuse buttons. */
+/**
+ * A dead letter, its checkbox and its Redrive and Refuse buttons. Each
+ * cell's data-label names it on a phone, where the rows are cards.
+ */
 export function DeadLetterRow(props: DeadLetterRowProps) {
   const { item: d, acted } = props;
   return (
@@ -52,7 +55,7 @@ export function DeadLetterRow(props: DeadLetterRowProps) {
         data-subscriber={d.subscriber}
         class={acted ? "acted" : undefined}
       >
-        <td>
+        <td class="select-cell" data-label="Select">
           <input
             type="checkbox"
             aria-label={`Select dead letter ${d.id}`}
@@ -62,15 +65,15 @@ export function DeadLetterRow(props: DeadLetterRowProps) {
             data-testid={`select-${d.id}`}
           />
         </td>
-        <td>
+        <td data-label="#">
           <a href={`/console/deliveries/${d.id}`}>{d.id}</a>
         </td>
-        <td>{d.eventType}</td>
-        <td>{serviceLabel(d.subscriber)}</td>
-        <td>
+        <td data-label="Event type">{d.eventType}</td>
+        <td data-label="Receiver">{serviceLabel(d.subscriber)}</td>
+        <td data-label="Order">
           <OrderCode id={d.orderId} />
         </td>
-        <td class="num">
+        <td class="num" data-label="Attempts">
           {d.attempts}
           {d.redrives > 0 && (
             <span class="muted redrives" title="Times redriven">
@@ -78,7 +81,7 @@ export function DeadLetterRow(props: DeadLetterRowProps) {
             </span>
           )}
         </td>
-        <td class="error-text" data-testid="last-error">
+        <td class="error-text" data-label="Last error" data-testid="last-error">
           {d.lastError ?? "–"}
           {d.beyondReplayHorizon && (
             <span
@@ -90,8 +93,8 @@ export function DeadLetterRow(props: DeadLetterRowProps) {
             </span>
           )}
         </td>
-        <td class="nowrap">{formatWhen(d.deadAt)}</td>
-        <td class="row-actions">
+        <td class="nowrap" data-label="Dead since">{formatWhen(d.deadAt)}</td>
+        <td class="row-actions" data-label="Actions">
           {acted
             ? (
               <span

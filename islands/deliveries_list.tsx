@@ -80,7 +80,7 @@ export default function DeliveriesList(props: DeliveriesListProps) {
         )
         : (
           <div class="table-wrap" tabIndex={0}>
-            <table class="table" data-testid="deliveries-table">
+            <table class="table cards compact" data-testid="deliveries-table">
               <thead>
                 <tr>
                   <th>#</th>
@@ -105,40 +105,50 @@ export default function DeliveriesList(props: DeliveriesListProps) {
 }
 
 function Row({ d, now }: { d: DeliveryItem; now: number | null }) {
+  // data-label: what a cell is, for the cards a phone shows instead of the
+  // table (static/style.css, "Layout: overview, cards").
   return (
     <tr data-testid={`delivery-row-${d.id}`} data-state={d.state}>
-      <td>
+      <td data-label="#">
         <a href={`/console/deliveries/${d.id}`} data-testid="delivery-link">
           {d.id}
         </a>
       </td>
-      <td>{d.eventType}</td>
-      <td>{serviceLabel(d.subscriber)}</td>
-      <td>
+      <td data-label="Event type">{d.eventType}</td>
+      <td data-label="Receiver">{serviceLabel(d.subscriber)}</td>
+      <td data-label="Order">
         <OrderCode id={d.orderId} />
       </td>
-      <td>
+      <td data-label="State">
         <span class={badgeClass(deliveryTone(d.state, d.attempts))}>
           {deliveryLabel(d.state, d.attempts)}
         </span>
         {d.redrives > 0 && (
-          <span class="badge" title="Redriven by an operator">
-            redriven {d.redrives}×
-          </span>
+          <>
+            {" "}
+            <span class="badge" title="Redriven by an operator">
+              redriven {d.redrives}×
+            </span>
+          </>
         )}
       </td>
-      <td class="num">{d.attempts}</td>
-      <td class="num">{d.lastStatus ?? "–"}</td>
-      <td class="error-text">
+      <td class="num" data-label="Attempts">{d.attempts}</td>
+      <td class="num" data-label="Last status">{d.lastStatus ?? "–"}</td>
+      <td class="error-text" data-label="Last error">
         {d.state === "refused" && d.refusedReason
           ? `Refused by ${d.refusedBy}: ${d.refusedReason}`
           : d.lastError ?? "–"}
       </td>
-      <td class="nowrap">
+      <td class="when" data-label="When">
         <When d={d} now={now} />
       </td>
     </tr>
   );
+}
+
+/** A time that wraps before itself, never inside ("next" / "04:10:06 UTC"). */
+function At({ iso }: { iso: string | null }) {
+  return <span class="nowrap">{formatWhen(iso)}</span>;
 }
 
 function When({ d, now }: { d: DeliveryItem; now: number | null }) {
@@ -146,16 +156,29 @@ function When({ d, now }: { d: DeliveryItem; now: number | null }) {
     const left = now === null ? null : secondsUntil(d.nextAttemptAt, now);
     return (
       <span title="Next attempt">
-        next {formatWhen(d.nextAttemptAt)}
+        next <At iso={d.nextAttemptAt} />
         {left !== null && left > 0 && (
-          <span class="muted">{` in ${formatAge(left)}`}</span>
+          <>
+            {" "}
+            <span class="muted nowrap">{`in ${formatAge(left)}`}</span>
+          </>
         )}
       </span>
     );
   }
-  if (d.state === "dead") return <span>dead {formatWhen(d.deadAt)}</span>;
-  if (d.state === "refused") {
-    return <span>refused {formatWhen(d.refusedAt)}</span>;
+  if (d.state === "dead") {
+    return (
+      <span>
+        dead <At iso={d.deadAt} />
+      </span>
+    );
   }
-  return <span>{formatWhen(d.createdAt)}</span>;
+  if (d.state === "refused") {
+    return (
+      <span>
+        refused <At iso={d.refusedAt} />
+      </span>
+    );
+  }
+  return <At iso={d.createdAt} />;
 }

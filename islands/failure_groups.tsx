@@ -261,7 +261,7 @@ export default function FailureGroups(props: FailureGroupsProps) {
         )
         : (
           <div class="table-wrap" tabIndex={0}>
-            <table class="table" data-testid="groups-table">
+            <table class="table cards" data-testid="groups-table">
               <thead>
                 <tr>
                   <th>Receiver</th>
@@ -276,17 +276,28 @@ export default function FailureGroups(props: FailureGroupsProps) {
               <tbody>
                 {groups.map((g) => (
                   <tr key={g.key} data-testid={`group-${g.key}`}>
-                    <td>{serviceLabel(g.subscriber)}</td>
-                    <td>{g.eventType}</td>
-                    <td class="error-text">
+                    <td data-label="Receiver">{serviceLabel(g.subscriber)}</td>
+                    <td data-label="Event type">{g.eventType}</td>
+                    <td class="error-text" data-label="Error">
                       <a href={`/console/dead-letters?group=${g.key}`}>
                         {g.pattern || "(no error text)"}
                       </a>
                     </td>
-                    <td class="num" data-testid="group-count">{g.count}</td>
-                    <td class="nowrap">{formatWhen(g.firstDeadAt)}</td>
-                    <td class="nowrap">{formatWhen(g.lastDeadAt)}</td>
-                    <td class="row-actions">
+                    <td
+                      class="num"
+                      data-label="Count"
+                      data-testid="group-count"
+                    >
+                      {g.count}
+                    </td>
+                    <td class="nowrap" data-label="First">
+                      {formatWhen(g.firstDeadAt)}
+                    </td>
+                    <td class="nowrap" data-label="Last">
+                      {formatWhen(g.lastDeadAt)}
+                    </td>
+                    {/* Stacked, so that the error keeps the width. */}
+                    <td class="row-actions stack" data-label="Actions">
                       <button
                         type="button"
                         class="button small"
