@@ -205,6 +205,26 @@ export const CLOSURE_KEYS = Object.keys(CLOSURE_WORDS) as (
 )[];
 
 /**
+ * A number with thousands separators, rounded to `decimals` places and
+ * written without trailing zeros: `5,494`, `22.3`, `3`. By hand, as the
+ * euros below, so that the server and every browser print the same.
+ *
+ * @example
+ * ```ts
+ * formatNumber(5493.67); // "5,494"
+ * formatNumber(22.333, 1); // "22.3"
+ * ```
+ */
+export function formatNumber(n: number, decimals = 0): string {
+  const scale = 10 ** decimals;
+  const rounded = Math.round(Math.abs(n) * scale) / scale;
+  const [whole, part] = String(rounded).split(".");
+  const sign = n < 0 && rounded !== 0 ? "−" : "";
+  const grouped = whole.replace(/\B(?=(\d{3})+$)/g, ",");
+  return part ? `${sign}${grouped}.${part}` : `${sign}${grouped}`;
+}
+
+/**
  * Formats integer cents as euros.
  *
  * @example

@@ -17,7 +17,12 @@ import { CostsTable } from "../islands/_costs_table.tsx";
 import { Island } from "../islands/_registry.ts";
 import { type HowItWorks, howItWorks } from "../services/how/page.ts";
 import { TRY_IT_WORDS } from "../services/how/try_it.ts";
-import { orderCode } from "../format.ts";
+import {
+  formatNumber,
+  formatWhen,
+  orderCode,
+  serviceLabel,
+} from "../format.ts";
 
 function Section(
   props: { id: string; title: string; children: ComponentChildren },
@@ -71,7 +76,7 @@ function WhoHears({ view }: { view: HowItWorks }) {
           {Object.entries(view.routing).map(([type, subs]) => (
             <tr key={type}>
               <th scope="row">{type}</th>
-              <td>{subs.join(", ")}</td>
+              <td>{subs.map(serviceLabel).join(", ")}</td>
             </tr>
           ))}
         </tbody>
@@ -122,23 +127,25 @@ function Gap({ view }: { view: HowItWorks }) {
                 <tbody>
                   {last.outbox.map((r) => (
                     <tr key={r.messageId} data-testid="outbox-row">
-                      <td>{r.service}</td>
+                      <td>{serviceLabel(r.service)}</td>
                       <td>{r.eventType}</td>
                       <td>{r.state}</td>
                       <td>
-                        <time dateTime={r.createdAt}>{r.createdAt}</time>
+                        <time dateTime={r.createdAt}>
+                          {formatWhen(r.createdAt)}
+                        </time>
                       </td>
                       <td>
                         {r.publishedAt
                           ? (
                             <time dateTime={r.publishedAt}>
-                              {r.publishedAt}
+                              {formatWhen(r.publishedAt)}
                             </time>
                           )
                           : "not yet"}
                       </td>
                       <td class="num">
-                        {r.gapMs === null ? "–" : `${r.gapMs} ms`}
+                        {r.gapMs === null ? "–" : `${formatNumber(r.gapMs)} ms`}
                       </td>
                     </tr>
                   ))}
@@ -184,11 +191,10 @@ function RefusedRow({ view }: { view: HowItWorks }) {
             Today your sandbox used{" "}
             <strong data-testid="rearms-today">{guard.total}</strong> of{" "}
             {s.guardLimitPerDay} re-arms ({Object.entries(guard.rearmsToday)
-              .map(([svc, n]) => `${svc} ${n}`).join(", ")}); {guard.retrying}
-            {" "}
-            row{guard.retrying === 1 ? "" : "s"} wait for a retry and{" "}
-            {guard.parked} {guard.parked === 1 ? "is" : "are"}{" "}
-            parked by the guard.
+              .map(([svc, n]) => `${serviceLabel(svc)} ${n}`).join(", ")});{" "}
+            {guard.retrying} row{guard.retrying === 1 ? "" : "s"}{" "}
+            wait for a retry and {guard.parked}{" "}
+            {guard.parked === 1 ? "is" : "are"} parked by the guard.
           </p>
         )
         : null}
@@ -234,7 +240,7 @@ function AppliedOnce({ view }: { view: HowItWorks }) {
                 <tbody>
                   {sb.inboxes.map((i) => (
                     <tr key={i.receiver} data-testid={`inbox-${i.receiver}`}>
-                      <th scope="row">{i.receiver}</th>
+                      <th scope="row">{serviceLabel(i.receiver)}</th>
                       <td class="num">{i.messages}</td>
                       <td class="num">{i.repeats}</td>
                     </tr>

@@ -2,8 +2,9 @@
  * What the benchmark measured of the same order with and without its outbox
  * row (`deno task bench`, the write scenario): orders per second at 8
  * clients and CPU per order. Read from bench/results.json when it is there;
- * otherwise "not measured". Only these two figures exist without the
- * outbox: the benchmark stores no rows, bytes or latency of such an order.
+ * otherwise null, and the page leaves the comparison out. Only these two
+ * figures exist without the outbox: the benchmark stores no rows, bytes or
+ * latency of such an order.
  */
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
@@ -41,7 +42,7 @@ export interface WriteFigures {
   cpuUsPerOrder: number | null;
 }
 
-/** The benchmark's comparison, or null: not measured. */
+/** The benchmark's comparison, or null where it has not been run. */
 export interface BenchmarkComparison {
   commit: string | null;
   finishedAt: string | null;
@@ -58,7 +59,7 @@ const WITHOUT = "orders_8_without_outbox";
  *
  * @example
  * ```ts
- * const bench = await benchmarkComparison(); // null: not measured
+ * const bench = await benchmarkComparison(); // null: never run here
  * ```
  */
 export async function benchmarkComparison(
