@@ -107,6 +107,7 @@ Deno.test("openapi: the document, its page and the page's files are served", asy
     const files = [...html.matchAll(/(?:src|href)="(\/api\/docs\/[^"]+)"/g)]
       .map((m) => m[1]);
     assert.deepEqual(files.sort(), [
+      "/api/docs/console.css",
       "/api/docs/init.js",
       "/api/docs/swagger-ui-bundle.js",
       "/api/docs/swagger-ui.css",

@@ -3,7 +3,9 @@
  * `GET /api/docs`, a readable page of it: Swagger UI, served by the app from
  * the npm package `swagger-ui-dist` (no CDN: the page works where the site
  * does). Its script and style are files under `/api/docs/`, and the page's
- * own start-up is a file too: the page runs under the app's
+ * own start-up is a file too, as is `console.css` (docs.css beside this
+ * module), which dresses Swagger in the console's colours and fonts so that
+ * the reference reads as a page of the console. The page runs under the app's
  * Content-Security-Policy as it is (no inline script or style), which
  * tests/e2e/api_docs_test.ts checks in a browser.
  */
@@ -33,6 +35,7 @@ const PAGE = `<!doctype html>
 <title>Outbox Bakery API</title>
 <link rel="icon" href="/static/icons/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/api/docs/swagger-ui.css">
+<link rel="stylesheet" href="/api/docs/console.css">
 </head>
 <body>
 <nav class="swagger-ui"><p class="wrapper"><a href="/console">Back to the console</a> · <a href="/api/openapi.json">openapi.json</a></p></nav>
@@ -46,6 +49,7 @@ const PAGE = `<!doctype html>
 /** The files the page loads, by name: the package's, and the start-up. */
 const ASSETS: Record<string, string> = {
   "swagger-ui.css": "text/css; charset=utf-8",
+  "console.css": "text/css; charset=utf-8",
   "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
   "init.js": "text/javascript; charset=utf-8",
 };
@@ -55,12 +59,17 @@ const ASSET_CACHE = "public, max-age=86400";
 
 const loaded = new Map<string, Promise<Uint8Array>>();
 
+/** The console's colours and fonts for Swagger UI: a file of ours. */
+const CONSOLE_CSS = new URL("./docs.css", import.meta.url);
+
 /** A package file, read once and kept (the bundle is 1.7 MB; read on use). */
 function assetBytes(name: string): Promise<Uint8Array> {
   let bytes = loaded.get(name);
   if (!bytes) {
     bytes = name === "init.js"
       ? Promise.resolve(new TextEncoder().encode(INIT_JS))
+      : name === "console.css"
+      ? Deno.readFile(CONSOLE_CSS)
       : Deno.readFile(`${swaggerUiDir()}/${name}`);
     // A failed read is not kept: the next request tries again.
     bytes.catch(() => loaded.delete(name));
