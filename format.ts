@@ -101,6 +101,7 @@ export function deliveryTone(state: string, attempts = 0): Tone {
   if (state === "done") return "ok";
   if (state === "dead") return "bad";
   if (state === "refused") return "plain";
+  if (state === "held") return "warn";
   return attempts > 0 ? "warn" : "plain";
 }
 

@@ -15,6 +15,7 @@ import {
 import { useLive, useNow } from "./_live.ts";
 import type { DeliveriesData, DeliveryItem } from "./_console_types.ts";
 import { OrderCode } from "./_order_code.tsx";
+import { HeldBehind } from "./_held_behind.tsx";
 
 /** The tabs: `state` query values ("" for all) and their words. */
 export const DELIVERY_TABS = [
@@ -22,6 +23,7 @@ export const DELIVERY_TABS = [
   { state: "pending", label: "Pending" },
   { state: "in_flight", label: "In flight" },
   { state: "retrying", label: "Retrying" },
+  { state: "held", label: "Held" },
   { state: "dead", label: "Dead" },
   { state: "refused", label: "Refused" },
   { state: "done", label: "Done" },
@@ -39,7 +41,7 @@ export interface DeliveriesListProps {
 function countOf(counts: Record<string, number>, state: DeliveryTab): number {
   if (state !== "") return counts[state] ?? 0;
   // "retrying" is a part of "pending", so it is not added again.
-  return ["pending", "in_flight", "done", "dead", "refused"]
+  return ["pending", "in_flight", "held", "done", "dead", "refused"]
     .reduce((n, s) => n + (counts[s] ?? 0), 0);
 }
 
@@ -123,6 +125,7 @@ function Row({ d, now }: { d: DeliveryItem; now: number | null }) {
         <span class={badgeClass(deliveryTone(d.state, d.attempts))}>
           {deliveryLabel(d.state, d.attempts)}
         </span>
+        {d.heldBehind !== null && <HeldBehind id={d.heldBehind} />}
         {d.redrives > 0 && (
           <>
             {" "}

@@ -24,6 +24,7 @@ import {
 import { RefuseForm } from "./_refuse_form.tsx";
 import { SupersedeForm } from "./_supersede_form.tsx";
 import { OrderCode } from "./_order_code.tsx";
+import { HeldBehind } from "./_held_behind.tsx";
 
 /** Props: the delivery's id and the server's render of its twin. */
 export interface DeliveryDetailProps {
@@ -79,7 +80,8 @@ export default function DeliveryDetail(props: DeliveryDetailProps) {
             data-testid="delivery-state"
           >
             {deliveryLabel(d.state, d.attempts)}
-          </span>{" "}
+          </span>
+          {d.heldBehind !== null && <HeldBehind id={d.heldBehind} />}{" "}
           {d.eventType} to <strong>{serviceLabel(d.subscriber)}</strong>
         </p>
         <dl class="delivery-facts">
