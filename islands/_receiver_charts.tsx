@@ -3,6 +3,7 @@
  * one time axis) with what it shows in words, and the grid of every
  * receiver's: for the receivers page and the overview.
  */
+import { serviceLabel } from "../format.ts";
 import { chartSummary, MinuteChart } from "./_minute_chart.tsx";
 import type { ReceiverStats } from "../services/console/receivers.ts";
 
@@ -42,7 +43,7 @@ export function ReceiverChartGrid({ receivers }: ReceiverChartGridProps) {
     <ul class="chart-grid" data-testid="receiver-charts">
       {receivers.map((r) => (
         <li key={r.name}>
-          <h3 class="chart-title">{r.name}</h3>
+          <h3 class="chart-title">{serviceLabel(r.name)}</h3>
           <ReceiverCharts receiver={r} />
         </li>
       ))}
