@@ -53,6 +53,7 @@ interface Row {
 /** The ids of the notice that says what the last action did, and of the error. */
 const NOTICE_ID = "dead-letter-notice";
 const ERROR_ID = "dead-letter-error";
+const CONFIRM_ID = "redrive-waits-go";
 
 const plural = (n: number, one: string, many: string) =>
   `${n} ${n === 1 ? one : many}`;
@@ -178,7 +179,9 @@ export default function DeadLetters(props: DeadLettersProps) {
 
   /**
    * Redrives the toolbar's targets, after a dry run: when they wait on
-   * earlier dead letters, it stops to name them instead.
+   * earlier dead letters, or any would not simply apply at its receiver
+   * (not yet, refused, a repeat, a failure, past the horizon), it stops to
+   * show what each would do and waits for a confirmation.
    */
   async function redriveChecked(which: "selected" | "all") {
     const target = targetOf(which);
@@ -189,11 +192,13 @@ export default function DeadLetters(props: DeadLettersProps) {
     busy.value = true;
     const { waitsOn, preview } = await redriveDryRun(target);
     busy.value = false;
-    // Held back when an earlier message is dead too, with what each would
-    // do at its receiver; otherwise it goes, and its report follows.
-    if (waitsOn.length > 0) {
+    // Held back when an earlier message is dead too, or a message would
+    // not apply, with what each would do at its receiver; otherwise it
+    // goes, and its report follows.
+    if (waitsOn.length > 0 || preview.some((p) => p.outcome !== "apply")) {
       includeEarlier.value = false;
       waiting.value = { which, waitsOn, preview };
+      focusNext.value = CONFIRM_ID;
       return;
     }
     await act(which, () => redriveMany(target), "redriven");
@@ -313,6 +318,7 @@ export default function DeadLetters(props: DeadLettersProps) {
                 "redriven",
               );
             }}
+            id={CONFIRM_ID}
             data-testid="redrive-waits-go"
           >
             Redrive

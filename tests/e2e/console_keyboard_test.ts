@@ -211,7 +211,9 @@ e2e.test("console by keyboard: fault switches, and select, redrive and refuse de
 
     // Select the last with Space, back to the toolbar with Shift+Tab, and
     // redrive the selection with Enter. Its order's card was refused above,
-    // so the kitchen answers 409 and the row comes back dead.
+    // so its preview says the kitchen would not apply it: the redrive waits,
+    // focus on its confirmation, and a second Enter sends it. The kitchen
+    // answers 409 and the row comes back dead.
     await tabTo(page, `select-${paidOfPaid}`);
     await page.keyboard.press("Space");
     assert.ok(await byTestId(page, `select-${paidOfPaid}`).isChecked());
@@ -220,6 +222,13 @@ e2e.test("console by keyboard: fault switches, and select, redrive and refuse de
       /, 1 selected$/,
     );
     await tabTo(page, "redrive-selected", true);
+    await page.keyboard.press("Enter");
+    await byTestId(page, "redrive-waits").waitFor();
+    assert.equal(await focused(page), "redrive-waits-go");
+    assert.match(
+      await byTestId(page, "redrive-preview").textContent() ?? "",
+      /Kitchen/,
+    );
     await page.keyboard.press("Enter");
     await byTestId(page, "dead-letter-notice").waitFor();
     assert.equal(await focused(page), "dead-letter-notice");
