@@ -3,6 +3,7 @@
  * the slope of a series, and a seeded random generator so that every run
  * makes the same choices (gaps, keys) in the same order.
  */
+export { seeded } from "../kit/random.ts";
 
 /** The p-th percentile (0..100) of `values`, nearest-rank; null when empty. */
 export function percentile(
@@ -58,21 +59,6 @@ export function round(value: number, digits = 3): number {
   if (Math.abs(value) >= 10 ** digits) return Math.round(value);
   const scale = 10 ** (digits - 1 - Math.floor(Math.log10(Math.abs(value))));
   return Math.round(value * scale) / scale;
-}
-
-/**
- * A seeded pseudo-random generator (mulberry32): the same seed gives the same
- * sequence, so two runs wait the same gaps and pick the same rows.
- */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Milliseconds elapsed since `t0` (a performance.now() reading). */

@@ -6,6 +6,7 @@
  * eight faults has eight kinds where eight apply.
  */
 import { SETTINGS } from "./processes.ts";
+import { seeded } from "../kit/random.ts";
 
 export const FAULT_KINDS = [
   "app_kill",
@@ -72,18 +73,6 @@ export interface PlannedFault {
   /** Which process, node or receiver (an index or a name). */
   target: string;
   holdMs: number;
-}
-
-/** mulberry32: a small, well-spread 32-bit generator, enough for a plan. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** The receivers a `receiver_refuses` fault may pick (not the kitchen's). */
