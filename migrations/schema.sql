@@ -1489,6 +1489,7 @@ GRANT SELECT ON TABLE platform.tenants TO kitchen;
 GRANT SELECT ON TABLE platform.tenants TO orders;
 GRANT SELECT ON TABLE platform.tenants TO queue;
 GRANT SELECT ON TABLE platform.tenants TO receipts;
+GRANT SELECT ON TABLE platform.tenants TO relay;
 GRANT SELECT ON TABLE platform.tenants TO schedule;
 
 CREATE TABLE platform.wipes (

@@ -479,7 +479,13 @@ function finishStatement(
           ${results.map((r) => r.keepOrder ? 1 : 0)}::int[])
           as r(id, lease, state, attempt, status, error, delay_ms,
                started_at, duration_ms, keep_order)
-       where d.id = r.id and d.lease_owner = r.lease and d.state = 'in_flight'
+       where d.id = r.id and d.lease_owner = r.lease
+         -- The state is a parameter so that the plan, made once per
+         -- connection (GENERIC), cannot read the open deliveries' index:
+         -- made while the queue was near empty, it scanned that whole
+         -- index at every finish once a backlog had grown, where the
+         -- primary key finds each row (bench/HISTORY.md).
+         and d.state = ${"in_flight"}
          -- An attempt that ends after the tenant's wipe began records
          -- nothing: the wipe may have deleted the attempts already.
          and ${notWiping(sql, "d.tenant_id")}

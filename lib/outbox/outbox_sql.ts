@@ -8,7 +8,7 @@ import type { Fragment, Sql, TxSql } from "../db/connect.ts";
 import { asBookkeeper } from "../db/service.ts";
 import type { Envelope } from "./envelope.ts";
 import { inPlatform } from "../db/names.ts";
-import { notWiping } from "../db/closed.ts";
+import { notWipingAsService } from "../db/closed.ts";
 
 export interface ClaimedRow {
   id: number;
@@ -98,7 +98,7 @@ export async function claimOutbox(
         select id, message_id, tenant_id, state = 'claimed' as taken_over
           from ${table} o
          where ${dueOrOwed(sql, service)} ${only}
-           and ${notWiping(sql, "tenant_id")}
+           and ${notWipingAsService(sql, "tenant_id")}
          order by id
          limit ${limit}
          for update skip locked
@@ -241,7 +241,7 @@ export async function nextOutboxDue(
       sql<{ at: Date | null }[]>`
       select min(next_attempt_at) as at from ${sql(`${service}.outbox`)}
        where next_attempt_at < 'infinity'
-         and ${notWiping(sql, "tenant_id")}`,
+         and ${notWipingAsService(sql, "tenant_id")}`,
   );
   return row.at;
 }
