@@ -26,6 +26,7 @@ import {
   type ReceiveOptions,
 } from "./receive.ts";
 import { alreadyApplied, claimSuperseded } from "./supersedes.ts";
+import { type ApplyMany, manyStatement, settable } from "./apply_many.ts";
 
 /** One message's answer within a batch. */
 export interface BatchAnswer {
@@ -39,9 +40,16 @@ export interface BatchAnswer {
   error?: unknown;
 }
 
+/** A batch receiver's settings: a single receiver's, and its set path. */
+export interface BatchOptions extends ReceiveOptions {
+  /** The receiver's effects as one statement a batch (apply_many.ts). */
+  applyMany?: ApplyMany;
+}
+
 /**
  * Applies `envelopes`, all of tenant `envelopes[0].tenantId`, in order, in
- * one transaction of `service`. Answers come in the same order. A message
+ * one transaction of `service`: as one set when the receiver has
+ * `applyMany` and the batch allows it (apply_many.ts), else as below. Answers come in the same order. A message
  * that is not applied for a reason that may pass (not yet, an error) holds
  * back the later messages of its aggregate in the batch (answered 409), so
  * that they never overtake it. Throws when the transaction itself fails
@@ -53,7 +61,7 @@ export async function receiveBatch(
   service: string,
   envelopes: readonly Envelope[],
   apply: Apply,
-  options: ReceiveOptions,
+  options: BatchOptions,
 ): Promise<BatchAnswer[]> {
   if (envelopes.length === 0) return [];
   const tenantId = envelopes[0].tenantId;
@@ -69,7 +77,9 @@ export async function receiveBatch(
       answers: new Array(envelopes.length),
       held: new Map(),
     };
-    if (!tracing && await whole(batch)) return batch.answers;
+    if (!tracing && (await asSet(batch) || await whole(batch))) {
+      return batch.answers;
+    }
     // One span a message needs each message's own round trips.
     let next = 0;
     while (next < envelopes.length) {
@@ -84,7 +94,7 @@ interface Batch {
   tx: ServiceTx;
   envelopes: readonly Envelope[];
   apply: Apply;
-  options: ReceiveOptions;
+  options: BatchOptions;
   answers: BatchAnswer[];
   /** Aggregates with a message held back, and that message. */
   held: Map<string, string>;
@@ -109,6 +119,48 @@ function settle(batch: Batch, index: number, one: BatchAnswer) {
   if (one.status === 409 || one.status === 500) {
     batch.held.set(batch.envelopes[index].aggregateId, one.messageId);
   }
+}
+
+/**
+ * The batch as one set (apply_many.ts): its effects in one statement, its
+ * inbox rows in one insert, under the batch's savepoint. Returns false,
+ * with nothing applied, when the set is not for this batch or anything of
+ * it fails; the batch is then applied as below. The answers are checked
+ * before the savepoint is released: a message without its inbox row must
+ * not keep its effect.
+ */
+async function asSet(batch: Batch): Promise<boolean> {
+  const { tx, envelopes, options } = batch;
+  if (!options.applyMany) return false;
+  if (!settable(envelopes, (e) => beyondHorizon(e, options))) return false;
+  let statement;
+  try {
+    const effect = options.applyMany(tx, envelopes);
+    if (!effect) return false;
+    statement = manyStatement(tx, envelopes, effect);
+  } catch {
+    // A payload the set cannot read: each message is judged on its own.
+    return false;
+  }
+  const savepoint = quiet(tx.sql`savepoint batch`.execute());
+  const recorded = quiet(statement.execute());
+  const settled = await Promise.allSettled([savepoint, recorded]);
+  if (settled.every((r) => r.status === "fulfilled")) {
+    const byId = new Map((await recorded).map((r) => [r.message_id, r]));
+    if (envelopes.every((e) => byId.has(e.messageId))) {
+      await tx.sql`release savepoint batch`;
+      for (const [i, envelope] of envelopes.entries()) {
+        batch.answers[i] = answer(
+          envelope,
+          200,
+          byId.get(envelope.messageId)!.outcome,
+        );
+      }
+      return true;
+    }
+  }
+  await backOut(tx, "batch");
+  return false;
 }
 
 /**

@@ -27,6 +27,7 @@ import {
   MAX_BATCH,
 } from "../outbox/envelope.ts";
 import { receiveBatch } from "./batch.ts";
+import type { ApplyMany } from "./apply_many.ts";
 import {
   type InboxHandlerOptions,
   json,
@@ -40,6 +41,8 @@ export type BatchReceiver = (envelopes: Envelope[]) => Promise<Response>;
 
 export interface InboxBatchHandlerOptions
   extends Omit<InboxHandlerOptions, "wrap"> {
+  /** The receiver's effects as one statement a batch (apply_many.ts). */
+  applyMany?: ApplyMany;
   /** Wraps the receiver (e.g. with its fault switches). */
   wrap?: (receiver: BatchReceiver) => BatchReceiver;
 }
@@ -95,7 +98,10 @@ function batchReceiver(options: InboxBatchHandlerOptions): BatchReceiver {
         options.service,
         envelopes,
         options.apply,
-        { replayHorizonDays: options.replayHorizonDays },
+        {
+          replayHorizonDays: options.replayHorizonDays,
+          applyMany: options.applyMany,
+        },
       );
       return json(200, {
         results: answers.map((a) => {

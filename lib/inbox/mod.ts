@@ -14,7 +14,13 @@ export {
   type InboxHandlerOptions,
   type Receiver,
 } from "./handler.ts";
-export { type BatchAnswer, receiveBatch } from "./batch.ts";
+export { type BatchAnswer, type BatchOptions, receiveBatch } from "./batch.ts";
+export {
+  type ApplyMany,
+  type Column,
+  type ColumnType,
+  type ManyEffect,
+} from "./apply_many.ts";
 export {
   type BatchReceiver,
   inboxBatchHandler,
