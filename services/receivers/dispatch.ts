@@ -1,20 +1,23 @@
 /**
  * Dispatch: a delivery stop for each paid delivery order; pickups need none.
  * OrderCancelled cancels a stop (there is none before payment, and a paid
- * order cannot be cancelled, so this is the rare path).
+ * order cannot be cancelled, so this is the rare path). A batch of
+ * OrderPaid applies as one set as well (lib/inbox/apply_many.ts).
  */
 import type { ServiceTx } from "../../lib/db/service.ts";
-import { inStatement, Refused } from "../../lib/inbox/mod.ts";
+import { inStatement, type ManyEffect, Refused } from "../../lib/inbox/mod.ts";
 import type { Envelope } from "../../lib/outbox/mod.ts";
 import { parsePayload } from "../events.ts";
+
+const PICKUP = { skipped: "pickup order: no stop" };
+const CONFIRMED = { stop: "confirmed" };
+const STALE = { ignored: "stale: the stop is at a later version" };
 
 export function applyToDispatch(tx: ServiceTx, e: Envelope) {
   const { sql } = tx;
   if (e.type === "OrderPaid") {
     const p = parsePayload("OrderPaid", e.payload);
-    if (p.fulfilment !== "delivery") {
-      return { skipped: "pickup order: no stop" };
-    }
+    if (p.fulfilment !== "delivery") return PICKUP;
     return inStatement(
       tx,
       sql`
@@ -25,8 +28,8 @@ export function applyToDispatch(tx: ServiceTx, e: Envelope) {
              updated_at = now()
        where dispatch.stops.version < excluded.version
       returning order_id`,
-      { stop: "confirmed" },
-      { ignored: "stale: the stop is at a later version" },
+      CONFIRMED,
+      STALE,
     );
   }
   if (e.type === "OrderCancelled") {
@@ -44,4 +47,41 @@ export function applyToDispatch(tx: ServiceTx, e: Envelope) {
     );
   }
   throw new Refused(`dispatch does not take ${e.type}`);
+}
+
+/** A batch of OrderPaid: the delivery orders' stops, as one statement. */
+export function applyManyToDispatch(
+  { sql }: ServiceTx,
+  envelopes: readonly Envelope[],
+): ManyEffect | undefined {
+  if (envelopes.some((e) => e.type !== "OrderPaid")) return undefined;
+  const paid = envelopes.map((e) => parsePayload("OrderPaid", e.payload));
+  const json = (body: Record<string, unknown>) =>
+    sql`${sql.json(body as never)}::jsonb`;
+  return {
+    columns: {
+      order_id: { type: "uuid", values: paid.map((p) => p.orderId) },
+      delivery: {
+        type: "int",
+        values: paid.map((p) => p.fulfilment === "delivery" ? 1 : 0),
+      },
+      customer_name: { type: "text", values: paid.map((p) => p.customer.name) },
+      day: { type: "date", values: paid.map((p) => p.day) },
+    },
+    effect: sql`
+      insert into dispatch.stops (order_id, tenant_id, state, version, customer_name, day)
+      select order_id, tenant_id, 'confirmed', aggregate_version, customer_name, day
+        from batch where delivery = 1
+      on conflict (order_id) do update set state = 'confirmed', version = excluded.version,
+             updated_at = now()
+       where dispatch.stops.version < excluded.version
+      returning order_id`,
+    answers: sql`
+      select b.message_id,
+             case when b.delivery = 0 then ${json(PICKUP)}
+                  when exists (select from effect e where e.order_id = b.order_id)
+                    then ${json(CONFIRMED)}
+                  else ${json(STALE)} end as outcome
+        from batch b`,
+  };
 }

@@ -18,6 +18,7 @@ import {
 } from "../../lib/faults/mod.ts";
 import {
   type Apply,
+  type ApplyMany,
   inboxBatchHandler,
   inboxHandler,
 } from "../../lib/inbox/mod.ts";
@@ -25,10 +26,15 @@ import { Dispatcher, type Subscriber } from "../../lib/delivery/mod.ts";
 import type { PreviewReceiver } from "../../lib/mod.ts";
 import { LABELS, type SubscriberName, SUBSCRIBERS } from "../routing.ts";
 import { applyToKitchen } from "./kitchen.ts";
-import { applyToSchedule } from "./schedule.ts";
-import { applyToDispatch } from "./dispatch.ts";
-import { applyToCrm, applyToCustomers } from "./history.ts";
-import { applyToReceipts } from "./receipts.ts";
+import { applyManyToSchedule, applyToSchedule } from "./schedule.ts";
+import { applyManyToDispatch, applyToDispatch } from "./dispatch.ts";
+import {
+  applyManyToCrm,
+  applyManyToCustomers,
+  applyToCrm,
+  applyToCustomers,
+} from "./history.ts";
+import { applyManyToReceipts, applyToReceipts } from "./receipts.ts";
 import { applyToOrders } from "../orders/payments.ts";
 
 /** Receivers live in this process, reached without a socket. */
@@ -43,6 +49,19 @@ const APPLY: Record<SubscriberName, Apply> = {
   customers: applyToCustomers,
   receipts: applyToReceipts,
   orders: applyToOrders,
+};
+
+/**
+ * The receivers that also take a batch as one set (lib/inbox/
+ * apply_many.ts). The kitchen reads its card before it writes, and orders
+ * takes one payment at a time: both apply message by message.
+ */
+const APPLY_MANY: Partial<Record<SubscriberName, ApplyMany>> = {
+  schedule: applyManyToSchedule,
+  dispatch: applyManyToDispatch,
+  crm: applyManyToCrm,
+  customers: applyManyToCustomers,
+  receipts: applyManyToReceipts,
 };
 
 /** Where the consumers reach each subscriber. */
@@ -103,6 +122,7 @@ export function receiverRoutes(deps: ReceiverDeps): Hono {
       service: name,
       label: LABELS[name],
       apply: APPLY[name],
+      applyMany: APPLY_MANY[name],
       replayHorizonDays: deps.config.REPLAY_HORIZON_DAYS,
       log: deps.log,
       wrap: faultyReceiver(faults, {

@@ -1,29 +1,74 @@
-/** Receipts: the receipt of a paid order (lines, total, payment reference). */
+/**
+ * Receipts: the receipt of a paid order (lines, total, payment reference),
+ * one message at a time or a batch as one set (lib/inbox/apply_many.ts).
+ */
 import type { ServiceTx } from "../../lib/db/service.ts";
-import { inStatement, Refused } from "../../lib/inbox/mod.ts";
+import { inStatement, type ManyEffect, Refused } from "../../lib/inbox/mod.ts";
 import type { Envelope } from "../../lib/outbox/mod.ts";
 import { parsePayload } from "../events.ts";
 
-export function applyToReceipts(tx: ServiceTx, e: Envelope) {
-  const { sql } = tx;
+const ALREADY = { ignored: "the order has its receipt already" };
+
+/** The receipt that `e`, an OrderPaid, makes. */
+function receiptOf(e: Envelope) {
   if (e.type !== "OrderPaid") {
     throw new Refused(`receipts does not take ${e.type}`);
   }
   const p = parsePayload("OrderPaid", e.payload);
-  const number = `R-${p.paidAt.slice(0, 10).replaceAll("-", "")}-${
-    p.orderId.slice(-6).toUpperCase()
-  }`;
+  return {
+    orderId: p.orderId,
+    number: `R-${p.paidAt.slice(0, 10).replaceAll("-", "")}-${
+      p.orderId.slice(-6).toUpperCase()
+    }`,
+    lines: p.lines,
+    totalCents: p.totalCents,
+    paymentRef: p.paymentId,
+  };
+}
+
+export function applyToReceipts(tx: ServiceTx, e: Envelope) {
+  const { sql } = tx;
+  const r = receiptOf(e);
   return inStatement(
     tx,
     sql`
     insert into receipts.receipts (order_id, tenant_id, number, lines, total_cents, payment_ref, message_id)
-    values (${p.orderId}, ${e.tenantId}, ${number}, ${
-      sql.json(p.lines as never)
+    values (${r.orderId}, ${e.tenantId}, ${r.number}, ${
+      sql.json(r.lines as never)
     },
-            ${p.totalCents}, ${p.paymentId}, ${e.messageId})
+            ${r.totalCents}, ${r.paymentRef}, ${e.messageId})
     on conflict (order_id) do nothing
     returning number`,
-    { receipt: number },
-    { ignored: "the order has its receipt already" },
+    { receipt: r.number },
+    ALREADY,
   );
+}
+
+export function applyManyToReceipts(
+  { sql }: ServiceTx,
+  envelopes: readonly Envelope[],
+): ManyEffect | undefined {
+  if (envelopes.some((e) => e.type !== "OrderPaid")) return undefined;
+  const rows = envelopes.map(receiptOf);
+  return {
+    columns: {
+      order_id: { type: "uuid", values: rows.map((r) => r.orderId) },
+      number: { type: "text", values: rows.map((r) => r.number) },
+      lines: { type: "jsonb", values: rows.map((r) => r.lines) },
+      total_cents: { type: "int", values: rows.map((r) => r.totalCents) },
+      payment_ref: { type: "text", values: rows.map((r) => r.paymentRef) },
+    },
+    effect: sql`
+      insert into receipts.receipts (order_id, tenant_id, number, lines, total_cents, payment_ref, message_id)
+      select order_id, tenant_id, number, lines, total_cents, payment_ref, message_id
+        from batch
+      on conflict (order_id) do nothing
+      returning order_id`,
+    answers: sql`
+      select b.message_id,
+             case when exists (select from effect e where e.order_id = b.order_id)
+               then jsonb_build_object('receipt', b.number)
+               else ${sql.json(ALREADY as never)}::jsonb end as outcome
+        from batch b`,
+  };
 }
