@@ -11,6 +11,10 @@ import { type ApplyMany, receiveBatch } from "../lib/inbox/mod.ts";
 import { manyStatement } from "../lib/inbox/apply_many.ts";
 import { type Envelope, newEnvelope } from "../lib/outbox/mod.ts";
 import {
+  applyManyToKitchen,
+  applyToKitchen,
+} from "../services/receivers/kitchen.ts";
+import {
   applyManyToSchedule,
   applyToSchedule,
 } from "../services/receivers/schedule.ts";
@@ -31,6 +35,7 @@ import {
 import { withTestDatabase } from "./_db.ts";
 
 const RECEIVERS = {
+  kitchen: [applyToKitchen, applyManyToKitchen],
   schedule: [applyToSchedule, applyManyToSchedule],
   dispatch: [applyToDispatch, applyManyToDispatch],
   crm: [applyToCrm, applyManyToCrm],
@@ -62,6 +67,21 @@ function orderPaid(tenantId: string, i: number, version = 2): Envelope {
   });
 }
 
+/** The OrderPlaced before `paid`, which gives the kitchen its card. */
+function placedBefore(paid: Envelope): Envelope {
+  const { paymentId: _, paidAt: __, ...order } = paid.payload as Record<
+    string,
+    unknown
+  >;
+  return newEnvelope({
+    type: "OrderPlaced",
+    aggregateId: paid.aggregateId,
+    aggregateVersion: 1,
+    tenantId: paid.tenantId,
+    payload: order,
+  });
+}
+
 /** `value` with receipt numbers, which name their order, made alike. */
 function alike<T>(value: T): T {
   return JSON.parse(
@@ -82,6 +102,8 @@ async function kept(
                    order by sku`,
     dispatch: sql`select state, version, customer_name, day::text
                     from dispatch.stops where order_id = ${orderId}`,
+    kitchen: sql`select state, version, items, day::text
+                   from kitchen.cards where order_id = ${orderId}`,
     crm: sql`select email, kind, note from crm.interactions
               where order_id = ${orderId}`,
     customers: sql`select email, name, event, total_cents
@@ -100,11 +122,26 @@ Deno.test("receivers: a batch as one set leaves what one message at a time leave
   await withTestDatabase(async (db) => {
     const [{ id: tenantId }] = await db.sql<{ id: string }[]>`
       insert into platform.tenants (name) values ('sets') returning id`;
+    const options = { replayHorizonDays: 30 };
     for (const [receiver, [one, many]] of Object.entries(RECEIVERS)) {
       const apply = one as Parameters<typeof receiveBatch>[3];
       const applyMany = many as ApplyMany;
+      // The kitchen confirms the card its OrderPlaced made.
+      const cards = async (paid: Envelope[]) => {
+        if (receiver !== "kitchen") return;
+        const placed = paid.map(placedBefore);
+        const answers = await receiveBatch(
+          db.sql,
+          receiver,
+          placed,
+          apply,
+          options,
+        );
+        assert.deepEqual(answers.map((a) => a.status), placed.map(() => 200));
+      };
       // The set statement on its own: it runs, one row a message.
       const probe = [0, 1, 2].map((i) => orderPaid(tenantId, i));
+      await cards(probe);
       const rows = await asService(
         db.sql,
         receiver,
@@ -122,7 +159,7 @@ Deno.test("receivers: a batch as one set leaves what one message at a time leave
       // which finds the later one applied (stale, or nothing new).
       const alone = [0, 1, 2, 3].map((i) => orderPaid(tenantId, i));
       const asSet = [0, 1, 2, 3].map((i) => orderPaid(tenantId, i));
-      const options = { replayHorizonDays: 30 };
+      await cards([...alone, ...asSet]);
       const a = await receiveBatch(db.sql, receiver, alone, apply, options);
       const b = await receiveBatch(db.sql, receiver, asSet, apply, {
         ...options,
@@ -153,5 +190,26 @@ Deno.test("receivers: a batch as one set leaves what one message at a time leave
         assert.deepEqual(theirs, mine, `${receiver}, order ${i}`);
       }
     }
+
+    // An OrderPaid whose card is not there yet: the set cannot answer it,
+    // so the batch goes the long way, and only that one waits (409).
+    const ready = orderPaid(tenantId, 0);
+    await receiveBatch(
+      db.sql,
+      "kitchen",
+      [placedBefore(ready)],
+      applyToKitchen,
+      options,
+    );
+    const early = orderPaid(tenantId, 1);
+    const answers = await receiveBatch(
+      db.sql,
+      "kitchen",
+      [ready, early],
+      applyToKitchen,
+      { ...options, applyMany: applyManyToKitchen },
+    );
+    assert.deepEqual(answers.map((a) => a.status), [200, 409]);
+    assert.deepEqual(answers[0].body, { card: "confirmed" });
   });
 });

@@ -25,7 +25,7 @@ import {
 import { Dispatcher, type Subscriber } from "../../lib/delivery/mod.ts";
 import type { PreviewReceiver } from "../../lib/mod.ts";
 import { LABELS, type SubscriberName, SUBSCRIBERS } from "../routing.ts";
-import { applyToKitchen } from "./kitchen.ts";
+import { applyManyToKitchen, applyToKitchen } from "./kitchen.ts";
 import { applyManyToSchedule, applyToSchedule } from "./schedule.ts";
 import { applyManyToDispatch, applyToDispatch } from "./dispatch.ts";
 import {
@@ -53,10 +53,10 @@ const APPLY: Record<SubscriberName, Apply> = {
 
 /**
  * The receivers that also take a batch as one set (lib/inbox/
- * apply_many.ts). The kitchen reads its card before it writes, and orders
- * takes one payment at a time: both apply message by message.
+ * apply_many.ts); orders takes one payment at a time.
  */
 const APPLY_MANY: Partial<Record<SubscriberName, ApplyMany>> = {
+  kitchen: applyManyToKitchen,
   schedule: applyManyToSchedule,
   dispatch: applyManyToDispatch,
   crm: applyManyToCrm,

@@ -8,9 +8,17 @@
  * | OrderPaid      | 409 "no card for order"   | confirm, unless stale (200, ignored) |
  * | OrderCancelled | create it cancelled, so a | cancel, unless stale                 |
  * |                | late OrderPlaced is stale |                                      |
+ *
+ * A batch of OrderPaid whose cards are all there applies as one set
+ * (lib/inbox/apply_many.ts).
  */
 import type { ServiceTx } from "../../lib/db/service.ts";
-import { inStatement, NotYet, Refused } from "../../lib/inbox/mod.ts";
+import {
+  inStatement,
+  type ManyEffect,
+  NotYet,
+  Refused,
+} from "../../lib/inbox/mod.ts";
 import type { Envelope } from "../../lib/outbox/mod.ts";
 import { parsePayload } from "../events.ts";
 
@@ -101,4 +109,40 @@ export async function applyToKitchen(tx: ServiceTx, e: Envelope) {
     }
   }
   throw new Refused(`kitchen does not take ${e.type}`);
+}
+
+/**
+ * A batch of OrderPaid as one set: the cards confirmed that are not at a
+ * later version or cancelled. The answers read the cards as they were
+ * before the statement, for the stale ones' words; a message whose card
+ * is missing gets no answer, which sends the batch the long way, where it
+ * is answered 409 (not yet).
+ */
+export function applyManyToKitchen(
+  { sql }: ServiceTx,
+  envelopes: readonly Envelope[],
+): ManyEffect | undefined {
+  if (envelopes.some((e) => e.type !== "OrderPaid")) return undefined;
+  for (const e of envelopes) parsePayload("OrderPaid", e.payload);
+  return {
+    columns: {
+      order_id: { type: "uuid", values: envelopes.map((e) => e.aggregateId) },
+    },
+    effect: sql`
+      update kitchen.cards c
+         set state = 'confirmed', version = b.aggregate_version,
+             updated_at = now()
+        from batch b
+       where c.order_id = b.order_id and c.version < b.aggregate_version
+         and c.state <> 'cancelled'
+      returning c.order_id`,
+    answers: sql`
+      select b.message_id,
+             case when exists (select from effect e where e.order_id = b.order_id)
+               then '{"card": "confirmed"}'::jsonb
+               else jsonb_build_object('ignored',
+                      'stale: the card is at version ' || c.version ||
+                      ' (' || c.state || ')') end as outcome
+        from batch b join kitchen.cards c on c.order_id = b.order_id`,
+  };
 }
