@@ -49,10 +49,11 @@ export interface BatchOptions extends ReceiveOptions {
 /**
  * Applies `envelopes`, all of tenant `envelopes[0].tenantId`, in order, in
  * one transaction of `service`: as one set when the receiver has
- * `applyMany` and the batch allows it (apply_many.ts), else as below. Answers come in the same order. A message
- * that is not applied for a reason that may pass (not yet, an error) holds
- * back the later messages of its aggregate in the batch (answered 409), so
- * that they never overtake it. Throws when the transaction itself fails
+ * `applyMany` and the batch allows it (apply_many.ts), else as below.
+ * Answers come in the same order. A message that is not applied for a
+ * reason that may pass (not yet, an error) holds back the later messages
+ * of its aggregate in the batch (answered 409), so that they never
+ * overtake it. Throws when the transaction itself fails
  * (its connection, its COMMIT): then nothing of the batch was applied, or
  * what was is answered from the inbox when the batch comes again.
  */
