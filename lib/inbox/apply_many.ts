@@ -40,16 +40,15 @@ export type ColumnType =
   | "timestamptz"
   | "jsonb";
 
-/** One column of `batch`: its type, and one value for each message. */
-export interface Column {
-  type: ColumnType;
-  values: readonly unknown[];
-}
-
 /** A batch's effects as one statement; see the module's comment. */
 export interface ManyEffect {
-  /** The receiver's columns of `batch`, by name. */
-  columns: Record<string, Column>;
+  /**
+   * The receiver's columns of `batch`: one row a message, in the batch's
+   * order, keyed by column name.
+   */
+  rows: readonly Record<string, unknown>[];
+  /** Each of those columns' type. */
+  types: Record<string, ColumnType>;
   /** A data-modifying statement that reads `batch`; its rows are `effect`. */
   effect: Fragment;
   /**
@@ -102,14 +101,13 @@ export function manyStatement(
   effect: ManyEffect,
 ) {
   const { sql, service } = tx;
-  const names = Object.keys(effect.columns);
+  const names = Object.keys(effect.types);
+  if (effect.rows.length !== envelopes.length) {
+    throw new TypeError("an applyMany gives one row a message");
+  }
   for (const name of names) {
-    const column = effect.columns[name];
     if (!COLUMN_NAME.test(name) || ENVELOPE_COLUMNS.has(name)) {
       throw new TypeError(`not a column of batch: ${JSON.stringify(name)}`);
-    }
-    if (column.values.length !== envelopes.length) {
-      throw new TypeError(`column ${name} has a value per message`);
     }
   }
   // Fragments joined one by one: each column adds its array, its select
@@ -129,8 +127,9 @@ export function manyStatement(
   let selected = sql``;
   let aliases = sql``;
   for (const name of names) {
-    const { type, values } = effect.columns[name];
-    arrays = sql`${arrays}, ${arrayOf[type]([...values] as Values)}`;
+    const type = effect.types[name];
+    const values = effect.rows.map((r) => r[name]) as Values;
+    arrays = sql`${arrays}, ${arrayOf[type](values)}`;
     selected = type === "jsonb"
       ? sql`${selected}, b.${sql(name)}::jsonb as ${sql(name)}`
       : sql`${selected}, b.${sql(name)}`;

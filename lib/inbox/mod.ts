@@ -4,6 +4,7 @@ export {
   type Apply,
   EffectStatement,
   inStatement,
+  jsonb,
   type Received,
   receiveOnce,
   type ReceiveOptions,
@@ -17,7 +18,6 @@ export {
 export { type BatchAnswer, type BatchOptions, receiveBatch } from "./batch.ts";
 export {
   type ApplyMany,
-  type Column,
   type ColumnType,
   type ManyEffect,
 } from "./apply_many.ts";

@@ -2,7 +2,7 @@
  * The idempotent receiver: apply a message once, in the receiver's own
  * transaction, keyed by its message id.
  */
-import type { Fragment, Sql } from "../db/connect.ts";
+import type { Fragment, Sql, TxSql } from "../db/connect.ts";
 import { asService, RolledBack, type ServiceTx } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 import { refusalOf } from "./errors.ts";
@@ -64,8 +64,7 @@ export function inStatement(
   answer: Record<string, unknown> | Fragment,
   unchanged?: Record<string, unknown>,
 ): EffectStatement {
-  const json = (body: Record<string, unknown>) =>
-    sql`${sql.json(body as never)}::jsonb`;
+  const json = (body: Record<string, unknown>) => jsonb(sql, body);
   // A fragment is a postgres.js query, which is a promise; a body is not.
   const changed = answer instanceof Promise
     ? answer as Fragment
@@ -76,6 +75,11 @@ export function inStatement(
       case when exists (select from effect) then ${changed}
            else ${json(unchanged)} end`,
   );
+}
+
+/** `body` as a jsonb value of a statement: an answer given in SQL. */
+export function jsonb(sql: TxSql, body: Record<string, unknown>): Fragment {
+  return sql`${sql.json(body as never)}::jsonb`;
 }
 
 export interface ReceiveOptions {

@@ -5,7 +5,12 @@
  * OrderPaid applies as one set as well (lib/inbox/apply_many.ts).
  */
 import type { ServiceTx } from "../../lib/db/service.ts";
-import { inStatement, type ManyEffect, Refused } from "../../lib/inbox/mod.ts";
+import {
+  inStatement,
+  jsonb,
+  type ManyEffect,
+  Refused,
+} from "../../lib/inbox/mod.ts";
 import type { Envelope } from "../../lib/outbox/mod.ts";
 import { parsePayload } from "../events.ts";
 
@@ -55,18 +60,21 @@ export function applyManyToDispatch(
   envelopes: readonly Envelope[],
 ): ManyEffect | undefined {
   if (envelopes.some((e) => e.type !== "OrderPaid")) return undefined;
-  const paid = envelopes.map((e) => parsePayload("OrderPaid", e.payload));
-  const json = (body: Record<string, unknown>) =>
-    sql`${sql.json(body as never)}::jsonb`;
   return {
-    columns: {
-      order_id: { type: "uuid", values: paid.map((p) => p.orderId) },
-      delivery: {
-        type: "int",
-        values: paid.map((p) => p.fulfilment === "delivery" ? 1 : 0),
-      },
-      customer_name: { type: "text", values: paid.map((p) => p.customer.name) },
-      day: { type: "date", values: paid.map((p) => p.day) },
+    rows: envelopes.map((e) => {
+      const p = parsePayload("OrderPaid", e.payload);
+      return {
+        order_id: p.orderId,
+        delivery: p.fulfilment === "delivery" ? 1 : 0,
+        customer_name: p.customer.name,
+        day: p.day,
+      };
+    }),
+    types: {
+      order_id: "uuid",
+      delivery: "int",
+      customer_name: "text",
+      day: "date",
     },
     effect: sql`
       insert into dispatch.stops (order_id, tenant_id, state, version, customer_name, day)
@@ -78,10 +86,10 @@ export function applyManyToDispatch(
       returning order_id`,
     answers: sql`
       select b.message_id,
-             case when b.delivery = 0 then ${json(PICKUP)}
+             case when b.delivery = 0 then ${jsonb(sql, PICKUP)}
                   when exists (select from effect e where e.order_id = b.order_id)
-                    then ${json(CONFIRMED)}
-                  else ${json(STALE)} end as outcome
+                    then ${jsonb(sql, CONFIRMED)}
+                  else ${jsonb(sql, STALE)} end as outcome
         from batch b`,
   };
 }

@@ -12,7 +12,7 @@ const euros = (cents: number) => `€${(cents / 100).toFixed(2)}`;
 
 const CRM_EVENTS: readonly string[] = ["OrderPaid", "OrderCancelled"];
 
-/** CRM's row for `e`: who, which order, and what happened. */
+/** CRM's row for `e`, by column: who, which order, and what happened. */
 function interaction(e: Envelope) {
   if (!CRM_EVENTS.includes(e.type)) {
     throw new Refused(`crm does not take ${e.type}`);
@@ -21,7 +21,7 @@ function interaction(e: Envelope) {
   const paid = e.type === "OrderPaid";
   return {
     email: p.customer.email,
-    orderId: p.orderId,
+    order_id: p.orderId,
     kind: paid ? "payment" : "cancellation",
     note: paid
       ? `paid ${
@@ -38,7 +38,7 @@ export function applyToCrm(tx: ServiceTx, e: Envelope) {
     tx,
     sql`
       insert into crm.interactions (tenant_id, message_id, email, order_id, kind, note)
-      values (${e.tenantId}, ${e.messageId}, ${r.email}, ${r.orderId}, ${r.kind}, ${r.note})`,
+      values (${e.tenantId}, ${e.messageId}, ${r.email}, ${r.order_id}, ${r.kind}, ${r.note})`,
     { interaction: r.kind },
   );
 }
@@ -48,14 +48,9 @@ export function applyManyToCrm(
   envelopes: readonly Envelope[],
 ): ManyEffect | undefined {
   if (envelopes.some((e) => !CRM_EVENTS.includes(e.type))) return undefined;
-  const rows = envelopes.map(interaction);
   return {
-    columns: {
-      email: { type: "text", values: rows.map((r) => r.email) },
-      order_id: { type: "uuid", values: rows.map((r) => r.orderId) },
-      kind: { type: "text", values: rows.map((r) => r.kind) },
-      note: { type: "text", values: rows.map((r) => r.note) },
-    },
+    rows: envelopes.map(interaction),
+    types: { email: "text", order_id: "uuid", kind: "text", note: "text" },
     effect: sql`
       insert into crm.interactions (tenant_id, message_id, email, order_id, kind, note)
       select tenant_id, message_id, email, order_id, kind, note from batch`,
@@ -71,7 +66,7 @@ const CUSTOMER_EVENTS: readonly string[] = [
   "OrderCancelled",
 ];
 
-/** The customers' row for `e`. */
+/** The customers' row for `e`, by column. */
 function historyEntry(e: Envelope) {
   if (!CUSTOMER_EVENTS.includes(e.type)) {
     throw new Refused(`customers does not take ${e.type}`);
@@ -80,8 +75,8 @@ function historyEntry(e: Envelope) {
   return {
     email: p.customer.email,
     name: p.customer.name,
-    orderId: p.orderId,
-    totalCents: p.totalCents,
+    order_id: p.orderId,
+    total_cents: p.totalCents,
   };
 }
 
@@ -93,7 +88,7 @@ export function applyToCustomers(tx: ServiceTx, e: Envelope) {
     sql`
       insert into customers.history (tenant_id, message_id, email, name, order_id, event, total_cents)
       values (${e.tenantId}, ${e.messageId}, ${r.email}, ${r.name},
-              ${r.orderId}, ${e.type}, ${r.totalCents})`,
+              ${r.order_id}, ${e.type}, ${r.total_cents})`,
     { history: e.type },
   );
 }
@@ -105,13 +100,13 @@ export function applyManyToCustomers(
   if (envelopes.some((e) => !CUSTOMER_EVENTS.includes(e.type))) {
     return undefined;
   }
-  const rows = envelopes.map(historyEntry);
   return {
-    columns: {
-      email: { type: "text", values: rows.map((r) => r.email) },
-      name: { type: "text", values: rows.map((r) => r.name) },
-      order_id: { type: "uuid", values: rows.map((r) => r.orderId) },
-      total_cents: { type: "int", values: rows.map((r) => r.totalCents) },
+    rows: envelopes.map(historyEntry),
+    types: {
+      email: "text",
+      name: "text",
+      order_id: "uuid",
+      total_cents: "int",
     },
     effect: sql`
       insert into customers.history (tenant_id, message_id, email, name, order_id, event, total_cents)

@@ -125,9 +125,8 @@ export function applyManyToKitchen(
   if (envelopes.some((e) => e.type !== "OrderPaid")) return undefined;
   for (const e of envelopes) parsePayload("OrderPaid", e.payload);
   return {
-    columns: {
-      order_id: { type: "uuid", values: envelopes.map((e) => e.aggregateId) },
-    },
+    rows: envelopes.map((e) => ({ order_id: e.aggregateId })),
+    types: { order_id: "uuid" },
     effect: sql`
       update kitchen.cards c
          set state = 'confirmed', version = b.aggregate_version,

@@ -3,7 +3,12 @@
  * one message at a time or a batch as one set (lib/inbox/apply_many.ts).
  */
 import type { ServiceTx } from "../../lib/db/service.ts";
-import { inStatement, type ManyEffect, Refused } from "../../lib/inbox/mod.ts";
+import {
+  inStatement,
+  jsonb,
+  type ManyEffect,
+  Refused,
+} from "../../lib/inbox/mod.ts";
 import type { Envelope } from "../../lib/outbox/mod.ts";
 import { parsePayload } from "../events.ts";
 
@@ -16,13 +21,13 @@ function receiptOf(e: Envelope) {
   }
   const p = parsePayload("OrderPaid", e.payload);
   return {
-    orderId: p.orderId,
+    order_id: p.orderId,
     number: `R-${p.paidAt.slice(0, 10).replaceAll("-", "")}-${
       p.orderId.slice(-6).toUpperCase()
     }`,
     lines: p.lines,
-    totalCents: p.totalCents,
-    paymentRef: p.paymentId,
+    total_cents: p.totalCents,
+    payment_ref: p.paymentId,
   };
 }
 
@@ -33,10 +38,10 @@ export function applyToReceipts(tx: ServiceTx, e: Envelope) {
     tx,
     sql`
     insert into receipts.receipts (order_id, tenant_id, number, lines, total_cents, payment_ref, message_id)
-    values (${r.orderId}, ${e.tenantId}, ${r.number}, ${
+    values (${r.order_id}, ${e.tenantId}, ${r.number}, ${
       sql.json(r.lines as never)
     },
-            ${r.totalCents}, ${r.paymentRef}, ${e.messageId})
+            ${r.total_cents}, ${r.payment_ref}, ${e.messageId})
     on conflict (order_id) do nothing
     returning number`,
     { receipt: r.number },
@@ -49,14 +54,14 @@ export function applyManyToReceipts(
   envelopes: readonly Envelope[],
 ): ManyEffect | undefined {
   if (envelopes.some((e) => e.type !== "OrderPaid")) return undefined;
-  const rows = envelopes.map(receiptOf);
   return {
-    columns: {
-      order_id: { type: "uuid", values: rows.map((r) => r.orderId) },
-      number: { type: "text", values: rows.map((r) => r.number) },
-      lines: { type: "jsonb", values: rows.map((r) => r.lines) },
-      total_cents: { type: "int", values: rows.map((r) => r.totalCents) },
-      payment_ref: { type: "text", values: rows.map((r) => r.paymentRef) },
+    rows: envelopes.map(receiptOf),
+    types: {
+      order_id: "uuid",
+      number: "text",
+      lines: "jsonb",
+      total_cents: "int",
+      payment_ref: "text",
     },
     effect: sql`
       insert into receipts.receipts (order_id, tenant_id, number, lines, total_cents, payment_ref, message_id)
@@ -68,7 +73,7 @@ export function applyManyToReceipts(
       select b.message_id,
              case when exists (select from effect e where e.order_id = b.order_id)
                then jsonb_build_object('receipt', b.number)
-               else ${sql.json(ALREADY as never)}::jsonb end as outcome
+               else ${jsonb(sql, ALREADY)} end as outcome
         from batch b`,
   };
 }

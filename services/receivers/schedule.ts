@@ -6,7 +6,12 @@
  * as one set as well (lib/inbox/apply_many.ts).
  */
 import type { ServiceTx } from "../../lib/db/service.ts";
-import { inStatement, type ManyEffect, Refused } from "../../lib/inbox/mod.ts";
+import {
+  inStatement,
+  jsonb,
+  type ManyEffect,
+  Refused,
+} from "../../lib/inbox/mod.ts";
 import type { Envelope } from "../../lib/outbox/mod.ts";
 import { parsePayload } from "../events.ts";
 
@@ -23,7 +28,12 @@ function bookingsOf(e: Envelope) {
   if (!(e.type in STATE)) throw new Refused(`schedule does not take ${e.type}`);
   const type = e.type as keyof typeof STATE;
   const p = parsePayload(type, e.payload);
-  return { orderId: p.orderId, day: p.day, lines: p.lines, state: STATE[type] };
+  return {
+    order_id: p.orderId,
+    day: p.day,
+    lines: p.lines,
+    state: STATE[type],
+  };
 }
 
 export function applyToSchedule(tx: ServiceTx, e: Envelope) {
@@ -33,7 +43,7 @@ export function applyToSchedule(tx: ServiceTx, e: Envelope) {
     tx,
     sql`
     insert into schedule.bookings (order_id, sku, tenant_id, day, qty, state, version)
-    select ${b.orderId}, l.sku, ${e.tenantId}, ${b.day}, l.qty, ${b.state}, ${e.aggregateVersion}
+    select ${b.order_id}, l.sku, ${e.tenantId}, ${b.day}, l.qty, ${b.state}, ${e.aggregateVersion}
       from jsonb_to_recordset(${
       sql.json(b.lines as never)
     }) as l(sku text, qty int)
@@ -52,14 +62,9 @@ export function applyManyToSchedule(
   envelopes: readonly Envelope[],
 ): ManyEffect | undefined {
   if (envelopes.some((e) => !(e.type in STATE))) return undefined;
-  const rows = envelopes.map(bookingsOf);
   return {
-    columns: {
-      order_id: { type: "uuid", values: rows.map((r) => r.orderId) },
-      day: { type: "date", values: rows.map((r) => r.day) },
-      lines: { type: "jsonb", values: rows.map((r) => r.lines) },
-      state: { type: "text", values: rows.map((r) => r.state) },
-    },
+    rows: envelopes.map(bookingsOf),
+    types: { order_id: "uuid", day: "date", lines: "jsonb", state: "text" },
     // One message an order (lib/inbox/apply_many.ts): no booking is
     // written twice by one statement.
     effect: sql`
@@ -75,7 +80,7 @@ export function applyManyToSchedule(
       select b.message_id,
              case when e.n > 0
                then jsonb_build_object('bookings', b.state, 'lines', e.n)
-               else ${sql.json(STALE as never)}::jsonb end as outcome
+               else ${jsonb(sql, STALE)} end as outcome
         from batch b
         cross join lateral (
           select count(*) as n from effect e where e.order_id = b.order_id) e`,

@@ -34,9 +34,8 @@ function applyOne(tx: ServiceTx, envelope: Envelope) {
  */
 function applyMany(skip?: string): ApplyMany {
   return ({ sql }, envelopes) => ({
-    columns: {
-      order_id: { type: "uuid", values: envelopes.map((e) => e.messageId) },
-    },
+    rows: envelopes.map((e) => ({ order_id: e.messageId })),
+    types: { order_id: "uuid" },
     effect: sql`
       insert into t_recv_a.jobs (order_id, tenant_id, message_id)
       select order_id, tenant_id, message_id from batch`,
