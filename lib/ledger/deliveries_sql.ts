@@ -119,7 +119,9 @@ interface ClaimRow {
  * pick locked but `due` left stay as they were. When nothing was claimed,
  * the next due time leaves out the tenants the process holds its share
  * of: their rows wait until it finishes some (and wakes its consumers), not
- * in a loop of empty claims.
+ * in a loop of empty claims. A process that holds its share of every
+ * tenant, as it does under a backlog, asks this without reading the
+ * backlog.
  */
 function claimStatement(
   sql: TxSql,
@@ -300,11 +302,21 @@ function claimStatement(
       from claimed c
     union all
     select null, null, null, null, null, null, null, null, null,
-           (select min(next_attempt_at) from ${sql(inQueue("deliveries"))} d
-             where ${waiting}
-               and not exists (
-                 select from totals t where t.tenant_id = d.tenant_id
-                    and t.n >= ${round.perTenant})),
+           case when (select count(*) from ring) < ${ROUND_TENANTS} then
+             -- The round saw every tenant with open deliveries: only those
+             -- the process may take more of are read, each through the
+             -- index. Where it holds its share of all, nothing is read.
+             (select min(next_attempt_at) from ${sql(inQueue("deliveries"))} d
+               where d.tenant_id = any(array(
+                       select tenant_id from caps where room > 0))
+                 and ${waiting})
+           else
+             (select min(next_attempt_at) from ${sql(inQueue("deliveries"))} d
+               where ${waiting}
+                 and not exists (
+                   select from totals t where t.tenant_id = d.tenant_id
+                      and t.n >= ${round.perTenant}))
+           end,
            (select tenant_id from after)
      where not exists (select from claimed)`;
 }

@@ -196,3 +196,52 @@ Deno.test("claims of one process at once take turns: together they keep the sand
     assert.equal(share.held().counts.reduce((a, b) => a + b, 0), 12);
   });
 });
+
+Deno.test("an empty claim gives the next due time of the sandboxes the process may take more of", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    const move = new PgMove(new Ledger(sql, ROUTING));
+    // Eleven sandboxes, one more than a round visits: each with an order's
+    // three deliveries, due in 1 to 11 hours; `first`'s are due now.
+    const ids: string[] = [];
+    for (let i = 0; i < 11; i++) {
+      ids.push(await sandboxWithOrders(sql, `s${i}`, 1));
+    }
+    await move.move(SENDER, 100);
+    for (const [i, id] of ids.entries()) {
+      await sql`update queue.deliveries
+                   set next_attempt_at = now() + ${i} * interval '1 hour'
+                 where tenant_id = ${id}`;
+    }
+    const [first, second] = ids;
+    const dueAt = async (held: string[]) => {
+      const batch = await claimBatch(sql, "consumer-1", {
+        limit: 10,
+        leaseMs: 60_000,
+        round: {
+          after: null,
+          perTenant: 3,
+          held: {
+            tenantIds: held,
+            subscribers: held.map(() => "kitchen"),
+            counts: held.map(() => 3),
+          },
+        },
+      });
+      assert.equal(batch.claimed.length, 0);
+      return batch.nextDueAt;
+    };
+    const hoursAway = (at: Date | null) =>
+      at && Math.round((at.getTime() - Date.now()) / 3_600_000);
+    // The round cannot see every sandbox: all of them are read, less the
+    // one held in full, whose deliveries are due now.
+    assert.equal(hoursAway(await dueAt([first])), 1);
+    // Nine sandboxes: the round sees them all and reads only those not held.
+    await sql`delete from queue.deliveries
+               where tenant_id in (${ids[9]}, ${ids[10]})`;
+    assert.equal(hoursAway(await dueAt([first])), 1);
+    assert.equal(hoursAway(await dueAt([first, second])), 2);
+    // All held: nothing to wait for but a finish.
+    assert.equal(await dueAt(ids.slice(0, 9)), null);
+  });
+});
