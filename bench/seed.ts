@@ -258,23 +258,36 @@ async function queueHistory(tx: TxSql, o: ConsoleWorld) {
     select message_id, tenant_id, 'orders', 'OrderPlaced', order_id::text, ${small},
            now() - (${o.history} - g) * interval '100 ms'
       from seed order by g`;
+  // History as the running system leaves it: every done delivery has been
+  // audited and counted as closed. Where the audit keeps positions
+  // (queue.audit_positions), the history sorts before each subscriber's;
+  // where it marked deliveries (queue.deliveries.audited), each is marked.
+  const [has] = await tx<{ positions: boolean; marks: boolean }[]>`
+    select to_regclass('queue.audit_positions') is not null as positions,
+           exists (select from information_schema.columns
+                    where table_schema = 'queue' and table_name = 'deliveries'
+                      and column_name = 'audited') as marks`;
   step("history: deliveries");
   await tx`
     insert into queue.deliveries (tenant_id, message_id, subscriber, type, aggregate_id,
-                                  state, attempts, last_status, done_at)
+                                  state, attempts, last_status, done_at${
+    has.positions ? tx`, done_xid` : tx``
+  })
     select tenant_id, message_id, subscriber, 'OrderPlaced', order_id::text,
-           'done', 1, 200, now()
+           'done', 1, 200, now()${has.positions ? tx`, '0'::xid8` : tx``}
       from seed order by g`;
-  // History as the running system leaves it: where the closure audit
-  // exists (queue.deliveries.audited), every done delivery has been audited
-  // and counted as closed.
-  const [audit] = await tx`
-    select 1 from information_schema.columns
-     where table_schema = 'queue' and table_name = 'deliveries'
-       and column_name = 'audited'`;
-  if (audit) {
+  if (has.positions) {
+    step("history: audit");
+    await tx`
+      insert into queue.audit_positions (subscriber, done_xid, id)
+      select subscriber, '0', max(id) from queue.deliveries
+       where state = 'done' group by 1
+      on conflict (subscriber) do nothing`;
+  } else if (has.marks) {
     step("history: audit");
     await tx`update queue.deliveries set audited = true where state = 'done'`;
+  }
+  if (has.positions || has.marks) {
     await tx`
       insert into queue.closure_counts (tenant_id, subscriber, closed)
       select tenant_id, subscriber, count(*) from seed group by 1, 2`;

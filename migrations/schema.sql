@@ -1592,6 +1592,15 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.attempts TO queue;
 CREATE SEQUENCE queue.attempts_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1; -- the identity of queue.attempts.id
 GRANT SELECT, USAGE ON SEQUENCE queue.attempts_id_seq TO queue;
 
+CREATE TABLE queue.audit_positions (
+  subscriber text NOT NULL,
+  done_xid xid8 NOT NULL,
+  id bigint NOT NULL
+);
+ALTER TABLE queue.audit_positions ADD CONSTRAINT audit_positions_pkey PRIMARY KEY (subscriber);
+GRANT SELECT ON TABLE queue.audit_positions TO console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE queue.audit_positions TO queue;
+
 CREATE TABLE queue.closure_counts (
   tenant_id uuid NOT NULL,
   subscriber text NOT NULL,
@@ -1628,28 +1637,29 @@ CREATE TABLE queue.deliveries (
   refused_reason text,
   refused_by text,
   refused_at timestamp with time zone,
-  audited boolean NOT NULL DEFAULT false,
   republish_at timestamp with time zone,
   last_started_at timestamp with time zone,
   last_duration_ms integer,
   republishes integer NOT NULL DEFAULT 0,
-  held_behind bigint
+  held_behind bigint,
+  done_xid xid8
 );
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_check CHECK (((state = 'in_flight'::text) = (lease_owner IS NOT NULL)));
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_check1 CHECK (((state <> 'dead'::text) OR (dead_at IS NOT NULL)));
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_check2 CHECK (((state = 'refused'::text) = ((refused_at IS NOT NULL) AND (refused_reason IS NOT NULL))));
+ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_done_xid_check CHECK (((state <> 'done'::text) OR (done_xid IS NOT NULL)));
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_held_behind_check CHECK (((state = 'held'::text) = (held_behind IS NOT NULL)));
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_message_id_subscriber_key UNIQUE (message_id, subscriber);
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_pkey PRIMARY KEY (id);
 ALTER TABLE queue.deliveries ADD CONSTRAINT deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'in_flight'::text, 'done'::text, 'dead'::text, 'refused'::text, 'held'::text])));
 CREATE INDEX deliveries_dead ON queue.deliveries USING btree (tenant_id, dead_at, id) WHERE (state = 'dead'::text);
+CREATE INDEX deliveries_done ON queue.deliveries USING btree (subscriber, done_xid, id) WHERE (state = 'done'::text);
 CREATE INDEX deliveries_done_by_time ON queue.deliveries USING brin (last_started_at);
 CREATE INDEX deliveries_error_words ON queue.deliveries USING gin (last_error platform.gin_trgm_ops) WHERE (last_error IS NOT NULL);
 CREATE INDEX deliveries_held ON queue.deliveries USING btree (held_behind) WHERE (state = 'held'::text);
 CREATE INDEX deliveries_open ON queue.deliveries USING btree (tenant_id, id) WHERE (state = ANY (ARRAY['pending'::text, 'in_flight'::text]));
 CREATE INDEX deliveries_refused ON queue.deliveries USING btree (tenant_id, refused_at, id) WHERE (state = 'refused'::text);
 CREATE INDEX deliveries_republish ON queue.deliveries USING btree (republish_at) WHERE (republish_at IS NOT NULL);
-CREATE INDEX deliveries_unaudited ON queue.deliveries USING btree (subscriber, id) WHERE ((state = 'done'::text) AND (NOT audited));
 ALTER TABLE queue.deliveries ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON queue.deliveries AS PERMISSIVE FOR ALL TO PUBLIC
   USING (((tenant_id = ( SELECT platform.current_tenant() AS current_tenant)) OR ( SELECT platform.all_tenants() AS all_tenants)))

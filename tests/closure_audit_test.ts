@@ -7,7 +7,7 @@ import {
   signIn,
   withTestBakery,
 } from "./_app.ts";
-import { auditOnce } from "../lib/ledger/audit.ts";
+import { auditOnce, counted } from "../lib/ledger/audit.ts";
 import { SUBSCRIBERS } from "../services/routing.ts";
 
 Deno.test("closure audit: done deliveries are counted once as closed; an ack with no inbox row is a mismatch", async () => {
@@ -23,8 +23,8 @@ Deno.test("closure audit: done deliveries are counted once as closed; an ack wit
     await eventually("every done delivery audited", async () => {
       let open = 0;
       for (const sql of queues) {
-        const [r] = await sql`select count(*)::int as n from queue.deliveries
-          where state = 'done' and not audited`;
+        const [r] = await sql`select count(*)::int as n from queue.deliveries d
+          where d.state = 'done' and not ${counted(sql)}`;
         open += r.n;
       }
       return open === 0;
@@ -44,8 +44,10 @@ Deno.test("closure audit: done deliveries are counted once as closed; an ack wit
     await orders`insert into queue.messages (message_id, tenant_id, source, type, aggregate_id, envelope)
       values (${messageId}, ${sandboxId}, 'orders', 'OrderPlaced', ${orderId}, '{}')`;
     const [d] = await orders`insert into queue.deliveries
-        (tenant_id, message_id, subscriber, type, aggregate_id, state, done_at)
-      values (${sandboxId}, ${messageId}, 'kitchen', 'OrderPlaced', ${orderId}, 'done', now())
+        (tenant_id, message_id, subscriber, type, aggregate_id, state, done_at,
+         done_xid)
+      values (${sandboxId}, ${messageId}, 'kitchen', 'OrderPlaced', ${orderId}, 'done', now(),
+              pg_current_xact_id())
       returning id`;
     // Seen as a mismatch before the audit (unaudited done, no inbox row)...
     const before = await client.json<{ totals: Record<string, number> }>(

@@ -16,6 +16,7 @@ import {
   withTestBakery,
 } from "./_app.ts";
 import { inEveryQueue } from "./_console_ops.ts";
+import { counted } from "../lib/ledger/audit.ts";
 
 /** The samples of a Prometheus text body: "name{labels}" -> value. */
 function samples(text: string): Map<string, number> {
@@ -128,8 +129,8 @@ Deno.test("metrics: outbox, deliveries, dead letters and latency histograms afte
     await eventually("the audit to count every done delivery", async () => {
       const open = await inEveryQueue(t.sql, (sql) =>
         sql<{ n: number }[]>`
-          select count(*)::int as n from queue.deliveries
-           where state = 'done' and not audited`);
+          select count(*)::int as n from queue.deliveries d
+           where d.state = 'done' and not ${counted(sql)}`);
       return open.every(({ n }) => n === 0);
     });
     const audited = samples(

@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { countOf, withTestBakery } from "./_app.ts";
 import { until } from "./_main.ts";
+import { counted } from "../lib/ledger/audit.ts";
 import { testStream } from "./_nats.ts";
 import { NatsServer, natsServerTest } from "./_nats_server.ts";
 import {
@@ -101,28 +102,30 @@ natsServerTest(
         // Audited first: an audit that ran between this statement's read
         // and its write would count the delivery's first finish after the
         // statement had decided there was nothing to take back.
+        const orders = t.at("orders");
         await until("the kitchen's OrderPaid to be audited", async () => {
-          const [row] = await t.at("orders")<{ audited: boolean }[]>`
-            select audited from queue.deliveries
+          const [row] = await orders<{ counted: boolean }[]>`
+            select ${counted(orders)} as counted from queue.deliveries d
              where subscriber = 'kitchen' and type = 'OrderPaid'`;
-          return row?.audited === true;
+          return row?.counted === true;
         }, 30_000);
         // What a PostgreSQL crash before its WAL flush would leave of a
         // finish the broker had been acknowledged for: the row as the
         // attempt began, the message gone from the broker, and nothing the
         // closure audit counted of it since (it counts done rows only).
-        const [lost] = await t.at("orders")<{ id: string }[]>`
+        const [lost] = await orders<{ id: string }[]>`
           with lost as (
-            select id, tenant_id, subscriber, audited from queue.deliveries
+            select id, tenant_id, subscriber, ${counted(orders)} as counted
+              from queue.deliveries d
              where subscriber = 'kitchen' and type = 'OrderPaid'
           ), uncounted as (
             update queue.closure_counts c set closed = c.closed - 1
               from lost
-             where lost.audited and c.tenant_id = lost.tenant_id
+             where lost.counted and c.tenant_id = lost.tenant_id
                and c.subscriber = lost.subscriber
           )
           update queue.deliveries d
-             set state = 'in_flight', done_at = null, audited = false,
+             set state = 'in_flight', done_at = null, done_xid = null,
                  lease_owner = 'a process that crashed',
                  lease_expires_at = now() - interval '1 minute',
                  next_attempt_at = now() - interval '1 minute'

@@ -5,17 +5,24 @@
  * a row. Afterwards the console reads counters instead of joining years of
  * history to the inboxes.
  *
+ * The audit keeps a position per subscriber, not a mark per delivery (a
+ * mark wrote every done delivery once more). A finish records its
+ * transaction id (`done_xid`), and the audit takes done deliveries in
+ * (done_xid, id) order, only those done by a transaction older than every
+ * one still running: a delivery that turns done later has a larger id of
+ * transaction, so none can turn up behind a position.
+ *
  * Two transactions per batch: the inboxes are read as a role that may read
  * them (`reader`, e.g. a read-only console role), the results written as
- * `queue`. The write is fenced by `not audited`, so two auditors never count
- * a delivery twice.
+ * `queue`. The write moves each position on only from where the batch was
+ * read, so two auditors never count a delivery twice.
  *
  * An inbox in another database than the queue's ({@link
  * AuditOptions.inboxDatabase}) cannot be joined in a statement: its batch's
  * message ids are read from the queue, then looked up in the inbox's
  * database, a batch at a time. No transaction spans the two.
  */
-import type { Sql } from "../db/connect.ts";
+import type { Fragment, Sql, TxSql } from "../db/connect.ts";
 import { asBookkeeper } from "../db/service.ts";
 import type { TickResult } from "../wake/loop.ts";
 import { inQueue } from "../db/names.ts";
@@ -37,12 +44,73 @@ export interface AuditOptions {
   batchSize?: number;
 }
 
-interface Checked {
+interface Batched {
   id: string;
   tenant_id: string;
   subscriber: string;
   message_id: string;
+  done_xid: string;
+  /** Where the subscriber's position stood when the batch was read. */
+  from_xid: string;
+  from_id: string;
+  /** The subscriber had no position yet. */
+  fresh: boolean;
+}
+
+interface Checked extends Batched {
   accepted: boolean;
+}
+
+/**
+ * `subscriber`'s done deliveries not counted yet, as a condition on the
+ * delivery `d`: past the subscriber's position, found by a range of the
+ * done deliveries' index. Read with the counters in one snapshot, so that
+ * none is counted twice or missed.
+ */
+export function uncounted(sql: TxSql, subscriber: string): Fragment {
+  return sql`(d.state = 'done' and d.subscriber = ${subscriber}
+    and (d.done_xid, d.id) > (${position(sql, subscriber)}))`;
+}
+
+/**
+ * The delivery `d` is done and counted: its subscriber's position is at or
+ * past it.
+ */
+export function counted(sql: Sql | TxSql): Fragment {
+  return sql`(d.state = 'done' and exists (
+    select from ${sql(inQueue("audit_positions"))} p
+     where p.subscriber = d.subscriber
+       and (d.done_xid, d.id) <= (p.done_xid, p.id)))`;
+}
+
+/** Where `subscriber`'s position stands: before everything when it has none. */
+function position(sql: TxSql, subscriber: string): Fragment {
+  const positions = sql(inQueue("audit_positions"));
+  return sql`
+    coalesce((select p.done_xid from ${positions} p
+               where p.subscriber = ${subscriber}), '0'::xid8),
+    coalesce((select p.id from ${positions} p
+               where p.subscriber = ${subscriber}), 0)`;
+}
+
+/**
+ * The next batch of `subscriber`'s done deliveries, past its position, in
+ * the order they turned done, up to the oldest transaction still running.
+ */
+function nextBatch(sql: TxSql, subscriber: string, limit: number): Fragment {
+  return sql`
+    select d.id, d.tenant_id, d.subscriber, d.message_id,
+           d.done_xid::text, f.done_xid::text as from_xid, f.id as from_id,
+           f.fresh
+      from (select coalesce(max(p.done_xid), '0'::xid8) as done_xid,
+                   coalesce(max(p.id), 0) as id, count(p.*) = 0 as fresh
+              from ${sql(inQueue("audit_positions"))} p
+             where p.subscriber = ${subscriber}) f
+      join ${sql(inQueue("deliveries"))} d
+        on d.state = 'done' and d.subscriber = ${subscriber}
+       and (d.done_xid, d.id) > (f.done_xid, f.id)
+       and d.done_xid < pg_snapshot_xmin(pg_current_snapshot())
+     order by d.done_xid, d.id limit ${limit}`;
 }
 
 /** Audits one batch of done deliveries. */
@@ -63,15 +131,11 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
       sql<Checked[]>`${
         joined.map((subscriber) =>
           sql`(
-            select d.id, d.tenant_id, d.subscriber, d.message_id,
-                   (i.message_id is not null) as accepted
-              from ${sql(inQueue("deliveries"))} d
+            select b.*, (i.message_id is not null) as accepted
+              from (${nextBatch(sql, subscriber, limit)}) b
               left join ${
             sql(options.inboxOf(subscriber))
-          } i on i.message_id = d.message_id
-             where d.state = 'done' and not d.audited
-               and d.subscriber = ${subscriber}
-             order by d.id limit ${limit})`
+          } i on i.message_id = b.message_id)`
         ).reduce((all, one) => sql`${all} union all ${one}`)
       }`,
   );
@@ -79,40 +143,92 @@ export async function auditOnce(options: AuditOptions): Promise<TickResult> {
     checked.push(...await checkApart(options, subscriber, inboxSql, limit));
   }
   if (checked.length === 0) return { more: false };
-  await asBookkeeper(options.sql, "queue", async ({ sql }) => {
+  await record(options.sql, checked).catch((e) => {
+    if (!(e instanceof Overtaken)) throw e;
+  });
+  return {
+    more: checked.length >= limit,
+    touched: [...new Set(checked.map((c) => c.tenant_id))],
+  };
+}
+
+/** `a` turned done after `b`, in the audit's order. */
+function after(a: Batched, b: Batched): boolean {
+  const [x, y] = [BigInt(a.done_xid), BigInt(b.done_xid)];
+  return x > y || x === y && BigInt(a.id) > BigInt(b.id);
+}
+
+/** Another auditor moved a position this batch was read from. */
+class Overtaken extends Error {}
+
+/**
+ * Counts a batch and moves each subscriber's position to its last
+ * delivery, in one transaction: only from where the batch was read, or
+ * none of it is counted.
+ */
+async function record(sql: Sql, checked: Checked[]): Promise<void> {
+  const ends = new Map<string, Checked>();
+  for (const c of checked) {
+    const end = ends.get(c.subscriber);
+    if (!end || after(c, end)) ends.set(c.subscriber, c);
+  }
+  const lasts = [...ends.values()];
+  await asBookkeeper(sql, "queue", async ({ sql }) => {
+    const positions = sql(inQueue("audit_positions"));
+    const [{ moved }] = await sql<{ moved: number }[]>`
+      with e as (
+        select * from unnest(
+          ${lasts.map((l) => l.subscriber)}::text[],
+          ${lasts.map((l) => l.from_xid)}::xid8[],
+          ${lasts.map((l) => l.from_id)}::bigint[],
+          ${lasts.map((l) => l.fresh ? 1 : 0)}::int[],
+          ${lasts.map((l) => l.done_xid)}::xid8[],
+          ${lasts.map((l) => l.id)}::bigint[])
+          as e(subscriber, from_xid, from_id, fresh, done_xid, id)
+      ), moved as (
+        update ${positions} p set done_xid = e.done_xid, id = e.id
+          from e
+         where p.subscriber = e.subscriber and e.fresh = 0
+           and (p.done_xid, p.id) = (e.from_xid, e.from_id)
+        returning p.subscriber
+      ), started as (
+        insert into ${positions} (subscriber, done_xid, id)
+        select subscriber, done_xid, id from e where fresh = 1
+        on conflict (subscriber) do nothing
+        returning subscriber
+      )
+      select (select count(*) from moved)::int
+             + (select count(*) from started)::int as moved`;
+    if (moved !== lasts.length) throw new Overtaken();
     await sql`
       with r as (
-        -- postgres.js sends a JS boolean array badly; 1 and 0 travel well.
-        select id, ok = 1 as accepted from unnest(
+        select * from unnest(
           ${checked.map((c) => c.id)}::bigint[],
-          ${checked.map((c) => c.accepted ? 1 : 0)}::int[]) as r(id, ok)
-      ), u as (
+          ${checked.map((c) => c.tenant_id)}::uuid[],
+          ${checked.map((c) => c.subscriber)}::text[],
+          ${checked.map((c) => c.message_id)}::uuid[],
+          -- postgres.js sends a JS boolean array badly; 1 and 0 travel well.
+          ${checked.map((c) => c.accepted ? 1 : 0)}::int[])
+          as r(id, tenant_id, subscriber, message_id, ok)
         -- Nothing counted for a tenant being wiped: the wipe may have
         -- deleted its counts already.
-        update ${sql(inQueue("deliveries"))} d set audited = true
-          from r where d.id = r.id and not d.audited and d.state = 'done'
-           and ${notWiping(sql, "d.tenant_id")}
-        returning d.id, d.tenant_id, d.subscriber, d.message_id, r.accepted
+        where ${notWiping(sql, "r.tenant_id")}
       ), m as (
         insert into ${sql(inQueue("mismatches"))}
           (delivery_id, tenant_id, subscriber, message_id)
-        select id, tenant_id, subscriber, message_id from u where not accepted
+        select id, tenant_id, subscriber, message_id from r where ok = 0
       )
       insert into ${sql(inQueue("closure_counts"))}
         (tenant_id, subscriber, closed, mismatch)
       select tenant_id, subscriber,
-             count(*) filter (where accepted), count(*) filter (where not accepted)
-        from u group by tenant_id, subscriber
+             count(*) filter (where ok = 1), count(*) filter (where ok = 0)
+        from r group by tenant_id, subscriber
       on conflict (tenant_id, subscriber) do update
          set closed =
            ${sql(inQueue("closure_counts"))}.closed + excluded.closed,
              mismatch =
                ${sql(inQueue("closure_counts"))}.mismatch + excluded.mismatch`;
   });
-  return {
-    more: checked.length >= limit,
-    touched: [...new Set(checked.map((c) => c.tenant_id))],
-  };
 }
 
 /**
@@ -128,12 +244,7 @@ async function checkApart(
   const done = await asBookkeeper(
     options.sql,
     options.reader,
-    ({ sql }) =>
-      sql<Omit<Checked, "accepted">[]>`
-        select id, tenant_id, subscriber, message_id from
-          ${sql(inQueue("deliveries"))}
-         where state = 'done' and not audited and subscriber = ${subscriber}
-         order by id limit ${limit}`,
+    ({ sql }) => sql<Batched[]>`${nextBatch(sql, subscriber, limit)}`,
   );
   if (done.length === 0) return [];
   const found = await asBookkeeper(

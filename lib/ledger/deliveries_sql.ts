@@ -473,6 +473,9 @@ function finishStatement(
              last_status = r.status,
              last_error = r.error,
              done_at = case when r.state = 'done' then now() end,
+             -- The closure audit's order (lib/ledger/audit.ts).
+             done_xid = case when r.state = 'done'
+               then pg_current_xact_id() end,
              dead_at = case when r.state = 'dead' and ${behind} is null
                then now() else d.dead_at end,
              last_started_at = r.started_at,

@@ -71,6 +71,7 @@ export {
   NOTHING_HELD,
 } from "./lanes.ts";
 export { LedgerRouter } from "./router.ts";
+export { counted, uncounted } from "./audit.ts";
 export { deleteSubscriberRows } from "./retention.ts";
 export {
   FORGOTTEN_AFTER_BEATS,

@@ -23,6 +23,7 @@
 import type { Sql, TxSql } from "../db/connect.ts";
 import { asOwner } from "../db/service.ts";
 import { inQueue } from "../db/names.ts";
+import { counted } from "./audit.ts";
 
 export interface RetentionOptions {
   /** Rows finished (received, published) before this moment may go. */
@@ -78,7 +79,7 @@ export async function pruneQueue(
       // block range index on last_started_at finds the old ones.
       const ids = (await tx<{ id: string }[]>`
         select d.id from ${tx(inQueue("deliveries"))} d
-         where d.state = 'done' and d.audited
+         where ${counted(tx)}
            and d.last_started_at < ${before} and d.done_at < ${before}
            and not exists (select from ${tx(inQueue("actions"))} a
              where a.delivery_id = d.id)

@@ -16,6 +16,7 @@ import { z } from "zod";
 import type { Fragment, Sql, TxSql } from "../../lib/db/connect.ts";
 import { type ReadAt, readServices } from "../databases.ts";
 import { ROUTING, SENDERS, SUBSCRIBERS } from "../routing.ts";
+import { uncounted } from "../../lib/ledger/mod.ts";
 import {
   CLOSURE_STATES,
   type ClosureCounts,
@@ -44,7 +45,7 @@ function classify(state: string, accepted: boolean): ClosureState {
 
 /**
  * The closure matrix of one sandbox. Done deliveries are read from the
- * audit's counters (lib/ledger/audit.ts) plus the few not audited yet; open,
+ * audit's counters (lib/ledger/audit.ts) plus the few not counted yet; open,
  * dead and refused ones through partial indexes that hold only those rows.
  * No query reads the history of done deliveries.
  */
@@ -81,15 +82,16 @@ export async function closure(
     }
     for (const queue of queues) {
       // The audit moves done deliveries into the counters: the counters and
-      // the deliveries not yet audited are read in one snapshot of the
+      // the deliveries not yet counted are read in one snapshot of the
       // queue's database, so that none is counted twice or missed.
       const apart = SUBSCRIBERS.filter((s) => !together(queue, s));
       const { counted, settled, joined, open } = await at(
         queue,
         async (sql) => {
           // Held deliveries are owed as much as pending ones: in flight.
-          const open = sql`(d.state in ('pending', 'in_flight')
-            or d.state = 'held' or (d.state = 'done' and not d.audited))`;
+          const open = (subscriber: string) =>
+            sql`(d.state in ('pending', 'in_flight')
+              or d.state = 'held' or ${uncounted(sql, subscriber)})`;
           return {
             counted: await sql<
               { subscriber: string; closed: string; mismatch: string }[]
@@ -114,14 +116,14 @@ export async function closure(
                     from queue.deliveries d
                     left join ${sql(`${subscriber}.inbox`)} i
                       on i.message_id = d.message_id
-                   where d.subscriber = ${subscriber} and ${open}
+                   where d.subscriber = ${subscriber} and ${open(subscriber)}
                    group by 1, 2`,
                 }),
               ),
             ),
             open: await Promise.all(apart.map(async (subscriber) => ({
               subscriber,
-              rows: await openDeliveries(sql, subscriber, open),
+              rows: await openDeliveries(sql, subscriber, open(subscriber)),
             }))),
           };
         },
@@ -167,7 +169,7 @@ export async function closure(
 const INBOX_PAGE = 1000;
 
 /**
- * The open deliveries of `subscriber` (and the done ones not yet audited:
+ * The open deliveries of `subscriber` (and the done ones not yet counted:
  * the audit's few seconds of lag), a page at a time in id order, inside
  * the caller's snapshot: for the closure join when the subscriber's inbox
  * is in another database than the queue.
@@ -370,8 +372,9 @@ async function deliveryRows(
         closed: joined
           ? sql`d.state = 'done' and i.message_id is not null`
           : sql`d.state = 'done'`,
-        mismatch: sql`d.state = 'done' and (not d.audited
-        or d.id in (select delivery_id from queue.mismatches))`,
+        mismatch: sql`(${uncounted(sql, subscriber)}
+        or d.state = 'done'
+           and d.id in (select delivery_id from queue.mismatches))`,
       }[state]}
      order by ${
       state === "closed" ? sql`m.published_at desc, d.id desc` : sql`d.id desc`

@@ -7,7 +7,8 @@ import { z } from "zod";
 import type { Sql, TxSql } from "../../lib/db/connect.ts";
 import { queueOfDelivery, readServices } from "../databases.ts";
 import { bySubscriber, earlier, later } from "./by_subscriber.ts";
-import { beyond, type DeliveryState } from "../../lib/ledger/mod.ts";
+import { SUBSCRIBERS } from "../routing.ts";
+import { beyond, type DeliveryState, uncounted } from "../../lib/ledger/mod.ts";
 import {
   type DeadLetterSummary,
   deadLetterSummarySchema,
@@ -194,7 +195,7 @@ export interface DeliveryTally {
  * Deliveries by state and subscriber, within the transaction's scope,
  * without reading history: open, dead and refused deliveries through their
  * partial indexes; done ones are the closure audit's counters plus the few
- * not audited yet. For the deliveries page's tabs and for /metrics.
+ * not counted yet. For the deliveries page's tabs and for /metrics.
  */
 export async function tallyDeliveries(sql: TxSql): Promise<DeliveryTally[]> {
   return await sql<DeliveryTally[]>`
@@ -214,8 +215,12 @@ export async function tallyDeliveries(sql: TxSql): Promise<DeliveryTally[]> {
       select 'refused', subscriber, count(*), 0 from queue.deliveries
        where state = 'refused' group by 2
       union all
-      select 'done', subscriber, count(*), 0 from queue.deliveries
-       where state = 'done' and not audited group by 2
+      ${
+    SUBSCRIBERS.map((s) =>
+      sql`select 'done', ${s}::text, count(*), 0 from queue.deliveries d
+           where ${uncounted(sql, s)} having count(*) > 0`
+    ).reduce((all, one) => sql`${all} union all ${one}`)
+  }
       union all
       select 'done', subscriber, sum(closed + mismatch), 0
         from queue.closure_counts group by 2

@@ -55,14 +55,20 @@ async function delivered(
   // operator may still redrive it.
   const [{ id }] = await sql<{ id: string }[]>`
     insert into queue.deliveries (tenant_id, message_id, subscriber, type,
-      aggregate_id, state, attempts, done_at, dead_at, audited,
+      aggregate_id, state, attempts, done_at, dead_at, done_xid,
       last_started_at, last_status)
     values (${tenantId}, ${envelope.messageId}, ${RECEIVER}, ${envelope.type},
             ${envelope.aggregateId}, ${state}, 2,
             ${state === "done" ? sql`now()` : null},
             ${state === "dead" ? sql`now()` : null},
-            ${state === "done"}, now(), 200)
+            ${state === "done" ? sql`'0'::xid8` : null}, now(), 200)
     returning id`;
+  // Done and counted by the closure audit: its position is past every
+  // delivery of xid 0.
+  await sql`
+    insert into queue.audit_positions (subscriber, done_xid, id)
+    values (${RECEIVER}, '0', ${Number.MAX_SAFE_INTEGER})
+    on conflict do nothing`;
   await sql`
     insert into queue.attempts (tenant_id, delivery_id, attempt, started_at,
                                 duration_ms, status, outcome, error)

@@ -1,0 +1,102 @@
+/**
+ * The closure audit's positions (lib/ledger/audit.ts): each subscriber's
+ * done deliveries are counted once, in the order their finishes got a
+ * transaction id, and never past a finish that has not committed yet: one
+ * that commits later would turn up behind the position and never be
+ * counted.
+ */
+import assert from "node:assert/strict";
+import type { Sql } from "../../lib/db/connect.ts";
+import { auditOnce } from "../../lib/ledger/audit.ts";
+import { finishDeliveries } from "../../lib/ledger/deliveries_sql.ts";
+import { Ledger } from "../../lib/ledger/mod.ts";
+import { PgMove } from "../../lib/carriers/mod.ts";
+import { withTestDatabase } from "./_db.ts";
+import {
+  claimDeliveries,
+  createSandbox,
+  createTestServices,
+  placeOrders,
+  RECEIVERS,
+  ROUTING,
+  SENDER,
+} from "./_messaging.ts";
+
+/** Deliveries counted so far, closed or not (none has an inbox row). */
+async function countedSoFar(sql: Sql): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`
+    select coalesce(sum(closed + mismatch), 0)::int as n
+      from queue.closure_counts`;
+  return row.n;
+}
+
+Deno.test("the audit counts a finish that commits late once, not behind its position", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    const tenant = await createSandbox(sql, "audited");
+    await placeOrders(sql, tenant, ["o-1", "o-2"]);
+    await new PgMove(new Ledger(sql, ROUTING)).move(SENDER, 100);
+    const claimed = await claimDeliveries(sql, "consumer-1", 100, 60_000);
+    assert.equal(claimed.length, 2 * RECEIVERS.length);
+    const [late, ...rest] = claimed;
+    for (const r of RECEIVERS) {
+      await sql`grant usage on schema ${sql(r)} to console`;
+      await sql`grant select on ${sql(r + ".inbox")} to console`;
+    }
+    const audit = {
+      sql,
+      reader: "console",
+      inboxOf: (s: string) => `${s}.inbox`,
+      subscribers: RECEIVERS,
+    };
+
+    // One finish begins and stays open; the others commit after it.
+    let updated!: () => void;
+    const begun = new Promise<void>((resolve) => updated = resolve);
+    let commit!: () => void;
+    const release = new Promise<void>((resolve) => commit = resolve);
+    const open = sql.begin(async (tx) => {
+      await tx`
+        update queue.deliveries
+           set state = 'done', done_at = now(), done_xid = pg_current_xact_id(),
+               lease_owner = null, lease_expires_at = null
+         where id = ${late.id}`;
+      updated();
+      await release;
+    });
+    try {
+      await begun;
+      const finished = await finishDeliveries(
+        sql,
+        rest.map((d) => ({
+          id: d.id,
+          lease: d.lease,
+          state: "done" as const,
+          attempt: d.attempt,
+          status: 200,
+          error: null,
+          delayMs: 0,
+          startedAt: new Date(),
+          durationMs: 1,
+        })),
+      );
+      assert.equal(finished, rest.length);
+
+      // The open finish is older than the committed ones: nothing past it is
+      // counted while it may still commit.
+      assert.deepEqual(await auditOnce(audit), { more: false });
+      assert.equal(await countedSoFar(sql), 0);
+    } finally {
+      commit();
+      await open;
+    }
+    await auditOnce(audit);
+    assert.equal(await countedSoFar(sql), claimed.length);
+    // Each once: a mismatch row each (no inbox has them), and nothing left.
+    const [mismatches] = await sql<{ n: number }[]>`
+      select count(distinct delivery_id)::int as n from queue.mismatches`;
+    assert.equal(mismatches.n, claimed.length);
+    assert.deepEqual(await auditOnce(audit), { more: false });
+    assert.equal(await countedSoFar(sql), claimed.length);
+  }, { max: 4 });
+});
