@@ -98,17 +98,23 @@ function position(sql: TxSql, subscriber: string): Fragment {
  * the order they turned done, up to the oldest transaction still running.
  */
 function nextBatch(sql: TxSql, subscriber: string, limit: number): Fragment {
+  // The position as values known before the scan, not a join: the index
+  // then gives the rows in order and the scan stops at the limit, where a
+  // join sorted every delivery past the position (168 ms a batch behind a
+  // backlog of 60,000).
   return sql`
+    with f as (
+      select coalesce(max(p.done_xid), '0'::xid8) as done_xid,
+             coalesce(max(p.id), 0) as id, count(p.*) = 0 as fresh
+        from ${sql(inQueue("audit_positions"))} p
+       where p.subscriber = ${subscriber}
+    )
     select d.id, d.tenant_id, d.subscriber, d.message_id,
-           d.done_xid::text, f.done_xid::text as from_xid, f.id as from_id,
-           f.fresh
-      from (select coalesce(max(p.done_xid), '0'::xid8) as done_xid,
-                   coalesce(max(p.id), 0) as id, count(p.*) = 0 as fresh
-              from ${sql(inQueue("audit_positions"))} p
-             where p.subscriber = ${subscriber}) f
-      join ${sql(inQueue("deliveries"))} d
-        on d.state = 'done' and d.subscriber = ${subscriber}
-       and (d.done_xid, d.id) > (f.done_xid, f.id)
+           d.done_xid::text, (select done_xid::text from f) as from_xid,
+           (select id from f) as from_id, (select fresh from f) as fresh
+      from ${sql(inQueue("deliveries"))} d
+     where d.state = 'done' and d.subscriber = ${subscriber}
+       and (d.done_xid, d.id) > ((select done_xid from f), (select id from f))
        and d.done_xid < pg_snapshot_xmin(pg_current_snapshot())
      order by d.done_xid, d.id limit ${limit}`;
 }
