@@ -37,11 +37,13 @@ const writerOf = (schema: string) => WRITER[schema] ?? schema;
 const PLATFORM_SANDBOX_TABLES = ["platform.faults"];
 
 /**
- * Tables inside them whose rows belong to no sandbox: the worker processes'
- * heartbeats, shared infrastructure that every operator reads and only the
- * workers write (lib/ledger/workers_sql.ts).
+ * Tables inside them whose rows belong to no sandbox, shared infrastructure
+ * that every operator reads and only the workers write: the worker
+ * processes' heartbeats (lib/ledger/workers_sql.ts), and the closure audit's
+ * position per subscriber, a transaction id and a delivery id
+ * (lib/ledger/audit.ts).
  */
-const SHARED_TABLES = ["queue.workers"];
+const SHARED_TABLES = ["queue.workers", "queue.audit_positions"];
 
 interface Ctx {
   sql: Sql;

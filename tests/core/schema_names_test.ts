@@ -91,12 +91,20 @@ async function exampleUnder(
     const groups = (await failureGroups(pool, id)).length;
     await pool\`grant usage on schema mailer to console\`;
     await pool\`grant select on mailer.inbox to console\`;
-    await auditOnce({
-      sql: pool,
-      reader: "console",
-      inboxOf: (s) => s + ".inbox",
-      subscribers: ["mailer"],
-    });
+    // Until it has counted: a transaction still running elsewhere in the
+    // cluster holds the audit back.
+    for (let tries = 0; tries < 500; tries++) {
+      await auditOnce({
+        sql: pool,
+        reader: "console",
+        inboxOf: (s) => s + ".inbox",
+        subscribers: ["mailer"],
+      });
+      const [counted] = await pool\`select count(*)::int as n from \${
+        pool(${JSON.stringify(names.queue)} + ".closure_counts")}\`;
+      if (counted.n > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     const pruned = await pruneHistory(pool, {
       before: new Date(Date.now() + 60_000),
       subscribers: ["mailer"],
