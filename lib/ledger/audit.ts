@@ -83,14 +83,21 @@ export function counted(sql: Sql | TxSql): Fragment {
        and (d.done_xid, d.id) <= (p.done_xid, p.id)))`;
 }
 
-/** Where `subscriber`'s position stands: before everything when it has none. */
+/**
+ * Where `subscriber`'s position stands: before everything when it has none.
+ * Each half is one subquery, the default inside it: under row-level
+ * security, PostgreSQL uses a condition for an index only when it can tell
+ * that it leaks nothing, and it cannot tell that of a COALESCE around a
+ * subquery. With one there, the console's counts read every done delivery
+ * of the subscriber (1.2 s at a million) instead of none.
+ */
 function position(sql: TxSql, subscriber: string): Fragment {
   const positions = sql(inQueue("audit_positions"));
   return sql`
-    coalesce((select p.done_xid from ${positions} p
-               where p.subscriber = ${subscriber}), '0'::xid8),
-    coalesce((select p.id from ${positions} p
-               where p.subscriber = ${subscriber}), 0)`;
+    (select coalesce(max(p.done_xid), '0'::xid8) from ${positions} p
+      where p.subscriber = ${subscriber}),
+    (select coalesce(max(p.id), 0) from ${positions} p
+      where p.subscriber = ${subscriber})`;
 }
 
 /**
