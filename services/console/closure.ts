@@ -170,26 +170,21 @@ const INBOX_PAGE = 1000;
 
 /**
  * The open deliveries of `subscriber` (and the done ones not yet counted:
- * the audit's few seconds of lag), a page at a time in id order, inside
- * the caller's snapshot: for the closure join when the subscriber's inbox
- * is in another database than the queue.
+ * the audit's few seconds of lag), inside the caller's snapshot: for the
+ * closure join when the subscriber's inbox is in another database than the
+ * queue. One statement, in no order: each part of `open` is then read
+ * through its own partial index. Paged in id order, it was read through
+ * the primary key instead, every delivery of the history filtered out one
+ * by one (0.75 s a page at a million).
  */
 async function openDeliveries(
   sql: TxSql,
   subscriber: string,
   open: Fragment,
 ): Promise<{ message_id: string; state: string }[]> {
-  const out: { message_id: string; state: string }[] = [];
-  let after = 0;
-  for (;;) {
-    const page = await sql<{ id: string; message_id: string; state: string }[]>`
-      select d.id, d.message_id, d.state from queue.deliveries d
-       where d.subscriber = ${subscriber} and ${open} and d.id > ${after}
-       order by d.id limit ${INBOX_PAGE}`;
-    out.push(...page.map(({ message_id, state }) => ({ message_id, state })));
-    if (page.length < INBOX_PAGE) return out;
-    after = Number(page[page.length - 1].id);
-  }
+  return await sql<{ message_id: string; state: string }[]>`
+    select d.message_id, d.state from queue.deliveries d
+     where d.subscriber = ${subscriber} and ${open}`;
 }
 
 /**
