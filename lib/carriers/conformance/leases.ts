@@ -144,7 +144,10 @@ export const leaseScenarios: Scenario[] = [{
     "crash between publish and mark: published once, claimed and published again after the lease, the queue ignores the repeat",
   run: async ({ sql, tenantId, view, workers }) => {
     await setFault(sql, tenantId, RELAY_FAULTS.crashBeforeMark, true);
-    const relayLeaseMs = 300;
+    // Long enough that the row is read within the first lease: with 300 ms
+    // a loaded machine read it after the second claim, and compared that
+    // lease with itself.
+    const relayLeaseMs = 1000;
     const fresh: number[] = [];
     const wrapQueue = (q: Queue) => countingQueue(q, fresh);
     await workers({ relayLeaseMs, wrapQueue }, async ({ messaging, lines }) => {
