@@ -37,16 +37,32 @@ natsTest(
               // What the streams and the queues' rows held when it timed out.
               // The workers' warnings and errors: what the broker told them.
               for (const line of t.lines) {
-                if (line.level === "warn" || line.level === "error") {
+                if (
+                  line.level === "warn" || line.level === "error" ||
+                  String(line.event).startsWith("broker")
+                ) {
                   console.log(JSON.stringify(line).slice(0, 600));
                 }
               }
               for (const sender of SENDERS) {
+                // Each lane's consumer as the broker saw it: what it still
+                // holds, what is out unacknowledged, and how far it got.
                 const consumers = await jsm.consumers.list(t.streamOf(sender))
                   .next()
-                  .then((cs) => cs.map((c) => c.name), (e) => String(e));
+                  .then((cs) =>
+                    cs.map((c) => ({
+                      name: c.name,
+                      pending: c.num_pending,
+                      ackPending: c.num_ack_pending,
+                      waiting: c.num_waiting,
+                      delivered: c.delivered.stream_seq,
+                      created: c.created,
+                    })), (e) => String(e));
+                const messages = await jsm.streams.info(t.streamOf(sender))
+                  .then((i) => i.state, (e) => String(e));
                 console.log(JSON.stringify({
                   sender,
+                  messages,
                   consumers,
                   deliveries: await t.at(sender)`
                     select subscriber, type, state, attempts, last_error
