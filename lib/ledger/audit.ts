@@ -84,20 +84,28 @@ export function counted(sql: Sql | TxSql): Fragment {
 }
 
 /**
- * Where `subscriber`'s position stands: before everything when it has none.
- * Each half is one subquery, the default inside it: under row-level
+ * Where `subscriber`'s position stands, as one row (done_xid, id, fresh):
+ * before everything, and fresh, when it has none.
+ */
+function positionRow(sql: TxSql, subscriber: string): Fragment {
+  return sql`
+    select coalesce(max(p.done_xid), '0'::xid8) as done_xid,
+           coalesce(max(p.id), 0) as id, count(p.*) = 0 as fresh
+      from ${sql(inQueue("audit_positions"))} p
+     where p.subscriber = ${subscriber}`;
+}
+
+/**
+ * The position's two halves, each a subquery of its own: under row-level
  * security, PostgreSQL uses a condition for an index only when it can tell
  * that it leaks nothing, and it cannot tell that of a COALESCE around a
  * subquery. With one there, the console's counts read every done delivery
  * of the subscriber (1.2 s at a million) instead of none.
  */
 function position(sql: TxSql, subscriber: string): Fragment {
-  const positions = sql(inQueue("audit_positions"));
   return sql`
-    (select coalesce(max(p.done_xid), '0'::xid8) from ${positions} p
-      where p.subscriber = ${subscriber}),
-    (select coalesce(max(p.id), 0) from ${positions} p
-      where p.subscriber = ${subscriber})`;
+    (select done_xid from (${positionRow(sql, subscriber)}) f),
+    (select id from (${positionRow(sql, subscriber)}) f)`;
 }
 
 /**
@@ -110,12 +118,7 @@ function nextBatch(sql: TxSql, subscriber: string, limit: number): Fragment {
   // join sorted every delivery past the position (168 ms a batch behind a
   // backlog of 60,000).
   return sql`
-    with f as (
-      select coalesce(max(p.done_xid), '0'::xid8) as done_xid,
-             coalesce(max(p.id), 0) as id, count(p.*) = 0 as fresh
-        from ${sql(inQueue("audit_positions"))} p
-       where p.subscriber = ${subscriber}
-    )
+    with f as (${positionRow(sql, subscriber)})
     select d.id, d.tenant_id, d.subscriber, d.message_id,
            d.done_xid::text, (select done_xid::text from f) as from_xid,
            (select id from f) as from_id, (select fresh from f) as fresh

@@ -145,6 +145,10 @@ function claimStatement(
   // Of those, one of `tenant` that is due.
   const pickable = (tenant: ReturnType<typeof sql>) =>
     sql`d.tenant_id = ${tenant} and d.next_attempt_at <= now() and ${waiting}`;
+  // When the earliest waiting delivery of the tenants `which` allows is due.
+  const nextDue = (which: ReturnType<typeof sql>) =>
+    sql`(select min(next_attempt_at) from ${sql(inQueue("deliveries"))} d
+          where ${which} and ${waiting})`;
   const next = (after: ReturnType<typeof sql>) =>
     sql`coalesce(
       (select tenant_id from ${sql(inQueue("deliveries"))}
@@ -306,16 +310,15 @@ function claimStatement(
              -- The round saw every tenant with open deliveries: only those
              -- the process may take more of are read, each through the
              -- index. Where it holds its share of all, nothing is read.
-             (select min(next_attempt_at) from ${sql(inQueue("deliveries"))} d
-               where d.tenant_id = any(array(
-                       select tenant_id from caps where room > 0))
-                 and ${waiting})
-           else
-             (select min(next_attempt_at) from ${sql(inQueue("deliveries"))} d
-               where ${waiting}
-                 and not exists (
-                   select from totals t where t.tenant_id = d.tenant_id
-                      and t.n >= ${round.perTenant}))
+             ${
+    nextDue(sql`d.tenant_id = any(array(
+                 select tenant_id from caps where room > 0))`)
+  }
+           else ${
+    nextDue(sql`not exists (
+                 select from totals t where t.tenant_id = d.tenant_id
+                    and t.n >= ${round.perTenant})`)
+  }
            end,
            (select tenant_id from after)
      where not exists (select from claimed)`;
