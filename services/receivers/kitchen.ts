@@ -9,7 +9,7 @@
  * | OrderCancelled | create it cancelled, so a | cancel, unless stale                 |
  * |                | late OrderPlaced is stale |                                      |
  *
- * A batch of OrderPaid whose cards are all there applies as one set
+ * A batch of OrderPlaced and OrderPaid applies as one set
  * (lib/inbox/apply_many.ts).
  */
 import type { ServiceTx } from "../../lib/db/service.ts";
@@ -112,36 +112,78 @@ export async function applyToKitchen(tx: ServiceTx, e: Envelope) {
 }
 
 /**
- * A batch of OrderPaid as one set: the cards confirmed that are not at a
- * later version or cancelled. The answers read the cards as they were
- * before the statement, for the stale ones' words; a message whose card
- * is missing gets no answer, which sends the batch the long way, where it
- * is answered 409 (not yet).
+ * A batch of OrderPlaced and OrderPaid as one set: a card made for each
+ * OrderPlaced, and confirmed for each OrderPaid whose card is there, not
+ * at a later version and not cancelled.
+ * The answers read the cards as they were before the statement, for the
+ * stale ones' words. A message the set cannot answer as the table above
+ * does gets no answer, which sends the batch the long way: an OrderPaid
+ * without its card (409 there), an OrderPlaced meeting a card that is not
+ * stale (422 there).
  */
 export function applyManyToKitchen(
   { sql }: ServiceTx,
   envelopes: readonly Envelope[],
 ): ManyEffect | undefined {
-  if (envelopes.some((e) => e.type !== "OrderPaid")) return undefined;
-  for (const e of envelopes) parsePayload("OrderPaid", e.payload);
+  if (
+    envelopes.some((e) => e.type !== "OrderPlaced" && e.type !== "OrderPaid")
+  ) return undefined;
+  const rows = envelopes.map((e) => {
+    if (e.type === "OrderPaid") {
+      parsePayload("OrderPaid", e.payload);
+      return { order_id: e.aggregateId, items: [], day: null };
+    }
+    const p = parsePayload("OrderPlaced", e.payload);
+    return { order_id: e.aggregateId, items: p.lines, day: p.day };
+  });
   return {
-    rows: envelopes.map((e) => ({ order_id: e.aggregateId })),
-    types: { order_id: "uuid" },
-    effect: sql`
+    rows,
+    types: { order_id: "uuid", items: "jsonb", day: "date" },
+    // A batch of OrderPaid alone is an update, cheaper than the upsert. In
+    // the upsert an OrderPaid goes in only where its card is, so its row
+    // always meets the card and updates it; `created` tells the two apart.
+    effect: envelopes.every((e) => e.type === "OrderPaid")
+      ? sql`
       update kitchen.cards c
          set state = 'confirmed', version = b.aggregate_version,
              updated_at = now()
         from batch b
        where c.order_id = b.order_id and c.version < b.aggregate_version
          and c.state <> 'cancelled'
-      returning c.order_id`,
+      returning c.order_id, false as created`
+      : sql`
+      insert into kitchen.cards as c
+             (order_id, tenant_id, state, version, items, day, placed_message_id)
+      select b.order_id, b.tenant_id,
+             case when b.type = 'OrderPlaced' then 'new' else 'confirmed' end,
+             b.aggregate_version, b.items, b.day,
+             case when b.type = 'OrderPlaced' then b.message_id end
+        from batch b
+       where b.type = 'OrderPlaced'
+          or exists (select from kitchen.cards k where k.order_id = b.order_id)
+      on conflict (order_id) do update
+         set state = 'confirmed', version = excluded.version, updated_at = now()
+       where excluded.state = 'confirmed' and c.version < excluded.version
+         and c.state <> 'cancelled'
+      returning c.order_id, (c.xmax = 0) as created`,
     answers: sql`
-      select b.message_id,
-             case when exists (select from effect e where e.order_id = b.order_id)
-               then '{"card": "confirmed"}'::jsonb
-               else jsonb_build_object('ignored',
-                      'stale: the card is at version ' || c.version ||
-                      ' (' || c.state || ')') end as outcome
-        from batch b join kitchen.cards c on c.order_id = b.order_id`,
+      select message_id, outcome from (
+        select b.message_id,
+               case
+                 when e.created and b.type = 'OrderPlaced'
+                   then '{"card": "new"}'::jsonb
+                 when not e.created and b.type = 'OrderPaid'
+                   then '{"card": "confirmed"}'::jsonb
+                 when e.order_id is null and c.order_id is not null
+                  and (b.type = 'OrderPaid' or (c.placed_message_id is null
+                       and c.version > b.aggregate_version))
+                   then jsonb_build_object('ignored',
+                          'stale: the card is at version ' || c.version ||
+                          ' (' || c.state || ')')
+               end as outcome
+          from batch b
+          left join effect e on e.order_id = b.order_id
+          left join kitchen.cards c on c.order_id = b.order_id) a
+       where outcome is not null`,
   };
 }
