@@ -25,8 +25,7 @@
 import type { Fragment, Sql, TxSql } from "../db/connect.ts";
 import { asBookkeeper } from "../db/service.ts";
 import type { TickResult } from "../wake/loop.ts";
-import { inQueue } from "../db/names.ts";
-import { notWiping } from "../db/closed.ts";
+import { inPlatform, inQueue } from "../db/names.ts";
 
 export interface AuditOptions {
   sql: Sql;
@@ -226,9 +225,12 @@ async function record(sql: Sql, checked: Checked[]): Promise<void> {
           -- postgres.js sends a JS boolean array badly; 1 and 0 travel well.
           ${checked.map((c) => c.accepted ? 1 : 0)}::int[])
           as r(id, tenant_id, subscriber, message_id, ok)
-        -- Nothing counted for a tenant being wiped: the wipe may have
+        -- Nothing counted for a tenant being wiped or wiped: the batch may
+        -- have been read before the wipe closed it, and the wipe may have
         -- deleted its counts already.
-        where ${notWiping(sql, "r.tenant_id")}
+        where not exists (
+          select from ${sql(inPlatform("tenants"))} w
+           where w.id = r.tenant_id and w.wiping_at is not null)
       ), m as (
         insert into ${sql(inQueue("mismatches"))}
           (delivery_id, tenant_id, subscriber, message_id)

@@ -150,3 +150,66 @@ interface PlanNode {
   "Shared Hit Blocks": number;
   "Shared Read Blocks": number;
 }
+
+Deno.test("the audit counts nothing of a tenant wiped after its deliveries were read", async () => {
+  await withTestDatabase(async ({ sql }) => {
+    await createTestServices(sql);
+    const wiped = await createSandbox(sql, "wiped");
+    const live = await createSandbox(sql, "live");
+    await placeOrders(sql, wiped, ["w-1"]);
+    await placeOrders(sql, live, ["l-1"]);
+    await new PgMove(new Ledger(sql, ROUTING)).move(SENDER, 100);
+    const claimed = await claimDeliveries(sql, "consumer-1", 100, 60_000);
+    // The wiped tenant's deliveries finish first, so the audit reads them
+    // before the live tenant's.
+    const byWiped = (d: { tenantId: string }) => d.tenantId === wiped ? 0 : 1;
+    claimed.sort((a, b) => byWiped(a) - byWiped(b));
+    for (const d of claimed) {
+      await finishDeliveries(sql, [{
+        id: d.id,
+        lease: d.lease,
+        state: "done",
+        attempt: d.attempt,
+        status: 200,
+        error: null,
+        delayMs: 0,
+        startedAt: new Date(),
+        durationMs: 1,
+      }]);
+    }
+    for (const r of RECEIVERS) {
+      await sql`grant usage on schema ${sql(r)} to console`;
+      await sql`grant select on ${sql(r + ".inbox")} to console`;
+    }
+    // The wipe ran to its end between the audit's read and its record: the
+    // tenant is wiped while its deliveries are still there to be read.
+    await sql`update platform.tenants set wiping_at = now(), wiped_at = now()
+               where id = ${wiped}`;
+    const audit = {
+      sql,
+      reader: "console",
+      inboxOf: (s: string) => `${s}.inbox`,
+      subscribers: RECEIVERS,
+    };
+    const livePerTenant = claimed.filter((d) => d.tenantId === live).length;
+    await waitFor(
+      "the audit to reach the live tenant's deliveries",
+      async () => {
+        await auditOnce(audit);
+        return await countedSoFar(sql) >= livePerTenant;
+      },
+    );
+    const rows = await sql<{ tenant_id: string; n: number }[]>`
+      select tenant_id, (closed + mismatch)::int as n
+        from queue.closure_counts`;
+    assert.ok(rows.length > 0);
+    assert.ok(
+      rows.every((r) => r.tenant_id === live),
+      "nothing counted of the wiped tenant",
+    );
+    assert.equal(rows.reduce((n, r) => n + r.n, 0), livePerTenant);
+    const [mismatched] = await sql<{ n: number }[]>`
+      select count(*)::int as n from queue.mismatches where tenant_id = ${wiped}`;
+    assert.equal(mismatched.n, 0);
+  }, { max: 4 });
+});
