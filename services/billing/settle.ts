@@ -3,7 +3,12 @@
  * table of `act`, and the messages it sends to the orders service.
  */
 import { type ServiceTx } from "../../lib/db/service.ts";
-import { append, newEnvelope } from "../../lib/outbox/mod.ts";
+import {
+  append,
+  newEnvelope,
+  outboxWrites,
+  wakeAfterAppend,
+} from "../../lib/outbox/mod.ts";
 import {
   CURRENCY,
   lockOrderPayments,
@@ -127,21 +132,32 @@ async function settle(
   const refund = opened
     ? chargeMismatch(payment, charged)
     : "billing opened no payment for this charge";
-  await sql`
+  const update = sql`
     update billing.payments
        set charged_cents = ${charged.cents}, charged_currency = ${charged.currency},
            state = ${refund ? "refund_due" : "succeeded"},
            refund_reason = ${refund}, updated_at = now()
-     where id = ${payment.id}`;
-  if (refund) return `refund due: ${refund}; PaymentSucceeded not sent`;
-  await append(tx, [settlement(sandboxId, payment, {
+     where id = ${payment.id}
+    returning id`;
+  if (refund) {
+    await update;
+    return `refund due: ${refund}; PaymentSucceeded not sent`;
+  }
+  // The settled payment and its message in one statement, as the orders
+  // service writes a paid order and its OrderPaid.
+  const succeeded = settlement(sandboxId, payment, {
     type: "PaymentSucceeded",
     payload: {
       paymentId: payment.id,
       orderId: payment.order_id,
       amountCents: payment.amount_cents,
     },
-  })]);
+  });
+  await sql`
+    with settled as (${update}),
+    ${outboxWrites(tx, [succeeded], sql`exists (select from settled)`)}
+    select`;
+  await wakeAfterAppend(tx);
   return payment.state === "failed"
     ? "payment succeeded after a declined attempt; PaymentSucceeded sent"
     : "payment succeeded; PaymentSucceeded sent";
