@@ -78,30 +78,44 @@ export async function createPayment(
     async (tx) => {
       const { sql } = tx;
       await lockOrderPayments(sql, p.orderId);
-      const [open] = await sql<
-        { id: string; state: PaymentState; checkout_url: string | null }[]
+      // The order's standing payment if it has one, else a new one: one
+      // statement.
+      const [row] = await sql<
+        {
+          id: string;
+          state: PaymentState;
+          checkout_url: string | null;
+          created: boolean;
+        }[]
       >`
-      select id, state, checkout_url from billing.payments
-       where order_id = ${p.orderId}
-         and (state = 'succeeded'
-              or (created_at > now() - ${OPEN_FOR}::interval
-                  and (state = 'pending'
-                       or (state = 'failed' and checkout_url is not null))))
-       order by state = 'succeeded' desc, created_at desc
-       limit 1`;
-      if (open) {
+      with open as (
+        select id, state, checkout_url from billing.payments
+         where order_id = ${p.orderId}
+           and (state = 'succeeded'
+                or (created_at > now() - ${OPEN_FOR}::interval
+                    and (state = 'pending'
+                         or (state = 'failed' and checkout_url is not null))))
+         order by state = 'succeeded' desc, created_at desc
+         limit 1
+      ), made as (
+        insert into billing.payments
+          (id, tenant_id, order_id, amount_cents, currency, card_last4)
+        select ${p.id}, ${sandboxId}, ${p.orderId}, ${p.amountCents},
+               ${p.currency ?? CURRENCY}, ${p.cardLast4 ?? null}
+         where not exists (select from open)
+        returning id, state, checkout_url
+      )
+      select id, state, checkout_url, false as created from open
+      union all
+      select id, state, checkout_url, true from made`;
+      if (!row.created) {
         return {
-          id: open.id,
-          state: open.state,
+          id: row.id,
+          state: row.state,
           created: false,
-          checkoutUrl: open.checkout_url,
+          checkoutUrl: row.checkout_url,
         };
       }
-      await sql`
-      insert into billing.payments
-        (id, tenant_id, order_id, amount_cents, currency, card_last4)
-      values (${p.id}, ${sandboxId}, ${p.orderId}, ${p.amountCents},
-              ${p.currency ?? CURRENCY}, ${p.cardLast4 ?? null})`;
       await onCreated?.(tx);
       return { id: p.id, state: "pending", created: true, checkoutUrl: null };
     },
