@@ -29,6 +29,19 @@ export function notWiping(sql: Sql | TxSql, column: string): Fragment {
 }
 
 /**
+ * A condition that `column`, a tenant id, names no tenant whose wipe has
+ * begun, finished ones included: for work read before a wipe and written
+ * after it, which {@link notWiping} would let through once the wipe is
+ * done. One look-up by primary key a row, where {@link notWiping} reads
+ * the few tenants being wiped once a statement.
+ */
+export function wipeNotBegun(sql: Sql | TxSql, column: string): Fragment {
+  return sql`not exists (
+    select from ${sql(inPlatform("tenants"))} w
+     where w.id = ${sql(column)} and w.wiping_at is not null)`;
+}
+
+/**
  * {@link notWiping} for a statement that runs as a service's own role,
  * which need not read the tenants: through `wiping_tenants()`, which
  * runs with its owner's rights.

@@ -25,7 +25,8 @@
 import type { Fragment, Sql, TxSql } from "../db/connect.ts";
 import { asBookkeeper } from "../db/service.ts";
 import type { TickResult } from "../wake/loop.ts";
-import { inPlatform, inQueue } from "../db/names.ts";
+import { inQueue } from "../db/names.ts";
+import { wipeNotBegun } from "../db/closed.ts";
 
 export interface AuditOptions {
   sql: Sql;
@@ -228,9 +229,7 @@ async function record(sql: Sql, checked: Checked[]): Promise<void> {
         -- Nothing counted for a tenant being wiped or wiped: the batch may
         -- have been read before the wipe closed it, and the wipe may have
         -- deleted its counts already.
-        where not exists (
-          select from ${sql(inPlatform("tenants"))} w
-           where w.id = r.tenant_id and w.wiping_at is not null)
+        where ${wipeNotBegun(sql, "r.tenant_id")}
       ), m as (
         insert into ${sql(inQueue("mismatches"))}
           (delivery_id, tenant_id, subscriber, message_id)
