@@ -10,6 +10,10 @@ import type { Sql } from "../../lib/db/connect.ts";
 import { auditOnce, uncounted } from "../../lib/ledger/audit.ts";
 import { asService } from "../../lib/db/service.ts";
 import { finishDeliveries } from "../../lib/ledger/deliveries_sql.ts";
+import type {
+  AttemptResult,
+  ClaimedDelivery,
+} from "../../lib/ledger/delivery.ts";
 import { Ledger } from "../../lib/ledger/mod.ts";
 import { PgMove } from "../../lib/carriers/mod.ts";
 import { withTestDatabase } from "./_db.ts";
@@ -30,6 +34,21 @@ async function countedSoFar(sql: Sql): Promise<number> {
     select coalesce(sum(closed + mismatch), 0)::int as n
       from queue.closure_counts`;
   return row.n;
+}
+
+/** A claimed delivery's result once its receiver answered 200. */
+function answered(d: ClaimedDelivery): AttemptResult {
+  return {
+    id: d.id,
+    lease: d.lease,
+    state: "done",
+    attempt: d.attempt,
+    status: 200,
+    error: null,
+    delayMs: 0,
+    startedAt: new Date(),
+    durationMs: 1,
+  };
 }
 
 Deno.test("the audit counts a finish that commits late once, not behind its position", async () => {
@@ -70,17 +89,7 @@ Deno.test("the audit counts a finish that commits late once, not behind its posi
       await begun;
       const finished = await finishDeliveries(
         sql,
-        rest.map((d) => ({
-          id: d.id,
-          lease: d.lease,
-          state: "done" as const,
-          attempt: d.attempt,
-          status: 200,
-          error: null,
-          delayMs: 0,
-          startedAt: new Date(),
-          durationMs: 1,
-        })),
+        rest.map(answered),
       );
       assert.equal(finished, rest.length);
 
@@ -165,17 +174,7 @@ Deno.test("the audit counts nothing of a tenant wiped after its deliveries were 
     const byWiped = (d: { tenantId: string }) => d.tenantId === wiped ? 0 : 1;
     claimed.sort((a, b) => byWiped(a) - byWiped(b));
     for (const d of claimed) {
-      await finishDeliveries(sql, [{
-        id: d.id,
-        lease: d.lease,
-        state: "done",
-        attempt: d.attempt,
-        status: 200,
-        error: null,
-        delayMs: 0,
-        startedAt: new Date(),
-        durationMs: 1,
-      }]);
+      await finishDeliveries(sql, [answered(d)]);
     }
     for (const r of RECEIVERS) {
       await sql`grant usage on schema ${sql(r)} to console`;
