@@ -19,7 +19,8 @@
  * Usage: deno run -A bench/transports.ts [--orders 1000] [--workers 1,3]
  *        [--queues postgres,jetstream] [--runs 2] [--out PATH]
  * Environment: BENCH_DATABASE_URL (default: an embedded cluster of its own,
- * durable settings), NATS_URL (default nats://127.0.0.1:4222).
+ * durable settings), NATS_URL (default nats://127.0.0.1:4222), BENCH_PROFILE
+ * (a folder: each worker's CPU profile over the drain, bench/profile.ts).
  */
 import { parseArgs } from "node:util";
 import { connect as natsConnect } from "@nats-io/transport-node";
@@ -35,6 +36,7 @@ import {
   machineBusySeconds,
   postgresCpuSeconds,
 } from "./procfs.ts";
+import { PROFILE_DIR, Profiler } from "./profile.ts";
 import { settle } from "./seed.ts";
 import { sleep } from "./stats.ts";
 
@@ -75,9 +77,10 @@ function workerCommand(): string[] {
  * A worker process, ready once its messaging has started; its warnings and
  * errors are shown, the rest of its log is read and dropped.
  */
-function startWorker(env: Record<string, string>) {
+function startWorker(env: Record<string, string>, inspect?: string) {
+  const [run, ...rest] = workerCommand();
   const child = new Deno.Command(Deno.execPath(), {
-    args: workerCommand(),
+    args: [run, ...(inspect ? [inspect] : []), ...rest],
     cwd: ROOT,
     env: { LOG_LEVEL: "info", SANDBOX_WIPE: "off", ...env },
     stdin: "null",
@@ -228,9 +231,22 @@ export async function trial(
       ? { NATS_URL: natsUrl, NATS_STREAM: stream }
       : {}),
   };
-  const workers = Array.from({ length: o.workers }, () => startWorker(env));
+  const inspect = PROFILE_DIR
+    ? await Promise.all(Array.from({ length: o.workers }, Profiler.flag))
+    : [];
+  const workers = Array.from(
+    { length: o.workers },
+    (_, i) => startWorker(env, inspect[i]?.flag),
+  );
   try {
     await Promise.all(workers.map((w) => w.ready));
+    const profilers = await Promise.all(
+      inspect.map(async ({ port }) => {
+        const profiler = await Profiler.connect(port);
+        await profiler.start();
+        return profiler;
+      }),
+    );
     await db.sql`checkpoint`.catch(() => {});
     const loadAverage = Deno.readTextFileSync("/proc/loadavg").split(" ")
       .slice(0, 3).join(" ");
@@ -249,6 +265,13 @@ export async function trial(
       await sleep(250);
     }
     const cpu = cpuSpent(cpu0, cpuNow(pids, postmaster));
+    for (const [i, profiler] of profilers.entries()) {
+      await Deno.mkdir(PROFILE_DIR!, { recursive: true });
+      const file = `${PROFILE_DIR}/${o.queue}-${o.workers}w-${
+        pids[i]
+      }.cpuprofile`;
+      console.error(`${file}\n${await profiler.stop(file)}`);
+    }
     const [{ end, n }] = await db.sql<{ end: Date; n: number }[]>`
       select max(done_at) as end, count(*)::int as n from queue.deliveries`;
     if (n !== total) throw new Error(`${n} deliveries, expected ${total}`);
