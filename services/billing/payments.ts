@@ -5,9 +5,9 @@
  * billing transaction.
  */
 import type { Sql } from "../../lib/db/connect.ts";
-import { asService } from "../../lib/db/service.ts";
+import { asService, RolledBack } from "../../lib/db/service.ts";
 import { z } from "zod";
-import { act } from "./settle.ts";
+import { act, readPayment } from "./settle.ts";
 import { text } from "../../kit/http/validate.ts";
 
 const uuid = z.string().uuid();
@@ -71,29 +71,45 @@ export async function recordStripeEvent(
       : object.payment_intent ?? null);
   // An event that names no sandbox is still recorded, in the workers scope.
   const scope = sandboxId ? { tenantId: sandboxId } : "workers" as const;
-  return await asService(sql, "billing", scope, async (tx) => {
-    const { sql } = tx;
-    const inserted = await sql`
+  const ids = { sandboxId, orderId, paymentId };
+  /** The event's outcome, sent with the COMMIT. */
+  let noted: Promise<unknown> | undefined;
+  try {
+    return await asService(sql, "billing", scope, async (tx) => {
+      const { sql } = tx;
+      // The event's row, then what `act` reads (the order's lock and the
+      // payment), in one round trip: a repeat has the lock for nothing.
+      const inserted = sql`
       insert into billing.stripe_events (event_id, tenant_id, type, payment_id, order_id, outcome)
       values (${event.id}, ${sandboxId}, ${event.type}, ${paymentId}, ${orderId}, 'received')
-      on conflict (event_id) do nothing returning event_id`;
-    if (inserted.length === 0) {
-      const [seen] = await sql<{ outcome: string; status: 200 | 422 }[]>`
+      on conflict (event_id) do nothing returning event_id`.execute();
+      const read = readPayment(tx, event, ids);
+      if ((await inserted).length === 0) {
+        const [seen] = await sql<{ outcome: string; status: 200 | 422 }[]>`
         select outcome, status from billing.stripe_events
          where event_id = ${event.id}`;
-      return {
-        duplicate: true,
-        outcome: seen?.outcome ?? "seen before",
-        status: seen?.status ?? 200,
-      };
-    }
-    const acted = await act(tx, event, { sandboxId, orderId, paymentId });
-    const { outcome, status } = typeof acted === "string"
-      ? { outcome: acted, status: 200 as const }
-      : acted;
-    await sql`
+        return {
+          duplicate: true,
+          outcome: seen?.outcome ?? "seen before",
+          status: seen?.status ?? 200,
+        };
+      }
+      const acted = await act(tx, event, ids, read);
+      const { outcome, status } = typeof acted === "string"
+        ? { outcome: acted, status: 200 as const }
+        : acted;
+      // Sent, not awaited: the COMMIT goes right behind it. Should it fail,
+      // the COMMIT rolls back, and its error is thrown below.
+      noted = sql`
       update billing.stripe_events set outcome = ${outcome}, status = ${status}
-       where event_id = ${event.id}`;
-    return { duplicate: false, outcome, status };
-  });
+       where event_id = ${event.id}`.execute();
+      noted.catch(() => {});
+      return { duplicate: false, outcome, status };
+    });
+  } catch (error) {
+    const failure = error instanceof RolledBack && noted
+      ? await noted.then(() => undefined, (e) => e)
+      : undefined;
+    throw failure ?? error;
+  }
 }

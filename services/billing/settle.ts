@@ -11,7 +11,7 @@ import {
 } from "../../lib/outbox/mod.ts";
 import {
   CURRENCY,
-  lockOrderPayments,
+  orderPaymentsLock,
   type PaymentState,
 } from "./open_payment.ts";
 import type { StripeEvent } from "./payments.ts";
@@ -39,6 +39,41 @@ interface PaymentRow {
   created_at: Date;
 }
 
+/** What an event names, as billing reads it from the event's metadata. */
+export interface EventIds {
+  sandboxId: string | null;
+  orderId: string | null;
+  paymentId: string | null;
+}
+
+/**
+ * Sends what `act` reads first, without waiting: the lock pay requests take
+ * (open_payment.ts), so that whether this payment is the order's current
+ * one cannot change until this event is recorded, then the payment's row.
+ * The caller's statements may go in the same round trip. Nothing is sent
+ * for an event `act` does not act on.
+ */
+export function readPayment(
+  tx: ServiceTx,
+  event: StripeEvent,
+  ids: EventIds,
+): Promise<PaymentRow | undefined> | undefined {
+  const { orderId, paymentId } = ids;
+  if (!kindOf(event.type) || !ids.sandboxId || !orderId || !paymentId) {
+    return undefined;
+  }
+  const { sql } = tx;
+  const lock = orderPaymentsLock(sql, orderId).execute();
+  const row = sql<PaymentRow[]>`
+    select id, state, amount_cents, currency, order_id, created_at
+      from billing.payments where id = ${paymentId} for update`.execute();
+  const read = Promise.all([lock, row]).then(([, [payment]]) => payment);
+  // Read by `act`, or not at all when the event was seen before: the
+  // transaction's end reports a failure either way.
+  read.catch(() => {});
+  return read;
+}
+
 /**
  * Moves a payment on by one event. Every path ends in a state an operator
  * can see: the payment settled, failed, or kept for a refund, and the
@@ -62,25 +97,18 @@ interface PaymentRow {
 export async function act(
   tx: ServiceTx,
   event: StripeEvent,
-  ids: {
-    sandboxId: string | null;
-    orderId: string | null;
-    paymentId: string | null;
-  },
+  ids: EventIds,
+  /** {@link readPayment}'s, sent before the caller waited for anything. */
+  read: Promise<PaymentRow | undefined> | undefined,
 ): Promise<Acted> {
   const kind = kindOf(event.type);
   if (!kind) return `ignored: billing does not act on ${event.type}`;
   const { sandboxId, orderId, paymentId } = ids;
-  if (!sandboxId || !orderId || !paymentId) {
+  if (!sandboxId || !orderId || !paymentId || !read) {
     return "unattributed: the payment names no sandbox and order of this bakery";
   }
   const { sql } = tx;
-  // The lock pay requests take (open_payment.ts): whether this payment is
-  // the order's current one cannot change until this event is recorded.
-  await lockOrderPayments(sql, orderId);
-  const [payment] = await sql<PaymentRow[]>`
-    select id, state, amount_cents, currency, order_id, created_at
-      from billing.payments where id = ${paymentId} for update`;
+  const payment = await read;
   if (payment) {
     return kind === "succeeded"
       ? await settle(tx, event, sandboxId, payment, true)
