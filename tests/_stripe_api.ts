@@ -8,7 +8,12 @@
 import Stripe from "stripe";
 import type { Sql } from "../lib/db/connect.ts";
 import { StripeGateway } from "../services/billing/gateway.ts";
-import { postWebhook, TEST_WEBHOOK_SECRET } from "./_app.ts";
+import {
+  postWebhook,
+  TEST_WEBHOOK_SECRET,
+  type TestBakery,
+  withTestBakery,
+} from "./_app.ts";
 
 /** How long the stripe client waits for an answer. */
 export const CLIENT_TIMEOUT_MS = 300;
@@ -139,4 +144,25 @@ export async function sendSigned(url: string, event: unknown) {
     secret: TEST_WEBHOOK_SECRET,
   });
   return await postWebhook(url, payload, signature);
+}
+
+/** Stripe's API on loopback, as {@link stripeApi} serves it. */
+export type StripeApi = ReturnType<typeof stripeApi>;
+
+/**
+ * A bakery in real Stripe mode, its Stripe API the loopback one: pay
+ * requests open Checkout sessions there, and the tests send the events.
+ */
+export async function withStripeBakery(
+  fn: (t: TestBakery, api: StripeApi) => Promise<void>,
+) {
+  const api = stripeApi();
+  try {
+    await withTestBakery((t) => fn(t, api), {
+      STRIPE_SECRET_KEY: "sk_test_for_the_suite",
+      STRIPE_API_URL: api.url,
+    });
+  } finally {
+    await api.stop();
+  }
 }

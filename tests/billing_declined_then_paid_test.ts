@@ -15,25 +15,13 @@ import {
   sentBy,
   signIn,
   type TestBakery,
-  withTestBakery,
 } from "./_app.ts";
-import { intentOf, sendSigned, stripeApi, stripeEvent } from "./_stripe_api.ts";
-
-type Api = ReturnType<typeof stripeApi>;
-
-async function withStripeBakery(
-  fn: (t: TestBakery, api: Api) => Promise<void>,
-) {
-  const api = stripeApi();
-  try {
-    await withTestBakery((t) => fn(t, api), {
-      STRIPE_SECRET_KEY: "sk_test_for_the_suite",
-      STRIPE_API_URL: api.url,
-    });
-  } finally {
-    await api.stop();
-  }
-}
+import {
+  intentOf,
+  sendSigned,
+  stripeEvent,
+  withStripeBakery,
+} from "./_stripe_api.ts";
 
 async function pay(client: Client, orderId: string) {
   const { status, body } = await client.json<

@@ -78,10 +78,11 @@ export async function createPayment(
     async (tx) => {
       const { sql } = tx;
       const lock = orderPaymentsLock(sql, p.orderId).execute();
-      lock.catch(() => {}); // its failure is the statement's below too
       // The order's standing payment if it has one, else a new one: one
-      // statement, sent behind the lock in the same round trip.
-      const [row] = await sql<
+      // statement, sent behind the lock in the same round trip. Read after
+      // the lock, whose failure (not the aborted statement's) is the one
+      // that tells.
+      const standing = sql<
         {
           id: string;
           state: PaymentState;
@@ -108,8 +109,10 @@ export async function createPayment(
       )
       select id, state, checkout_url, false as created from open
       union all
-      select id, state, checkout_url, true from made`;
+      select id, state, checkout_url, true from made`.execute();
+      standing.catch(() => {});
       await lock;
+      const [row] = await standing;
       if (!row.created) {
         return {
           id: row.id,
