@@ -24,7 +24,10 @@ export interface Plan {
     trialMs: number;
     startRate: number;
     maxTrials: number;
-    /** Full-length runs that may step the found rate down (x 0.75 each). */
+    /**
+     * Full-length runs that may step the found rate down (x 0.75 each);
+     * one more reads back up halfway when a step down held.
+     */
     maxStepDowns: number;
     runMs: number;
     idleOrders: number;
