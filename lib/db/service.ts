@@ -103,13 +103,14 @@ export async function asService<T>(
     durableCommit?: boolean;
     /**
      * Plan each statement once per connection instead of at every run
-     * (plan_cache_mode force_generic_plan), for bookkeeping statements whose
-     * plan does not depend on their parameters. PostgreSQL plans a
-     * statement anew for its first five runs and keeps doing so when the
-     * plan without parameters looks dearer, which it does for anything with
-     * `LIMIT $n` (guessed at a tenth of the table): a consumer's claim spent
-     * longer planning than running (bench/HISTORY.md, "Figures that were in
-     * the code's comments").
+     * (plan_cache_mode force_generic_plan), for statements whose plan does
+     * not depend on their parameters. PostgreSQL plans a statement anew for
+     * its first five runs and keeps doing so when the plan without
+     * parameters looks dearer, which it does for anything with `LIMIT $n`
+     * (guessed at a tenth of the table) or `unnest($n)` (ten rows, where a
+     * known array gives its length): a consumer's claim, and a receiver's
+     * set of a few messages, spent longer planning than running
+     * (bench/HISTORY.md).
      */
     genericPlans?: boolean;
     /**
@@ -170,7 +171,7 @@ export async function asService<T>(
                   'tenant ' || s.id || ' is closed: it is being wiped or was wiped')
            from ${tx(inPlatform("tenants"))} s
           where s.id = ${scope.tenantId}::uuid and s.wiping_at is not null),`;
-      const generic = bk && options.genericPlans
+      const generic = options.genericPlans
         ? tx`, set_config('plan_cache_mode', 'force_generic_plan', true)`
         : tx``;
       const asynchronous = options.durableCommit
@@ -181,7 +182,7 @@ export async function asService<T>(
             set_config('enable_seqscan', 'off', true),
             set_config('enable_sort', 'off', true),
             set_config('jit', 'off', true)${generic}`
-        : tx``;
+        : generic;
       return tx`select ${gate} set_config('role', ${service}, true),
         set_config('app.tenant_id', ${
         scope === "workers" ? "" : scope.tenantId

@@ -69,6 +69,9 @@ export async function receiveBatch(
   if (envelopes.some((e) => e.tenantId !== tenantId)) {
     throw new TypeError("a batch holds the messages of one tenant");
   }
+  // A set's statement reads its messages from unnest() of arrays: planned
+  // for each batch, it took longer to plan than to run (bench/HISTORY.md).
+  const genericPlans = options.applyMany !== undefined;
   return await asService(sql, service, { tenantId }, async (tx) => {
     const batch: Batch = {
       tx,
@@ -87,7 +90,7 @@ export async function receiveBatch(
       next = tracing ? await traced(batch, next) : await flight(batch, next);
     }
     return batch.answers;
-  });
+  }, { genericPlans });
 }
 
 /** A batch being applied: its transaction, and the answers so far. */
