@@ -396,6 +396,20 @@ export class RolledBack extends Error {
 }
 
 /**
+ * The error a transaction that threw `error` should report: when its
+ * COMMIT rolled it back ({@link RolledBack}) and `sent`, a statement sent
+ * without waiting, failed, that statement's own error tells why; else
+ * `error` itself.
+ */
+export async function rolledBackBy(
+  error: unknown,
+  sent: Promise<unknown> | undefined,
+): Promise<unknown> {
+  if (!(error instanceof RolledBack) || !sent) return error;
+  return await sent.then(() => error, (failure) => failure);
+}
+
+/**
  * A reserved connection that also offers `savepoint(fn)` as a transaction
  * handle of postgres.js does: `fn` runs after SAVEPOINT, is released when it
  * resolves and rolled back to when it throws.

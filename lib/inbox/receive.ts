@@ -3,7 +3,7 @@
  * transaction, keyed by its message id.
  */
 import type { Fragment, Sql, TxSql } from "../db/connect.ts";
-import { asService, RolledBack, type ServiceTx } from "../db/service.ts";
+import { asService, rolledBackBy, type ServiceTx } from "../db/service.ts";
 import type { Envelope } from "../outbox/envelope.ts";
 import { refusalOf } from "./errors.ts";
 import { alreadyApplied, claimSuperseded } from "./supersedes.ts";
@@ -190,11 +190,7 @@ export async function receiveOnce(
     if (seen) return seen;
     // Rolled back by the statement sent without waiting: its error tells
     // why (an effect given as a statement fails there).
-    if (error instanceof RolledBack && recorded) {
-      const failure = await recorded.then(() => undefined, (e) => e);
-      if (failure) throw failure;
-    }
-    throw error;
+    throw await rolledBackBy(error, recorded);
   }
 }
 

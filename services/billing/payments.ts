@@ -5,7 +5,7 @@
  * billing transaction.
  */
 import type { Sql } from "../../lib/db/connect.ts";
-import { asService, RolledBack } from "../../lib/db/service.ts";
+import { asService, rolledBackBy } from "../../lib/db/service.ts";
 import { z } from "zod";
 import { act, readPayment } from "./settle.ts";
 import { text } from "../../kit/http/validate.ts";
@@ -107,9 +107,6 @@ export async function recordStripeEvent(
       return { duplicate: false, outcome, status };
     });
   } catch (error) {
-    const failure = error instanceof RolledBack && noted
-      ? await noted.then(() => undefined, (e) => e)
-      : undefined;
-    throw failure ?? error;
+    throw await rolledBackBy(error, noted);
   }
 }
