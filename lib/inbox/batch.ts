@@ -71,6 +71,9 @@ export async function receiveBatch(
   }
   // A set's statement reads its messages from unnest() of arrays: planned
   // for each batch, it took longer to plan than to run (bench/HISTORY.md).
+  // The setting holds for the whole transaction, so the receiver's own
+  // statements and the one-savepoint-a-message fallback plan once too;
+  // theirs look rows up by key, where one plan serves every value.
   const genericPlans = options.applyMany !== undefined;
   return await asService(sql, service, { tenantId }, async (tx) => {
     const batch: Batch = {
